@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gpupool needs to build, test and run. Idempotent: it asks apt only
+# for what is missing, and does nothing when everything is present.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  nlohmann-json3-dev libyaml-cpp-dev libcli11-dev libfmt-dev libspdlog-dev
+  libsqlite3-dev sqlite3 libpq-dev postgresql
+  libcpp-httplib-dev libjwt-dev libssl-dev openssl
+  libgtest-dev libgmock-dev libbenchmark-dev
+  curl wrk
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,66 @@
+#include "common/status.h"
+
+#include <gtest/gtest.h>
+
+#include "common/strings.h"
+
+namespace gpupool {
+namespace {
+
+Result<int> ParsePositive(int v) {
+  if (v <= 0) return InvalidArgumentError("not positive: " + std::to_string(v));
+  return v;
+}
+
+Result<int> Doubled(int v) {
+  ASSIGN_OR_RETURN(int x, ParsePositive(v));
+  return x * 2;
+}
+
+Status Check(int v) {
+  RETURN_IF_ERROR(ParsePositive(v).status());
+  return OkStatus();
+}
+
+TEST(StatusTest, ResultCarriesValueOrError) {
+  EXPECT_EQ(*Doubled(4), 8);
+  Result<int> bad = Doubled(-1);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().ToString(), "INVALID_ARGUMENT: not positive: -1");
+  EXPECT_TRUE(Check(1).ok());
+  EXPECT_EQ(Check(0).message(), "not positive: 0");
+}
+
+TEST(StatusTest, WithContextPrefixes) {
+  Status s = NotFoundError("pod template \"x\"").WithContext("pool p");
+  EXPECT_EQ(s.message(), "pool p: pod template \"x\"");
+  EXPECT_TRUE(OkStatus().WithContext("ignored").ok());
+}
+
+TEST(StringsTest, DidYouMean) {
+  struct Case {
+    std::string word;
+    std::vector<std::string> candidates;
+    std::string want;
+  };
+  std::vector<Case> cases = {
+      {"default_platfrom", {"default_platform", "description"}, "default_platform"},
+      {"platfroms", {"platforms", "backend"}, "platforms"},
+      {"zzzzzz", {"platforms", "backend"}, ""},
+      {"Backend", {"backend"}, "backend"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.word);
+    EXPECT_EQ(ClosestMatch(c.word, c.candidates), c.want);
+  }
+}
+
+TEST(StringsTest, SplitJoinTrim) {
+  EXPECT_EQ(Split("a,b,,c", ','), (std::vector<std::string>{"a", "b", "", "c"}));
+  EXPECT_EQ(Join({"a", "b"}, ", "), "a, b");
+  EXPECT_EQ(Trim("  x y \n"), "x y");
+}
+
+}  // namespace
+}  // namespace gpupool

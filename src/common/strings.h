@@ -1,0 +1,26 @@
+#pragma once
+// Small string helpers shared by every module.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpupool {
+
+std::vector<std::string> Split(std::string_view text, char separator);
+std::string Join(const std::vector<std::string>& parts, std::string_view separator);
+std::string_view Trim(std::string_view text);
+bool StartsWith(std::string_view text, std::string_view prefix);
+bool EndsWith(std::string_view text, std::string_view suffix);
+std::string ToLower(std::string_view text);
+
+// Levenshtein distance, for did-you-mean suggestions.
+size_t EditDistance(std::string_view a, std::string_view b);
+
+// The candidate closest to `word` when it is near enough to be a plausible typo, else "".
+std::string ClosestMatch(std::string_view word, const std::vector<std::string>& candidates);
+
+// " (did you mean \"x\"?)" or "" when nothing is close.
+std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates);
+
+}  // namespace gpupool

@@ -17,7 +17,8 @@ build: deps $(BUILD_DIR)/build.ninja
 test: build
 	bash scripts/run-tests.sh $(BUILD_DIR)
 
-run: build
+run: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target gpupool
 	bash scripts/run-demo.sh $(BUILD_DIR)
 
 bench: build

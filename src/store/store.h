@@ -1,0 +1,213 @@
+#pragma once
+// The persistence layer: configs with full revision history, nodes, workflows with their tasks, an
+// audit log, leader leases and named sequences. Two implementations sit behind one interface:
+// SQLite (default; WAL, one connection guarded by a mutex) and PostgreSQL (libpq). Select one with
+// OpenStore(url). The store treats config bodies, node objects, pods and workflow specs as opaque
+// JSON: it knows nothing of their semantics (validation lives in config/ and service/).
+//
+// Thread contract: every Store method may be called from any thread; every write method is one
+// database transaction (all or nothing). Several processes may share one database (a SQLite file
+// or a PostgreSQL server); conflicts surface as kAborted (optimistic lock / CAS) and never as lost
+// updates.
+//
+// Errors: kNotFound (missing object), kAlreadyExists (CreateWorkflow with a taken id), kAborted
+// (expected_revision or workflow version mismatch), kInvalidArgument (malformed request, e.g. an
+// empty kind), kUnavailable (database cannot be reached), kInternal (anything else the database
+// reports). No exception leaves this module.
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace gpupool::store {
+
+// Who made a change and from where ("cli", "127.0.0.1", ...).
+struct Actor {
+  std::string user;
+  std::string source;
+};
+
+// The current state of one config (kind, name). Deleted configs have no ConfigRecord.
+struct ConfigRecord {
+  std::string kind;  // "POOL", "POD_TEMPLATE", ... (opaque to the store)
+  std::string name;
+  nlohmann::ordered_json body;
+  int64_t revision = 0;  // revision of the change that produced this body
+  std::string updated_by;
+  int64_t updated_at_ms = 0;
+};
+
+// One change of one config. Kept forever, also after the config is deleted.
+struct RevisionRecord {
+  std::string kind;
+  std::string name;
+  int64_t revision = 0;
+  std::string action;  // "update" | "delete" | "rollback" (whatever ConfigWrite::action said)
+  std::string author;  // Actor::user
+  int64_t created_at_ms = 0;
+  std::string description;
+  nlohmann::ordered_json body;  // the full body after the change; null for a delete
+  std::string source;           // Actor::source
+};
+
+struct ConfigWrite {
+  enum class Op { kPut, kDelete };
+  Op op = Op::kPut;
+  std::string kind;
+  std::string name;
+  nlohmann::ordered_json body;  // kPut only
+  // Optimistic lock: when set, the write fails with kAborted unless the current revision equals
+  // it. 0 means "must not exist" (never created, or deleted). Unset: last writer wins.
+  std::optional<int64_t> expected_revision;
+  std::string action;  // recorded in the revision; empty = "update" (kPut) / "delete" (kDelete)
+  std::string description;
+};
+
+// A Kubernetes v1 Node object, keyed by metadata.name.
+struct NodeRecord {
+  std::string name;
+  nlohmann::ordered_json object;
+};
+
+// One task attempt of a workflow. Identity within its workflow: (group, name). Tasks keep the
+// order in which they were given.
+struct TaskRecord {
+  std::string workflow_id;  // filled in by the store on reads; ignored on writes
+  std::string group;
+  std::string name;
+  std::string status;
+  std::string node;
+  nlohmann::ordered_json pod;
+  int retry = 0;
+  int64_t status_changed_ms = 0;
+  int64_t started_ms = 0;
+  int64_t finished_ms = 0;
+  int exit_code = 0;
+  std::string message;
+};
+
+struct WorkflowRecord {
+  std::string id;
+  std::string name;
+  std::string pool;
+  std::string user;
+  std::string status;
+  int64_t submitted_ms = 0;
+  nlohmann::ordered_json spec;
+  std::vector<TaskRecord> tasks;
+  // CAS version. CreateWorkflow stores 1 (the given value is ignored); each successful
+  // UpdateWorkflow stores version + 1.
+  int64_t version = 0;
+  std::string idempotency_key;  // empty = none; otherwise unique among all workflows
+};
+
+// Conditions AND together. Results are ordered by submitted_ms, then id (oldest first, the order
+// a FIFO scheduler wants), and include the tasks.
+struct WorkflowFilter {
+  std::optional<std::string> pool, user, status;
+  bool unfinished_only = false;  // drop workflows whose status IsFinishedWorkflowStatus
+  int limit = 1000;              // <= 0: no limit
+};
+
+struct AuditRecord {
+  int64_t at_ms = 0;
+  std::string user;
+  std::string source;
+  std::string action;  // e.g. "PUT /api/configs/POOL/a" or "config update"
+  std::string target;
+  std::string detail;
+};
+
+// Terminal workflow statuses: "COMPLETED", "CANCELED", "CANCELLED" and anything starting with
+// "FAILED" (FAILED, FAILED_CANCELED, FAILED_EXEC_TIMEOUT, ...). Used by unfinished_only.
+bool IsFinishedWorkflowStatus(std::string_view status);
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // "sqlite" or "postgresql".
+  virtual std::string_view Backend() const = 0;
+
+  // ---- Configs ----
+  // Applies all writes atomically (all or nothing), in order, one revision record each, and
+  // returns the new revision of each write. Revision numbers are per (kind, name), start at 1 and
+  // are never reused (delete then re-create continues counting). A kDelete of a config that does
+  // not exist is kNotFound; a failed expected_revision check is kAborted. Writes later in the
+  // batch see the effect of earlier ones. Timestamps come from the store's Clock.
+  virtual Result<std::vector<int64_t>> WriteConfigs(const std::vector<ConfigWrite>& writes,
+                                                    const Actor& actor) = 0;
+  // kNotFound when the config does not exist (or was deleted).
+  virtual Result<ConfigRecord> GetConfig(std::string_view kind, std::string_view name) = 0;
+  // All live configs (of one kind when given), sorted by kind, then name.
+  virtual Result<std::vector<ConfigRecord>> ListConfigs(std::optional<std::string_view> kind) = 0;
+  // Revision records, newest first (created_at_ms, then revision, descending; ties across
+  // different configs keep write order reversed). limit <= 0: all.
+  virtual Result<std::vector<RevisionRecord>> History(std::optional<std::string_view> kind,
+                                                      std::optional<std::string_view> name,
+                                                      int limit) = 0;
+  // kNotFound when that revision does not exist.
+  virtual Result<RevisionRecord> GetRevision(std::string_view kind, std::string_view name,
+                                             int64_t revision) = 0;
+
+  // ---- Nodes ----
+  // Inserts or replaces each node by name. replace_all: afterwards the store holds exactly these
+  // nodes (others are deleted), in one transaction.
+  virtual Status UpsertNodes(const std::vector<NodeRecord>& nodes, bool replace_all) = 0;
+  // Deletes the named nodes; names that do not exist are ignored.
+  virtual Status DeleteNodes(const std::vector<std::string>& names) = 0;
+  // Sorted by name.
+  virtual Result<std::vector<NodeRecord>> ListNodes() = 0;
+
+  // ---- Workflows ----
+  // Stores a new workflow with version 1 and returns it as stored. If idempotency_key is non-empty
+  // and matches an existing workflow, returns that workflow unchanged (whatever its id). Otherwise
+  // kAlreadyExists when the id is taken.
+  virtual Result<WorkflowRecord> CreateWorkflow(const WorkflowRecord& workflow) = 0;
+  virtual Result<WorkflowRecord> GetWorkflow(std::string_view id) = 0;  // kNotFound
+  virtual Result<std::vector<WorkflowRecord>> ListWorkflows(const WorkflowFilter& filter) = 0;
+  // Compare-and-set: succeeds only when the stored version equals workflow.version (else kAborted;
+  // kNotFound when missing), then stores every field (name, pool, user, status, spec; id,
+  // submitted_ms and idempotency_key are kept), replaces the task list and sets version + 1. On
+  // success the caller's copy is stale by one: bump workflow.version or re-read.
+  virtual Status UpdateWorkflow(const WorkflowRecord& workflow) = 0;
+
+  // A per-name counter: returns 1, 2, 3, ... on successive calls (across processes), e.g. for
+  // workflow ids "<name>-<n>".
+  virtual Result<int64_t> NextSequence(std::string_view name) = 0;
+
+  // ---- Audit ----
+  // at_ms == 0 is replaced by the store's clock.
+  virtual Status AppendAudit(const AuditRecord& record) = 0;
+  // Newest first. limit <= 0: all.
+  virtual Result<std::vector<AuditRecord>> ListAudit(int limit) = 0;
+
+  // ---- Leader lease ----
+  // Returns true when `holder` now holds lease `name` until now_ms + ttl_ms: it was free, expired
+  // (expiry <= now_ms), or already held by `holder` (renewal). Returns false when another holder's
+  // lease is still live. Times are the caller's (all contenders must share a clock basis).
+  virtual Result<bool> TryAcquireLease(std::string_view name, std::string_view holder,
+                                       int64_t now_ms, int64_t ttl_ms) = 0;
+  // Frees the lease when `holder` holds it; otherwise does nothing (OK).
+  virtual Status ReleaseLease(std::string_view name, std::string_view holder) = 0;
+};
+
+struct StoreOptions {
+  // Source of timestamps for revisions, configs and audit records. nullptr: the system clock.
+  // Must outlive the store.
+  const Clock* clock = nullptr;
+};
+
+// Opens (creating if needed) a store and runs pending migrations. url: "sqlite:PATH", a plain
+// PATH, ":memory:" / "sqlite::memory:" (a private in-memory SQLite database), or
+// "postgresql://..." / "postgres://..." (libpq connection URI).
+Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const StoreOptions& options = {});
+
+}  // namespace gpupool::store

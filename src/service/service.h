@@ -1,0 +1,279 @@
+#pragma once
+// The service functions shared by the `gpupool` CLI (offline, on a store) and the HTTP server.
+// Each function is one request: it reads what it needs from the store, validates, and performs
+// at most one store transaction. No HTTP, no printing: callers encode results (ToJson helpers
+// below give the one JSON shape both the CLI's `-o json` and the REST API return).
+//
+// Thread contract: a Service holds no mutable state of its own; it is safe to call from several
+// threads when the Store is (store::Store is).
+//
+// Errors: kInvalidArgument (bad input, failed validation), kNotFound, kPermissionDenied,
+// kFailedPrecondition (in use, maintenance), kAborted (revision changed underneath).
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace gpupool::store {
+class Store;
+}  // namespace gpupool::store
+
+namespace gpupool::service {
+
+// Who is asking. Offline (CLI on a DB file) the default is the OS user with role `osmo-admin`;
+// the server fills it from the verified token.
+struct Caller {
+  std::string user;
+  std::vector<std::string> roles;
+  std::string source = "cli";  // "cli", or the client address for HTTP
+};
+
+// Config kinds as the CLI spells them: POOL, POD_TEMPLATE, RESOURCE_VALIDATION, ROLE, BACKEND.
+// Lower-case and manifest spellings (`pool`, `Pool`, `PodTemplate`) are accepted too.
+Result<std::string> NormalizeKind(std::string_view kind);
+
+// ---- Config writes ------------------------------------------------------------------------
+
+struct ConfigChange {
+  std::string kind;
+  std::string name;
+  int64_t revision = 0;
+  std::string action;  // "update" | "delete" | "rollback"
+};
+
+struct WriteResult {
+  std::vector<ConfigChange> changes;  // one per written config, in write order
+  std::vector<std::string> warnings;  // e.g. a pool used by unfinished workflows was modified
+};
+
+struct UpdateConfigRequest {
+  std::string kind;                 // POOL, POD_TEMPLATE, ...
+  std::optional<std::string> name;  // from the command line; absent for the map form
+  nlohmann::ordered_json body;      // the parsed file: `{"name": ...}` or `{"<name>": {...}}`
+  std::string file_name;            // for error messages ("" over HTTP)
+  std::string description;          // revision note; default "gpupool config update KIND NAME"
+};
+
+struct DeleteConfigRequest {
+  std::string kind;
+  std::string name;
+  bool force = false;  // delete a pool that unfinished workflows use
+  std::string description;
+};
+
+struct RollbackRequest {
+  std::string kind;
+  std::string name;
+  int64_t revision = 0;  // the revision whose body becomes current (as a new revision)
+  std::string description;
+};
+
+// One object of a manifest (`gpupool apply -f`); `kind: Node` objects are imported as nodes.
+struct ApplyRequest {
+  std::vector<nlohmann::ordered_json> documents;
+  std::string file_name;
+  std::string description;
+};
+
+struct ApplyResult {
+  WriteResult configs;
+  int nodes_imported = 0;
+};
+
+// ---- Config reads -------------------------------------------------------------------------
+
+struct ConfigView {
+  std::string kind;
+  std::string name;
+  int64_t revision = 0;
+  std::string updated_by;
+  int64_t updated_at_ms = 0;
+  nlohmann::ordered_json body;
+};
+
+struct HistoryEntry {
+  std::string kind;
+  std::string name;
+  int64_t revision = 0;
+  std::string action;
+  std::string author;
+  int64_t created_at_ms = 0;
+  std::string description;
+  nlohmann::ordered_json body;  // full body after the change; null for delete
+};
+
+struct HistoryFilter {
+  std::optional<std::string> kind;
+  std::optional<std::string> name;
+  int limit = 100;
+};
+
+// ---- Nodes and views ----------------------------------------------------------------------
+
+struct NodeImportResult {
+  int imported = 0;
+  std::vector<std::string> names;
+};
+
+struct PoolRow {
+  std::string name;
+  std::string description;
+  std::string status;  // ONLINE | OFFLINE | MAINTENANCE
+  std::string backend;
+  int64_t gpu_quota_used = 0;
+  int64_t gpu_quota_limit = -1;  // -1: no limit (resources.gpu.maximum unset)
+  int64_t gpu_used = 0;          // GPUs requested by unfinished workflows of the pool
+  int64_t gpu_capacity = 0;      // allocatable GPUs of the pool's nodes
+  std::vector<std::string> platforms;
+};
+
+struct ResourceFilter {
+  std::optional<std::string> pool;
+  std::optional<std::string> platform;
+};
+
+// One row per (node, pool, platform) membership; nodes in no platform get one UNUSED row.
+struct ResourceRow {
+  std::string node;
+  std::string pool;      // "-" when UNUSED
+  std::string platform;  // "-" when UNUSED
+  std::string type;      // RESERVED (one pool) | SHARED (several) | UNUSED (none)
+  // Each "used/capacity" in milli-units; printed with Kubernetes units by the CLI.
+  int64_t storage_used = 0, storage_capacity = 0;
+  int64_t cpu_used = 0, cpu_capacity = 0;
+  int64_t memory_used = 0, memory_capacity = 0;
+  int64_t gpu_used = 0, gpu_capacity = 0;
+  std::string gpu_product;  // nvidia.com/gpu.product label, "" if none
+};
+
+// ---- Workflows ----------------------------------------------------------------------------
+
+struct SubmitRequest {
+  std::string pool;
+  std::string spec_text;                          // the workflow YAML (or JSON) as written
+  std::string file_name;                          // for error messages
+  std::map<std::string, std::string> set_values;  // --set k=v
+  bool dry_run = false;
+  std::string idempotency_key;  // optional; same key returns the existing workflow
+};
+
+struct SubmitResult {
+  std::string workflow_id;  // "" for a dry run
+  std::string name;
+  std::string pool;
+  std::string status;                        // PENDING, or "DRY_RUN"
+  std::vector<nlohmann::ordered_json> pods;  // one Kubernetes Pod per task
+  std::vector<std::string> warnings;
+};
+
+struct TaskView {
+  std::string group;
+  std::string name;
+  std::string platform;
+  std::string status;
+  std::string node;
+  int exit_code = 0;
+  std::string message;
+};
+
+struct WorkflowView {
+  std::string id;
+  std::string name;
+  std::string pool;
+  std::string user;
+  std::string status;
+  int64_t submitted_ms = 0;
+  std::vector<TaskView> tasks;
+  nlohmann::ordered_json spec;  // the expanded workflow as stored
+};
+
+struct WorkflowFilter {
+  std::optional<std::string> pool;
+  std::optional<std::string> user;
+  std::optional<std::string> status;
+  int limit = 100;
+};
+
+class Service {
+ public:
+  // `store` and `clock` must outlive the Service.
+  Service(store::Store& store, const Clock& clock);
+
+  // Writes the built-in configs (config::BuiltinConfigs()) as revision 1 by user `system` when
+  // the store has no configs yet. Idempotent; called once after OpenStore.
+  Status EnsureBuiltins();
+
+  // `config update KIND [NAME] --file F` and `config set ROLE NAME -f F`. Accepts both file
+  // shapes; the whole resulting ConfigSet is validated before one atomic write. A pool that
+  // unfinished workflows use may change (with a warning naming them) unless the change removes a
+  // platform they use (kFailedPrecondition; no --force for updates: delete with --force instead).
+  Result<WriteResult> UpdateConfig(const Caller& caller, const UpdateConfigRequest& request);
+
+  // `config set ROLE osmo-<prefix> pool`: writes the generated pool role.
+  Result<WriteResult> SetPoolRole(const Caller& caller, std::string_view role_name,
+                                  std::string_view description);
+
+  // `config delete KIND NAME [--force]`. Refuses a template / validation set a pool uses (naming
+  // the pools) and a pool that unfinished workflows use unless `force`.
+  Result<WriteResult> DeleteConfig(const Caller& caller, const DeleteConfigRequest& request);
+
+  // `config rollback KIND NAME --revision N`: writes the body of revision N as a new revision.
+  Result<WriteResult> Rollback(const Caller& caller, const RollbackRequest& request);
+
+  // `gpupool apply -f FILE|DIR`: manifests (DESIGN §2); configs in one atomic write, then nodes.
+  Result<ApplyResult> Apply(const Caller& caller, const ApplyRequest& request);
+
+  // `config show KIND NAME [--revision N]`.
+  Result<ConfigView> ShowConfig(std::string_view kind, std::string_view name,
+                                std::optional<int64_t> revision = std::nullopt);
+  // `config list [KIND]`, sorted by kind then name.
+  Result<std::vector<ConfigView>> ListConfigs(std::optional<std::string_view> kind);
+  // `config history [KIND [NAME]]`, newest first.
+  Result<std::vector<HistoryEntry>> History(const HistoryFilter& filter);
+
+  // `node import FILE`: kubectl NodeList/Node in JSON or YAML, or the openb node CSV.
+  Result<NodeImportResult> ImportNodes(const Caller& caller, std::string_view text,
+                                       std::string_view file_name, bool replace_all = false);
+
+  // `pool list`, sorted by name.
+  Result<std::vector<PoolRow>> ListPools(const Caller& caller);
+  // `resource list [--pool P] [--platform X]`; kNotFound for an unknown pool or platform.
+  Result<std::vector<ResourceRow>> ListResources(const Caller& caller,
+                                                 const ResourceFilter& filter);
+
+  // `workflow submit FILE --pool P [--set k=v] [--dry-run]`: runs the submission pipeline
+  // (submit::Submit) and, unless dry_run, stores the workflow PENDING with its pods.
+  Result<SubmitResult> SubmitWorkflow(const Caller& caller, const SubmitRequest& request);
+  Result<WorkflowView> QueryWorkflow(const Caller& caller, std::string_view id);
+  Result<std::vector<WorkflowView>> ListWorkflows(const Caller& caller,
+                                                  const WorkflowFilter& filter);
+  // Marks every unfinished task and the workflow CANCELED; kFailedPrecondition when finished.
+  Result<WorkflowView> CancelWorkflow(const Caller& caller, std::string_view id);
+
+ private:
+  store::Store& store_;
+  const Clock& clock_;
+};
+
+// The JSON shapes of the results (CLI `-o json|yaml` and the REST API).
+nlohmann::ordered_json ToJson(const WriteResult& result);
+nlohmann::ordered_json ToJson(const ApplyResult& result);
+nlohmann::ordered_json ToJson(const ConfigView& view);
+nlohmann::ordered_json ToJson(const HistoryEntry& entry);
+nlohmann::ordered_json ToJson(const NodeImportResult& result);
+nlohmann::ordered_json ToJson(const PoolRow& row);
+nlohmann::ordered_json ToJson(const ResourceRow& row);
+nlohmann::ordered_json ToJson(const SubmitResult& result);
+nlohmann::ordered_json ToJson(const WorkflowView& view);
+
+// Workflow states that are not final (used for "in use by unfinished workflows" checks).
+bool IsUnfinishedStatus(std::string_view status);
+
+}  // namespace gpupool::service

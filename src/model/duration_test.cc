@@ -1,0 +1,3 @@
+#include "model/duration.h"
+
+#include <gtest/gtest.h>

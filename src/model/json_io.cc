@@ -1,0 +1,1 @@
+#include "model/json_io.h"

@@ -1,0 +1,59 @@
+#pragma once
+// Source-located parsing of JSON and YAML into nlohmann::ordered_json. Every error is a Status
+// (InvalidArgument for bad input, NotFound/Internal for files) whose message starts with
+// "<file>:<line>:<column>: " (1-based, columns count characters as a human does).
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace gpupool::model {
+
+// Parses one JSON document. On malformed input the position points at the offending token,
+// e.g. "a100_pod_template.json:12:9: syntax error: expected ']' but found '}'".
+Result<nlohmann::ordered_json> ParseJson(std::string_view text, std::string_view file_name);
+
+// Whole file contents. NotFound when it does not exist, Internal on read errors.
+Result<std::string> ReadFile(const std::string& path);
+
+struct YamlDocument {
+  nlohmann::ordered_json value;
+  int line = 0;  // 1-based line where the document starts
+};
+
+// Parses every document of a (multi-document) YAML stream. Scalars are typed as YAML 1.2 core
+// schema does: unquoted ints/floats/true/false/null become JSON numbers/bools/null; quoted
+// scalars stay strings; keys are always strings; key order is preserved. Empty documents are
+// skipped. Anchors/aliases are resolved. Errors: "<file>:<line>:<column>: <what>".
+Result<std::vector<YamlDocument>> ParseYamlDocuments(std::string_view text,
+                                                     std::string_view file_name);
+
+// JSON when the first non-blank character is `{` or `[` (so JSON errors get JSON positions;
+// a top-level array is one document, not unpacked), YAML otherwise.
+Result<std::vector<nlohmann::ordered_json>> ParseJsonOrYamlDocuments(std::string_view text,
+                                                                     std::string_view file_name);
+
+// Block-style YAML for `-o yaml`. Strings that YAML would read as something else (numbers,
+// bools, null, empty, leading/trailing spaces, special characters) are double-quoted. Ends with
+// a newline. Empty objects/arrays print as `{}` / `[]`.
+std::string ToYaml(const nlohmann::ordered_json& value);
+
+// Field-path helpers: FieldPath("spec", "containers") -> "spec.containers";
+// FieldPath("", "spec") -> "spec"; IndexPath("spec.containers", 0) -> "spec.containers[0]".
+std::string FieldPath(std::string_view parent, std::string_view field);
+std::string IndexPath(std::string_view parent, size_t index);
+
+// JSON type name for messages: "object", "array", "string", "number", "boolean", "null".
+std::string JsonTypeName(const nlohmann::ordered_json& value);
+
+// 1-based line/column of byte `offset` in `text` (columns count UTF-8 characters).
+struct SourcePosition {
+  int line = 1;
+  int column = 1;
+};
+SourcePosition PositionOfOffset(std::string_view text, size_t offset);
+
+}  // namespace gpupool::model

@@ -1,0 +1,3 @@
+#include "model/json_io.h"
+
+#include <gtest/gtest.h>

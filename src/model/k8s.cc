@@ -1,0 +1,1 @@
+#include "model/k8s.h"

@@ -1,0 +1,3 @@
+#include "model/k8s.h"
+
+#include <gtest/gtest.h>

@@ -1,0 +1,3 @@
+#include "model/match.h"
+
+#include <gtest/gtest.h>

@@ -1,0 +1,3 @@
+#include "model/node_import.h"
+
+#include <gtest/gtest.h>

@@ -1,0 +1,3 @@
+#include "model/quantity.h"
+
+#include <gtest/gtest.h>

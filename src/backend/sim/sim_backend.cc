@@ -1,0 +1,172 @@
+#include "backend/sim/sim_backend.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/strings.h"
+
+namespace gpupool::backend {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::ordered_json;
+
+// Plain YAML scalar -> JSON value with YAML 1.2 core-schema typing (quoted scalars stay strings).
+Json ScalarToJson(const YAML::Node& node) {
+  const std::string& text = node.Scalar();
+  if (node.Tag() == "!") return text;  // quoted
+  if (text == "null" || text == "~" || text.empty()) return nullptr;
+  if (text == "true" || text == "True") return true;
+  if (text == "false" || text == "False") return false;
+  char* end = nullptr;
+  errno = 0;
+  long long as_int = std::strtoll(text.c_str(), &end, 10);
+  if (errno == 0 && end != nullptr && *end == '\0') return as_int;
+  double as_double = std::strtod(text.c_str(), &end);
+  if (end != nullptr && *end == '\0' && text.find_first_of("0123456789") != std::string::npos) {
+    return as_double;
+  }
+  return text;
+}
+
+Json YamlToJson(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      return ScalarToJson(node);
+    case YAML::NodeType::Sequence: {
+      Json out = Json::array();
+      for (const auto& item : node) out.push_back(YamlToJson(item));
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      Json out = Json::object();
+      for (const auto& kv : node) out[kv.first.as<std::string>()] = YamlToJson(kv.second);
+      return out;
+    }
+  }
+  return nullptr;
+}
+
+void CollectNodes(const Json& doc, std::vector<Json>& out) {
+  if (!doc.is_object()) return;
+  std::string kind = doc.value("kind", "");
+  if (kind == "Node") {
+    out.push_back(doc);
+  } else if ((kind == "List" || kind == "NodeList") && doc.contains("items") &&
+             doc["items"].is_array()) {
+    for (const auto& item : doc["items"]) CollectNodes(item, out);
+  }
+}
+
+Status LoadFile(const fs::path& path, std::vector<Json>& out) {
+  std::ifstream in(path);
+  if (!in) return NotFoundError("cannot read cluster file " + path.string());
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  try {
+    if (path.extension() == ".json") {
+      CollectNodes(Json::parse(text), out);
+    } else {
+      for (const auto& doc : YAML::LoadAll(text)) CollectNodes(YamlToJson(doc), out);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgumentError(path.string() + ": " + e.what());
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError(path.string() + ":" + std::to_string(e.mark.line + 1) + ":" +
+                                std::to_string(e.mark.column + 1) + ": " + e.msg);
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<std::vector<Json>> LoadClusterNodes(const std::string& path) {
+  std::vector<Json> nodes;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::directory_iterator(path, ec)) {
+      auto ext = entry.path().extension();
+      if (ext == ".json" || ext == ".yaml" || ext == ".yml") files.push_back(entry.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& file : files) RETURN_IF_ERROR(LoadFile(file, nodes));
+  } else {
+    RETURN_IF_ERROR(LoadFile(path, nodes));
+  }
+  for (const auto& node : nodes) {
+    if (!node.contains("metadata") || !node["metadata"].contains("name") ||
+        !node["metadata"]["name"].is_string()) {
+      return InvalidArgumentError(path + ": a Node without metadata.name");
+    }
+  }
+  return nodes;
+}
+
+SimBackend::SimBackend(std::vector<Json> nodes) : nodes_(std::move(nodes)) {
+  for (const auto& node : nodes_) node_names_.insert(node["metadata"]["name"].get<std::string>());
+}
+
+Result<std::vector<Json>> SimBackend::ListNodes() const { return nodes_; }
+
+Status SimBackend::Launch(const TaskLaunch& launch) {
+  if (!node_names_.contains(launch.node)) {
+    return InvalidArgumentError("sim backend: unknown node \"" + launch.node + "\" for task " +
+                                launch.key);
+  }
+  if (launch.duration_ms < 0) {
+    return InvalidArgumentError("sim backend: negative sim_duration for task " + launch.key);
+  }
+  std::lock_guard lock(mu_);
+  running_.try_emplace(launch.key, launch);
+  return OkStatus();
+}
+
+Status SimBackend::Kill(std::string_view key) {
+  std::lock_guard lock(mu_);
+  auto it = running_.find(key);
+  if (it != running_.end()) running_.erase(it);
+  return OkStatus();
+}
+
+std::vector<TaskExit> SimBackend::Poll(int64_t now_ms) {
+  std::vector<TaskExit> exits;
+  std::lock_guard lock(mu_);
+  for (auto it = running_.begin(); it != running_.end();) {
+    int64_t end_ms = it->second.start_ms + it->second.duration_ms;
+    if (end_ms <= now_ms) {
+      exits.push_back({it->first, it->second.exit_code, end_ms});
+      it = running_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  std::stable_sort(exits.begin(), exits.end(), [](const TaskExit& a, const TaskExit& b) {
+    return a.finished_ms < b.finished_ms;
+  });
+  return exits;
+}
+
+size_t SimBackend::RunningCount() const {
+  std::lock_guard lock(mu_);
+  return running_.size();
+}
+
+Result<std::unique_ptr<Backend>> OpenBackend(std::string_view spec) {
+  if (StartsWith(spec, "sim:")) {
+    ASSIGN_OR_RETURN(auto nodes, LoadClusterNodes(std::string(spec.substr(4))));
+    return std::unique_ptr<Backend>(std::make_unique<SimBackend>(std::move(nodes)));
+  }
+  return InvalidArgumentError("unknown backend \"" + std::string(spec) +
+                              "\": expected sim:CLUSTER_FILE");
+}
+
+}  // namespace gpupool::backend

@@ -1,0 +1,86 @@
+#pragma once
+// The submission pipeline (DESIGN §3): one pure, deterministic function from (configs, nodes,
+// caller, pool, workflow) to one Kubernetes Pod per task, or an error naming its step. No I/O.
+//
+// Steps, in order; each failure message starts with the step's name:
+//   1. "access denied"        the caller's roles must allow POST /api/pool/<pool>/workflow
+//                             (message names the user and the roles checked);
+//      "pool in maintenance"  enable_maintenance blocks everyone but osmo-admin;
+//   2. "unknown platform"     each resource's platform, else the pool's default_platform (the
+//                             message lists the pool's platforms);
+//      "timeout above pool maximum"  exec/queue timeout above max_*_timeout (names the maximum);
+//      "not allowed by platform"     privileged / hostNetwork / volume mounts the platform does
+//                                    not allow;
+//   3. variables: pool common_default_variables < platform default_variables < the task's
+//      resource values (cpu, gpu, memory, storage; an explicit 0 is kept) < built-ins;
+//   4. "validation failed"    pool rules then platform rules (task, rule, rendered message; for
+//                             node rules a per-node table);
+//   5. "undefined variable"   pod templates merged (pool common then platform override) and
+//                             rendered; names template, field path and variable.
+//   6. output: the base pod (user container with image, command, args, env, resources from
+//      USER_*, mounts, privileged, hostNetwork) with the rendered template merged over it, then
+//      the system labels gpupool.io/{workflow,group,task,pool,platform,queue,gang,gang-min,user}
+//      and priorityClassName high|normal|low.
+//
+// Thread contract: pure; safe to call concurrently.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "config/config_set.h"
+#include "model/k8s.h"
+#include "model/quantity.h"
+#include "submit/workflow.h"
+
+namespace gpupool::submit {
+
+struct SubmitCaller {
+  std::string user;
+  std::vector<std::string> roles;
+};
+
+struct SubmitOptions {
+  // WF_ID and the pod-name prefix. The service uses "<name>-<sequence>"; dry runs
+  // "<name>-dry-run".
+  std::string workflow_id;
+};
+
+struct PlannedTask {
+  std::string group;
+  std::string task;
+  std::string platform;
+  std::string pod_name;
+  nlohmann::ordered_json pod;    // the Kubernetes Pod
+  model::ResourceList requests;  // of the user container (cpu, memory, ephemeral-storage, gpu)
+  int64_t sim_duration_seconds = 0;
+  int sim_exit_code = 0;
+};
+
+struct SubmitPlan {
+  std::string workflow_id;
+  std::string name;
+  std::string pool;
+  std::string user;
+  Priority priority = Priority::kNormal;
+  int64_t exec_timeout_seconds = 0;  // effective (workflow's, else the pool default)
+  int64_t queue_timeout_seconds = 0;
+  std::vector<PlannedTask> tasks;  // in workflow order (groups, then tasks)
+  std::vector<std::string> warnings;
+};
+
+// Runs the pipeline. NotFound for an unknown pool; PermissionDenied for access; FailedPrecondition
+// for maintenance; InvalidArgument for the other steps.
+Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<model::Node>& nodes,
+                          const SubmitCaller& caller, std::string_view pool,
+                          const WorkflowSpec& workflow, const SubmitOptions& options);
+
+// "<workflow id>-<task>" made a valid Kubernetes name (lower case, '_' -> '-', <= 63 chars).
+std::string PodName(std::string_view workflow_id, std::string_view task);
+// A value made label-safe (<= 63 chars of [A-Za-z0-9._-], alphanumeric at both ends).
+std::string LabelValue(std::string_view text);
+
+}  // namespace gpupool::submit

@@ -1,0 +1,93 @@
+#pragma once
+// The workflow spec users submit, in OSMO's YAML shape (research/osmo.md §5):
+//
+//   workflow:
+//     name: sim-{{run}}
+//     timeout: {exec_timeout: 8h, queue_timeout: 2h}
+//     priority: NORMAL                       # HIGH | NORMAL | LOW
+//     resources:
+//       default: {cpu: 4, memory: 32Gi, storage: 50Gi, platform: l40s_platform}
+//     tasks:                                 # or groups: [{name, tasks: [...]}]
+//     - {name: prep, image: ubuntu:24.04, command: [bash, -c, "echo hi"]}
+//   default-values: {run: 1}
+//
+// `{{k}}` in the text is replaced by `--set k=v` or `default-values` before the YAML is read, so
+// errors keep the line of the file as written. Unknown fields are refused with a did-you-mean.
+// Top-level `tasks` become one group each, named "<task>-group" (as OSMO does).
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace gpupool::submit {
+
+enum class Priority { kHigh, kNormal, kLow };
+std::string_view PriorityName(Priority priority);       // "HIGH", "NORMAL", "LOW"
+std::string_view PriorityClassName(Priority priority);  // "high", "normal", "low"
+
+struct ResourceSpec {
+  std::string name;
+  // As written (number or string; null when absent). Quantities are checked when parsed.
+  nlohmann::ordered_json cpu;
+  nlohmann::ordered_json gpu;
+  nlohmann::ordered_json memory;
+  nlohmann::ordered_json storage;
+  std::string platform;  // "" = the pool's default_platform
+  std::vector<std::string> nodes_excluded;
+};
+
+struct TaskSpec {
+  std::string name;
+  std::string image;
+  std::vector<std::string> command;
+  std::vector<std::string> args;
+  // [{name, value}] as Kubernetes writes it; a map {K: V} in the spec is converted to this.
+  nlohmann::ordered_json env = nlohmann::ordered_json::array();
+  std::string resource = "default";
+  bool privileged = false;
+  bool host_network = false;
+  // Kubernetes volumeMounts ([{name, mountPath, ...}]); "host:container" strings are converted to
+  // {name, mountPath: container, hostPath: host}.
+  nlohmann::ordered_json volume_mounts = nlohmann::ordered_json::array();
+  nlohmann::ordered_json exit_actions;  // {COMPLETE|FAIL|RESCHEDULE: "1,3-5"}; null when absent
+  std::optional<int64_t> sim_duration_seconds;
+  int sim_exit_code = 0;
+  bool lead = false;
+};
+
+struct GroupSpec {
+  std::string name;
+  std::vector<TaskSpec> tasks;
+};
+
+struct WorkflowSpec {
+  std::string name;
+  std::vector<ResourceSpec> resources;  // in file order
+  std::vector<GroupSpec> groups;
+  std::optional<int64_t> exec_timeout_seconds;
+  std::optional<int64_t> queue_timeout_seconds;
+  Priority priority = Priority::kNormal;
+  nlohmann::ordered_json labels = nlohmann::ordered_json::object();
+  // The `workflow:` object after substitution, as parsed (kept for storage and display).
+  nlohmann::ordered_json document;
+
+  const ResourceSpec* FindResource(std::string_view name) const;
+  size_t TaskCount() const;
+};
+
+// Parses a workflow file. `set_values` (from --set k=v) win over the file's `default-values`.
+// Errors are InvalidArgument and name the file, line (where known) and field path, e.g.
+// `train.yaml: workflow.tasks[1].resurce: unknown field (did you mean "resource"?)`.
+Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_name,
+                                   const std::map<std::string, std::string>& set_values = {});
+
+// Parses "k=v" (for --set); InvalidArgument when there is no '=' or the key is empty.
+Result<std::pair<std::string, std::string>> ParseSetValue(std::string_view text);
+
+}  // namespace gpupool::submit

@@ -1,0 +1,86 @@
+#pragma once
+// Bearer JWT verification for `--auth oidc`: RS256 and ES256 signatures checked against a JWKS
+// (a file, or a URL fetched once at start-up), then issuer, audience, expiry and not-before with a
+// clock skew allowance. `alg: none`, HS256 (the "HMAC with the public key" confusion attack) and
+// every other algorithm are refused. Roles come from a claim path such as `roles` or Keycloak's
+// `realm_access.roles`.
+//
+// Thread contract: a JwtVerifier is immutable after construction; Verify may run on any thread.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace gpupool::server {
+
+// Who a request comes from, after authentication.
+struct Identity {
+  std::string user;
+  std::vector<std::string> roles;
+};
+
+// A set of public keys by key id (JWKS `kid`). Keys without `kid` are stored under "".
+class KeySet {
+ public:
+  KeySet();
+  ~KeySet();
+  KeySet(KeySet&&) noexcept;
+  KeySet& operator=(KeySet&&) noexcept;
+
+  // Parses a JWKS document `{"keys": [{"kty": "RSA", "n", "e", "kid", "alg"?}, {"kty": "EC",
+  // "crv": "P-256", "x", "y", "kid"}]}`. Keys of other types (oct, OKP) are skipped; a JWKS with no
+  // usable key is an error.
+  static Result<KeySet> FromJwks(std::string_view jwks_text);
+
+  size_t size() const;
+
+  struct Key;  // opaque: an EVP_PKEY and its type
+
+  // The key for `kid`, or nullptr.
+  const Key* Find(std::string_view kid) const;
+  // All keys (tried in order when a token has no `kid`).
+  std::vector<const Key*> All() const;
+
+ private:
+  std::map<std::string, std::shared_ptr<Key>, std::less<>> keys_;
+};
+
+// Reads a JWKS from a file path or an http(s) URL.
+Result<KeySet> LoadKeySet(const std::string& file_or_url);
+
+struct JwtOptions {
+  std::string issuer;                             // required `iss`
+  std::string audience;                           // required in `aud` (a string or an array)
+  std::string roles_claim = "roles";              // dotted path, e.g. "realm_access.roles"
+  std::string user_claim = "preferred_username";  // falls back to "sub"
+  int64_t skew_seconds = 60;
+};
+
+class JwtVerifier {
+ public:
+  // `clock` must outlive the verifier.
+  JwtVerifier(JwtOptions options, KeySet keys, const Clock& clock);
+
+  // Verifies a compact JWS ("header.payload.signature"). kUnauthenticated with the reason for a
+  // malformed token, a refused algorithm, an unknown key, a bad signature, a wrong issuer or
+  // audience, an expired or not-yet-valid token.
+  Result<Identity> Verify(std::string_view token) const;
+
+ private:
+  const JwtOptions options_;
+  const KeySet keys_;
+  const Clock& clock_;
+};
+
+// base64url without padding (RFC 7515 §2). Exposed for tests and token minting.
+std::string Base64UrlEncode(std::string_view bytes);
+Result<std::string> Base64UrlDecode(std::string_view text);
+
+}  // namespace gpupool::server

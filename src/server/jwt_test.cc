@@ -1,0 +1,226 @@
+#include "server/jwt.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <thread>
+
+#include "server/auth.h"
+#include "server/testing/token_minter.h"
+
+namespace gpupool::server {
+namespace {
+
+using Json = nlohmann::json;
+using testing::SigningKey;
+
+constexpr int64_t kNow = 1'800'000'000;  // seconds
+
+class JwtTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    rsa_ = new SigningKey(SigningKey::Generate(SigningKey::Type::kRsa, "rsa-1"));
+    ec_ = new SigningKey(SigningKey::Generate(SigningKey::Type::kEc, "ec-1"));
+    other_ = new SigningKey(SigningKey::Generate(SigningKey::Type::kRsa, "rsa-1"));
+  }
+  static void TearDownTestSuite() {
+    delete rsa_;
+    delete ec_;
+    delete other_;
+  }
+
+  JwtVerifier MakeVerifier(std::string roles_claim = "roles") {
+    auto keys = KeySet::FromJwks(testing::JwksOf({rsa_, ec_}));
+    EXPECT_TRUE(keys.ok()) << keys.status().ToString();
+    JwtOptions options;
+    options.issuer = "https://idp.example/realms/gpupool";
+    options.audience = "gpupool";
+    options.roles_claim = std::move(roles_claim);
+    return JwtVerifier(options, std::move(*keys), clock_);
+  }
+
+  static Json Claims() {
+    return Json{{"iss", "https://idp.example/realms/gpupool"},
+                {"aud", "gpupool"},
+                {"sub", "u-123"},
+                {"preferred_username", "alice"},
+                {"exp", kNow + 300},
+                {"nbf", kNow - 10},
+                {"roles", {"osmo-team-a", "osmo-user"}}};
+  }
+
+  FakeClock clock_{kNow * 1000};
+  static inline SigningKey* rsa_ = nullptr;
+  static inline SigningKey* ec_ = nullptr;
+  static inline SigningKey* other_ = nullptr;
+};
+
+TEST_F(JwtTest, AcceptsRs256AndEs256) {
+  JwtVerifier verifier = MakeVerifier();
+  for (const SigningKey* key : {rsa_, ec_}) {
+    SCOPED_TRACE(key->Alg());
+    auto identity = verifier.Verify(key->Mint(Claims()));
+    ASSERT_TRUE(identity.ok()) << identity.status().ToString();
+    EXPECT_EQ(identity->user, "alice");
+    EXPECT_EQ(identity->roles, (std::vector<std::string>{"osmo-team-a", "osmo-user"}));
+  }
+}
+
+TEST_F(JwtTest, RefusesBadTokens) {
+  JwtVerifier verifier = MakeVerifier();
+  struct Case {
+    std::string name;
+    std::string token;
+    std::string message;  // a substring of the error
+  };
+  auto with = [](const char* key, Json value) {
+    Json claims = Claims();
+    claims[key] = std::move(value);
+    return claims;
+  };
+  Json no_kid_header = {{"alg", "RS256"}, {"typ", "JWT"}};
+  std::string tampered = rsa_->Mint(Claims());
+  tampered[tampered.find('.') + 3] ^= 1;
+  std::vector<Case> cases = {
+      {"expired beyond skew", rsa_->Mint(with("exp", kNow - 61)), "expired"},
+      {"not yet valid beyond skew", rsa_->Mint(with("nbf", kNow + 61)), "not valid before"},
+      {"wrong issuer", rsa_->Mint(with("iss", "https://evil.example")), "issuer"},
+      {"wrong audience", rsa_->Mint(with("aud", "other-app")), "audience"},
+      {"audience list without us", ec_->Mint(with("aud", Json::array({"a", "b"}))), "audience"},
+      {"no exp", rsa_->Mint([] {
+         Json c = Claims();
+         c.erase("exp");
+         return c;
+       }()),
+       "exp"},
+      {"alg none", testing::MintAlgNone(Claims()), "\"none\" refused"},
+      {"HS256 keyed with the public key", rsa_->MintHs256WithPublicKey(Claims()), "HS256"},
+      {"signed by another key, same kid", other_->Mint(Claims()), "signature"},
+      {"signed by another key, no kid", other_->MintWithHeader(no_kid_header, Claims()),
+       "signature"},
+      {"unknown kid", other_->MintWithHeader({{"alg", "RS256"}, {"kid", "zzz"}}, Claims()), "zzz"},
+      {"RS256 header on an EC key",
+       ec_->MintWithHeader({{"alg", "RS256"}, {"kid", "ec-1"}}, Claims()), "signature"},
+      {"tampered payload", tampered, ""},
+      {"two parts", "abc.def", "malformed"},
+      {"garbage", "!!!.???.###", "malformed"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto identity = verifier.Verify(c.token);
+    ASSERT_FALSE(identity.ok());
+    EXPECT_EQ(identity.status().code(), StatusCode::kUnauthenticated);
+    EXPECT_NE(identity.status().message().find(c.message), std::string::npos)
+        << identity.status().message();
+  }
+}
+
+TEST_F(JwtTest, SkewAllowsSixtySeconds) {
+  JwtVerifier verifier = MakeVerifier();
+  Json claims = Claims();
+  claims["exp"] = kNow - 59;
+  claims["nbf"] = kNow + 59;
+  EXPECT_TRUE(verifier.Verify(rsa_->Mint(claims)).ok());
+}
+
+TEST_F(JwtTest, KeycloakRolesClaimPath) {
+  JwtVerifier verifier = MakeVerifier("realm_access.roles");
+  Json claims = Claims();
+  claims.erase("roles");
+  claims["realm_access"] = {{"roles", {"osmo-admin", "offline_access"}}};
+  claims["aud"] = Json::array({"account", "gpupool"});
+  auto identity = verifier.Verify(ec_->Mint(claims));
+  ASSERT_TRUE(identity.ok()) << identity.status().ToString();
+  EXPECT_EQ(identity->roles, (std::vector<std::string>{"osmo-admin", "offline_access"}));
+}
+
+TEST_F(JwtTest, UserFallsBackToSub) {
+  JwtVerifier verifier = MakeVerifier();
+  Json claims = Claims();
+  claims.erase("preferred_username");
+  auto identity = verifier.Verify(rsa_->Mint(claims));
+  ASSERT_TRUE(identity.ok());
+  EXPECT_EQ(identity->user, "u-123");
+}
+
+TEST_F(JwtTest, JwksErrors) {
+  struct Case {
+    std::string name;
+    std::string jwks;
+  };
+  std::vector<Case> cases = {
+      {"not json", "{"},
+      {"no keys", R"({"x": 1})"},
+      {"only symmetric keys", R"({"keys": [{"kty": "oct", "k": "c2VjcmV0"}]})"},
+      {"rsa without n", R"({"keys": [{"kty": "RSA", "e": "AQAB"}]})"},
+      {"ec wrong curve", R"({"keys": [{"kty": "EC", "crv": "P-384", "x": "AA", "y": "AA"}]})"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(KeySet::FromJwks(c.jwks).status().code(), StatusCode::kInvalidArgument);
+  }
+}
+
+TEST_F(JwtTest, LoadsJwksFromLoopbackUrl) {
+  httplib::Server idp;
+  std::string jwks = testing::JwksOf({rsa_});
+  idp.Get("/certs", [&](const httplib::Request&, httplib::Response& res) {
+    res.set_content(jwks, "application/json");
+  });
+  int port = idp.bind_to_any_port("127.0.0.1");
+  std::thread thread([&] { idp.listen_after_bind(); });
+  auto keys = LoadKeySet("http://127.0.0.1:" + std::to_string(port) + "/certs");
+  auto missing = LoadKeySet("http://127.0.0.1:" + std::to_string(port) + "/nope");
+  idp.stop();
+  thread.join();
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  EXPECT_EQ(keys->size(), 1u);
+  EXPECT_EQ(missing.status().code(), StatusCode::kUnavailable);
+}
+
+TEST(Base64UrlTest, RoundTrips) {
+  for (std::string text : {"", "f", "fo", "foo", "foob", "fooba", "foobar", "\xff\xfe\x00"}) {
+    SCOPED_TRACE(text);
+    EXPECT_EQ(*Base64UrlDecode(Base64UrlEncode(text)), text);
+  }
+  EXPECT_EQ(Base64UrlEncode("\xfb\xff"), "-_8");
+  EXPECT_FALSE(Base64UrlDecode("a+b").ok());
+}
+
+TEST(DevAuthTest, ParsesBearerDevTokens) {
+  auto auth = MakeDevAuthenticator();
+  struct Case {
+    std::string name;
+    std::string header;
+    bool ok;
+    std::string user;
+    std::vector<std::string> roles;
+  };
+  std::vector<Case> cases = {
+      {"user and roles",
+       "Bearer dev:alice:osmo-admin,osmo-user",
+       true,
+       "alice",
+       {"osmo-admin", "osmo-user"}},
+      {"lower-case scheme", "bearer dev:bob:", true, "bob", {}},
+      {"no roles part", "Bearer dev:carol", true, "carol", {}},
+      {"missing header", "", false, "", {}},
+      {"basic auth", "Basic YWxpY2U6cHc=", false, "", {}},
+      {"not dev", "Bearer eyJhbGciOi", false, "", {}},
+      {"empty user", "Bearer dev::osmo-admin", false, "", {}},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto identity = auth->Authenticate(c.header);
+    ASSERT_EQ(identity.ok(), c.ok) << identity.status().ToString();
+    if (!c.ok) {
+      EXPECT_EQ(identity.status().code(), StatusCode::kUnauthenticated);
+      continue;
+    }
+    EXPECT_EQ(identity->user, c.user);
+    EXPECT_EQ(identity->roles, c.roles);
+  }
+}
+
+}  // namespace
+}  // namespace gpupool::server

@@ -76,8 +76,8 @@ struct NodeRecord {
   nlohmann::ordered_json object;
 };
 
-// One task attempt of a workflow. Identity within its workflow: (group, name). Tasks keep the
-// order in which they were given.
+// One task (attempt) of a workflow. The store keeps a workflow's tasks as an ordered list, in the
+// order given, and imposes no uniqueness on (group, name, retry).
 struct TaskRecord {
   std::string workflow_id;  // filled in by the store on reads; ignored on writes
   std::string group;
@@ -148,8 +148,8 @@ class Store {
   virtual Result<ConfigRecord> GetConfig(std::string_view kind, std::string_view name) = 0;
   // All live configs (of one kind when given), sorted by kind, then name.
   virtual Result<std::vector<ConfigRecord>> ListConfigs(std::optional<std::string_view> kind) = 0;
-  // Revision records, newest first (created_at_ms, then revision, descending; ties across
-  // different configs keep write order reversed). limit <= 0: all.
+  // Revision records (of one kind / one config when given), newest first: the reverse of the
+  // order in which they were written. limit <= 0: all.
   virtual Result<std::vector<RevisionRecord>> History(std::optional<std::string_view> kind,
                                                       std::optional<std::string_view> name,
                                                       int limit) = 0;

@@ -1,0 +1,631 @@
+#include "store/sql_store.h"
+
+#include <charconv>
+#include <chrono>
+#include <set>
+#include <thread>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+
+namespace gpupool::store {
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr int kMaxAttempts = 8;
+
+std::string ConfigKey(std::string_view kind, std::string_view name) {
+  return std::string(kind) + "/" + std::string(name);
+}
+
+Result<std::string> DumpJson(const ordered_json& value, std::string_view what) {
+  try {
+    return value.dump();
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string(what) + ": cannot encode JSON: " + e.what());
+  }
+}
+
+Result<ordered_json> ParseStoredJson(const SqlRow& row, size_t column, std::string_view what) {
+  if (row.IsNull(column)) return ordered_json(nullptr);
+  try {
+    return ordered_json::parse(row.Text(column));
+  } catch (const std::exception& e) {
+    return InternalError(std::string(what) + ": stored JSON is corrupt: " + e.what());
+  }
+}
+
+Status RequireNonEmpty(std::string_view value, std::string_view field) {
+  if (value.empty()) return InvalidArgumentError(std::string(field) + " must not be empty");
+  return OkStatus();
+}
+
+// Appends "$<n>" for a new parameter.
+std::string Param(SqlParams& params, SqlParam value) {
+  params.push_back(std::move(value));
+  return "$" + std::to_string(params.size());
+}
+
+constexpr std::string_view kConfigColumns = "kind, name, body, revision, updated_by, updated_at_ms";
+
+Result<ConfigRecord> ConfigFromRow(const SqlRow& row) {
+  ConfigRecord record;
+  record.kind = row.Text(0);
+  record.name = row.Text(1);
+  ASSIGN_OR_RETURN(record.body, ParseStoredJson(row, 2, ConfigKey(record.kind, record.name)));
+  record.revision = row.Int(3);
+  record.updated_by = row.Text(4);
+  record.updated_at_ms = row.Int(5);
+  return record;
+}
+
+constexpr std::string_view kRevisionColumns =
+    "kind, name, revision, action, author, created_at_ms, description, body, source";
+
+Result<RevisionRecord> RevisionFromRow(const SqlRow& row) {
+  RevisionRecord record;
+  record.kind = row.Text(0);
+  record.name = row.Text(1);
+  record.revision = row.Int(2);
+  record.action = row.Text(3);
+  record.author = row.Text(4);
+  record.created_at_ms = row.Int(5);
+  record.description = row.Text(6);
+  ASSIGN_OR_RETURN(record.body, ParseStoredJson(row, 7,
+                                                ConfigKey(record.kind, record.name) + " revision " +
+                                                    std::to_string(record.revision)));
+  record.source = row.Text(8);
+  return record;
+}
+
+constexpr std::string_view kWorkflowColumns =
+    "id, name, pool, user_name, status, submitted_ms, spec, version, idempotency_key";
+
+Result<WorkflowRecord> WorkflowFromRow(const SqlRow& row) {
+  WorkflowRecord record;
+  record.id = row.Text(0);
+  record.name = row.Text(1);
+  record.pool = row.Text(2);
+  record.user = row.Text(3);
+  record.status = row.Text(4);
+  record.submitted_ms = row.Int(5);
+  ASSIGN_OR_RETURN(record.spec, ParseStoredJson(row, 6, "workflow " + record.id));
+  record.version = row.Int(7);
+  record.idempotency_key = row.Text(8);
+  return record;
+}
+
+constexpr std::string_view kTaskColumns =
+    "workflow_id, group_name, name, status, node, pod, retry, status_changed_ms, started_ms, "
+    "finished_ms, exit_code, message";
+
+Result<TaskRecord> TaskFromRow(const SqlRow& row) {
+  TaskRecord task;
+  task.workflow_id = row.Text(0);
+  task.group = row.Text(1);
+  task.name = row.Text(2);
+  task.status = row.Text(3);
+  task.node = row.Text(4);
+  ASSIGN_OR_RETURN(task.pod, ParseStoredJson(row, 5, "task " + task.workflow_id + "/" + task.name));
+  task.retry = static_cast<int>(row.Int(6));
+  task.status_changed_ms = row.Int(7);
+  task.started_ms = row.Int(8);
+  task.finished_ms = row.Int(9);
+  task.exit_code = static_cast<int>(row.Int(10));
+  task.message = row.Text(11);
+  return task;
+}
+
+// Shared WHERE clause of ListWorkflows' two queries.
+std::string WorkflowWhere(const WorkflowFilter& filter, SqlParams& params) {
+  std::string where = " WHERE 1 = 1";
+  if (filter.pool) where += " AND pool = " + Param(params, *filter.pool);
+  if (filter.user) where += " AND user_name = " + Param(params, *filter.user);
+  if (filter.status) where += " AND status = " + Param(params, *filter.status);
+  if (filter.unfinished_only) where += " AND finished = 0";
+  where += " ORDER BY submitted_ms, id";
+  if (filter.limit > 0) where += " LIMIT " + Param(params, int64_t{filter.limit});
+  return where;
+}
+
+}  // namespace
+
+const std::string& SqlRow::Text(size_t i) const {
+  static const std::string kEmpty;
+  const auto& column = columns_.at(i);
+  return column ? *column : kEmpty;
+}
+
+int64_t SqlRow::Int(size_t i) const {
+  const auto& column = columns_.at(i);
+  if (!column) return 0;
+  int64_t value = 0;
+  std::from_chars(column->data(), column->data() + column->size(), value);
+  return value;
+}
+
+Result<std::unique_ptr<Store>> SqlStore::Open(std::unique_ptr<SqlConnection> connection,
+                                              const Clock& clock) {
+  std::unique_ptr<SqlStore> store(new SqlStore(std::move(connection), clock));
+  RETURN_IF_ERROR(store->Migrate());
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+template <typename Body>
+auto SqlStore::InTransaction(bool write, Body&& body) -> decltype(body()) {
+  std::lock_guard lock(mu_);
+  Status last;
+  for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
+    if (attempt > 1) std::this_thread::sleep_for(std::chrono::milliseconds(2 * attempt));
+    last = connection_->Begin(write);
+    if (!last.ok()) {
+      if (connection_->LastFailure().transient || connection_->LastFailure().connection_lost) {
+        continue;
+      }
+      return last;
+    }
+    auto result = body();
+    if (result.ok()) {
+      last = connection_->Commit();
+      if (last.ok()) return result;
+      SqlFailure failure = connection_->LastFailure();
+      connection_->Rollback();
+      // A commit whose outcome is unknown (connection lost) is not retried: it may have applied.
+      if (failure.transient && !failure.connection_lost) continue;
+      return last;
+    }
+    SqlFailure failure = connection_->LastFailure();
+    connection_->Rollback();
+    if constexpr (std::is_same_v<decltype(body()), Status>) {
+      last = result;
+    } else {
+      last = result.status();
+    }
+    if (!failure.transient && !failure.connection_lost) return result;
+  }
+  return last;
+}
+
+Status SqlStore::Migrate() {
+  const std::vector<Migration>& migrations = connection_->Migrations();
+  return InTransaction(true, [&]() -> Status {
+    RETURN_IF_ERROR(connection_->LockForMigration());
+    RETURN_IF_ERROR(connection_->Script(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, "
+        "name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)"));
+    ASSIGN_OR_RETURN(auto rows, connection_->Query("SELECT version FROM schema_migrations", {}));
+    std::set<int64_t> applied;
+    for (const SqlRow& row : rows) applied.insert(row.Int(0));
+    int64_t newest_known = migrations.empty() ? 0 : migrations.back().version;
+    if (!applied.empty() && *applied.rbegin() > newest_known) {
+      return FailedPreconditionError(
+          "store: the database schema is at version " + std::to_string(*applied.rbegin()) +
+          ", newer than this gpupool knows (" + std::to_string(newest_known) + ")");
+    }
+    for (const Migration& migration : migrations) {
+      if (applied.count(migration.version)) continue;
+      Status status = connection_->Script(migration.sql);
+      if (!status.ok()) {
+        return status.WithContext("store: migration " + std::to_string(migration.version) + "_" +
+                                  std::string(migration.name));
+      }
+      RETURN_IF_ERROR(
+          connection_
+              ->Query("INSERT INTO schema_migrations (version, name, applied_at_ms) "
+                      "VALUES ($1, $2, $3)",
+                      {int64_t{migration.version}, std::string(migration.name), clock_.NowMillis()})
+              .status());
+    }
+    return OkStatus();
+  });
+}
+
+// ---- Configs ----
+
+Result<std::vector<int64_t>> SqlStore::WriteConfigs(const std::vector<ConfigWrite>& writes,
+                                                    const Actor& actor) {
+  // Validate and encode outside the transaction.
+  std::vector<std::optional<std::string>> bodies;
+  bodies.reserve(writes.size());
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const ConfigWrite& w = writes[i];
+    std::string where = "config write " + std::to_string(i);
+    RETURN_IF_ERROR(RequireNonEmpty(w.kind, where + ": kind"));
+    RETURN_IF_ERROR(RequireNonEmpty(w.name, where + ": name"));
+    if (w.op == ConfigWrite::Op::kPut) {
+      if (w.body.is_null() || w.body.is_discarded()) {
+        return InvalidArgumentError(where + " (" + ConfigKey(w.kind, w.name) +
+                                    "): body must not be null");
+      }
+      ASSIGN_OR_RETURN(std::string body, DumpJson(w.body, ConfigKey(w.kind, w.name)));
+      bodies.emplace_back(std::move(body));
+    } else {
+      bodies.emplace_back(std::nullopt);
+    }
+  }
+  int64_t now = clock_.NowMillis();
+  return InTransaction(true, [&]() -> Result<std::vector<int64_t>> {
+    std::vector<int64_t> revisions;
+    revisions.reserve(writes.size());
+    for (size_t i = 0; i < writes.size(); ++i) {
+      const ConfigWrite& w = writes[i];
+      const std::string key = ConfigKey(w.kind, w.name);
+      // Bumping the head first locks (kind, name) until commit, so the check below cannot race.
+      ASSIGN_OR_RETURN(
+          auto head, connection_->Query("INSERT INTO config_heads (kind, name, last_revision) "
+                                        "VALUES ($1, $2, 1) ON CONFLICT (kind, name) DO UPDATE SET "
+                                        "last_revision = config_heads.last_revision + 1 "
+                                        "RETURNING last_revision",
+                                        {w.kind, w.name}));
+      if (head.size() != 1) return InternalError("store: config head of " + key + " not returned");
+      int64_t revision = head[0].Int(0);
+      ASSIGN_OR_RETURN(auto current_rows,
+                       connection_->Query("SELECT revision FROM configs WHERE kind = $1 AND "
+                                          "name = $2",
+                                          {w.kind, w.name}));
+      int64_t current = current_rows.empty() ? 0 : current_rows[0].Int(0);
+      if (w.expected_revision && *w.expected_revision != current) {
+        return AbortedError("config " + key + ": expected revision " +
+                            std::to_string(*w.expected_revision) + " but it is " +
+                            (current == 0 ? std::string("absent") : std::to_string(current)) +
+                            " (changed concurrently; reload and retry)");
+      }
+      std::string action = w.action;
+      if (w.op == ConfigWrite::Op::kPut) {
+        if (action.empty()) action = "update";
+        RETURN_IF_ERROR(
+            connection_
+                ->Query("INSERT INTO configs (kind, name, body, revision, updated_by, "
+                        "updated_at_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kind, name) "
+                        "DO UPDATE SET body = excluded.body, revision = excluded.revision, "
+                        "updated_by = excluded.updated_by, updated_at_ms = excluded.updated_at_ms",
+                        {w.kind, w.name, *bodies[i], revision, actor.user, now})
+                .status());
+      } else {
+        if (current == 0) return NotFoundError("config " + key + " does not exist");
+        if (action.empty()) action = "delete";
+        RETURN_IF_ERROR(
+            connection_
+                ->Query("DELETE FROM configs WHERE kind = $1 AND name = $2", {w.kind, w.name})
+                .status());
+      }
+      SqlParam body = bodies[i] ? SqlParam(*bodies[i]) : SqlParam(nullptr);
+      RETURN_IF_ERROR(
+          connection_
+              ->Query("INSERT INTO config_revisions (kind, name, revision, action, author, "
+                      "source, created_at_ms, description, body) "
+                      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                      {w.kind, w.name, revision, action, actor.user, actor.source, now,
+                       w.description, body})
+              .status());
+      revisions.push_back(revision);
+    }
+    return revisions;
+  });
+}
+
+Result<ConfigRecord> SqlStore::GetConfig(std::string_view kind, std::string_view name) {
+  return InTransaction(false, [&]() -> Result<ConfigRecord> {
+    ASSIGN_OR_RETURN(auto rows,
+                     connection_->Query("SELECT " + std::string(kConfigColumns) +
+                                            " FROM configs WHERE kind = $1 AND name = $2",
+                                        {std::string(kind), std::string(name)}));
+    if (rows.empty()) return NotFoundError("config " + ConfigKey(kind, name) + " not found");
+    return ConfigFromRow(rows[0]);
+  });
+}
+
+Result<std::vector<ConfigRecord>> SqlStore::ListConfigs(std::optional<std::string_view> kind) {
+  SqlParams params;
+  std::string sql = "SELECT " + std::string(kConfigColumns) + " FROM configs";
+  if (kind) sql += " WHERE kind = " + Param(params, std::string(*kind));
+  sql += " ORDER BY kind, name";
+  return InTransaction(false, [&]() -> Result<std::vector<ConfigRecord>> {
+    ASSIGN_OR_RETURN(auto rows, connection_->Query(sql, params));
+    std::vector<ConfigRecord> records;
+    records.reserve(rows.size());
+    for (const SqlRow& row : rows) {
+      ASSIGN_OR_RETURN(ConfigRecord record, ConfigFromRow(row));
+      records.push_back(std::move(record));
+    }
+    return records;
+  });
+}
+
+Result<std::vector<RevisionRecord>> SqlStore::History(std::optional<std::string_view> kind,
+                                                      std::optional<std::string_view> name,
+                                                      int limit) {
+  SqlParams params;
+  std::string sql =
+      "SELECT " + std::string(kRevisionColumns) + " FROM config_revisions WHERE 1 = 1";
+  if (kind) sql += " AND kind = " + Param(params, std::string(*kind));
+  if (name) sql += " AND name = " + Param(params, std::string(*name));
+  sql += " ORDER BY seq DESC";
+  if (limit > 0) sql += " LIMIT " + Param(params, int64_t{limit});
+  return InTransaction(false, [&]() -> Result<std::vector<RevisionRecord>> {
+    ASSIGN_OR_RETURN(auto rows, connection_->Query(sql, params));
+    std::vector<RevisionRecord> records;
+    records.reserve(rows.size());
+    for (const SqlRow& row : rows) {
+      ASSIGN_OR_RETURN(RevisionRecord record, RevisionFromRow(row));
+      records.push_back(std::move(record));
+    }
+    return records;
+  });
+}
+
+Result<RevisionRecord> SqlStore::GetRevision(std::string_view kind, std::string_view name,
+                                             int64_t revision) {
+  return InTransaction(false, [&]() -> Result<RevisionRecord> {
+    ASSIGN_OR_RETURN(auto rows,
+                     connection_->Query("SELECT " + std::string(kRevisionColumns) +
+                                            " FROM config_revisions WHERE kind = $1 AND "
+                                            "name = $2 AND revision = $3",
+                                        {std::string(kind), std::string(name), revision}));
+    if (rows.empty()) {
+      return NotFoundError("config " + ConfigKey(kind, name) + " has no revision " +
+                           std::to_string(revision));
+    }
+    return RevisionFromRow(rows[0]);
+  });
+}
+
+// ---- Nodes ----
+
+Status SqlStore::UpsertNodes(const std::vector<NodeRecord>& nodes, bool replace_all) {
+  std::vector<std::string> objects;
+  objects.reserve(nodes.size());
+  for (const NodeRecord& node : nodes) {
+    RETURN_IF_ERROR(RequireNonEmpty(node.name, "node name"));
+    ASSIGN_OR_RETURN(std::string object, DumpJson(node.object, "node " + node.name));
+    objects.push_back(std::move(object));
+  }
+  return InTransaction(true, [&]() -> Status {
+    if (replace_all) RETURN_IF_ERROR(connection_->Query("DELETE FROM nodes", {}).status());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      RETURN_IF_ERROR(connection_
+                          ->Query("INSERT INTO nodes (name, object) VALUES ($1, $2) "
+                                  "ON CONFLICT (name) DO UPDATE SET object = excluded.object",
+                                  {nodes[i].name, objects[i]})
+                          .status());
+    }
+    return OkStatus();
+  });
+}
+
+Status SqlStore::DeleteNodes(const std::vector<std::string>& names) {
+  return InTransaction(true, [&]() -> Status {
+    for (const std::string& name : names) {
+      RETURN_IF_ERROR(connection_->Query("DELETE FROM nodes WHERE name = $1", {name}).status());
+    }
+    return OkStatus();
+  });
+}
+
+Result<std::vector<NodeRecord>> SqlStore::ListNodes() {
+  return InTransaction(false, [&]() -> Result<std::vector<NodeRecord>> {
+    ASSIGN_OR_RETURN(auto rows,
+                     connection_->Query("SELECT name, object FROM nodes ORDER BY name", {}));
+    std::vector<NodeRecord> nodes;
+    nodes.reserve(rows.size());
+    for (const SqlRow& row : rows) {
+      NodeRecord node;
+      node.name = row.Text(0);
+      ASSIGN_OR_RETURN(node.object, ParseStoredJson(row, 1, "node " + node.name));
+      nodes.push_back(std::move(node));
+    }
+    return nodes;
+  });
+}
+
+// ---- Workflows ----
+
+Result<WorkflowRecord> SqlStore::LoadWorkflow(std::string_view id) {
+  ASSIGN_OR_RETURN(auto rows, connection_->Query("SELECT " + std::string(kWorkflowColumns) +
+                                                     " FROM workflows WHERE id = $1",
+                                                 {std::string(id)}));
+  if (rows.empty()) return NotFoundError("workflow " + std::string(id) + " not found");
+  ASSIGN_OR_RETURN(WorkflowRecord workflow, WorkflowFromRow(rows[0]));
+  ASSIGN_OR_RETURN(auto task_rows,
+                   connection_->Query("SELECT " + std::string(kTaskColumns) +
+                                          " FROM tasks WHERE workflow_id = $1 ORDER BY position",
+                                      {std::string(id)}));
+  for (const SqlRow& row : task_rows) {
+    ASSIGN_OR_RETURN(TaskRecord task, TaskFromRow(row));
+    workflow.tasks.push_back(std::move(task));
+  }
+  return workflow;
+}
+
+Status SqlStore::InsertTasks(std::string_view workflow_id, const std::vector<TaskRecord>& tasks) {
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const TaskRecord& t = tasks[i];
+    ASSIGN_OR_RETURN(std::string pod,
+                     DumpJson(t.pod, "task " + std::string(workflow_id) + "/" + t.name));
+    RETURN_IF_ERROR(
+        connection_
+            ->Query("INSERT INTO tasks (workflow_id, position, group_name, name, status, node, "
+                    "pod, retry, status_changed_ms, started_ms, finished_ms, exit_code, message) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                    {std::string(workflow_id), static_cast<int64_t>(i), t.group, t.name, t.status,
+                     t.node, pod, int64_t{t.retry}, t.status_changed_ms, t.started_ms,
+                     t.finished_ms, int64_t{t.exit_code}, t.message})
+            .status());
+  }
+  return OkStatus();
+}
+
+Result<WorkflowRecord> SqlStore::CreateWorkflow(const WorkflowRecord& workflow) {
+  RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
+  ASSIGN_OR_RETURN(std::string spec, DumpJson(workflow.spec, "workflow " + workflow.id));
+  SqlParam key =
+      workflow.idempotency_key.empty() ? SqlParam(nullptr) : SqlParam(workflow.idempotency_key);
+  auto find_by_key = [&]() -> Result<std::optional<WorkflowRecord>> {
+    if (workflow.idempotency_key.empty()) return std::optional<WorkflowRecord>();
+    ASSIGN_OR_RETURN(auto rows, connection_->Query("SELECT id FROM workflows WHERE "
+                                                   "idempotency_key = $1",
+                                                   {workflow.idempotency_key}));
+    if (rows.empty()) return std::optional<WorkflowRecord>();
+    ASSIGN_OR_RETURN(WorkflowRecord existing, LoadWorkflow(rows[0].Text(0)));
+    return std::optional<WorkflowRecord>(std::move(existing));
+  };
+  return InTransaction(true, [&]() -> Result<WorkflowRecord> {
+    ASSIGN_OR_RETURN(auto existing, find_by_key());
+    if (existing) return std::move(*existing);
+    // DO NOTHING on any conflict (id or idempotency key); with PostgreSQL it waits for a
+    // concurrent insert of the same key to commit, so the second lookup below sees it.
+    ASSIGN_OR_RETURN(auto inserted,
+                     connection_->Query(
+                         "INSERT INTO workflows (id, name, pool, user_name, status, finished, "
+                         "submitted_ms, spec, version, idempotency_key) "
+                         "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9) "
+                         "ON CONFLICT DO NOTHING RETURNING id",
+                         {workflow.id, workflow.name, workflow.pool, workflow.user, workflow.status,
+                          int64_t{IsFinishedWorkflowStatus(workflow.status) ? 1 : 0},
+                          workflow.submitted_ms, spec, key}));
+    if (inserted.empty()) {
+      ASSIGN_OR_RETURN(auto raced, find_by_key());
+      if (raced) return std::move(*raced);
+      return AlreadyExistsError("workflow " + workflow.id + " already exists");
+    }
+    RETURN_IF_ERROR(InsertTasks(workflow.id, workflow.tasks));
+    WorkflowRecord stored = workflow;
+    stored.version = 1;
+    for (TaskRecord& task : stored.tasks) task.workflow_id = workflow.id;
+    return stored;
+  });
+}
+
+Result<WorkflowRecord> SqlStore::GetWorkflow(std::string_view id) {
+  return InTransaction(false, [&]() { return LoadWorkflow(id); });
+}
+
+Result<std::vector<WorkflowRecord>> SqlStore::ListWorkflows(const WorkflowFilter& filter) {
+  SqlParams params;
+  std::string where = WorkflowWhere(filter, params);
+  std::string workflows_sql = "SELECT " + std::string(kWorkflowColumns) + " FROM workflows" + where;
+  std::string tasks_sql = "SELECT t." + std::string(kTaskColumns) +
+                          " FROM tasks t JOIN (SELECT id FROM workflows" + where +
+                          ") w ON t.workflow_id = w.id ORDER BY t.workflow_id, t.position";
+  return InTransaction(false, [&]() -> Result<std::vector<WorkflowRecord>> {
+    ASSIGN_OR_RETURN(auto rows, connection_->Query(workflows_sql, params));
+    std::vector<WorkflowRecord> workflows;
+    workflows.reserve(rows.size());
+    std::unordered_map<std::string, size_t> index;
+    for (const SqlRow& row : rows) {
+      ASSIGN_OR_RETURN(WorkflowRecord workflow, WorkflowFromRow(row));
+      index.emplace(workflow.id, workflows.size());
+      workflows.push_back(std::move(workflow));
+    }
+    if (workflows.empty()) return workflows;
+    ASSIGN_OR_RETURN(auto task_rows, connection_->Query(tasks_sql, params));
+    for (const SqlRow& row : task_rows) {
+      ASSIGN_OR_RETURN(TaskRecord task, TaskFromRow(row));
+      auto it = index.find(task.workflow_id);
+      if (it != index.end()) workflows[it->second].tasks.push_back(std::move(task));
+    }
+    return workflows;
+  });
+}
+
+Status SqlStore::UpdateWorkflow(const WorkflowRecord& workflow) {
+  RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
+  ASSIGN_OR_RETURN(std::string spec, DumpJson(workflow.spec, "workflow " + workflow.id));
+  return InTransaction(true, [&]() -> Status {
+    ASSIGN_OR_RETURN(
+        auto updated,
+        connection_->Query(
+            "UPDATE workflows SET name = $2, pool = $3, user_name = $4, "
+            "status = $5, finished = $6, spec = $7, version = version + 1 "
+            "WHERE id = $1 AND version = $8 RETURNING version",
+            {workflow.id, workflow.name, workflow.pool, workflow.user, workflow.status,
+             int64_t{IsFinishedWorkflowStatus(workflow.status) ? 1 : 0}, spec, workflow.version}));
+    if (updated.empty()) {
+      ASSIGN_OR_RETURN(auto rows, connection_->Query("SELECT version FROM workflows WHERE id = $1",
+                                                     {workflow.id}));
+      if (rows.empty()) return NotFoundError("workflow " + workflow.id + " not found");
+      return AbortedError("workflow " + workflow.id + ": version " +
+                          std::to_string(workflow.version) + " is stale (stored version is " +
+                          std::to_string(rows[0].Int(0)) + "); reload and retry");
+    }
+    RETURN_IF_ERROR(
+        connection_->Query("DELETE FROM tasks WHERE workflow_id = $1", {workflow.id}).status());
+    return InsertTasks(workflow.id, workflow.tasks);
+  });
+}
+
+Result<int64_t> SqlStore::NextSequence(std::string_view name) {
+  RETURN_IF_ERROR(RequireNonEmpty(name, "sequence name"));
+  return InTransaction(true, [&]() -> Result<int64_t> {
+    ASSIGN_OR_RETURN(auto rows, connection_->Query(
+                                    "INSERT INTO sequences (name, value) VALUES ($1, 1) "
+                                    "ON CONFLICT (name) DO UPDATE SET value = sequences.value + 1 "
+                                    "RETURNING value",
+                                    {std::string(name)}));
+    if (rows.size() != 1) return InternalError("store: sequence " + std::string(name));
+    return rows[0].Int(0);
+  });
+}
+
+// ---- Audit ----
+
+Status SqlStore::AppendAudit(const AuditRecord& record) {
+  int64_t at = record.at_ms != 0 ? record.at_ms : clock_.NowMillis();
+  return InTransaction(true, [&]() -> Status {
+    return connection_
+        ->Query(
+            "INSERT INTO audit_log (at_ms, user_name, source, action, target, detail) "
+            "VALUES ($1, $2, $3, $4, $5, $6)",
+            {at, record.user, record.source, record.action, record.target, record.detail})
+        .status();
+  });
+}
+
+Result<std::vector<AuditRecord>> SqlStore::ListAudit(int limit) {
+  SqlParams params;
+  std::string sql =
+      "SELECT at_ms, user_name, source, action, target, detail FROM audit_log ORDER BY id DESC";
+  if (limit > 0) sql += " LIMIT " + Param(params, int64_t{limit});
+  return InTransaction(false, [&]() -> Result<std::vector<AuditRecord>> {
+    ASSIGN_OR_RETURN(auto rows, connection_->Query(sql, params));
+    std::vector<AuditRecord> records;
+    records.reserve(rows.size());
+    for (const SqlRow& row : rows) {
+      records.push_back(
+          AuditRecord{row.Int(0), row.Text(1), row.Text(2), row.Text(3), row.Text(4), row.Text(5)});
+    }
+    return records;
+  });
+}
+
+// ---- Leases ----
+
+Result<bool> SqlStore::TryAcquireLease(std::string_view name, std::string_view holder,
+                                       int64_t now_ms, int64_t ttl_ms) {
+  RETURN_IF_ERROR(RequireNonEmpty(name, "lease name"));
+  RETURN_IF_ERROR(RequireNonEmpty(holder, "lease holder"));
+  if (ttl_ms <= 0) return InvalidArgumentError("lease ttl must be positive");
+  return InTransaction(true, [&]() -> Result<bool> {
+    ASSIGN_OR_RETURN(
+        auto rows,
+        connection_->Query("INSERT INTO leases (name, holder, expires_ms) VALUES ($1, $2, $3) "
+                           "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+                           "expires_ms = excluded.expires_ms "
+                           "WHERE leases.holder = excluded.holder OR leases.expires_ms <= $4 "
+                           "RETURNING holder",
+                           {std::string(name), std::string(holder), now_ms + ttl_ms, now_ms}));
+    return !rows.empty();
+  });
+}
+
+Status SqlStore::ReleaseLease(std::string_view name, std::string_view holder) {
+  return InTransaction(true, [&]() -> Status {
+    return connection_
+        ->Query("DELETE FROM leases WHERE name = $1 AND holder = $2",
+                {std::string(name), std::string(holder)})
+        .status();
+  });
+}
+
+}  // namespace gpupool::store

@@ -1,0 +1,841 @@
+// The contract every Store implementation must meet, run once per backend: SQLite (a file in a
+// temporary directory) and PostgreSQL (a fresh schema per test in the database named by env
+// GPUPOOL_TEST_PG_URL; skipped when unset — scripts/pg-test-server.sh starts one).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <numeric>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/clock.h"
+#include "store/store.h"
+
+#ifdef GPUPOOL_WITH_POSTGRES
+#include <libpq-fe.h>
+#endif
+
+namespace gpupool::store {
+namespace {
+
+using nlohmann::ordered_json;
+using ::testing::ElementsAre;
+
+std::string RandomSuffix() {
+  static std::mt19937_64 rng(std::random_device{}());
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  return std::to_string(rng() % 1'000'000'000'000ULL);
+}
+
+// ---- Backends ----
+
+class SqliteBackend {
+ public:
+  static constexpr bool kAvailable = true;
+  static std::string SkipReason() { return ""; }
+
+  SqliteBackend() {
+    dir_ = std::filesystem::temp_directory_path() / ("gpupool_store_test_" + RandomSuffix());
+    std::filesystem::create_directories(dir_);
+  }
+  ~SqliteBackend() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  std::string Url() const { return "sqlite:" + (dir_ / "sub" / "store.db").string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
+#ifdef GPUPOOL_WITH_POSTGRES
+// Runs one statement on a fresh libpq connection; test-only plumbing.
+bool PgExec(const std::string& url, const std::string& sql, std::string* error) {
+  PGconn* conn = PQconnectdb(url.c_str());
+  bool ok = PQstatus(conn) == CONNECTION_OK;
+  if (ok) {
+    PGresult* result = PQexec(conn, sql.c_str());
+    ok = PQresultStatus(result) == PGRES_COMMAND_OK || PQresultStatus(result) == PGRES_TUPLES_OK;
+    PQclear(result);
+  }
+  if (!ok && error != nullptr) *error = PQerrorMessage(conn);
+  PQfinish(conn);
+  return ok;
+}
+#endif
+
+// Each test gets its own schema, so tests may run in parallel against one server.
+class PostgresBackend {
+ public:
+  static std::string BaseUrl() {
+    const char* url = std::getenv("GPUPOOL_TEST_PG_URL");
+    return url != nullptr ? url : "";
+  }
+#ifdef GPUPOOL_WITH_POSTGRES
+  static std::string SkipReason() {
+    return BaseUrl().empty() ? "GPUPOOL_TEST_PG_URL is not set (see scripts/pg-test-server.sh)"
+                             : "";
+  }
+#else
+  static std::string SkipReason() { return "built without PostgreSQL"; }
+#endif
+
+  PostgresBackend() {
+#ifdef GPUPOOL_WITH_POSTGRES
+    if (!SkipReason().empty()) return;
+    schema_ = "gpupool_test_" + RandomSuffix();
+    std::string error;
+    if (!PgExec(BaseUrl(), "CREATE SCHEMA " + schema_, &error)) {
+      ADD_FAILURE() << "cannot create schema " << schema_ << ": " << error;
+    }
+#endif
+  }
+  ~PostgresBackend() {
+#ifdef GPUPOOL_WITH_POSTGRES
+    if (!schema_.empty()) PgExec(BaseUrl(), "DROP SCHEMA " + schema_ + " CASCADE", nullptr);
+#endif
+  }
+  std::string Url() const {
+    std::string base = BaseUrl();
+    return base + (base.find('?') == std::string::npos ? "?" : "&") +
+           "options=-c%20search_path%3D" + schema_;
+  }
+
+ private:
+  std::string schema_;
+};
+
+template <typename Backend>
+class StoreContractTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string reason = Backend::SkipReason(); !reason.empty()) GTEST_SKIP() << reason;
+    store_ = Open();
+  }
+
+  std::unique_ptr<Store> Open() {
+    auto store = OpenStore(backend_.Url(), StoreOptions{.clock = &clock_});
+    EXPECT_TRUE(store.ok()) << store.status().ToString();
+    return store.ok() ? std::move(store).value() : nullptr;
+  }
+
+  Store& store() { return *store_; }
+
+  // Writes one config, expecting success; returns its new revision.
+  int64_t Put(std::string_view kind, std::string_view name, ordered_json body,
+              std::optional<int64_t> expected = std::nullopt) {
+    ConfigWrite write{.op = ConfigWrite::Op::kPut,
+                      .kind = std::string(kind),
+                      .name = std::string(name),
+                      .body = std::move(body),
+                      .expected_revision = expected};
+    auto result = store_->WriteConfigs({write}, actor_);
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    return result.ok() ? result->at(0) : -1;
+  }
+
+  FakeClock clock_{1'700'000'000'000};
+  Actor actor_{"alice", "cli"};
+  Backend backend_;
+  std::unique_ptr<Store> store_;
+};
+
+using Backends = ::testing::Types<SqliteBackend, PostgresBackend>;
+class BackendNames {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    return std::is_same_v<T, SqliteBackend> ? "Sqlite" : "Postgres";
+  }
+};
+TYPED_TEST_SUITE(StoreContractTest, Backends, BackendNames);
+
+std::vector<std::string> Names(const std::vector<ConfigRecord>& records) {
+  std::vector<std::string> names;
+  for (const auto& r : records) names.push_back(r.kind + "/" + r.name);
+  return names;
+}
+
+std::vector<std::string> Revisions(const std::vector<RevisionRecord>& records) {
+  std::vector<std::string> out;
+  for (const auto& r : records) {
+    out.push_back(r.kind + "/" + r.name + "@" + std::to_string(r.revision) + ":" + r.action);
+  }
+  return out;
+}
+
+// ---- Configs ----
+
+TYPED_TEST(StoreContractTest, PutGetListKeepsKeyOrderAndSorts) {
+  ordered_json body = ordered_json::parse(R"({"zeta": 1, "alpha": {"y": [3, 1], "b": null}})");
+  EXPECT_EQ(this->Put("POOL", "b_pool", body), 1);
+  EXPECT_EQ(this->Put("POOL", "a_pool", {{"x", 1}}), 1);
+  EXPECT_EQ(this->Put("POD_TEMPLATE", "Zed", {{"spec", {}}}), 1);
+
+  auto got = this->store().GetConfig("POOL", "b_pool");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->body.dump(), body.dump());  // same text: key order survived
+  EXPECT_EQ(got->revision, 1);
+  EXPECT_EQ(got->updated_by, "alice");
+  EXPECT_EQ(got->updated_at_ms, 1'700'000'000'000);
+
+  auto all = this->store().ListConfigs(std::nullopt);
+  ASSERT_TRUE(all.ok());
+  EXPECT_THAT(Names(*all), ElementsAre("POD_TEMPLATE/Zed", "POOL/a_pool", "POOL/b_pool"));
+  auto pools = this->store().ListConfigs("POOL");
+  ASSERT_TRUE(pools.ok());
+  EXPECT_THAT(Names(*pools), ElementsAre("POOL/a_pool", "POOL/b_pool"));
+
+  auto missing = this->store().GetConfig("POOL", "nope");
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+TYPED_TEST(StoreContractTest, RevisionsCountPerConfig) {
+  EXPECT_EQ(this->Put("POOL", "a", {{"v", 1}}), 1);
+  EXPECT_EQ(this->Put("POOL", "a", {{"v", 2}}), 2);
+  EXPECT_EQ(this->Put("POOL", "b", {{"v", 1}}), 1);
+  EXPECT_EQ(this->Put("ROLE", "a", {{"v", 1}}), 1);  // same name, other kind
+  EXPECT_EQ(this->Put("POOL", "a", {{"v", 3}}), 3);
+  auto got = this->store().GetConfig("POOL", "a");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->revision, 3);
+  EXPECT_EQ(got->body["v"], 3);
+}
+
+TYPED_TEST(StoreContractTest, BatchIsAtomic) {
+  this->Put("POOL", "existing", {{"v", 1}});
+  struct Case {
+    std::string name;
+    ConfigWrite bad;
+    StatusCode code;
+  };
+  const std::vector<Case> cases = {
+      {"stale expected revision",
+       {.op = ConfigWrite::Op::kPut,
+        .kind = "POOL",
+        .name = "existing",
+        .body = {{"v", 9}},
+        .expected_revision = 7},
+       StatusCode::kAborted},
+      {"must not exist but does",
+       {.op = ConfigWrite::Op::kPut,
+        .kind = "POOL",
+        .name = "existing",
+        .body = {{"v", 9}},
+        .expected_revision = 0},
+       StatusCode::kAborted},
+      {"delete of a missing config",
+       {.op = ConfigWrite::Op::kDelete, .kind = "POOL", .name = "ghost"},
+       StatusCode::kNotFound},
+      {"empty name",
+       {.op = ConfigWrite::Op::kPut, .kind = "POOL", .body = {{"v", 1}}},
+       StatusCode::kInvalidArgument},
+      {"null body",
+       {.op = ConfigWrite::Op::kPut, .kind = "POOL", .name = "n"},
+       StatusCode::kInvalidArgument},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<ConfigWrite> batch = {
+        {.op = ConfigWrite::Op::kPut, .kind = "POOL", .name = "new1", .body = {{"v", 1}}},
+        {.op = ConfigWrite::Op::kPut, .kind = "POOL", .name = "existing", .body = {{"v", 2}}},
+        c.bad,
+        {.op = ConfigWrite::Op::kPut, .kind = "POOL", .name = "new2", .body = {{"v", 1}}},
+    };
+    auto result = this->store().WriteConfigs(batch, this->actor_);
+    EXPECT_EQ(result.status().code(), c.code) << result.status().ToString();
+
+    auto all = this->store().ListConfigs(std::nullopt);
+    ASSERT_TRUE(all.ok());
+    EXPECT_THAT(Names(*all), ElementsAre("POOL/existing"));
+    auto existing = this->store().GetConfig("POOL", "existing");
+    ASSERT_TRUE(existing.ok());
+    EXPECT_EQ(existing->revision, 1);
+    EXPECT_EQ(existing->body["v"], 1);
+    auto history = this->store().History(std::nullopt, std::nullopt, 0);
+    ASSERT_TRUE(history.ok());
+    EXPECT_THAT(Revisions(*history), ElementsAre("POOL/existing@1:update"));
+  }
+  // Failed batches consumed no revision numbers.
+  EXPECT_EQ(this->Put("POOL", "existing", {{"v", 2}}), 2);
+  EXPECT_EQ(this->Put("POOL", "new1", {{"v", 1}}), 1);
+}
+
+TYPED_TEST(StoreContractTest, BatchAppliesInOrderAndReturnsEachRevision) {
+  this->Put("POOL", "a", {{"v", 1}});
+  std::vector<ConfigWrite> batch = {
+      {.op = ConfigWrite::Op::kPut,
+       .kind = "POOL",
+       .name = "a",
+       .body = {{"v", 2}},
+       .expected_revision = 1},
+      {.op = ConfigWrite::Op::kPut,
+       .kind = "POOL",
+       .name = "a",
+       .body = {{"v", 3}},
+       .expected_revision = 2},  // sees the write before it
+      {.op = ConfigWrite::Op::kPut,
+       .kind = "ROLE",
+       .name = "r",
+       .body = {{"v", 1}},
+       .expected_revision = 0},
+  };
+  auto result = this->store().WriteConfigs(batch, this->actor_);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_THAT(*result, ElementsAre(2, 3, 1));
+}
+
+TYPED_TEST(StoreContractTest, OptimisticLock) {
+  struct Case {
+    std::string name;
+    std::optional<int64_t> expected;
+    StatusCode code;
+    int64_t revision_after;
+  };
+  // Applied in order against one config.
+  const std::vector<Case> cases = {
+      {"create with must-not-exist", 0, StatusCode::kOk, 1},
+      {"create again with must-not-exist", 0, StatusCode::kAborted, 1},
+      {"matching revision", 1, StatusCode::kOk, 2},
+      {"stale revision", 1, StatusCode::kAborted, 2},
+      {"future revision", 5, StatusCode::kAborted, 2},
+      {"no lock: last writer wins", std::nullopt, StatusCode::kOk, 3},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ConfigWrite write{.op = ConfigWrite::Op::kPut,
+                      .kind = "POOL",
+                      .name = "p",
+                      .body = {{"case", c.name}},
+                      .expected_revision = c.expected};
+    auto result = this->store().WriteConfigs({write}, this->actor_);
+    EXPECT_EQ(result.status().code(), c.code) << result.status().ToString();
+    auto got = this->store().GetConfig("POOL", "p");
+    ASSERT_TRUE(got.ok());
+    EXPECT_EQ(got->revision, c.revision_after);
+  }
+  ConfigWrite stale_delete{
+      .op = ConfigWrite::Op::kDelete, .kind = "POOL", .name = "p", .expected_revision = 2};
+  EXPECT_EQ(this->store().WriteConfigs({stale_delete}, this->actor_).status().code(),
+            StatusCode::kAborted);
+}
+
+TYPED_TEST(StoreContractTest, HistoryNewestFirstWithFilters) {
+  this->Put("POOL", "a", {{"v", 1}});
+  this->clock_.Advance(1000);
+  this->Put("ROLE", "r", {{"v", 1}});
+  this->Put("POOL", "b", {{"v", 1}});
+  this->Put("POOL", "a", {{"v", 2}});
+  ConfigWrite rollback{.op = ConfigWrite::Op::kPut,
+                       .kind = "POOL",
+                       .name = "a",
+                       .body = {{"v", 1}},
+                       .action = "rollback",
+                       .description = "back to revision 1"};
+  ASSERT_TRUE(this->store().WriteConfigs({rollback}, Actor{"bob", "10.0.0.7"}).ok());
+
+  auto all = this->store().History(std::nullopt, std::nullopt, 0);
+  ASSERT_TRUE(all.ok());
+  EXPECT_THAT(Revisions(*all),
+              ElementsAre("POOL/a@3:rollback", "POOL/a@2:update", "POOL/b@1:update",
+                          "ROLE/r@1:update", "POOL/a@1:update"));
+  EXPECT_EQ(all->at(0).author, "bob");
+  EXPECT_EQ(all->at(0).source, "10.0.0.7");
+  EXPECT_EQ(all->at(0).description, "back to revision 1");
+  EXPECT_EQ(all->at(0).body, ordered_json({{"v", 1}}));
+  EXPECT_EQ(all->at(0).created_at_ms, 1'700'000'001'000);
+  EXPECT_EQ(all->back().created_at_ms, 1'700'000'000'000);
+
+  auto limited = this->store().History(std::nullopt, std::nullopt, 2);
+  ASSERT_TRUE(limited.ok());
+  EXPECT_THAT(Revisions(*limited), ElementsAre("POOL/a@3:rollback", "POOL/a@2:update"));
+  auto pools = this->store().History("POOL", std::nullopt, 0);
+  ASSERT_TRUE(pools.ok());
+  EXPECT_EQ(pools->size(), 4u);
+  auto one = this->store().History("POOL", "b", 0);
+  ASSERT_TRUE(one.ok());
+  EXPECT_THAT(Revisions(*one), ElementsAre("POOL/b@1:update"));
+
+  auto second = this->store().GetRevision("POOL", "a", 2);
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(second->body, ordered_json({{"v", 2}}));
+  EXPECT_EQ(second->author, "alice");
+  EXPECT_EQ(this->store().GetRevision("POOL", "a", 9).status().code(), StatusCode::kNotFound);
+}
+
+TYPED_TEST(StoreContractTest, DeleteKeepsHistoryAndRevisionsContinue) {
+  this->Put("POD_TEMPLATE", "t", {{"v", 1}});
+  this->Put("POD_TEMPLATE", "t", {{"v", 2}});
+  ConfigWrite del{
+      .op = ConfigWrite::Op::kDelete, .kind = "POD_TEMPLATE", .name = "t", .expected_revision = 2};
+  auto deleted = this->store().WriteConfigs({del}, this->actor_);
+  ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
+  EXPECT_THAT(*deleted, ElementsAre(3));
+  EXPECT_EQ(this->store().GetConfig("POD_TEMPLATE", "t").status().code(), StatusCode::kNotFound);
+  auto listed = this->store().ListConfigs(std::nullopt);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE(listed->empty());
+
+  auto history = this->store().History("POD_TEMPLATE", "t", 0);
+  ASSERT_TRUE(history.ok());
+  EXPECT_THAT(Revisions(*history), ElementsAre("POD_TEMPLATE/t@3:delete", "POD_TEMPLATE/t@2:update",
+                                               "POD_TEMPLATE/t@1:update"));
+  EXPECT_TRUE(history->at(0).body.is_null());
+  auto first = this->store().GetRevision("POD_TEMPLATE", "t", 1);
+  ASSERT_TRUE(first.ok());
+  EXPECT_EQ(first->body, ordered_json({{"v", 1}}));
+
+  // Re-create: "must not exist" holds again, and numbering continues.
+  EXPECT_EQ(this->Put("POD_TEMPLATE", "t", {{"v", 4}}, 0), 4);
+  EXPECT_EQ(this->store().WriteConfigs({del}, this->actor_).status().code(), StatusCode::kAborted);
+}
+
+// ---- Nodes ----
+
+ordered_json NodeObject(const std::string& name, int gpus) {
+  return ordered_json{{"apiVersion", "v1"},
+                      {"kind", "Node"},
+                      {"metadata", {{"name", name}}},
+                      {"status", {{"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}};
+}
+
+std::vector<std::string> NodeNames(const std::vector<NodeRecord>& nodes) {
+  std::vector<std::string> names;
+  for (const auto& n : nodes) names.push_back(n.name);
+  return names;
+}
+
+TYPED_TEST(StoreContractTest, NodesUpsertReplaceDelete) {
+  Store& s = this->store();
+  ASSERT_TRUE(
+      s.UpsertNodes({{"n2", NodeObject("n2", 8)}, {"n1", NodeObject("n1", 8)}}, false).ok());
+  ASSERT_TRUE(
+      s.UpsertNodes({{"n3", NodeObject("n3", 4)}, {"n1", NodeObject("n1", 2)}}, false).ok());
+  auto nodes = s.ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_THAT(NodeNames(*nodes), ElementsAre("n1", "n2", "n3"));
+  EXPECT_EQ(nodes->at(0).object, NodeObject("n1", 2));  // upsert replaced n1
+
+  ASSERT_TRUE(s.UpsertNodes({{"n4", NodeObject("n4", 1)}, {"n2", NodeObject("n2", 1)}}, true).ok());
+  nodes = s.ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_THAT(NodeNames(*nodes), ElementsAre("n2", "n4"));
+  EXPECT_EQ(nodes->at(0).object, NodeObject("n2", 1));
+
+  ASSERT_TRUE(s.DeleteNodes({"n4", "never-existed"}).ok());
+  nodes = s.ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_THAT(NodeNames(*nodes), ElementsAre("n2"));
+
+  // A bad node fails the whole call.
+  EXPECT_EQ(s.UpsertNodes({{"n9", NodeObject("n9", 1)}, {"", NodeObject("", 1)}}, true).code(),
+            StatusCode::kInvalidArgument);
+  nodes = s.ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_THAT(NodeNames(*nodes), ElementsAre("n2"));
+}
+
+// ---- Workflows ----
+
+WorkflowRecord MakeWorkflow(const std::string& id, const std::string& pool, const std::string& user,
+                            const std::string& status, int64_t submitted_ms) {
+  WorkflowRecord w;
+  w.id = id;
+  w.name = id.substr(0, id.find('-'));
+  w.pool = pool;
+  w.user = user;
+  w.status = status;
+  w.submitted_ms = submitted_ms;
+  w.spec = ordered_json::parse(R"({"workflow": {"name": "x", "tasks": [{"name": "t0"}]}})");
+  TaskRecord a;
+  a.group = "g0";
+  a.name = "train";
+  a.status = "PENDING";
+  a.pod = ordered_json::parse(R"({"kind": "Pod", "metadata": {"name": "train"}, "zz": 1})");
+  TaskRecord b = a;
+  b.name = "eval";
+  b.retry = 1;
+  w.tasks = {a, b};
+  return w;
+}
+
+TYPED_TEST(StoreContractTest, WorkflowCreateGetList) {
+  Store& s = this->store();
+  auto created = s.CreateWorkflow(MakeWorkflow("wf-2", "p1", "alice", "PENDING", 200));
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_EQ(created->version, 1);
+  ASSERT_TRUE(s.CreateWorkflow(MakeWorkflow("wf-1", "p1", "bob", "RUNNING", 100)).ok());
+  ASSERT_TRUE(s.CreateWorkflow(MakeWorkflow("wf-3", "p2", "alice", "COMPLETED", 300)).ok());
+  ASSERT_TRUE(s.CreateWorkflow(MakeWorkflow("wf-4", "p2", "bob", "FAILED_EXEC_TIMEOUT", 300)).ok());
+
+  auto got = s.GetWorkflow("wf-2");
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->pool, "p1");
+  EXPECT_EQ(got->user, "alice");
+  EXPECT_EQ(got->version, 1);
+  EXPECT_EQ(got->spec.dump(), MakeWorkflow("wf-2", "p1", "alice", "PENDING", 200).spec.dump());
+  ASSERT_EQ(got->tasks.size(), 2u);
+  EXPECT_EQ(got->tasks[0].name, "train");
+  EXPECT_EQ(got->tasks[1].name, "eval");
+  EXPECT_EQ(got->tasks[1].retry, 1);
+  EXPECT_EQ(got->tasks[0].workflow_id, "wf-2");
+  EXPECT_EQ(got->tasks[0].pod.dump(), R"({"kind":"Pod","metadata":{"name":"train"},"zz":1})");
+  EXPECT_EQ(s.GetWorkflow("nope").status().code(), StatusCode::kNotFound);
+
+  struct Case {
+    std::string name;
+    WorkflowFilter filter;
+    std::vector<std::string> ids;
+  };
+  const std::vector<Case> cases = {
+      {"all, oldest first, ties by id", {}, {"wf-1", "wf-2", "wf-3", "wf-4"}},
+      {"pool", {.pool = "p2"}, {"wf-3", "wf-4"}},
+      {"user", {.user = "alice"}, {"wf-2", "wf-3"}},
+      {"status", {.status = "RUNNING"}, {"wf-1"}},
+      {"unfinished", {.unfinished_only = true}, {"wf-1", "wf-2"}},
+      {"pool and user", {.pool = "p2", .user = "bob"}, {"wf-4"}},
+      {"limit", {.limit = 2}, {"wf-1", "wf-2"}},
+      {"no match", {.pool = "p9"}, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto listed = s.ListWorkflows(c.filter);
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    std::vector<std::string> ids;
+    for (const auto& w : *listed) {
+      ids.push_back(w.id);
+      EXPECT_EQ(w.tasks.size(), 2u) << w.id;
+    }
+    EXPECT_EQ(ids, c.ids);
+  }
+}
+
+TYPED_TEST(StoreContractTest, WorkflowCompareAndSet) {
+  Store& s = this->store();
+  ASSERT_TRUE(s.CreateWorkflow(MakeWorkflow("wf-1", "p", "u", "PENDING", 1)).ok());
+  auto w = s.GetWorkflow("wf-1");
+  ASSERT_TRUE(w.ok());
+
+  WorkflowRecord update = *w;
+  update.status = "RUNNING";
+  update.tasks.resize(1);
+  update.tasks[0].status = "RUNNING";
+  update.tasks[0].node = "n1";
+  update.tasks[0].started_ms = 42;
+  ASSERT_TRUE(s.UpdateWorkflow(update).ok());
+
+  auto after = s.GetWorkflow("wf-1");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->version, 2);
+  EXPECT_EQ(after->status, "RUNNING");
+  ASSERT_EQ(after->tasks.size(), 1u);  // the task list was rewritten
+  EXPECT_EQ(after->tasks[0].node, "n1");
+  EXPECT_EQ(after->tasks[0].started_ms, 42);
+
+  // The first copy is stale now.
+  WorkflowRecord stale = *w;
+  stale.status = "CANCELED";
+  EXPECT_EQ(s.UpdateWorkflow(stale).code(), StatusCode::kAborted);
+  EXPECT_EQ(s.GetWorkflow("wf-1")->status, "RUNNING");
+
+  update.version = 2;
+  update.status = "COMPLETED";
+  ASSERT_TRUE(s.UpdateWorkflow(update).ok());
+  auto unfinished = s.ListWorkflows({.unfinished_only = true});
+  ASSERT_TRUE(unfinished.ok());
+  EXPECT_TRUE(unfinished->empty());
+
+  WorkflowRecord missing = update;
+  missing.id = "wf-404";
+  EXPECT_EQ(s.UpdateWorkflow(missing).code(), StatusCode::kNotFound);
+}
+
+TYPED_TEST(StoreContractTest, WorkflowIdempotencyKey) {
+  Store& s = this->store();
+  WorkflowRecord first = MakeWorkflow("wf-1", "p", "u", "PENDING", 1);
+  first.idempotency_key = "req-123";
+  ASSERT_TRUE(s.CreateWorkflow(first).ok());
+
+  WorkflowRecord retry = MakeWorkflow("wf-2", "p", "u", "PENDING", 2);
+  retry.idempotency_key = "req-123";
+  auto again = s.CreateWorkflow(retry);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->id, "wf-1");
+  EXPECT_EQ(again->idempotency_key, "req-123");
+  EXPECT_EQ(s.GetWorkflow("wf-2").status().code(), StatusCode::kNotFound);
+
+  WorkflowRecord same_id = MakeWorkflow("wf-1", "p", "u", "PENDING", 3);
+  EXPECT_EQ(s.CreateWorkflow(same_id).status().code(), StatusCode::kAlreadyExists);
+  same_id.idempotency_key = "req-456";  // new key, taken id
+  EXPECT_EQ(s.CreateWorkflow(same_id).status().code(), StatusCode::kAlreadyExists);
+
+  // Workflows without a key never collide on it.
+  ASSERT_TRUE(s.CreateWorkflow(MakeWorkflow("wf-3", "p", "u", "PENDING", 4)).ok());
+  ASSERT_TRUE(s.CreateWorkflow(MakeWorkflow("wf-4", "p", "u", "PENDING", 5)).ok());
+  EXPECT_EQ(s.ListWorkflows({})->size(), 3u);
+}
+
+TYPED_TEST(StoreContractTest, Sequences) {
+  Store& s = this->store();
+  EXPECT_EQ(*s.NextSequence("workflow"), 1);
+  EXPECT_EQ(*s.NextSequence("workflow"), 2);
+  EXPECT_EQ(*s.NextSequence("other"), 1);
+  EXPECT_EQ(*s.NextSequence("workflow"), 3);
+}
+
+// ---- Audit ----
+
+TYPED_TEST(StoreContractTest, AuditNewestFirst) {
+  Store& s = this->store();
+  ASSERT_TRUE(s.AppendAudit({.at_ms = 5,
+                             .user = "a",
+                             .source = "cli",
+                             .action = "config update",
+                             .target = "POOL/x",
+                             .detail = "rev 1"})
+                  .ok());
+  ASSERT_TRUE(s.AppendAudit({.user = "b", .action = "workflow submit", .target = "wf-1"}).ok());
+  auto all = s.ListAudit(0);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ(all->at(0).user, "b");
+  EXPECT_EQ(all->at(0).at_ms, 1'700'000'000'000);  // filled from the store's clock
+  EXPECT_EQ(all->at(1).action, "config update");
+  EXPECT_EQ(all->at(1).target, "POOL/x");
+  EXPECT_EQ(all->at(1).detail, "rev 1");
+  EXPECT_EQ(all->at(1).at_ms, 5);
+  auto one = s.ListAudit(1);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->at(0).user, "b");
+}
+
+// ---- Leases ----
+
+TYPED_TEST(StoreContractTest, LeaseAcquireRenewExpireSteal) {
+  Store& s = this->store();
+  struct Step {
+    std::string name;
+    std::string holder;
+    int64_t now;
+    bool acquired;
+  };
+  const std::vector<Step> steps = {
+      {"free lease is acquired", "A", 0, true},  // A until 10
+      {"live lease is not stolen", "B", 5, false},
+      {"holder renews", "A", 8, true},  // A until 18
+      {"renewal extended it", "B", 15, false},
+      {"expired lease is stolen", "B", 18, true},  // B until 28
+      {"old holder lost it", "A", 19, false},
+  };
+  for (const Step& step : steps) {
+    SCOPED_TRACE(step.name);
+    auto got = s.TryAcquireLease("leader", step.holder, step.now, 10);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ(*got, step.acquired);
+  }
+  EXPECT_EQ(*s.TryAcquireLease("other", "A", 19, 10), true);  // leases are independent
+
+  ASSERT_TRUE(s.ReleaseLease("leader", "A").ok());  // not the holder: no effect
+  EXPECT_EQ(*s.TryAcquireLease("leader", "A", 20, 10), false);
+  ASSERT_TRUE(s.ReleaseLease("leader", "B").ok());
+  EXPECT_EQ(*s.TryAcquireLease("leader", "A", 20, 10), true);
+  EXPECT_EQ(s.TryAcquireLease("leader", "A", 20, 0).status().code(), StatusCode::kInvalidArgument);
+}
+
+// ---- Concurrency and durability ----
+
+TYPED_TEST(StoreContractTest, ConcurrentReadModifyWriteLosesNoUpdate) {
+  constexpr int kThreads = 4;
+  constexpr int kIncrements = 15;
+  this->Put("QUEUE", "counter", {{"n", 0}});
+  // Half the threads share this->store(), half open their own connection.
+  std::vector<std::unique_ptr<Store>> own;
+  for (int t = 0; t < kThreads / 2; ++t) own.push_back(this->Open());
+  std::atomic<int> conflicts = 0;
+  std::atomic<int> failures = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    Store* s = t % 2 == 0 ? &this->store() : own[t / 2].get();
+    threads.emplace_back([&, s, t] {
+      for (int i = 0; i < kIncrements; ++i) {
+        for (;;) {
+          auto current = s->GetConfig("QUEUE", "counter");
+          if (!current.ok()) {
+            ++failures;
+            return;
+          }
+          ordered_json body = current->body;
+          body["n"] = body["n"].get<int>() + 1;
+          ConfigWrite write{.op = ConfigWrite::Op::kPut,
+                            .kind = "QUEUE",
+                            .name = "counter",
+                            .body = body,
+                            .expected_revision = current->revision};
+          auto written = s->WriteConfigs({write}, Actor{"t" + std::to_string(t), "test"});
+          if (written.ok()) break;
+          if (written.status().code() != StatusCode::kAborted) {
+            ADD_FAILURE() << written.status().ToString();
+            ++failures;
+            return;
+          }
+          ++conflicts;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures, 0);
+  auto final_state = this->store().GetConfig("QUEUE", "counter");
+  ASSERT_TRUE(final_state.ok());
+  EXPECT_EQ(final_state->body["n"], kThreads * kIncrements);
+  EXPECT_EQ(final_state->revision, 1 + kThreads * kIncrements);
+  auto history = this->store().History("QUEUE", "counter", 0);
+  ASSERT_TRUE(history.ok());
+  EXPECT_EQ(history->size(), static_cast<size_t>(1 + kThreads * kIncrements));
+}
+
+TYPED_TEST(StoreContractTest, ConcurrentUnlockedWritesGetDistinctRevisions) {
+  constexpr int kThreads = 4;
+  constexpr int kWrites = 10;
+  std::vector<std::unique_ptr<Store>> stores;
+  for (int t = 0; t < kThreads; ++t) stores.push_back(this->Open());
+  std::vector<std::vector<int64_t>> seen(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kWrites; ++i) {
+        ConfigWrite write{.op = ConfigWrite::Op::kPut,
+                          .kind = "POOL",
+                          .name = "hot",
+                          .body = {{"t", t}, {"i", i}}};
+        auto written = stores[t]->WriteConfigs({write}, Actor{"t", "test"});
+        ASSERT_TRUE(written.ok()) << written.status().ToString();
+        seen[t].push_back(written->at(0));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::vector<int64_t> all;
+  for (const auto& v : seen) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  std::vector<int64_t> expected(kThreads * kWrites);
+  std::iota(expected.begin(), expected.end(), 1);
+  EXPECT_EQ(all, expected);  // 1..N, each once
+}
+
+TYPED_TEST(StoreContractTest, ConcurrentWorkflowUpdatesAndSequences) {
+  constexpr int kThreads = 4;
+  constexpr int kUpdates = 10;
+  ASSERT_TRUE(this->store().CreateWorkflow(MakeWorkflow("wf-1", "p", "u", "RUNNING", 1)).ok());
+  std::vector<std::unique_ptr<Store>> stores;
+  for (int t = 0; t < kThreads; ++t) stores.push_back(this->Open());
+  std::vector<std::vector<int64_t>> sequences(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      Store& s = *stores[t];
+      for (int i = 0; i < kUpdates; ++i) {
+        for (;;) {
+          auto w = s.GetWorkflow("wf-1");
+          ASSERT_TRUE(w.ok()) << w.status().ToString();
+          WorkflowRecord next = *w;
+          next.tasks[0].retry += 1;  // the counter under test
+          Status status = s.UpdateWorkflow(next);
+          if (status.ok()) break;
+          ASSERT_EQ(status.code(), StatusCode::kAborted) << status.ToString();
+        }
+        auto seq = s.NextSequence("wf");
+        ASSERT_TRUE(seq.ok()) << seq.status().ToString();
+        sequences[t].push_back(*seq);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  auto w = this->store().GetWorkflow("wf-1");
+  ASSERT_TRUE(w.ok());
+  EXPECT_EQ(w->tasks[0].retry, kThreads * kUpdates);
+  EXPECT_EQ(w->version, 1 + kThreads * kUpdates);
+  std::vector<int64_t> all;
+  for (const auto& v : sequences) all.insert(all.end(), v.begin(), v.end());
+  std::sort(all.begin(), all.end());
+  std::vector<int64_t> expected(kThreads * kUpdates);
+  std::iota(expected.begin(), expected.end(), 1);
+  EXPECT_EQ(all, expected);
+}
+
+TYPED_TEST(StoreContractTest, ConcurrentCreateWithOneIdempotencyKeyMakesOneWorkflow) {
+  constexpr int kThreads = 4;
+  std::vector<std::unique_ptr<Store>> stores;
+  for (int t = 0; t < kThreads; ++t) stores.push_back(this->Open());
+  std::vector<std::string> ids(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      WorkflowRecord w = MakeWorkflow("wf-" + std::to_string(t), "p", "u", "PENDING", t);
+      w.idempotency_key = "same-request";
+      auto created = stores[t]->CreateWorkflow(w);
+      ASSERT_TRUE(created.ok()) << created.status().ToString();
+      ids[t] = created->id;
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int t = 1; t < kThreads; ++t) EXPECT_EQ(ids[t], ids[0]);
+  auto listed = this->store().ListWorkflows({});
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(listed->at(0).id, ids[0]);
+}
+
+TYPED_TEST(StoreContractTest, OneLeaseHolderAmongContenders) {
+  constexpr int kThreads = 6;
+  std::vector<std::unique_ptr<Store>> stores;
+  for (int t = 0; t < kThreads; ++t) stores.push_back(this->Open());
+  std::atomic<int> winners = 0;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      auto got = stores[t]->TryAcquireLease("leader", "server-" + std::to_string(t), 1000, 5000);
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      if (*got) ++winners;
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(winners, 1);
+}
+
+TYPED_TEST(StoreContractTest, ReopenKeepsData) {
+  this->Put("POOL", "a", {{"v", 1}});
+  this->Put("POOL", "a", {{"v", 2}});
+  ASSERT_TRUE(this->store().UpsertNodes({{"n1", NodeObject("n1", 8)}}, false).ok());
+  ASSERT_TRUE(this->store().CreateWorkflow(MakeWorkflow("wf-1", "p", "u", "PENDING", 1)).ok());
+  ASSERT_TRUE(*this->store().TryAcquireLease("leader", "A", 0, 100));
+  ASSERT_EQ(*this->store().NextSequence("wf"), 1);
+  this->store_.reset();
+
+  this->store_ = this->Open();  // migrations find the schema current
+  ASSERT_NE(this->store_, nullptr);
+  Store& s = this->store();
+  auto a = s.GetConfig("POOL", "a");
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->revision, 2);
+  EXPECT_EQ(a->body, ordered_json({{"v", 2}}));
+  EXPECT_EQ(s.History("POOL", "a", 0)->size(), 2u);
+  EXPECT_THAT(NodeNames(*s.ListNodes()), ElementsAre("n1"));
+  EXPECT_EQ(s.GetWorkflow("wf-1")->tasks.size(), 2u);
+  EXPECT_EQ(*s.TryAcquireLease("leader", "B", 50, 100), false);
+  EXPECT_EQ(*s.NextSequence("wf"), 2);
+  EXPECT_EQ(this->Put("POOL", "a", {{"v", 3}}), 3);
+}
+
+}  // namespace
+}  // namespace gpupool::store

@@ -1,0 +1,163 @@
+#pragma once
+// The HTTP front: a route table over cpp-httplib with, for every request, in this order:
+//   1. path normalisation (config::NormalizeRequestPath: percent-decoding, `.`/`..`, `//`);
+//      a refused path is 400;
+//   2. routing on the normalised path: unknown path 404, known path with another method 405;
+//   3. authentication (401) and access control (403) unless the route is public;
+//   4. the handler: it decodes its input, calls one service function and encodes the result;
+//      a non-OK Status becomes an HTTP error through status_to_http (the only mapping);
+//      an exception escaping a handler is a 500 (a bug; never for user input);
+//   5. metrics (requests and latency by route pattern and code) and, for writes, the audit hook.
+// Bodies larger than ServerOptions::max_body_bytes are refused with 400 before any handler runs.
+//
+// Thread contract: handlers run on httplib's worker threads, concurrently; everything they touch
+// must be thread-safe. Router is immutable once the server starts.
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "server/auth.h"
+#include "server/metrics.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace gpupool::server {
+
+struct RouteRequest {
+  const httplib::Request* http = nullptr;
+  std::string method;
+  std::string path;     // normalised
+  std::string pattern;  // the route's pattern, e.g. /api/workflow/{id}
+  std::map<std::string, std::string, std::less<>> params;  // path parameters
+  Identity identity;                                       // empty for public routes
+  std::string source;                                      // client address
+
+  const std::string& Param(std::string_view name) const;
+  std::optional<std::string> Query(const std::string& name) const;
+  std::string Header(const std::string& name) const;
+  const std::string& Body() const;
+};
+
+struct Reply {
+  int status = 200;
+  nlohmann::ordered_json json;  // sent when text is empty
+  std::string text;             // sent as-is with content_type when non-empty
+  std::string content_type = "application/json";
+
+  static Reply Json(nlohmann::ordered_json body, int status = 200) {
+    Reply reply;
+    reply.status = status;
+    reply.json = std::move(body);
+    return reply;
+  }
+  static Reply Text(std::string text, std::string content_type) {
+    Reply reply;
+    reply.text = std::move(text);
+    reply.content_type = std::move(content_type);
+    return reply;
+  }
+};
+
+using RouteHandler = std::function<Result<Reply>(const RouteRequest&)>;
+
+struct RouteOptions {
+  bool requires_auth = true;
+  // For /api/workflow/{id} routes: the pool of the workflow, for access control.
+  std::function<std::optional<std::string>(const RouteRequest&)> resource_pool;
+};
+
+class Router {
+ public:
+  // `pattern`: segments, `{name}` captures one segment. Exact segments win over captures.
+  void Add(std::string method, std::string pattern, RouteHandler handler,
+           RouteOptions options = {});
+
+  struct Route {
+    std::string method;
+    std::string pattern;
+    std::vector<std::string> segments;
+    RouteHandler handler;
+    RouteOptions options;
+  };
+  struct Match {
+    const Route* route = nullptr;  // nullptr: no route
+    bool path_known = false;       // some route has this path (with another method): 405
+    std::map<std::string, std::string, std::less<>> params;
+  };
+  Match Find(std::string_view method, std::string_view path) const;
+
+ private:
+  std::vector<Route> routes_;
+};
+
+// Access control: OK, or kPermissionDenied (403) / kInvalidArgument.
+using AccessChecker = std::function<Status(const Identity& identity, const RouteRequest& request,
+                                           const std::optional<std::string>& resource_pool)>;
+// Called after every non-GET request that passed authentication (whatever its outcome).
+using AuditHook = std::function<void(const RouteRequest& request, int http_status)>;
+
+struct ServerOptions {
+  size_t max_body_bytes = 8 << 20;
+  int threads = 64;  // worker threads; each keep-alive connection holds one
+  int keep_alive_max_requests = 100000;
+};
+
+class HttpServer {
+ public:
+  // `authenticator` may be nullptr only if no route requires auth; `registry` outlives the server.
+  HttpServer(Router router, const Authenticator* authenticator, AccessChecker access,
+             AuditHook audit, Registry& registry, ServerOptions options);
+  ~HttpServer();
+
+  // Binds host:port (port 0 = any free port) and returns the port.
+  Result<int> Bind(const std::string& host, int port);
+  // Serves until Stop(); blocks.
+  void Serve();
+  void Stop();
+  bool IsRunning() const;
+
+ private:
+  void Handle(const httplib::Request& request, httplib::Response& response);
+  Reply Dispatch(const httplib::Request& request, RouteRequest& route_request,
+                 const Router::Route** route_out);
+
+  const Router router_;
+  const Authenticator* const authenticator_;
+  const AccessChecker access_;
+  const AuditHook audit_;
+  const ServerOptions options_;
+  Counter* requests_;
+  Histogram* latency_;
+  std::unique_ptr<httplib::Server> http_;
+};
+
+// ---- Body decoding helpers for handlers ------------------------------------------------------
+
+// The request body as one JSON value: JSON when the content type says so or the body starts with
+// `{`/`[`, else one YAML document. Errors: `request body:<line>:<col>: ...` (kInvalidArgument).
+Result<nlohmann::ordered_json> DecodeBody(const RouteRequest& request);
+
+// A field of an object body with its type checked; errors name the field path.
+Result<std::string> StringField(const nlohmann::ordered_json& body, std::string_view field,
+                                std::optional<std::string> default_value = std::nullopt);
+Result<int64_t> IntField(const nlohmann::ordered_json& body, std::string_view field,
+                         std::optional<int64_t> default_value = std::nullopt);
+Result<bool> BoolField(const nlohmann::ordered_json& body, std::string_view field,
+                       std::optional<bool> default_value = std::nullopt);
+// Query parameters: `?limit=10` and `?force=true|false|1|0`.
+Result<std::optional<int64_t>> IntQuery(const RouteRequest& request, const std::string& name);
+Result<bool> BoolQuery(const RouteRequest& request, const std::string& name, bool default_value);
+
+}  // namespace gpupool::server

@@ -1,0 +1,198 @@
+#include "server/http_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <atomic>
+#include <mutex>
+#include <thread>
+
+#include "server/path.h"
+
+namespace gpupool::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Router router;
+    router.Add(
+        "GET", "/healthz",
+        [](const RouteRequest&) -> Result<Reply> { return Reply::Text("ok\n", "text/plain"); },
+        {.requires_auth = false});
+    router.Add("GET", "/api/pool/{pool}", [](const RouteRequest& r) -> Result<Reply> {
+      return Reply::Json({{"pool", r.Param("pool")}, {"user", r.identity.user}});
+    });
+    router.Add("GET", "/api/pool/special", [](const RouteRequest&) -> Result<Reply> {
+      return Reply::Json({{"exact", true}});
+    });
+    router.Add("POST", "/api/echo", [](const RouteRequest& r) -> Result<Reply> {
+      ASSIGN_OR_RETURN(Json body, DecodeBody(r));
+      ASSIGN_OR_RETURN(std::string name, StringField(body, "name"));
+      ASSIGN_OR_RETURN(int64_t count, IntField(body, "count", 1));
+      return Reply::Json({{"name", name}, {"count", count}}, 201);
+    });
+    router.Add("DELETE", "/api/thing/{name}", [](const RouteRequest& r) -> Result<Reply> {
+      if (r.Param("name") == "missing") return NotFoundError("thing \"missing\" not found");
+      if (r.Param("name") == "busy") return AbortedError("revision changed");
+      throw std::runtime_error("boom");
+    });
+    auto access = [](const Identity& identity, const RouteRequest& request,
+                     const std::optional<std::string>&) -> Status {
+      for (const auto& role : identity.roles) {
+        if (role == "osmo-admin") return OkStatus();
+      }
+      if (request.path.starts_with("/api/pool/team-a")) return OkStatus();
+      return PermissionDeniedError(request.method + " " + request.path + " is not allowed");
+    };
+    auto audit = [this](const RouteRequest& request, int status) {
+      std::lock_guard lock(mu_);
+      audited_.push_back(request.identity.user + " " + request.method + " " + request.path + " " +
+                         std::to_string(status));
+    };
+    ServerOptions options;
+    options.max_body_bytes = 1024;
+    options.threads = 4;
+    auth_ = MakeDevAuthenticator();
+    server_ = std::make_unique<HttpServer>(std::move(router), auth_.get(), access, audit, registry_,
+                                           options);
+    auto port = server_->Bind("127.0.0.1", 0);
+    ASSERT_TRUE(port.ok());
+    port_ = *port;
+    thread_ = std::thread([this] { server_->Serve(); });
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    for (int i = 0; i < 100 && !server_->IsRunning(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  void TearDown() override {
+    server_->Stop();
+    thread_.join();
+  }
+
+  httplib::Headers As(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
+
+  Registry registry_;
+  std::unique_ptr<Authenticator> auth_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::unique_ptr<httplib::Client> client_;
+  std::mutex mu_;
+  std::vector<std::string> audited_;
+};
+
+TEST_F(HttpServerTest, StatusCodesOverLoopback) {
+  const std::string admin = "dev:root:osmo-admin";
+  const std::string user = "dev:ann:osmo-team-a";
+  struct Case {
+    std::string name;
+    std::string method;
+    std::string path;
+    std::string token;
+    std::string body;
+    int status;
+    std::string body_has;
+  };
+  std::vector<Case> cases = {
+      {"public route", "GET", "/healthz", "", "", 200, "ok"},
+      {"param route", "GET", "/api/pool/team-a1", user, "", 200, "\"pool\":\"team-a1\""},
+      {"exact segment wins", "GET", "/api/pool/special", admin, "", 200, "exact"},
+      {"no token", "GET", "/api/pool/team-a1", "", "", 401, "Bearer"},
+      {"bad token", "GET", "/api/pool/team-a1", "nonsense", "", 401, "dev:"},
+      {"denied", "GET", "/api/pool/other", user, "", 403, "not allowed"},
+      {"traversal is resolved before access", "GET", "/api/pool/team-a/../other", user, "", 403,
+       "/api/pool/other"},
+      {"encoded traversal too", "GET", "/api/pool/team-a%2F..%2Fother", user, "", 403,
+       "/api/pool/other"},
+      {"escaping the root", "GET", "/../../etc/passwd", user, "", 400, "escapes the root"},
+      {"double encoding", "GET", "/api/pool/%252e%252e", user, "", 400, "twice"},
+      {"unknown route", "GET", "/api/nope", admin, "", 404, "no route GET /api/nope"},
+      {"wrong method", "PUT", "/api/echo", admin, "{}", 405, "not allowed"},
+      {"created", "POST", "/api/echo", admin, R"({"name": "x", "count": 3})", 201, "\"count\":3"},
+      {"yaml body", "POST", "/api/echo", admin, "name: y\n", 201, "\"name\":\"y\""},
+      {"malformed json names line and column", "POST", "/api/echo", admin, "{\n  \"name\": }", 400,
+       "request body:2:"},
+      {"malformed yaml", "POST", "/api/echo", admin, "name: [y\n", 400, "request body:"},
+      {"wrong type names the field", "POST", "/api/echo", admin, R"({"name": 5})", 400,
+       "expected a string, found number"},
+      {"missing field", "POST", "/api/echo", admin, R"({"count": 1})", 400, "missing required"},
+      {"empty body", "POST", "/api/echo", admin, "", 400, "empty"},
+      {"body over the limit", "POST", "/api/echo", admin, std::string(5000, ' '), 400,
+       "exceeds the limit of 1024 bytes"},
+      {"not found from handler", "DELETE", "/api/thing/missing", admin, "", 404, "missing"},
+      {"conflict from handler", "DELETE", "/api/thing/busy", admin, "", 409, "ABORTED"},
+      {"exception is a 500", "DELETE", "/api/thing/x", admin, "", 500, "boom"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    httplib::Headers headers = c.token.empty() ? httplib::Headers{} : As(c.token);
+    httplib::Result res(nullptr, httplib::Error::Unknown);
+    if (c.method == "GET") res = client_->Get(c.path.c_str(), headers);
+    if (c.method == "POST") res = client_->Post(c.path.c_str(), headers, c.body, "text/plain");
+    if (c.method == "PUT") res = client_->Put(c.path.c_str(), headers, c.body, "text/plain");
+    if (c.method == "DELETE") res = client_->Delete(c.path.c_str(), headers);
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    EXPECT_EQ(res->status, c.status) << res->body;
+    EXPECT_NE(res->body.find(c.body_has), std::string::npos) << res->body;
+  }
+}
+
+TEST_F(HttpServerTest, CountsRequestsByRouteAndCodeAndAuditsWrites) {
+  ASSERT_TRUE(client_->Get("/api/pool/team-a", As("dev:ann:x")));
+  ASSERT_TRUE(client_->Get("/api/pool/team-a", As("dev:ann:x")));
+  ASSERT_TRUE(client_->Get("/api/pool/zzz", As("dev:ann:x")));
+  ASSERT_TRUE(client_->Get("/nowhere"));
+  ASSERT_TRUE(client_->Delete("/api/thing/busy", As("dev:root:osmo-admin")));
+  std::string text = registry_.Render();
+  EXPECT_NE(text.find("gpupool_http_requests_total{route=\"/api/pool/{pool}\",method=\"GET\","
+                      "code=\"200\"} 2"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("route=\"/api/pool/{pool}\",method=\"GET\",code=\"403\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("route=\"(unmatched)\",method=\"GET\",code=\"404\"} 1"), std::string::npos);
+  EXPECT_NE(text.find("gpupool_http_request_duration_seconds_count{route=\"/api/pool/{pool}\""),
+            std::string::npos);
+  std::lock_guard lock(mu_);
+  EXPECT_EQ(audited_, (std::vector<std::string>{"root DELETE /api/thing/busy 409"}));
+}
+
+TEST(PathTest, Normalizes) {
+  struct Case {
+    std::string in;
+    std::string out;  // "" = refused
+  };
+  std::vector<Case> cases = {
+      {"/api/pool", "/api/pool"},
+      {"/api//pool/", "/api/pool"},
+      {"/api/./pool?x=1", "/api/pool"},
+      {"/api/pool/a/../b", "/api/pool/b"},
+      {"/api/pool/a%2F..%2Fb", "/api/pool/b"},
+      {"/api/%70ool", "/api/pool"},
+      {"/", "/"},
+      {"/..", ""},
+      {"/a/%2e%2e/%2e%2e", ""},
+      {"/a/%252e", ""},
+      {"/a\\b", ""},
+      {"/a/%00", ""},
+      {"/a/%zz", ""},
+      {"relative", ""},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.in);
+    auto out = NormalizePath(c.in);
+    if (c.out.empty()) {
+      EXPECT_FALSE(out.ok());
+    } else {
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      EXPECT_EQ(*out, c.out);
+    }
+  }
+  EXPECT_EQ(EncodePathSegment("a b/c"), "a%20b%2Fc");
+}
+
+}  // namespace
+}  // namespace gpupool::server

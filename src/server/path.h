@@ -1,0 +1,24 @@
+#pragma once
+// Request path normalisation for routing. Same rules as config::NormalizeRequestPath (access
+// control normalises again with that function, so routing and access always agree on a path):
+// query stripped, percent-decoded once, a '%' left after decoding (double encoding), backslash,
+// NUL or control characters refused, `//` collapsed, `.` and `..` resolved (escaping the root is
+// refused), trailing '/' removed.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace gpupool::server {
+
+Result<std::string> NormalizePath(std::string_view target);
+
+// "/a/b" -> {"a", "b"}; "/" -> {}.
+std::vector<std::string_view> PathSegments(std::string_view normalized);
+
+// Percent-encodes one path segment (RFC 3986 unreserved characters stay).
+std::string EncodePathSegment(std::string_view segment);
+
+}  // namespace gpupool::server

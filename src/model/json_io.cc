@@ -1,1 +1,483 @@
 #include "model/json_io.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <unordered_set>
+
+#include "common/strings.h"
+
+namespace gpupool::model {
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr int kMaxYamlDepth = 512;
+
+std::string Located(std::string_view file_name, int line, int column, std::string_view what) {
+  return std::string(file_name) + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " +
+         std::string(what);
+}
+
+bool IsStructural(char c) {
+  return c == '{' || c == '}' || c == '[' || c == ']' || c == ',' || c == ':';
+}
+
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+bool IsLiteralChar(char c) {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '+' ||
+         c == '-' || c == '.' || static_cast<unsigned char>(c) >= 0x80;
+}
+
+// nlohmann's message without its "[json.exception...] parse error at line L, column C: " prefix
+// and the confusing "last read" excerpt.
+std::string CleanJsonMessage(std::string what) {
+  size_t at = what.find("parse error");
+  if (at != std::string::npos) {
+    size_t colon = what.find(": ", at);
+    if (colon != std::string::npos) what = what.substr(colon + 2);
+  }
+  size_t last_read = what.find("; last read: ");
+  if (last_read != std::string::npos) {
+    // "...; last read: '<text>'; expected x" or "...; last read: '<text>'".
+    size_t end = what.find("'; ", last_read + 14);
+    std::string tail = end == std::string::npos ? "" : what.substr(end + 1);
+    what = what.substr(0, last_read) + tail;
+  }
+  return what;
+}
+
+// The byte offset where the offending token starts, from nlohmann's 1-based "last read" byte.
+size_t OffendingOffset(std::string_view text, size_t byte, const std::string& message) {
+  if (byte == 0) return 0;
+  size_t offset = byte - 1;
+  if (offset >= text.size()) return text.size();
+  bool literal = message.find("invalid literal") != std::string::npos ||
+                 message.find("number literal") != std::string::npos ||
+                 message.find("'true' literal") != std::string::npos ||
+                 message.find("'false' literal") != std::string::npos ||
+                 message.find("'null' literal") != std::string::npos;
+  bool string_literal = message.find("unexpected string literal") != std::string::npos;
+  if (literal) {
+    // The lexer may have read one character past the literal.
+    if ((IsStructural(text[offset]) || IsSpace(text[offset])) && offset > 0 &&
+        IsLiteralChar(text[offset - 1])) {
+      --offset;
+    }
+    while (offset > 0 && IsLiteralChar(text[offset - 1])) --offset;
+  } else if (string_literal && text[offset] == '"') {
+    // Walk back to the opening quote (skipping escaped quotes).
+    size_t i = offset;
+    while (i > 0) {
+      --i;
+      if (text[i] == '"') {
+        size_t backslashes = 0;
+        while (i >= backslashes + 1 && text[i - backslashes - 1] == '\\') ++backslashes;
+        if (backslashes % 2 == 0) {
+          offset = i;
+          break;
+        }
+      }
+    }
+  }
+  return offset;
+}
+
+// ---- YAML -> JSON ----
+
+bool MatchesCoreInt(const std::string& s) {
+  size_t i = 0;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  if (i == s.size()) return false;
+  for (; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9') return false;
+  }
+  return true;
+}
+
+bool MatchesCoreFloat(const std::string& s) {
+  // [-+]? ( \. [0-9]+ | [0-9]+ ( \. [0-9]* )? ) ( [eE] [-+]? [0-9]+ )?
+  size_t i = 0;
+  if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+  size_t int_digits = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i, ++int_digits;
+  size_t frac_digits = 0;
+  if (i < s.size() && s[i] == '.') {
+    ++i;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i, ++frac_digits;
+  }
+  if (int_digits == 0 && frac_digits == 0) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
+    ++i;
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) ++i;
+    size_t exp_digits = 0;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i, ++exp_digits;
+    if (exp_digits == 0) return false;
+  }
+  return i == s.size();
+}
+
+bool IsCoreNull(const std::string& s) {
+  return s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL";
+}
+bool IsCoreTrue(const std::string& s) { return s == "true" || s == "True" || s == "TRUE"; }
+bool IsCoreFalse(const std::string& s) { return s == "false" || s == "False" || s == "FALSE"; }
+
+std::optional<ordered_json> CoreInteger(const std::string& s) {
+  if (MatchesCoreInt(s)) {
+    errno = 0;
+    char* end = nullptr;
+    long long v = std::strtoll(s.c_str(), &end, 10);
+    if (errno == 0 && end == s.c_str() + s.size()) return ordered_json(static_cast<int64_t>(v));
+    if (s[0] != '-') {
+      errno = 0;
+      unsigned long long u = std::strtoull(s.c_str(), &end, 10);
+      if (errno == 0) return ordered_json(static_cast<uint64_t>(u));
+    }
+    return ordered_json(std::strtod(s.c_str(), nullptr));
+  }
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) {
+    int base = s[1] == 'x' ? 16 : 8;
+    errno = 0;
+    char* end = nullptr;
+    long long v = std::strtoll(s.c_str() + 2, &end, base);
+    if (errno == 0 && end == s.c_str() + s.size() && v >= 0) {
+      return ordered_json(static_cast<int64_t>(v));
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ordered_json> CoreFloat(const std::string& s) {
+  if (MatchesCoreFloat(s)) return ordered_json(std::strtod(s.c_str(), nullptr));
+  // .inf/.nan have no JSON form; keep them as strings.
+  return std::nullopt;
+}
+
+ordered_json PlainScalar(const std::string& s) {
+  if (IsCoreNull(s)) return nullptr;
+  if (IsCoreTrue(s)) return true;
+  if (IsCoreFalse(s)) return false;
+  if (auto i = CoreInteger(s)) return *i;
+  if (auto f = CoreFloat(s)) return *f;
+  return s;
+}
+
+struct YamlContext {
+  std::string_view file_name;
+};
+
+Status YamlError(const YamlContext& ctx, const YAML::Mark& mark, std::string_view what) {
+  return InvalidArgumentError(Located(ctx.file_name, mark.line + 1, mark.column + 1, what));
+}
+
+Result<ordered_json> ConvertYaml(const YamlContext& ctx, const YAML::Node& node, int depth) {
+  if (depth > kMaxYamlDepth) return YamlError(ctx, node.Mark(), "nesting too deep");
+  switch (node.Type()) {
+    case YAML::NodeType::Undefined:
+    case YAML::NodeType::Null:
+      return ordered_json(nullptr);
+    case YAML::NodeType::Scalar: {
+      const std::string& tag = node.Tag();
+      const std::string& s = node.Scalar();
+      if (tag == "!" || tag == "tag:yaml.org,2002:str") return ordered_json(s);
+      if (tag == "tag:yaml.org,2002:int") {
+        if (auto i = CoreInteger(s)) return *i;
+        return YamlError(ctx, node.Mark(), "!!int value \"" + s + "\" is not an integer");
+      }
+      if (tag == "tag:yaml.org,2002:float") {
+        if (auto i = CoreInteger(s)) return ordered_json(i->get<double>());
+        if (auto f = CoreFloat(s)) return *f;
+        return YamlError(ctx, node.Mark(), "!!float value \"" + s + "\" is not a number");
+      }
+      if (tag == "tag:yaml.org,2002:bool") {
+        if (IsCoreTrue(s)) return ordered_json(true);
+        if (IsCoreFalse(s)) return ordered_json(false);
+        return YamlError(ctx, node.Mark(), "!!bool value \"" + s + "\" is not true or false");
+      }
+      if (tag == "tag:yaml.org,2002:null") return ordered_json(nullptr);
+      return PlainScalar(s);
+    }
+    case YAML::NodeType::Sequence: {
+      ordered_json out = ordered_json::array();
+      for (const YAML::Node& item : node) {
+        ASSIGN_OR_RETURN(ordered_json value, ConvertYaml(ctx, item, depth + 1));
+        out.push_back(std::move(value));
+      }
+      return out;
+    }
+    case YAML::NodeType::Map: {
+      ordered_json out = ordered_json::object();
+      for (auto it = node.begin(); it != node.end(); ++it) {
+        const YAML::Node& key = it->first;
+        if (!key.IsScalar() && !key.IsNull()) {
+          return YamlError(ctx, key.Mark(), "mapping keys must be scalars");
+        }
+        std::string name = key.IsNull() ? std::string() : key.Scalar();
+        if (key.IsNull() && key.Tag() != "!") name = "null";
+        if (out.contains(name)) {
+          return YamlError(ctx, key.Mark(), "duplicate key \"" + name + "\"");
+        }
+        ASSIGN_OR_RETURN(ordered_json value, ConvertYaml(ctx, it->second, depth + 1));
+        out[name] = std::move(value);
+      }
+      return out;
+    }
+  }
+  return ordered_json(nullptr);
+}
+
+// ---- JSON -> YAML ----
+
+bool NeedsQuotes(const std::string& s) {
+  if (s.empty()) return true;
+  // Would read back as something other than a string (YAML 1.2 core, and 1.1 words for safety).
+  static const std::unordered_set<std::string> kWords = {
+      "~",     "null", "Null",  "NULL",  "true", "True", "TRUE", "false", "False",
+      "FALSE", "yes",  "Yes",   "YES",   "no",   "No",   "NO",   "on",    "On",
+      "ON",    "off",  "Off",   "OFF",   "y",    "Y",    "n",    "N",     ".inf",
+      ".Inf",  ".INF", "-.inf", "+.inf", ".nan", ".NaN", ".NAN", "<<"};
+  if (kWords.count(s) > 0) return true;
+  if (MatchesCoreInt(s) || MatchesCoreFloat(s) || CoreInteger(s)) return true;
+  // Sexagesimal/date-like values confuse YAML 1.1 readers.
+  if (std::isdigit(static_cast<unsigned char>(s[0])) &&
+      s.find_first_not_of("0123456789:-._ ") == std::string::npos) {
+    return true;
+  }
+  char first = s[0];
+  if (std::strchr("-?:,[]{}#&*!|>'\"%@`", first) != nullptr) {
+    // "-x", "?x", ":x" are plain in YAML 1.2 but not everywhere; keep it simple and quote.
+    return true;
+  }
+  if (s.front() == ' ' || s.back() == ' ' || s.back() == ':') return true;
+  if (s.find(": ") != std::string::npos || s.find(" #") != std::string::npos) return true;
+  for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) return true;
+  }
+  return false;
+}
+
+std::string YamlString(const std::string& s) {
+  if (!NeedsQuotes(s)) return s;
+  return ordered_json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string YamlScalar(const ordered_json& value) {
+  if (value.is_string()) return YamlString(value.get<std::string>());
+  if (value.is_null()) return "null";
+  if (value.is_number_float()) {
+    double d = value.get<double>();
+    if (std::isnan(d)) return ".nan";
+    if (std::isinf(d)) return d > 0 ? ".inf" : "-.inf";
+  }
+  return value.dump();
+}
+
+bool IsEmptyContainer(const ordered_json& value) {
+  return (value.is_object() || value.is_array()) && value.empty();
+}
+
+void EmitYaml(const ordered_json& value, int indent, std::string& out);
+
+// Emits `value` after a "key:" or "- " that is already on the current line.
+void EmitAfterIndicator(const ordered_json& value, int indent, bool after_dash, std::string& out) {
+  if (value.is_object() && !value.empty()) {
+    if (after_dash) {
+      // "- key: v" with the following keys aligned under the first.
+      bool first = true;
+      for (const auto& [key, item] : value.items()) {
+        if (!first) out += std::string(indent, ' ');
+        first = false;
+        out += YamlString(key) + ":";
+        if ((item.is_object() || item.is_array()) && !item.empty()) {
+          out += "\n";
+          EmitYaml(item, indent + (item.is_array() ? 0 : 2), out);
+        } else {
+          out += " " +
+                 (IsEmptyContainer(item) ? std::string(item.is_object() ? "{}" : "[]")
+                                         : YamlScalar(item)) +
+                 "\n";
+        }
+      }
+      return;
+    }
+    out += "\n";
+    EmitYaml(value, indent + 2, out);
+  } else if (value.is_array() && !value.empty()) {
+    if (after_dash) {
+      // "- - x": nested sequence inline after the dash.
+      bool first = true;
+      for (const auto& item : value) {
+        if (!first) out += std::string(indent, ' ');
+        first = false;
+        out += "- ";
+        EmitAfterIndicator(item, indent + 2, true, out);
+      }
+      return;
+    }
+    out += "\n";
+    // Sequences under a key are indented like kubectl does (same column as the key).
+    EmitYaml(value, indent, out);
+  } else if (IsEmptyContainer(value)) {
+    out += value.is_object() ? "{}\n" : "[]\n";
+  } else {
+    out += YamlScalar(value) + "\n";
+  }
+}
+
+void EmitYaml(const ordered_json& value, int indent, std::string& out) {
+  std::string pad(indent, ' ');
+  if (value.is_object() && !value.empty()) {
+    for (const auto& [key, item] : value.items()) {
+      out += pad + YamlString(key) + ":";
+      if ((item.is_object() || item.is_array()) && !item.empty()) {
+        EmitAfterIndicator(item, indent, false, out);
+      } else {
+        out += " ";
+        EmitAfterIndicator(item, indent, false, out);
+      }
+    }
+  } else if (value.is_array() && !value.empty()) {
+    for (const auto& item : value) {
+      out += pad + "- ";
+      EmitAfterIndicator(item, indent + 2, true, out);
+    }
+  } else {
+    out += pad;
+    EmitAfterIndicator(value, indent, false, out);
+  }
+}
+
+}  // namespace
+
+SourcePosition PositionOfOffset(std::string_view text, size_t offset) {
+  SourcePosition pos;
+  offset = std::min(offset, text.size());
+  for (size_t i = 0; i < offset; ++i) {
+    char c = text[i];
+    if (c == '\n') {
+      ++pos.line;
+      pos.column = 1;
+    } else if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) {
+      ++pos.column;
+    }
+  }
+  return pos;
+}
+
+Result<ordered_json> ParseJson(std::string_view text, std::string_view file_name) {
+  try {
+    return ordered_json::parse(text.begin(), text.end());
+  } catch (const nlohmann::json::parse_error& e) {
+    std::string message = CleanJsonMessage(e.what());
+    size_t offset = OffendingOffset(text, e.byte, message);
+    SourcePosition pos = PositionOfOffset(text, offset);
+    return InvalidArgumentError(Located(file_name, pos.line, pos.column, message));
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string(file_name) + ": " + e.what());
+  }
+}
+
+Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    int err = errno;
+    if (err == ENOENT) return NotFoundError(path + ": no such file");
+    return InternalError(path + ": cannot open: " + std::strerror(err));
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) return InternalError(path + ": read error");
+  return buffer.str();
+}
+
+Result<std::vector<YamlDocument>> ParseYamlDocuments(std::string_view text,
+                                                     std::string_view file_name) {
+  YamlContext ctx{file_name};
+  std::vector<YAML::Node> nodes;
+  try {
+    nodes = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    if (e.mark.is_null()) return InvalidArgumentError(std::string(file_name) + ": " + e.msg);
+    return InvalidArgumentError(Located(file_name, e.mark.line + 1, e.mark.column + 1, e.msg));
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string(file_name) + ": " + e.what());
+  }
+  std::vector<YamlDocument> documents;
+  try {
+    for (const YAML::Node& node : nodes) {
+      if (node.IsNull() || !node.IsDefined()) continue;
+      ASSIGN_OR_RETURN(ordered_json value, ConvertYaml(ctx, node, 0));
+      documents.push_back({std::move(value), node.Mark().line + 1});
+    }
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string(file_name) + ": " + e.what());
+  }
+  return documents;
+}
+
+Result<std::vector<ordered_json>> ParseJsonOrYamlDocuments(std::string_view text,
+                                                           std::string_view file_name) {
+  std::string_view body = text;
+  if (StartsWith(body, "\xEF\xBB\xBF")) body.remove_prefix(3);
+  size_t first = body.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && (body[first] == '{' || body[first] == '[')) {
+    auto json = ParseJson(body, file_name);
+    if (json.ok()) return std::vector<ordered_json>{std::move(json).value()};
+    // Flow-style YAML (`{a: 1}`) is not JSON; accept it when it parses as YAML.
+    auto yaml = ParseYamlDocuments(body, file_name);
+    if (!yaml.ok()) return json.status();
+    std::vector<ordered_json> out;
+    for (auto& doc : *yaml) out.push_back(std::move(doc.value));
+    return out;
+  }
+  ASSIGN_OR_RETURN(auto yaml, ParseYamlDocuments(body, file_name));
+  std::vector<ordered_json> out;
+  for (auto& doc : yaml) out.push_back(std::move(doc.value));
+  return out;
+}
+
+std::string ToYaml(const ordered_json& value) {
+  std::string out;
+  EmitYaml(value, 0, out);
+  return out;
+}
+
+std::string FieldPath(std::string_view parent, std::string_view field) {
+  if (parent.empty()) return std::string(field);
+  if (field.empty()) return std::string(parent);
+  return std::string(parent) + "." + std::string(field);
+}
+
+std::string IndexPath(std::string_view parent, size_t index) {
+  return std::string(parent) + "[" + std::to_string(index) + "]";
+}
+
+std::string JsonTypeName(const ordered_json& value) {
+  switch (value.type()) {
+    case ordered_json::value_t::object:
+      return "object";
+    case ordered_json::value_t::array:
+      return "array";
+    case ordered_json::value_t::string:
+      return "string";
+    case ordered_json::value_t::boolean:
+      return "boolean";
+    case ordered_json::value_t::null:
+      return "null";
+    case ordered_json::value_t::number_integer:
+    case ordered_json::value_t::number_unsigned:
+    case ordered_json::value_t::number_float:
+      return "number";
+    default:
+      return "value";
+  }
+}
+
+}  // namespace gpupool::model

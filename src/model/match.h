@@ -73,6 +73,12 @@ bool MatchesNodeSelectorAndAffinity(const PodScheduling& pod, const Node& node);
 // Sum of weights of the preferred terms that match (zero-weight and empty terms skipped).
 int64_t PreferredAffinityScore(const NodeAffinity& affinity, const Node& node);
 
+// Label key syntax: optional DNS-subdomain prefix and '/', then a name of at most 63
+// alphanumerics, '-', '_', '.' starting and ending with an alphanumeric.
+bool IsQualifiedName(std::string_view name);
+// Empty, or at most 63 characters of the name syntax above.
+bool IsValidLabelValue(std::string_view value);
+
 // API-server validation (pkg/apis/core/validation). Errors name `field_path` plus index/field:
 // empty key requires Exists; Exists requires an empty value; tolerationSeconds only with
 // NoExecute; keys must be qualified names.

@@ -1,1 +1,423 @@
 #include "model/quantity.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace gpupool::model {
+namespace {
+
+__extension__ typedef unsigned __int128 UInt128;
+
+constexpr int64_t kMaxMilli = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMinMilli = std::numeric_limits<int64_t>::min();
+// Inputs longer than this are not quantities anyone writes; refusing them bounds the work.
+constexpr size_t kMaxQuantityLength = 256;
+// Decimal exponents beyond this overflow (or round to 1m) whatever the mantissa.
+constexpr int kMaxExponent = 400;
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+// Non-negative arbitrary-precision integer, base 10^9, little-endian limbs. Only what exact
+// quantity parsing needs: multiply and divide by small factors.
+class BigNat {
+ public:
+  explicit BigNat(std::string_view digits) {
+    for (size_t end = digits.size(); end > 0;) {
+      size_t begin = end >= 9 ? end - 9 : 0;
+      uint32_t limb = 0;
+      for (size_t i = begin; i < end; ++i)
+        limb = limb * 10 + static_cast<uint32_t>(digits[i] - '0');
+      limbs_.push_back(limb);
+      end = begin;
+    }
+    Trim();
+  }
+
+  bool IsZero() const { return limbs_.empty(); }
+
+  void Multiply(uint32_t factor) {
+    uint64_t carry = 0;
+    for (uint32_t& limb : limbs_) {
+      uint64_t v = static_cast<uint64_t>(limb) * factor + carry;
+      limb = static_cast<uint32_t>(v % kBase);
+      carry = v / kBase;
+    }
+    while (carry > 0) {
+      limbs_.push_back(static_cast<uint32_t>(carry % kBase));
+      carry /= kBase;
+    }
+  }
+
+  // Divides in place; returns true when the remainder was non-zero.
+  bool Divide(uint32_t divisor) {
+    uint64_t remainder = 0;
+    for (size_t i = limbs_.size(); i-- > 0;) {
+      uint64_t v = remainder * kBase + limbs_[i];
+      limbs_[i] = static_cast<uint32_t>(v / divisor);
+      remainder = v % divisor;
+    }
+    Trim();
+    return remainder != 0;
+  }
+
+  void AddOne() {
+    for (uint32_t& limb : limbs_) {
+      if (++limb < kBase) return;
+      limb = 0;
+    }
+    limbs_.push_back(1);
+  }
+
+  // The value when it fits in int64.
+  std::optional<int64_t> ToInt64() const {
+    UInt128 v = 0;
+    for (size_t i = limbs_.size(); i-- > 0;) {
+      v = v * kBase + limbs_[i];
+      if (v > static_cast<UInt128>(kMaxMilli)) return std::nullopt;
+    }
+    return static_cast<int64_t>(v);
+  }
+
+ private:
+  static constexpr uint64_t kBase = 1000000000;
+  void Trim() {
+    while (!limbs_.empty() && limbs_.back() == 0) limbs_.pop_back();
+  }
+  std::vector<uint32_t> limbs_;
+};
+
+struct Suffix {
+  QuantityFormat format;
+  int base;      // 10 or 2
+  int exponent;  // power of `base`
+};
+
+// Interprets a suffix the way k8s quantitySuffixer does.
+std::optional<Suffix> InterpretSuffix(std::string_view s) {
+  static constexpr struct {
+    std::string_view text;
+    int exponent;
+  } kDecimal[] = {{"n", -9}, {"u", -6}, {"m", -3}, {"", 0},   {"k", 3},
+                  {"M", 6},  {"G", 9},  {"T", 12}, {"P", 15}, {"E", 18}};
+  static constexpr struct {
+    std::string_view text;
+    int exponent;
+  } kBinary[] = {{"Ki", 10}, {"Mi", 20}, {"Gi", 30}, {"Ti", 40}, {"Pi", 50}, {"Ei", 60}};
+  for (const auto& d : kDecimal) {
+    if (s == d.text) return Suffix{QuantityFormat::kDecimalSI, 10, d.exponent};
+  }
+  for (const auto& b : kBinary) {
+    if (s == b.text) return Suffix{QuantityFormat::kBinarySI, 2, b.exponent};
+  }
+  if (s.size() > 1 && (s[0] == 'e' || s[0] == 'E')) {
+    std::string_view rest = s.substr(1);
+    bool negative = false;
+    if (!rest.empty() && (rest[0] == '+' || rest[0] == '-')) {
+      negative = rest[0] == '-';
+      rest.remove_prefix(1);
+    }
+    if (rest.empty() || !std::all_of(rest.begin(), rest.end(), IsDigit)) return std::nullopt;
+    // Leading zeros do not matter; anything longer than a few digits is out of range anyway.
+    size_t first = rest.find_first_not_of('0');
+    rest = first == std::string_view::npos ? std::string_view("0") : rest.substr(first);
+    int exponent = rest.size() > 6 ? kMaxExponent + 1 : std::stoi(std::string(rest));
+    exponent = std::min(exponent, kMaxExponent + 1);
+    return Suffix{QuantityFormat::kDecimalExponent, 10, negative ? -exponent : exponent};
+  }
+  return std::nullopt;
+}
+
+Status FormatError(std::string_view text, std::string_view why) {
+  return InvalidArgumentError("invalid quantity \"" + std::string(text) +
+                              "\": " + std::string(why) +
+                              " (expected a number with an optional suffix such as 500m, 2, "
+                              "1.5, 64Gi, 1G or 1e3)");
+}
+
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? kMaxMilli : kMinMilli;
+  return r;
+}
+
+int64_t SaturatingSub(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? kMaxMilli : kMinMilli;
+  return r;
+}
+
+std::string_view DecimalSuffix(int exponent) {
+  switch (exponent) {
+    case -3:
+      return "m";
+    case 0:
+      return "";
+    case 3:
+      return "k";
+    case 6:
+      return "M";
+    case 9:
+      return "G";
+    case 12:
+      return "T";
+    case 15:
+      return "P";
+    case 18:
+      return "E";
+  }
+  return "";
+}
+
+std::string_view BinarySuffix(int exponent) {
+  switch (exponent) {
+    case 10:
+      return "Ki";
+    case 20:
+      return "Mi";
+    case 30:
+      return "Gi";
+    case 40:
+      return "Ti";
+    case 50:
+      return "Pi";
+    case 60:
+      return "Ei";
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<Quantity> Quantity::Parse(std::string_view text) {
+  if (text.empty()) return FormatError(text, "empty");
+  if (text.size() > kMaxQuantityLength) {
+    return InvalidArgumentError("invalid quantity \"" + std::string(text.substr(0, 32)) +
+                                "...\": longer than " + std::to_string(kMaxQuantityLength) +
+                                " characters");
+  }
+  size_t pos = 0;
+  bool negative = false;
+  if (text[pos] == '+' || text[pos] == '-') {
+    negative = text[pos] == '-';
+    ++pos;
+  }
+  size_t int_begin = pos;
+  while (pos < text.size() && IsDigit(text[pos])) ++pos;
+  std::string_view int_part = text.substr(int_begin, pos - int_begin);
+  std::string_view frac_part;
+  bool has_point = false;
+  if (pos < text.size() && text[pos] == '.') {
+    has_point = true;
+    size_t frac_begin = ++pos;
+    while (pos < text.size() && IsDigit(text[pos])) ++pos;
+    frac_part = text.substr(frac_begin, pos - frac_begin);
+  }
+  if (int_part.empty() && frac_part.empty() && !has_point && pos < text.size() &&
+      (text[pos] == '+' || text[pos] == '-')) {
+    return FormatError(text, "more than one sign");
+  }
+  if (int_part.empty() && frac_part.empty()) {
+    return FormatError(text, has_point ? "no digits around the decimal point"
+                                       : "expected a number before the suffix");
+  }
+  if (pos < text.size() && text[pos] == '.') {
+    return FormatError(text, "more than one decimal point");
+  }
+  std::string_view suffix_text = text.substr(pos);
+  std::optional<Suffix> suffix = InterpretSuffix(suffix_text);
+  if (!suffix) {
+    std::string why = "unknown suffix \"" + std::string(suffix_text) + "\"";
+    if (suffix_text.find(' ') != std::string_view::npos) {
+      why = "contains a space";
+    } else if (!suffix_text.empty() && (suffix_text[0] == '+' || suffix_text[0] == '-')) {
+      why = "misplaced sign";
+    } else {
+      why +=
+          " (valid: m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei, e<n>; suffixes are "
+          "case-sensitive)";
+    }
+    return FormatError(text, why);
+  }
+
+  // Drop trailing zeros of the fraction, then value = digits * base^exponent / 10^frac_digits.
+  while (!frac_part.empty() && frac_part.back() == '0') frac_part.remove_suffix(1);
+  std::string digits = std::string(int_part) + std::string(frac_part);
+  BigNat value(digits);
+  QuantityFormat format = suffix->format;
+  if (value.IsZero()) return Quantity(0, format);
+
+  // milli = ceil(digits * 1000 * base^exponent / 10^frac_digits)
+  int ten_power = 3 - static_cast<int>(frac_part.size());
+  int two_power = 0;
+  if (suffix->base == 10) {
+    ten_power += suffix->exponent;
+  } else {
+    two_power = suffix->exponent;
+  }
+  if (ten_power > kMaxExponent) {
+    return InvalidArgumentError("invalid quantity \"" + std::string(text) +
+                                "\": too large (the maximum is " +
+                                Quantity(kMaxMilli, QuantityFormat::kDecimalSI).ToString() + ")");
+  }
+  bool inexact = false;
+  for (int i = 0; i < two_power; ++i) value.Multiply(2);
+  for (int i = 0; i < ten_power; ++i) value.Multiply(10);
+  for (int i = 0; i > ten_power && !value.IsZero(); --i) inexact |= value.Divide(10);
+  if (inexact) value.AddOne();  // round away from zero, as Kubernetes does
+  std::optional<int64_t> milli = value.ToInt64();
+  if (!milli) {
+    return InvalidArgumentError("invalid quantity \"" + std::string(text) +
+                                "\": too large (the maximum is " +
+                                Quantity(kMaxMilli, QuantityFormat::kDecimalSI).ToString() + ")");
+  }
+  return Quantity(negative ? -*milli : *milli, format);
+}
+
+Quantity Quantity::FromMilli(int64_t milli, QuantityFormat format) {
+  return Quantity(milli, format);
+}
+
+Quantity Quantity::FromUnits(int64_t units, QuantityFormat format) {
+  int64_t milli;
+  if (__builtin_mul_overflow(units, int64_t{1000}, &milli)) {
+    milli = units > 0 ? kMaxMilli : kMinMilli;
+  }
+  return Quantity(milli, format);
+}
+
+int64_t Quantity::Value() const {
+  int64_t units = milli_ / 1000;
+  if (milli_ % 1000 > 0) ++units;
+  return units;
+}
+
+std::string Quantity::ToString() const {
+  if (milli_ == 0) return "0";
+  bool negative = milli_ < 0;
+  // Magnitude as unsigned so that INT64_MIN works.
+  uint64_t magnitude = negative ? 0 - static_cast<uint64_t>(milli_) : static_cast<uint64_t>(milli_);
+  std::string sign = negative ? "-" : "";
+
+  if (format_ == QuantityFormat::kBinarySI && magnitude % 1000 == 0 && magnitude / 1000 >= 1024) {
+    uint64_t units = magnitude / 1000;
+    int exponent = 0;
+    while (units % 1024 == 0 && exponent < 60) {
+      units /= 1024;
+      exponent += 10;
+    }
+    return sign + std::to_string(units) + std::string(BinarySuffix(exponent));
+  }
+
+  // Decimal: mantissa * 10^exponent with exponent a multiple of 3 starting at -3 (milli).
+  uint64_t mantissa = magnitude;
+  int exponent = -3;
+  while (mantissa % 1000 == 0 && exponent < 18) {
+    mantissa /= 1000;
+    exponent += 3;
+  }
+  if (format_ == QuantityFormat::kDecimalExponent) {
+    return sign + std::to_string(mantissa) +
+           (exponent == 0 ? std::string() : "e" + std::to_string(exponent));
+  }
+  return sign + std::to_string(mantissa) + std::string(DecimalSuffix(exponent));
+}
+
+Quantity Quantity::operator+(const Quantity& other) const {
+  return Quantity(SaturatingAdd(milli_, other.milli_), format_);
+}
+
+Quantity Quantity::operator-(const Quantity& other) const {
+  return Quantity(SaturatingSub(milli_, other.milli_), format_);
+}
+
+Quantity& Quantity::operator+=(const Quantity& other) { return *this = *this + other; }
+
+Quantity& Quantity::operator-=(const Quantity& other) { return *this = *this - other; }
+
+Quantity Quantity::operator-() const {
+  return Quantity(milli_ == kMinMilli ? kMaxMilli : -milli_, format_);
+}
+
+Result<Quantity> ParseQuantityJson(const nlohmann::ordered_json& value,
+                                   std::string_view field_path) {
+  std::string text;
+  if (value.is_string()) {
+    text = value.get<std::string>();
+  } else if (value.is_number_integer()) {
+    if (value.is_number_unsigned()) {
+      uint64_t u = value.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        text = value.dump();
+      } else {
+        text = std::to_string(u);
+      }
+    } else {
+      text = std::to_string(value.get<int64_t>());
+    }
+  } else if (value.is_number_float()) {
+    text = value.dump();  // shortest round-trip form: 1.5, 0.1, 1e+20
+  } else {
+    std::string type = value.is_object()    ? "object"
+                       : value.is_array()   ? "array"
+                       : value.is_boolean() ? "boolean"
+                       : value.is_null()    ? "null"
+                                            : "value";
+    return InvalidArgumentError(std::string(field_path) +
+                                ": expected a quantity (string or number), got " + type);
+  }
+  auto parsed = Quantity::Parse(text);
+  if (!parsed.ok()) return parsed.status().WithContext(field_path);
+  return parsed;
+}
+
+Result<ResourceList> ParseResourceList(const nlohmann::ordered_json& value,
+                                       std::string_view field_path) {
+  ResourceList list;
+  if (value.is_null()) return list;
+  if (!value.is_object()) {
+    return InvalidArgumentError(std::string(field_path) +
+                                ": expected an object of resource quantities");
+  }
+  for (const auto& [name, item] : value.items()) {
+    if (name.empty()) {
+      return InvalidArgumentError(std::string(field_path) + ": empty resource name");
+    }
+    std::string path = std::string(field_path) + (field_path.empty() ? "" : ".") + name;
+    ASSIGN_OR_RETURN(Quantity q, ParseQuantityJson(item, path));
+    list[name] = q;
+  }
+  return list;
+}
+
+nlohmann::ordered_json ResourceListToJson(const ResourceList& list) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [name, q] : list) out[name] = q.ToString();
+  return out;
+}
+
+void AddResources(ResourceList& into, const ResourceList& other) {
+  for (const auto& [name, q] : other) {
+    auto it = into.find(name);
+    if (it == into.end()) {
+      into.emplace(name, q);
+    } else {
+      it->second += q;
+    }
+  }
+}
+
+void MaxResources(ResourceList& into, const ResourceList& other) {
+  for (const auto& [name, q] : other) {
+    auto it = into.find(name);
+    if (it == into.end()) {
+      into.emplace(name, q);
+    } else if (q > it->second) {
+      it->second = q;
+    }
+  }
+}
+
+}  // namespace gpupool::model

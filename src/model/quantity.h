@@ -27,9 +27,9 @@ class Quantity {
 
   // Parses the Kubernetes grammar: a signed decimal number (`1`, `1.5`, `.5`, `5.`) and an
   // optional suffix (`n u m k M G T P E`, `Ki Mi Gi Ti Pi Ei`, or `e<int>`/`E<int>`). Values
-  // with a fractional milli part round up (toward +infinity) to the next milli-unit, so `0.1m`
-  // is `1m`. Errors (InvalidArgument) name the text: `1.2.3`, `Gi`, `1gi`, `--1`, `1 Gi`, "",
-  // or a magnitude that does not fit int64 milli-units.
+  // with a fractional milli part round up (away from zero, like Kubernetes) to the next
+  // milli-unit, so `0.1m` is `1m`. Errors (InvalidArgument) name the text: `1.2.3`, `Gi`, `1gi`,
+  // `--1`, `1 Gi`, "", or a magnitude that does not fit int64 milli-units.
   static Result<Quantity> Parse(std::string_view text);
 
   static Quantity FromMilli(int64_t milli, QuantityFormat format = QuantityFormat::kDecimalSI);

@@ -1,0 +1,251 @@
+#include "scheduler/scenario.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/strings.h"
+#include "model/json_io.h"
+
+namespace gpupool::scheduler {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string ObjectName(const Json& doc) {
+  if (doc.is_object() && doc.contains("metadata") && doc["metadata"].is_object() &&
+      doc["metadata"].contains("name") && doc["metadata"]["name"].is_string()) {
+    return doc["metadata"]["name"].get<std::string>();
+  }
+  return "";
+}
+
+Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario) {
+  static const std::vector<std::string> kKinds = {"Node",        "Pod",  "Queue",    "NodePool",
+                                                  "MachinePool", "List", "NodeList", "PodList"};
+  if (!doc.is_object()) {
+    return InvalidArgumentError(where + ": expected an object with \"kind\", got " +
+                                std::string(doc.type_name()));
+  }
+  if (!doc.contains("kind") || !doc["kind"].is_string()) {
+    return InvalidArgumentError(where +
+                                ": kind: required (one of Node, Pod, Queue, NodePool, "
+                                "MachinePool, List)");
+  }
+  const std::string kind = doc["kind"].get<std::string>();
+  const std::string name = ObjectName(doc);
+  const std::string label = where + ": " + kind + (name.empty() ? "" : " " + name);
+  auto fail = [&](const Status& s) { return InvalidArgumentError(label + ": " + s.message()); };
+  if (kind == "List" || kind == "NodeList" || kind == "PodList") {
+    if (!doc.contains("items") || !doc["items"].is_array()) {
+      return InvalidArgumentError(label + ": items: expected a list");
+    }
+    for (size_t i = 0; i < doc["items"].size(); ++i) {
+      Json item = doc["items"][i];
+      if (item.is_object() && !item.contains("kind")) {
+        if (kind == "NodeList") item["kind"] = "Node";
+        if (kind == "PodList") item["kind"] = "Pod";
+      }
+      RETURN_IF_ERROR(AddDocument(item, where + ": items[" + std::to_string(i) + "]", scenario));
+    }
+    return OkStatus();
+  }
+  if (kind == "Node") {
+    Result<model::Node> node = model::NodeFromJson(doc);
+    if (!node.ok()) return fail(node.status());
+    scenario.snapshot.nodes.push_back(std::move(node).value());
+  } else if (kind == "Pod") {
+    Result<model::PodScheduling> pod = model::PodSchedulingFromJson(doc);
+    if (!pod.ok()) return fail(pod.status());
+    scenario.snapshot.pods.push_back(std::move(pod).value());
+  } else if (kind == "Queue") {
+    Result<model::Queue> queue = model::QueueFromManifest(doc);
+    if (!queue.ok()) return fail(queue.status());
+    scenario.snapshot.queues.push_back(std::move(queue).value());
+  } else if (kind == "NodePool") {
+    Result<model::NodePool> pool = model::NodePoolFromManifest(doc);
+    if (!pool.ok()) return fail(pool.status());
+    scenario.snapshot.node_pools.push_back(std::move(pool).value());
+  } else if (kind == "MachinePool") {
+    scenario.machine_pools.push_back(doc);
+  } else {
+    return InvalidArgumentError(where + ": kind \"" + kind + "\" is not part of a scenario" +
+                                DidYouMean(kind, kKinds) +
+                                "; expected Node, Pod, Queue, NodePool, MachinePool or a List");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status AddScenarioText(std::string_view text, std::string_view file_name, Scenario& scenario) {
+  std::string_view trimmed = Trim(text);
+  const std::string file(file_name);
+  if (!trimmed.empty() && (trimmed.front() == '{' || trimmed.front() == '[')) {
+    Result<Json> doc = model::ParseJson(text, file_name);
+    if (!doc.ok()) return doc.status();
+    if (doc->is_array()) {
+      for (size_t i = 0; i < doc->size(); ++i) {
+        RETURN_IF_ERROR(AddDocument((*doc)[i], file + ": [" + std::to_string(i) + "]", scenario));
+      }
+      return OkStatus();
+    }
+    return AddDocument(*doc, file + ":1", scenario);
+  }
+  Result<std::vector<model::YamlDocument>> docs = model::ParseYamlDocuments(text, file_name);
+  if (!docs.ok()) return docs.status();
+  for (const model::YamlDocument& doc : *docs) {
+    RETURN_IF_ERROR(AddDocument(doc.value, file + ":" + std::to_string(doc.line), scenario));
+  }
+  return OkStatus();
+}
+
+Status ValidateScenario(const Scenario& scenario) {
+  const ClusterSnapshot& s = scenario.snapshot;
+  std::set<std::string> seen;
+  for (const auto& n : s.nodes) {
+    if (!seen.insert(n.name).second) return InvalidArgumentError("Node " + n.name + ": duplicate");
+  }
+  seen.clear();
+  for (const auto& p : s.pods) {
+    if (!seen.insert(PodKey(p)).second) {
+      return InvalidArgumentError("Pod " + PodKey(p) + ": duplicate");
+    }
+  }
+  seen.clear();
+  for (const auto& p : s.node_pools) {
+    if (!seen.insert(p.name).second) {
+      return InvalidArgumentError("NodePool " + p.name + ": duplicate");
+    }
+  }
+  std::vector<std::string> queue_names;
+  seen.clear();
+  for (const auto& q : s.queues) {
+    if (!seen.insert(q.name).second) return InvalidArgumentError("Queue " + q.name + ": duplicate");
+    queue_names.push_back(q.name);
+  }
+  for (const auto& q : s.queues) {
+    if (!q.parent.empty() && !seen.count(q.parent)) {
+      return InvalidArgumentError("Queue " + q.name + ": spec.parent: queue \"" + q.parent +
+                                  "\" not found" + DidYouMean(q.parent, queue_names));
+    }
+  }
+  return OkStatus();
+}
+
+Result<Scenario> LoadScenarioFiles(const std::vector<std::string>& paths) {
+  Scenario scenario;
+  if (paths.empty()) return InvalidArgumentError("no scenario file given");
+  for (const std::string& path : paths) {
+    ASSIGN_OR_RETURN(std::string text, model::ReadFile(path));
+    RETURN_IF_ERROR(AddScenarioText(text, path, scenario));
+  }
+  RETURN_IF_ERROR(ValidateScenario(scenario));
+  return scenario;
+}
+
+ScheduleResult Schedule(const Scenario& scenario, const SchedulerOptions& options) {
+  return Scheduler(options).RunCycle(scenario.snapshot);
+}
+
+namespace {
+
+Json GpuJson(int64_t milli) {
+  if (milli == model::kUnlimited) return -1;
+  if (milli % 1000 == 0) return milli / 1000;
+  return static_cast<double>(milli) / 1000.0;
+}
+
+Json AmountJson(int r, int64_t amount) {
+  if (amount == model::kUnlimited) return -1;
+  if (r == 0) return GpuJson(amount);
+  if (r == 1) return model::FormatQuotaAmount(model::QuotaResource::kCpu, amount);
+  return model::FormatQuotaAmount(model::QuotaResource::kMemory, amount * 1000);
+}
+
+std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (width.size() <= c) width.push_back(0);
+      width[c] = std::max(width[c], row[c].size());
+    }
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+Json ScheduleResultToJson(const ScheduleResult& result) {
+  Json out = Json::object();
+  Json placements = Json::array();
+  for (const Binding& b : result.bindings) {
+    Json entry = {{"pod", b.pod}, {"node", b.node}, {"nodePool", b.node_pool}, {"queue", b.queue}};
+    if (b.gpu_device >= 0) entry["gpuDevice"] = b.gpu_device;
+    placements.push_back(std::move(entry));
+  }
+  out["placements"] = std::move(placements);
+  Json unschedulable = Json::array();
+  for (const PendingPod& p : result.unschedulable) {
+    unschedulable.push_back({{"pod", p.pod}, {"reason", p.reason}});
+  }
+  out["unschedulable"] = std::move(unschedulable);
+  Json evictions = Json::array();
+  for (const Eviction& e : result.evictions) {
+    evictions.push_back({{"pod", e.pod},
+                         {"node", e.node},
+                         {"reason", std::string(EvictionReasonName(e.reason))},
+                         {"message", e.message}});
+  }
+  out["evictions"] = std::move(evictions);
+  Json fair_share = Json::object();
+  for (const QueueShare& s : result.fair_share) {
+    Json pool = Json::object();
+    for (int r = 0; r < model::kNumQuotaResources; ++r) {
+      const ResourceShare& x = s.resources[r];
+      pool[std::string(model::kQuotaResourceNames[r])] = {
+          {"deserved", AmountJson(r, x.deserved)},
+          {"fairShare", AmountJson(r, x.fair_share)},
+          {"allocated", AmountJson(r, x.allocated)},
+          {"limit", AmountJson(r, x.limit)}};
+    }
+    fair_share[s.queue][s.node_pool] = std::move(pool);
+  }
+  out["fairShare"] = std::move(fair_share);
+  return out;
+}
+
+std::string ScheduleResultToTable(const ScheduleResult& result) {
+  std::string out;
+  std::vector<std::vector<std::string>> rows = {{"POD", "NODE", "NODE POOL", "QUEUE"}};
+  for (const Binding& b : result.bindings) rows.push_back({b.pod, b.node, b.node_pool, b.queue});
+  out += "PLACEMENTS (" + std::to_string(result.bindings.size()) + ")\n" + FormatTable(rows);
+  rows = {{"POD", "REASON"}};
+  for (const PendingPod& p : result.unschedulable) rows.push_back({p.pod, p.reason});
+  out +=
+      "\nUNSCHEDULABLE (" + std::to_string(result.unschedulable.size()) + ")\n" + FormatTable(rows);
+  rows = {{"POD", "NODE", "REASON", "MESSAGE"}};
+  for (const Eviction& e : result.evictions) {
+    rows.push_back({e.pod, e.node, std::string(EvictionReasonName(e.reason)), e.message});
+  }
+  out += "\nEVICTIONS (" + std::to_string(result.evictions.size()) + ")\n" + FormatTable(rows);
+  rows = {{"QUEUE", "NODE POOL", "GPU DESERVED", "GPU FAIR SHARE", "GPU ALLOCATED", "GPU LIMIT"}};
+  for (const QueueShare& s : result.fair_share) {
+    const ResourceShare& g = s.resources[0];
+    rows.push_back({s.queue, s.node_pool, AmountJson(0, g.deserved).dump(),
+                    AmountJson(0, g.fair_share).dump(), AmountJson(0, g.allocated).dump(),
+                    g.limit == model::kUnlimited ? "none" : AmountJson(0, g.limit).dump()});
+  }
+  out += "\nFAIR SHARE\n" + FormatTable(rows);
+  return out;
+}
+
+}  // namespace gpupool::scheduler

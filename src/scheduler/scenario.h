@@ -1,0 +1,50 @@
+#pragma once
+// Scenario files for the offline what-if `gpupool schedule -f SCENARIO... -o json|table`
+// (DESIGN section 7). A scenario is one or more multi-document YAML or JSON files holding
+// Kubernetes `Node`s and `Pod`s (bound pods carry spec.nodeName), and gpupool manifests
+// (`apiVersion: gpupool.io/v1`, kind `Queue` or `NodePool`; `MachinePool` is accepted and ignored
+// for now). `List`, `NodeList` and `PodList` are unpacked; a JSON top-level array is a list of
+// documents. Pending pods arrive in file order (earlier = older). This is the only file of the
+// scheduler module that does I/O.
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "scheduler/scheduler.h"
+
+namespace gpupool::scheduler {
+
+struct Scenario {
+  ClusterSnapshot snapshot;
+  std::vector<nlohmann::ordered_json> machine_pools;  // accepted, not used yet
+};
+
+// Reads and merges the files in order. Errors name "<file>:<line>: " and the object
+// ("Queue rnd-1: spec.resources.a100.gpu.deserve: unknown field (did you mean ...)").
+Result<Scenario> LoadScenarioFiles(const std::vector<std::string>& paths);
+
+// Adds the documents of one file's text to `scenario` (for tests and stdin).
+Status AddScenarioText(std::string_view text, std::string_view file_name, Scenario& scenario);
+
+// Checks cross-references: duplicate names, queue parents that do not exist.
+Status ValidateScenario(const Scenario& scenario);
+
+using ScheduleResult = CycleResult;
+
+// One scheduling cycle over the scenario. Deterministic.
+ScheduleResult Schedule(const Scenario& scenario, const SchedulerOptions& options);
+
+// {"placements": [{"pod", "node", "nodePool", "queue"}], "unschedulable": [{"pod", "reason"}],
+//  "evictions": [{"pod", "node", "reason", "message"}],
+//  "fairShare": {"<queue>": {"<node pool>": {"gpu": {"deserved", "fairShare", "allocated",
+//  "limit"}, "cpu": {...}, "memory": {...}}}}}. GPUs are numbers of devices (0.5 for half a
+// device); cpu and memory are Kubernetes quantity strings ("500m", "64Gi"); -1 = unlimited.
+nlohmann::ordered_json ScheduleResultToJson(const ScheduleResult& result);
+
+// Human-readable tables: placements, unschedulable pods, evictions, and GPU fair share.
+std::string ScheduleResultToTable(const ScheduleResult& result);
+
+}  // namespace gpupool::scheduler

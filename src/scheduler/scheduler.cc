@@ -1,0 +1,1439 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "common/strings.h"
+#include "model/match.h"
+#include "scheduler/cluster_view.h"
+#include "scheduler/fair_share.h"
+
+namespace gpupool::scheduler {
+namespace {
+
+constexpr int kQ = model::kNumQuotaResources;
+constexpr int kGpuQ = 0;
+constexpr int kCpuQ = 1;
+constexpr int kMemQ = 2;
+// Units of whole-unit fair-share rounding: 1 GPU, 1 millicore, 1 byte.
+constexpr std::array<int64_t, kQ> kQuotaUnit = {1000, 1, 1};
+
+using QuotaVector = std::array<int64_t, kQ>;
+
+struct PodState {
+  const model::PodScheduling* pod = nullptr;
+  std::string key;
+  int queue = -1;
+  int32_t priority = 0;
+  bool preemptible = true;
+  int arrival = 0;
+  std::vector<int> pools;  // preference order
+  int gang = -1;
+  int signature = -1;
+  std::vector<std::pair<int, int64_t>> req;  // nonzero (dim, amount)
+  int gpu_whole = 0;
+  int32_t gpu_fraction = 0;  // milli, 0 < f < 1000
+  QuotaVector quota{};
+  std::string error;  // set when the pod cannot be considered at all
+  // Mutable state.
+  int node = -1;
+  std::vector<int> devices;
+  bool bound_initially = false;
+  bool evicted = false;
+  bool placed_now = false;
+  int placed_pool = -1;
+  EvictionReason evict_reason = EvictionReason::kReclaim;
+  std::string evict_message;
+  int last_node = -1;  // node before an eviction, for rollback
+  std::string reason;
+};
+
+struct QueueState {
+  std::string name;
+  const model::Queue* config = nullptr;  // nullptr for the implicit default queue
+  int parent = -1;
+  int64_t priority = 0;
+  bool has_children = false;
+};
+
+struct Job {
+  std::vector<int> pods;  // pending pods, in order
+  int queue = -1;
+  int gang = -1;
+  std::string gang_name;
+  int need = 1;  // pods that must be placed for success
+  int gang_min = 0;
+  int32_t priority = 0;
+  int arrival = 0;
+};
+
+// Undo log entries.
+struct Op {
+  enum Kind { kPlace, kEvict } kind;
+  int pod;
+};
+
+struct Candidate {
+  int node;
+  double resource_raw;
+  int32_t taint_raw;
+  int64_t affinity_raw;
+  int topology;
+  int device;  // chosen fraction device
+};
+
+struct TaskType {
+  int64_t cpu;
+  int64_t memory;
+  int gpu_whole;
+  int32_t gpu_fraction;
+  double weight;
+};
+
+std::string FormatQuota(int r, int64_t amount) {
+  if (r == kMemQ) {
+    return model::FormatQuotaAmount(model::QuotaResource::kMemory,
+                                    amount == model::kUnlimited ? amount : amount * 1000);
+  }
+  return model::FormatQuotaAmount(static_cast<model::QuotaResource>(r), amount);
+}
+
+int64_t ToQuotaUnits(int r, int64_t milli) {
+  if (milli == model::kUnlimited) return model::kUnlimited;
+  return r == kMemQ ? (milli + 999) / 1000 : milli;
+}
+
+class Cycle {
+ public:
+  Cycle(const SchedulerOptions& options, const ClusterSnapshot& snapshot)
+      : options_(options), snapshot_(snapshot), view_(snapshot.nodes, snapshot.node_pools) {}
+
+  CycleResult Run();
+
+ private:
+  // Setup.
+  void BuildQueues();
+  void BuildPods();
+  void BuildPod(int index, PodState& p);
+  void BuildJobs();
+  void ComputeFairShare();
+  void BuildTaskTypes();
+  // Phases.
+  void EvictNoExecute();
+  void Allocate();
+  void ReclaimAndPreempt();
+  CycleResult Collect();
+
+  // Accounting.
+  int64_t& Alloc(int q, int pool, int r) { return alloc_[(q * pools_ + pool) * kQ + r]; }
+  int64_t& AllocNonPreemptible(int q, int pool, int r) {
+    return alloc_np_[(q * pools_ + pool) * kQ + r];
+  }
+  int64_t FairShare(int q, int pool, int r) const { return fs_[(q * pools_ + pool) * kQ + r]; }
+  int64_t Deserved(int q, int pool, int r) const;
+  int64_t Limit(int q, int pool, int r) const;
+  void Account(const PodState& p, int pool, int sign);
+  // Puts a pod on a node: whole GPUs on the lowest free devices, a fraction on `device`, or
+  // exactly `exact_devices` when restoring an evicted pod.
+  void Apply(int pod, int node, int device, bool record,
+             const std::vector<int>* exact_devices = nullptr);
+  void Remove(int pod, bool record);
+  void Rollback(size_t checkpoint);
+  bool GpuFits(const PodState& p, int node, int* device) const;
+  bool Fits(const PodState& p, int node, int* device);
+
+  // Allocation.
+  std::string QuotaCheck(const Job& job, int pool) const;
+  bool TryJob(const Job& job, std::vector<std::string>& pool_reasons, bool use_cache);
+  bool PlaceJobInPool(const Job& job, int pool, std::string& reason, bool use_cache);
+  int FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* device,
+               std::string* reason);
+  void Commit(size_t checkpoint, int pool);
+  bool ReclaimerEligible(const Job& job, int pool) const;
+  QuotaVector JobQuota(const Job& job) const;
+  double ResourceScore(const PodState& p, int node, int device);
+  double Fragmentation(int node, const int32_t* devices, int64_t cpu_free, int64_t mem_free) const;
+  int TopologyScore(int pool, int node, const std::vector<int>& gang_nodes) const;
+  std::string FailureReason(const PodState& p, int pool, StaticList& list);
+  double QueueShareKey(int q) const;
+  int PickQueue(const std::vector<int>& active, const std::vector<size_t>& next) const;
+
+  // Reclaim / preempt.
+  bool TryWithVictims(const Job& job, int pool, bool reclaim);
+  bool SelectVictims(int pod, int node, int pool, bool reclaim, std::vector<int>& victims);
+  bool VictimAllowed(const PodState& reclaimer, int victim, int pool,
+                     const std::map<int, QuotaVector>& taken) const;
+  std::vector<int> WithGangPeers(int pod) const;
+  int TopQueue(int q) const;
+
+  const SchedulerOptions& options_;
+  const ClusterSnapshot& snapshot_;
+  ClusterView view_;
+  int pools_ = 0;
+  std::vector<QueueState> queues_;
+  std::unordered_map<std::string, int> queue_index_;
+  std::vector<PodState> pods_;
+  std::vector<std::vector<int>> node_pods_;
+  std::vector<Job> jobs_;
+  std::vector<std::vector<int>> gang_members_;  // all pods of each gang (bound and pending)
+  std::vector<int64_t> alloc_, alloc_np_, fs_;
+  std::vector<Op> undo_;
+  std::vector<Binding> bindings_;
+  std::vector<Eviction> evictions_;
+  std::vector<int> failed_jobs_;
+  std::vector<TaskType> task_types_;
+  std::unordered_map<std::string, std::string> failure_cache_;
+  std::unordered_map<std::string, size_t> victim_failure_epoch_;
+  std::vector<double> share_cache_;
+  std::vector<Candidate> scratch_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Setup
+
+void Cycle::BuildQueues() {
+  std::vector<const model::Queue*> sorted;
+  for (const auto& q : snapshot_.queues) sorted.push_back(&q);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto* a, const auto* b) { return a->name < b->name; });
+  for (const auto* q : sorted) {
+    if (queue_index_.count(q->name)) continue;  // duplicates: first wins
+    queue_index_[q->name] = static_cast<int>(queues_.size());
+    queues_.push_back({q->name, q, -1, q->priority, false});
+  }
+  bool need_default = false;
+  for (const auto& pod : snapshot_.pods) {
+    auto it = pod.labels.find(kQueueLabel);
+    if (it == pod.labels.end() || it->second == kDefaultQueue) need_default = true;
+  }
+  if (need_default && !queue_index_.count(kDefaultQueue)) {
+    queue_index_[kDefaultQueue] = static_cast<int>(queues_.size());
+    queues_.push_back({kDefaultQueue, nullptr, -1, 0, false});
+  }
+  for (auto& q : queues_) {
+    if (q.config == nullptr || q.config->parent.empty()) continue;
+    auto it = queue_index_.find(q.config->parent);
+    if (it != queue_index_.end()) {
+      q.parent = it->second;
+      queues_[it->second].has_children = true;
+    }
+  }
+  // Cycles in the tree (a -> b -> a) are cut at the first repeat.
+  for (size_t i = 0; i < queues_.size(); ++i) {
+    std::set<int> seen = {static_cast<int>(i)};
+    for (int q = queues_[i].parent; q >= 0; q = queues_[q].parent) {
+      if (!seen.insert(q).second) {
+        queues_[i].parent = -1;
+        break;
+      }
+    }
+  }
+  pools_ = view_.NumPools();
+  alloc_.assign(queues_.size() * pools_ * kQ, 0);
+  alloc_np_ = alloc_;
+  fs_ = alloc_;
+}
+
+int64_t Cycle::Deserved(int q, int pool, int r) const {
+  if (queues_[q].config == nullptr) return 0;
+  return ToQuotaUnits(r,
+                      queues_[q].config->QuotaIn(view_.PoolName(pool)).resources[r].deserved_milli);
+}
+
+int64_t Cycle::Limit(int q, int pool, int r) const {
+  if (queues_[q].config == nullptr) return model::kUnlimited;
+  return ToQuotaUnits(r, queues_[q].config->QuotaIn(view_.PoolName(pool)).resources[r].limit_milli);
+}
+
+Result<int32_t> ParseFraction(const std::string& text) {
+  // Decimal 0 < f < 1 with up to three digits after the point ("0.5", ".25").
+  auto q = model::Quantity::Parse(text);
+  if (!q.ok() || q->MilliValue() <= 0 || q->MilliValue() >= 1000) {
+    return InvalidArgumentError("annotation " + std::string(kGpuFractionAnnotation) + "=\"" + text +
+                                "\": expected a fraction between 0 and 1 (e.g. 0.5)");
+  }
+  return static_cast<int32_t>(q->MilliValue());
+}
+
+void Cycle::BuildPod(int index, PodState& p) {
+  const model::PodScheduling& pod = snapshot_.pods[index];
+  p.pod = &pod;
+  p.key = PodKey(pod);
+  p.arrival = index;
+  Result<int32_t> priority = PodPriority(pod);
+  if (!priority.ok()) {
+    p.error = priority.status().message();
+  } else {
+    p.priority = *priority;
+  }
+  p.preemptible = p.priority < kNonPreemptiblePriority;
+  auto queue_label = pod.labels.find(kQueueLabel);
+  std::string queue = queue_label == pod.labels.end() ? kDefaultQueue : queue_label->second;
+  auto qit = queue_index_.find(queue);
+  if (qit == queue_index_.end()) {
+    std::vector<std::string> names;
+    for (const auto& q : queues_) names.push_back(q.name);
+    if (p.error.empty()) p.error = "queue \"" + queue + "\" not found" + DidYouMean(queue, names);
+  } else {
+    p.queue = qit->second;
+    if (queues_[p.queue].has_children && p.error.empty()) {
+      p.error = "queue " + queue + " is a department; submit to one of its projects";
+    }
+  }
+  auto pool_label = pod.labels.find(kNodePoolLabel);
+  if (pool_label == pod.labels.end() || Trim(pool_label->second).empty()) {
+    p.pools = {0};
+  } else {
+    for (const std::string& part : Split(pool_label->second, ',')) {
+      std::string name(Trim(part));
+      int pool = view_.FindPool(name);
+      if (pool < 0) {
+        std::vector<std::string> names;
+        for (int i = 0; i < view_.NumPools(); ++i) names.push_back(view_.PoolName(i));
+        if (p.error.empty()) {
+          p.error = "node pool \"" + name + "\" not found" + DidYouMean(name, names);
+        }
+        continue;
+      }
+      if (std::find(p.pools.begin(), p.pools.end(), pool) == p.pools.end()) p.pools.push_back(pool);
+    }
+  }
+  for (const auto& [name, q] : pod.requests) {
+    if (name == kGpuResource) {
+      p.gpu_whole = static_cast<int>(std::clamp<int64_t>(q.Value(), 0, 1 << 20));
+      continue;
+    }
+    int64_t amount = DimAmount(name, q);
+    if (amount <= 0) continue;
+    p.req.push_back({view_.InternDim(name), amount});
+  }
+  p.req.push_back({kPodsDim, 1});
+  std::sort(p.req.begin(), p.req.end());
+  auto fraction = pod.annotations.find(kGpuFractionAnnotation);
+  if (fraction != pod.annotations.end()) {
+    Result<int32_t> f = ParseFraction(fraction->second);
+    if (!f.ok()) {
+      if (p.error.empty()) p.error = f.status().message();
+    } else if (p.gpu_whole > 1) {
+      if (p.error.empty()) {
+        p.error = "a pod with " + std::string(kGpuFractionAnnotation) +
+                  " may request at most 1 nvidia.com/gpu";
+      }
+    } else {
+      p.gpu_fraction = *f;
+      p.gpu_whole = 0;
+    }
+  }
+  for (const auto& [dim, amount] : p.req) {
+    if (dim == kCpuDim) p.quota[kCpuQ] = amount;
+    if (dim == kMemoryDim) p.quota[kMemQ] = amount;
+  }
+  p.quota[kGpuQ] = int64_t{p.gpu_whole} * 1000 + p.gpu_fraction;
+  p.signature = view_.Signature(pod);
+}
+
+void Cycle::BuildPods() {
+  pods_.resize(snapshot_.pods.size());
+  for (size_t i = 0; i < snapshot_.pods.size(); ++i) BuildPod(static_cast<int>(i), pods_[i]);
+  node_pods_.assign(view_.NumNodes(), {});
+  // Bound pods take their capacity (devices: lowest free first for whole GPUs, best fit for
+  // fractions), even if that over-commits the node.
+  for (size_t i = 0; i < pods_.size(); ++i) {
+    PodState& p = pods_[i];
+    if (p.pod->node_name.empty()) continue;
+    int node = view_.FindNode(p.pod->node_name);
+    if (node < 0) continue;  // bound to a node outside the snapshot: not ours to account
+    int device = -1;
+    GpuFits(p, node, &device);
+    p.bound_initially = true;
+    Apply(static_cast<int>(i), node, device, false);
+  }
+}
+
+void Cycle::BuildJobs() {
+  std::map<std::tuple<int, std::string, std::string>, int> gangs;  // (queue, ns, name) -> gang
+  for (size_t i = 0; i < pods_.size(); ++i) {
+    PodState& p = pods_[i];
+    auto g = p.pod->labels.find(kGangLabel);
+    if (g == p.pod->labels.end() || g->second.empty() || p.queue < 0) continue;
+    auto key = std::make_tuple(p.queue, p.pod->namespace_, g->second);
+    auto [it, inserted] = gangs.try_emplace(key, static_cast<int>(gang_members_.size()));
+    if (inserted) gang_members_.push_back({});
+    p.gang = it->second;
+    gang_members_[p.gang].push_back(static_cast<int>(i));
+  }
+  std::vector<int> gang_job(gang_members_.size(), -1);
+  for (size_t i = 0; i < pods_.size(); ++i) {
+    PodState& p = pods_[i];
+    if (p.node >= 0 || p.evicted || !p.error.empty()) continue;
+    if (p.gang < 0) {
+      Job job;
+      job.pods = {static_cast<int>(i)};
+      job.queue = p.queue;
+      job.priority = p.priority;
+      job.arrival = p.arrival;
+      jobs_.push_back(job);
+      continue;
+    }
+    if (gang_job[p.gang] < 0) {
+      gang_job[p.gang] = static_cast<int>(jobs_.size());
+      Job job;
+      job.queue = p.queue;
+      job.gang = p.gang;
+      job.gang_name = p.pod->labels.at(kGangLabel);
+      job.priority = p.priority;
+      job.arrival = p.arrival;
+      jobs_.push_back(job);
+    }
+    Job& job = jobs_[gang_job[p.gang]];
+    job.pods.push_back(static_cast<int>(i));
+    job.priority = std::max(job.priority, p.priority);
+  }
+  for (Job& job : jobs_) {
+    if (job.gang < 0) continue;
+    int members = static_cast<int>(gang_members_[job.gang].size());
+    int running = 0;
+    for (int m : gang_members_[job.gang]) running += pods_[m].node >= 0 ? 1 : 0;
+    int gang_min = members;
+    for (int m : gang_members_[job.gang]) {
+      auto it = pods_[m].pod->labels.find(kGangMinLabel);
+      if (it == pods_[m].pod->labels.end()) continue;
+      char* end = nullptr;
+      long value = std::strtol(it->second.c_str(), &end, 10);
+      if (end != it->second.c_str() && *end == '\0' && value > 0) {
+        gang_min = static_cast<int>(std::min<long>(value, members));
+      } else {
+        for (int pod : job.pods) {
+          if (pods_[pod].error.empty()) {
+            pods_[pod].error = "label " + std::string(kGangMinLabel) + "=\"" + it->second +
+                               "\": expected a positive integer";
+          }
+        }
+      }
+    }
+    job.gang_min = gang_min;
+    job.need = std::max(0, gang_min - running);
+  }
+  std::erase_if(jobs_, [&](const Job& job) { return !pods_[job.pods[0]].error.empty(); });
+}
+
+void Cycle::ComputeFairShare() {
+  const int nq = static_cast<int>(queues_.size());
+  std::vector<int64_t> demand(static_cast<size_t>(nq) * pools_ * kQ, 0);
+  for (const PodState& p : pods_) {
+    if (p.queue < 0) continue;
+    int pool = -1;
+    if (p.node >= 0) {
+      pool = view_.node(p.node).pool;
+    } else if (p.error.empty() && !p.pools.empty()) {
+      pool = p.pools[0];
+    }
+    if (pool < 0) continue;
+    for (int r = 0; r < kQ; ++r) demand[(p.queue * pools_ + pool) * kQ + r] += p.quota[r];
+  }
+  for (int pool = 0; pool < pools_; ++pool) {
+    for (int r = 0; r < kQ; ++r) {
+      std::vector<FairShareQueue> input(nq);
+      for (int q = 0; q < nq; ++q) {
+        input[q].parent = queues_[q].parent;
+        input[q].priority = queues_[q].priority;
+        input[q].deserved = Deserved(q, pool, r);
+        input[q].limit = Limit(q, pool, r);
+        input[q].over_quota_weight =
+            queues_[q].config
+                ? queues_[q].config->QuotaIn(view_.PoolName(pool)).resources[r].over_quota_weight
+                : 1;
+        input[q].demand = demand[(q * pools_ + pool) * kQ + r];
+      }
+      std::vector<int64_t> shares =
+          ComputeFairShares(view_.PoolCapacity(pool, r), input, kQuotaUnit[r]);
+      for (int q = 0; q < nq; ++q) fs_[(q * pools_ + pool) * kQ + r] = shares[q];
+    }
+  }
+}
+
+void Cycle::BuildTaskTypes() {
+  std::map<std::tuple<int64_t, int64_t, int, int32_t>, int> counts;
+  for (const Job& job : jobs_) {
+    for (int pod : job.pods) {
+      const PodState& p = pods_[pod];
+      int64_t cpu = 0, mem = 0;
+      for (const auto& [dim, amount] : p.req) {
+        if (dim == kCpuDim) cpu = amount;
+        if (dim == kMemoryDim) mem = amount;
+      }
+      ++counts[{cpu, mem, p.gpu_whole, p.gpu_fraction}];
+    }
+  }
+  std::vector<std::pair<int, std::tuple<int64_t, int64_t, int, int32_t>>> ranked;
+  int total = 0;
+  for (const auto& [shape, count] : counts) {
+    ranked.push_back({count, shape});
+    total += count;
+  }
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (static_cast<int>(ranked.size()) > options_.fgd_task_types) {
+    ranked.resize(options_.fgd_task_types);
+  }
+  for (const auto& [count, shape] : ranked) {
+    auto [cpu, mem, whole, fraction] = shape;
+    task_types_.push_back({cpu, mem, whole, fraction, static_cast<double>(count) / total});
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Accounting
+
+void Cycle::Account(const PodState& p, int pool, int sign) {
+  for (int q = p.queue; q >= 0; q = queues_[q].parent) {
+    for (int r = 0; r < kQ; ++r) {
+      Alloc(q, pool, r) += sign * p.quota[r];
+      if (!p.preemptible) AllocNonPreemptible(q, pool, r) += sign * p.quota[r];
+    }
+  }
+}
+
+bool Cycle::GpuFits(const PodState& p, int node, int* device) const {
+  const NodeView& v = view_.node(node);
+  *device = -1;
+  if (p.gpu_whole > 0) return v.full_free >= p.gpu_whole;
+  if (p.gpu_fraction == 0) return true;
+  const int32_t* dev = const_cast<ClusterView&>(view_).Devices(node);
+  int32_t best = std::numeric_limits<int32_t>::max();
+  for (int d = 0; d < v.gpu_devices; ++d) {
+    if (dev[d] >= p.gpu_fraction && dev[d] < best) {
+      best = dev[d];
+      *device = d;
+    }
+  }
+  return *device >= 0;
+}
+
+bool Cycle::Fits(const PodState& p, int node, int* device) {
+  for (const auto& [dim, amount] : p.req) {
+    if (view_.Free(node, dim) < amount) return false;
+  }
+  return GpuFits(p, node, device);
+}
+
+void Cycle::Apply(int pod, int node, int device, bool record,
+                  const std::vector<int>* exact_devices) {
+  PodState& p = pods_[pod];
+  NodeView& v = view_.node(node);
+  for (const auto& [dim, amount] : p.req) view_.Free(node, dim) -= amount;
+  int32_t* dev = view_.Devices(node);
+  if (exact_devices != nullptr) {
+    std::vector<int> devices = *exact_devices;
+    p.devices = devices;
+    for (int d : devices) {
+      if (dev[d] == 1000) --v.full_free;
+      dev[d] -= p.gpu_whole > 0 ? 1000 : p.gpu_fraction;
+    }
+  } else if (p.gpu_whole > 0) {
+    p.devices.clear();
+    for (int d = 0; d < v.gpu_devices && static_cast<int>(p.devices.size()) < p.gpu_whole; ++d) {
+      if (dev[d] == 1000) p.devices.push_back(d);
+    }
+    for (int d : p.devices) dev[d] = 0;
+    v.full_free -= static_cast<int>(p.devices.size());
+  } else if (p.gpu_fraction > 0 && device >= 0) {
+    p.devices.clear();
+    if (dev[device] == 1000) --v.full_free;
+    dev[device] -= p.gpu_fraction;
+    p.devices.push_back(device);
+  } else {
+    p.devices.clear();
+  }
+  p.node = node;
+  node_pods_[node].push_back(pod);
+  Account(p, v.pool, +1);
+  if (record) undo_.push_back({Op::kPlace, pod});
+}
+
+void Cycle::Remove(int pod, bool record) {
+  PodState& p = pods_[pod];
+  const int node = p.node;
+  NodeView& v = view_.node(node);
+  for (const auto& [dim, amount] : p.req) view_.Free(node, dim) += amount;
+  int32_t* dev = view_.Devices(node);
+  for (int d : p.devices) {
+    dev[d] += p.gpu_whole > 0 ? 1000 : p.gpu_fraction;
+    if (dev[d] == 1000) ++v.full_free;
+  }
+  Account(p, v.pool, -1);
+  std::erase(node_pods_[node], pod);
+  if (record) undo_.push_back({Op::kEvict, pod});
+  // Keep p.node/p.devices so a rollback can restore the exact devices.
+  p.node = -1;
+  p.last_node = node;
+}
+
+void Cycle::Rollback(size_t checkpoint) {
+  while (undo_.size() > checkpoint) {
+    Op op = undo_.back();
+    undo_.pop_back();
+    PodState& p = pods_[op.pod];
+    if (op.kind == Op::kPlace) {
+      Remove(op.pod, false);
+      p.placed_now = false;
+      p.placed_pool = -1;
+      p.last_node = -1;
+    } else {
+      std::vector<int> devices = p.devices;
+      Apply(op.pod, p.last_node, -1, false, &devices);
+      p.evicted = false;
+    }
+  }
+}
+
+void Cycle::Commit(size_t checkpoint, int pool) {
+  for (size_t i = checkpoint; i < undo_.size(); ++i) {
+    PodState& p = pods_[undo_[i].pod];
+    if (undo_[i].kind == Op::kPlace) {
+      Binding b;
+      b.pod = p.key;
+      b.node = view_.node(p.node).node->name;
+      b.node_pool = view_.PoolName(pool);
+      b.queue = queues_[p.queue].name;
+      b.gpu_device = p.gpu_fraction > 0 && !p.devices.empty() ? p.devices[0] : -1;
+      bindings_.push_back(std::move(b));
+      p.reason.clear();
+    } else {
+      evictions_.push_back(
+          {p.key, view_.node(p.last_node).node->name, p.evict_reason, p.evict_message});
+    }
+  }
+  undo_.resize(checkpoint);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Placement
+
+int NumFeasibleNodesToFind(int pool_nodes, int percentage) {
+  if (pool_nodes < 100 || percentage >= 100) return pool_nodes;
+  int adaptive = percentage;
+  if (adaptive <= 0) adaptive = std::max(5, 50 - pool_nodes / 125);
+  return std::max(100, pool_nodes * adaptive / 100);
+}
+
+double Cycle::Fragmentation(int node, const int32_t* devices, int64_t cpu_free,
+                            int64_t mem_free) const {
+  const int n = view_.node(node).gpu_devices;
+  if (n == 0) return 0;
+  int64_t all = 0, partial = 0;
+  int full = 0;
+  int32_t max_free = 0;
+  for (int d = 0; d < n; ++d) {
+    all += devices[d];
+    if (devices[d] >= 1000) {
+      ++full;
+    } else {
+      partial += devices[d];
+    }
+    max_free = std::max(max_free, devices[d]);
+  }
+  if (all == 0) return 0;
+  double frag = 0;
+  for (const TaskType& t : task_types_) {
+    bool fits = cpu_free >= t.cpu && mem_free >= t.memory;
+    int64_t f = 0;
+    if (t.gpu_whole > 0) {
+      f = fits && full >= t.gpu_whole ? partial : all;
+    } else if (t.gpu_fraction > 0) {
+      if (fits && max_free >= t.gpu_fraction) {
+        for (int d = 0; d < n; ++d) {
+          if (devices[d] < t.gpu_fraction) f += devices[d];
+        }
+      } else {
+        f = all;
+      }
+    } else {
+      f = fits ? 0 : all;
+    }
+    frag += t.weight * static_cast<double>(f);
+  }
+  return frag;
+}
+
+double Cycle::ResourceScore(const PodState& p, int node, int device) {
+  const NodeView& v = view_.node(node);
+  const int32_t* dev = view_.Devices(node);
+  int64_t cpu_req = 0, mem_req = 0;
+  for (const auto& [dim, amount] : p.req) {
+    if (dim == kCpuDim) cpu_req = amount;
+    if (dim == kMemoryDim) mem_req = amount;
+  }
+  const int64_t cpu_free = view_.Free(node, kCpuDim), mem_free = view_.Free(node, kMemoryDim);
+  // Devices after placing the pod.
+  int32_t after[64];
+  const int n = std::min(v.gpu_devices, 64);
+  int64_t gpu_free_after = 0;
+  std::copy(dev, dev + n, after);
+  if (p.gpu_whole > 0) {
+    int left = p.gpu_whole;
+    for (int d = 0; d < n && left > 0; ++d) {
+      if (after[d] == 1000) {
+        after[d] = 0;
+        --left;
+      }
+    }
+  } else if (p.gpu_fraction > 0 && device >= 0 && device < n) {
+    after[device] -= p.gpu_fraction;
+  }
+  for (int d = 0; d < n; ++d) gpu_free_after += after[d];
+  const int64_t gpu_total = int64_t{n} * 1000;
+  switch (options_.policy) {
+    case PlacementPolicy::kFgd: {
+      double before = Fragmentation(node, dev, cpu_free, mem_free);
+      double later = Fragmentation(node, after, cpu_free - cpu_req, mem_free - mem_req);
+      return before - later;  // less growth is better
+    }
+    case PlacementPolicy::kGpuPacking: {
+      if (p.gpu_whole > 0 || p.gpu_fraction > 0) {
+        double used =
+            static_cast<double>(gpu_total - gpu_free_after) / static_cast<double>(gpu_total);
+        double shared = p.gpu_fraction > 0 && device >= 0 && dev[device] < 1000 ? 1.0 : 0.0;
+        return shared + used;
+      }
+      const int64_t cpu_alloc = std::max<int64_t>(1, view_.Allocatable(node, kCpuDim));
+      return (n == 0 ? 1.0 : 0.0) + 0.5 * static_cast<double>(cpu_alloc - cpu_free + cpu_req) /
+                                        static_cast<double>(cpu_alloc);
+    }
+    case PlacementPolicy::kBestFit: {
+      double sum = 0;
+      int count = 0;
+      for (int dim : {kCpuDim, kMemoryDim}) {
+        const int64_t alloc = view_.Allocatable(node, dim);
+        if (alloc <= 0) continue;
+        const int64_t req = dim == kCpuDim ? cpu_req : mem_req;
+        sum +=
+            static_cast<double>(alloc - view_.Free(node, dim) + req) / static_cast<double>(alloc);
+        ++count;
+      }
+      if (gpu_total > 0) {
+        sum += static_cast<double>(gpu_total - gpu_free_after) / static_cast<double>(gpu_total);
+        ++count;
+      }
+      return count == 0 ? 0 : sum / count;
+    }
+  }
+  return 0;
+}
+
+int Cycle::TopologyScore(int pool, int node, const std::vector<int>& gang_nodes) const {
+  const std::vector<std::string>& keys = view_.PoolTopologyKeys(pool);
+  if (keys.empty() || gang_nodes.empty()) return 0;
+  const model::Labels& anchor = view_.node(gang_nodes[0]).node->labels;
+  const model::Labels& labels = view_.node(node).node->labels;
+  int matched = 0;
+  for (const std::string& key : keys) {
+    auto a = anchor.find(key);
+    auto b = labels.find(key);
+    if (a != anchor.end() && b != labels.end() && a->second == b->second) ++matched;
+  }
+  return matched * 100 / static_cast<int>(keys.size());
+}
+
+std::string Cycle::FailureReason(const PodState& p, int pool, StaticList& list) {
+  std::map<std::string, int> histogram = list.static_reasons;
+  for (const StaticCandidate& c : list.candidates) {
+    bool any = false;
+    for (const auto& [dim, amount] : p.req) {
+      if (view_.Free(c.node, dim) < amount) {
+        ++histogram["Insufficient " + view_.DimName(dim)];
+        any = true;
+      }
+    }
+    int device = -1;
+    if ((p.gpu_whole > 0 || p.gpu_fraction > 0) && !GpuFits(p, c.node, &device)) {
+      ++histogram["Insufficient nvidia.com/gpu"];
+      any = true;
+    }
+    (void)any;
+  }
+  std::vector<std::pair<int, std::string>> entries;
+  for (const auto& [text, count] : histogram) entries.push_back({count, text});
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::string out = "0/" + std::to_string(list.pool_nodes) + " nodes are available";
+  if (list.pool_nodes == 0) return out + " in node pool " + view_.PoolName(pool) + ".";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    out += i == 0 ? ": " : ", ";
+    out += std::to_string(entries[i].first) + " " + entries[i].second;
+  }
+  return out + ".";
+}
+
+int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* device,
+                    std::string* reason) {
+  PodState& p = pods_[pod];
+  StaticList& list = view_.Static(p.signature, pool, *p.pod);
+  const size_t n = list.candidates.size();
+  const int to_find =
+      NumFeasibleNodesToFind(list.pool_nodes, options_.percentage_of_nodes_to_score);
+  scratch_.clear();
+  size_t processed = 0;
+  for (size_t k = 0; k < n && static_cast<int>(scratch_.size()) < to_find; ++k) {
+    const StaticCandidate& c = list.candidates[(list.next_start + k) % n];
+    ++processed;
+    int dev = -1;
+    if (!Fits(p, c.node, &dev)) continue;
+    scratch_.push_back({c.node, ResourceScore(p, c.node, dev), c.intolerable_prefer_no_schedule,
+                        c.preferred_affinity, TopologyScore(pool, c.node, gang_nodes), dev});
+  }
+  if (n > 0) list.next_start = (list.next_start + processed) % n;
+  if (scratch_.empty()) {
+    if (reason != nullptr) *reason = FailureReason(p, pool, list);
+    return -1;
+  }
+  double min_raw = scratch_[0].resource_raw, max_raw = min_raw;
+  int32_t max_taint = 0;
+  int64_t max_affinity = 0;
+  for (const Candidate& c : scratch_) {
+    min_raw = std::min(min_raw, c.resource_raw);
+    max_raw = std::max(max_raw, c.resource_raw);
+    max_taint = std::max(max_taint, c.taint_raw);
+    max_affinity = std::max(max_affinity, c.affinity_raw);
+  }
+  int best = -1;
+  int64_t best_score = std::numeric_limits<int64_t>::min();
+  for (size_t i = 0; i < scratch_.size(); ++i) {
+    const Candidate& c = scratch_[i];
+    int64_t resource = max_raw > min_raw
+                           ? static_cast<int64_t>(std::llround((c.resource_raw - min_raw) * 100 /
+                                                               (max_raw - min_raw)))
+                           : 100;
+    int64_t taint = max_taint == 0 ? 100 : 100 - int64_t{c.taint_raw} * 100 / max_taint;
+    int64_t affinity = max_affinity == 0 ? 0 : c.affinity_raw * 100 / max_affinity;
+    int64_t score = 2 * resource + taint + affinity + c.topology;
+    if (score > best_score ||
+        (score == best_score &&
+         view_.node(c.node).node->name < view_.node(scratch_[best].node).node->name)) {
+      best = static_cast<int>(i);
+      best_score = score;
+    }
+  }
+  *device = scratch_[best].device;
+  return scratch_[best].node;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Allocation
+
+QuotaVector Cycle::JobQuota(const Job& job) const {
+  QuotaVector total{};
+  for (int pod : job.pods) {
+    for (int r = 0; r < kQ; ++r) total[r] += pods_[pod].quota[r];
+  }
+  return total;
+}
+
+std::string Cycle::QuotaCheck(const Job& job, int pool) const {
+  const QuotaVector req = JobQuota(job);
+  Cycle& self = const_cast<Cycle&>(*this);
+  for (int q = job.queue; q >= 0; q = queues_[q].parent) {
+    for (int r = 0; r < kQ; ++r) {
+      const int64_t limit = Limit(q, pool, r);
+      if (req[r] == 0 || limit == model::kUnlimited) continue;
+      const int64_t used = self.Alloc(q, pool, r);
+      if (used + req[r] > limit) {
+        return "queue " + queues_[q].name + " is at its limit of " + FormatQuota(r, limit) + " " +
+               std::string(model::kQuotaResourceK8sNames[r]) + " in node pool " +
+               view_.PoolName(pool) + " (" + FormatQuota(r, used) + " in use, " +
+               FormatQuota(r, req[r]) + " requested)";
+      }
+    }
+  }
+  if (job.priority >= kNonPreemptiblePriority) {
+    for (int r = 0; r < kQ; ++r) {
+      const int64_t deserved = Deserved(job.queue, pool, r);
+      if (req[r] == 0 || deserved == model::kUnlimited) continue;
+      const int64_t used = self.AllocNonPreemptible(job.queue, pool, r);
+      if (used + req[r] > deserved) {
+        return "queue " + queues_[job.queue].name +
+               ": pods with priority >= " + std::to_string(kNonPreemptiblePriority) +
+               " are not preemptible and only use deserved quota, " + FormatQuota(r, deserved) +
+               " " + std::string(model::kQuotaResourceK8sNames[r]) + " in node pool " +
+               view_.PoolName(pool) + " (" + FormatQuota(r, used) + " in use, " +
+               FormatQuota(r, req[r]) + " requested)";
+      }
+    }
+  }
+  return "";
+}
+
+std::string FailureCacheKey(const PodState& p, int pool) {
+  std::string key = std::to_string(p.signature) + "/" + std::to_string(pool) + "/" +
+                    std::to_string(p.gpu_whole) + "/" + std::to_string(p.gpu_fraction);
+  for (const auto& [dim, amount] : p.req) {
+    key += "/" + std::to_string(dim) + "=" + std::to_string(amount);
+  }
+  return key;
+}
+
+bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool use_cache) {
+  std::string quota = QuotaCheck(job, pool);
+  if (!quota.empty()) {
+    reason = quota;
+    return false;
+  }
+  const size_t checkpoint = undo_.size();
+  std::vector<int> gang_nodes;
+  int placed = 0;
+  std::string first_failure;
+  for (int pod : job.pods) {
+    PodState& p = pods_[pod];
+    std::string why;
+    std::string key;
+    if (use_cache && job.gang < 0) {
+      key = FailureCacheKey(p, pool);
+      auto it = failure_cache_.find(key);
+      if (it != failure_cache_.end()) {
+        reason = it->second;
+        return false;
+      }
+    }
+    int device = -1;
+    int node = FindNode(pod, pool, gang_nodes, &device, &why);
+    if (node < 0) {
+      if (!key.empty()) failure_cache_[key] = why;
+      if (first_failure.empty()) first_failure = p.key + ": " + why;
+      p.reason = why;
+      // A gang that needs every remaining pod cannot succeed any more.
+      if (job.gang < 0 || job.need >= static_cast<int>(job.pods.size())) break;
+      continue;
+    }
+    Apply(pod, node, device, true);
+    p.placed_now = true;
+    p.placed_pool = pool;
+    gang_nodes.push_back(node);
+    ++placed;
+  }
+  if (placed > 0 && placed >= job.need) {
+    for (int pod : job.pods) {
+      if (pods_[pod].placed_now) continue;
+      pods_[pod].reason = "gang " + job.gang_name + " started with " + std::to_string(placed) +
+                          " pods (gang-min " + std::to_string(job.gang_min) +
+                          "); this pod: " + pods_[pod].reason;
+    }
+    Commit(checkpoint, pool);
+    return true;
+  }
+  Rollback(checkpoint);
+  if (job.gang < 0) {
+    reason = pods_[job.pods[0]].reason;
+  } else {
+    reason = "gang " + job.gang_name + ": " + std::to_string(placed) + " of " +
+             std::to_string(job.pods.size()) + " pending pods fit, gang-min " +
+             std::to_string(job.gang_min) + " needs " + std::to_string(job.need) + "; " +
+             first_failure;
+  }
+  return false;
+}
+
+bool Cycle::TryJob(const Job& job, std::vector<std::string>& pool_reasons, bool use_cache) {
+  const std::vector<int>& pools = pods_[job.pods[0]].pools;
+  for (int pool : pools) {
+    std::string reason;
+    if (PlaceJobInPool(job, pool, reason, use_cache)) return true;
+    pool_reasons.push_back(pools.size() > 1 ? "node pool " + view_.PoolName(pool) + ": " + reason
+                                            : reason);
+  }
+  return false;
+}
+
+double Cycle::QueueShareKey(int q) const {
+  Cycle& self = const_cast<Cycle&>(*this);
+  double share = 0;
+  for (int r = 0; r < kQ; ++r) {
+    int64_t alloc = 0, fs = 0;
+    for (int pool = 0; pool < pools_; ++pool) {
+      alloc += self.Alloc(q, pool, r);
+      fs += FairShare(q, pool, r);
+    }
+    if (alloc == 0) continue;
+    share = std::max(share, fs == 0 ? 1e18 : static_cast<double>(alloc) / static_cast<double>(fs));
+  }
+  return share;
+}
+
+int Cycle::PickQueue(const std::vector<int>& active, const std::vector<size_t>& next) const {
+  (void)next;
+  int best = -1;
+  for (int q : active) {
+    if (best < 0) {
+      best = q;
+      continue;
+    }
+    const bool over_q = share_cache_[q] > 1, over_b = share_cache_[best] > 1;
+    if (over_q != over_b) {
+      if (!over_q) best = q;
+      continue;
+    }
+    if (queues_[q].priority != queues_[best].priority) {
+      if (queues_[q].priority > queues_[best].priority) best = q;
+      continue;
+    }
+    if (share_cache_[q] < share_cache_[best]) best = q;  // ties: lower index = name order
+  }
+  return best;
+}
+
+void Cycle::Allocate() {
+  std::vector<std::vector<int>> per_queue(queues_.size());
+  for (size_t j = 0; j < jobs_.size(); ++j)
+    per_queue[jobs_[j].queue].push_back(static_cast<int>(j));
+  for (auto& list : per_queue) {
+    std::stable_sort(list.begin(), list.end(), [&](int a, int b) {
+      if (jobs_[a].priority != jobs_[b].priority) return jobs_[a].priority > jobs_[b].priority;
+      return jobs_[a].arrival < jobs_[b].arrival;
+    });
+  }
+  share_cache_.assign(queues_.size(), 0);
+  std::vector<int> active;
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    share_cache_[q] = QueueShareKey(static_cast<int>(q));
+    if (!per_queue[q].empty()) active.push_back(static_cast<int>(q));
+  }
+  std::vector<size_t> next(queues_.size(), 0);
+  while (!active.empty()) {
+    const int q = PickQueue(active, next);
+    const int j = per_queue[q][next[q]++];
+    std::vector<std::string> reasons;
+    if (!TryJob(jobs_[j], reasons, /*use_cache=*/true)) {
+      std::string reason = Join(reasons, "; ");
+      for (int pod : jobs_[j].pods) pods_[pod].reason = reason;
+      failed_jobs_.push_back(j);
+    } else {
+      share_cache_[q] = QueueShareKey(q);
+    }
+    if (next[q] == per_queue[q].size()) std::erase(active, q);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reclaim and preempt
+
+int Cycle::TopQueue(int q) const {
+  while (queues_[q].parent >= 0) q = queues_[q].parent;
+  return q;
+}
+
+std::vector<int> Cycle::WithGangPeers(int pod) const {
+  const PodState& p = pods_[pod];
+  if (p.gang < 0) return {pod};
+  std::vector<int> out;
+  for (int m : gang_members_[p.gang]) {
+    if (pods_[m].node >= 0 && pods_[m].bound_initially) out.push_back(m);
+  }
+  return out;
+}
+
+bool Cycle::ReclaimerEligible(const Job& job, int pool) const {
+  const QuotaVector req = JobQuota(job);
+  Cycle& self = const_cast<Cycle&>(*this);
+  const bool gpu = req[kGpuQ] > 0;
+  for (int r = 0; r < kQ; ++r) {
+    if (gpu != (r == kGpuQ)) continue;
+    if (self.Alloc(job.queue, pool, r) + req[r] > FairShare(job.queue, pool, r)) return false;
+  }
+  return true;
+}
+
+bool Cycle::VictimAllowed(const PodState& reclaimer, int victim, int pool,
+                          const std::map<int, QuotaVector>& taken) const {
+  const PodState& v = pods_[victim];
+  Cycle& self = const_cast<Cycle&>(*this);
+  const bool gpu = reclaimer.quota[kGpuQ] > 0;
+  bool frees = false;
+  for (int r = 0; r < kQ; ++r) {
+    if (gpu == (r == kGpuQ) && v.quota[r] > 0) frees = true;
+  }
+  if (!frees) return false;
+  const int top_v = TopQueue(v.queue), top_r = TopQueue(reclaimer.queue);
+  std::vector<int> levels = {v.queue};
+  if (top_v != top_r && top_v != v.queue) levels.push_back(top_v);
+  for (int x : levels) {
+    auto it = taken.find(x);
+    for (int r = 0; r < kQ; ++r) {
+      if (gpu != (r == kGpuQ) || v.quota[r] == 0) continue;
+      const int64_t a = self.Alloc(x, pool, r) - (it == taken.end() ? 0 : it->second[r]);
+      if (a <= FairShare(x, pool, r)) return false;  // not above its fair share
+      const int64_t deserved = Deserved(x, pool, r);
+      if (deserved == model::kUnlimited || a - v.quota[r] < deserved) return false;
+    }
+  }
+  if (top_v != top_r) {
+    for (int r = 0; r < kQ; ++r) {
+      if (gpu != (r == kGpuQ)) continue;
+      if (self.Alloc(top_r, pool, r) + reclaimer.quota[r] > FairShare(top_r, pool, r)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+bool Cycle::SelectVictims(int pod, int node, int pool, bool reclaim, std::vector<int>& victims) {
+  const PodState& p = pods_[pod];
+  std::vector<int> candidates;
+  for (int v : node_pods_[node]) {
+    const PodState& vp = pods_[v];
+    if (!vp.bound_initially || !vp.preemptible || vp.queue < 0 || vp.evicted) continue;
+    if (reclaim ? vp.queue == p.queue : (vp.queue != p.queue || vp.priority >= p.priority)) {
+      continue;
+    }
+    if (vp.gang >= 0 && vp.gang == p.gang) continue;
+    candidates.push_back(v);
+  }
+  if (candidates.empty()) return false;
+  std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
+    const PodState &x = pods_[a], &y = pods_[b];
+    if (x.priority != y.priority) return x.priority < y.priority;
+    if (x.quota[kGpuQ] != y.quota[kGpuQ]) return x.quota[kGpuQ] > y.quota[kGpuQ];
+    if (x.arrival != y.arrival) return x.arrival > y.arrival;
+    return x.key < y.key;
+  });
+  // Simulated node: extra free per needed dimension and device frees.
+  const NodeView& nv = view_.node(node);
+  std::vector<int64_t> extra(p.req.size(), 0);
+  std::vector<int32_t> dev(view_.Devices(node), view_.Devices(node) + nv.gpu_devices);
+  auto fits = [&]() {
+    for (size_t i = 0; i < p.req.size(); ++i) {
+      if (view_.Free(node, p.req[i].first) + extra[i] < p.req[i].second) return false;
+    }
+    if (p.gpu_whole > 0) {
+      return std::count(dev.begin(), dev.end(), 1000) >= p.gpu_whole;
+    }
+    if (p.gpu_fraction > 0) {
+      return std::any_of(dev.begin(), dev.end(), [&](int32_t f) { return f >= p.gpu_fraction; });
+    }
+    return true;
+  };
+  auto change = [&](int v, int sign) {
+    for (int m : WithGangPeers(v)) {
+      const PodState& mp = pods_[m];
+      if (mp.node != node) continue;
+      for (size_t i = 0; i < p.req.size(); ++i) {
+        for (const auto& [dim, amount] : mp.req) {
+          if (dim == p.req[i].first) extra[i] += sign * amount;
+        }
+      }
+      for (int d : mp.devices) dev[d] += sign * (mp.gpu_whole > 0 ? 1000 : mp.gpu_fraction);
+    }
+  };
+  std::map<int, QuotaVector> taken;
+  auto take = [&](int v, int sign) {
+    for (int m : WithGangPeers(v)) {
+      if (view_.node(pods_[m].node).pool != pool) continue;
+      for (int q = pods_[m].queue; q >= 0; q = queues_[q].parent) {
+        for (int r = 0; r < kQ; ++r) taken[q][r] += sign * pods_[m].quota[r];
+      }
+    }
+  };
+  std::vector<int> chosen;
+  for (int v : candidates) {
+    if (fits()) break;
+    if (std::find(chosen.begin(), chosen.end(), v) != chosen.end()) continue;
+    if (reclaim && !VictimAllowed(p, v, pool, taken)) continue;
+    change(v, +1);
+    take(v, +1);
+    chosen.push_back(v);
+  }
+  if (!fits()) return false;
+  // Reprieve: give back victims, highest priority first, while the pod still fits.
+  for (int i = static_cast<int>(chosen.size()) - 1; i >= 0; --i) {
+    change(chosen[i], -1);
+    if (fits()) {
+      take(chosen[i], -1);
+      chosen.erase(chosen.begin() + i);
+    } else {
+      change(chosen[i], +1);
+    }
+  }
+  victims = chosen;
+  return true;
+}
+
+bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
+  if (reclaim && (!QuotaCheck(job, pool).empty() || !ReclaimerEligible(job, pool))) return false;
+  const size_t checkpoint = undo_.size();
+  std::vector<int> gang_nodes;
+  int placed = 0;
+  for (int pod : job.pods) {
+    int device = -1;
+    int node = FindNode(pod, pool, gang_nodes, &device, nullptr);
+    if (node < 0) {
+      PodState& p = pods_[pod];
+      StaticList& list = view_.Static(p.signature, pool, *p.pod);
+      int best_node = -1;
+      std::vector<int> best_victims;
+      std::pair<size_t, int64_t> best_cost{std::numeric_limits<size_t>::max(), 0};
+      for (const StaticCandidate& c : list.candidates) {
+        std::vector<int> victims;
+        if (!SelectVictims(pod, c.node, pool, reclaim, victims)) continue;
+        size_t count = 0;
+        int64_t priority_sum = 0;
+        for (int v : victims) {
+          count += WithGangPeers(v).size();
+          priority_sum += pods_[v].priority;
+        }
+        std::pair<size_t, int64_t> cost{count, priority_sum};
+        if (cost < best_cost) {
+          best_cost = cost;
+          best_node = c.node;
+          best_victims = victims;
+        }
+      }
+      if (best_node < 0) break;
+      for (int v : best_victims) {
+        for (int m : WithGangPeers(v)) {
+          if (pods_[m].evicted || pods_[m].node < 0) continue;
+          PodState& mp = pods_[m];
+          mp.evicted = true;
+          mp.evict_reason = reclaim ? EvictionReason::kReclaim : EvictionReason::kPreempt;
+          mp.evict_message =
+              reclaim
+                  ? "reclaimed by queue " + queues_[p.queue].name + " for pod " + p.key
+                  : "preempted by pod " + p.key + " (priority " + std::to_string(p.priority) + ")";
+          Remove(m, true);
+        }
+      }
+      if (!Fits(p, best_node, &device)) break;
+      node = best_node;
+    }
+    Apply(pod, node, device, true);
+    pods_[pod].placed_now = true;
+    pods_[pod].placed_pool = pool;
+    gang_nodes.push_back(node);
+    ++placed;
+  }
+  bool ok = placed > 0 && placed >= std::max(job.need, 1) &&
+            (job.gang < 0 || placed == static_cast<int>(job.pods.size()) || placed >= job.need);
+  if (ok && !reclaim) {
+    // Preemption frees quota of the same queue: check limits after the fact.
+    Job placed_only = job;
+    placed_only.pods.clear();
+    ok = QuotaCheck(placed_only, pool).empty();
+    for (int q = job.queue; ok && q >= 0; q = queues_[q].parent) {
+      for (int r = 0; r < kQ; ++r) {
+        const int64_t limit = Limit(q, pool, r);
+        if (limit != model::kUnlimited && Alloc(q, pool, r) > limit) ok = false;
+      }
+    }
+    if (ok && job.priority >= kNonPreemptiblePriority) {
+      for (int r = 0; r < kQ; ++r) {
+        const int64_t deserved = Deserved(job.queue, pool, r);
+        if (deserved != model::kUnlimited && AllocNonPreemptible(job.queue, pool, r) > deserved) {
+          ok = false;
+        }
+      }
+    }
+  }
+  if (!ok) {
+    Rollback(checkpoint);
+    return false;
+  }
+  for (int pod : job.pods) {
+    if (!pods_[pod].placed_now) {
+      pods_[pod].reason = "gang " + job.gang_name + " started without this pod";
+    }
+  }
+  Commit(checkpoint, pool);
+  return true;
+}
+
+void Cycle::ReclaimAndPreempt() {
+  if (!options_.enable_reclaim && !options_.enable_preempt) return;
+  // Running preemptible pods per pool: without any, there is nothing to evict.
+  std::vector<int> victims_in_pool(pools_, 0);
+  for (const PodState& p : pods_) {
+    if (p.bound_initially && p.node >= 0 && p.preemptible)
+      ++victims_in_pool[view_.node(p.node).pool];
+  }
+  for (int j : failed_jobs_) {
+    const Job& job = jobs_[j];
+    bool done = false;
+    for (int pool : pods_[job.pods[0]].pools) {
+      if (victims_in_pool[pool] == 0) continue;
+      std::string key;
+      if (job.gang < 0) {
+        key = FailureCacheKey(pods_[job.pods[0]], pool) + "/q" + std::to_string(job.queue) + "/p" +
+              std::to_string(job.priority);
+        auto it = victim_failure_epoch_.find(key);
+        if (it != victim_failure_epoch_.end() &&
+            it->second == evictions_.size() + bindings_.size()) {
+          continue;
+        }
+      }
+      const size_t evictions_before = evictions_.size();
+      if ((options_.enable_reclaim && TryWithVictims(job, pool, true)) ||
+          (options_.enable_preempt && TryWithVictims(job, pool, false))) {
+        for (size_t e = evictions_before; e < evictions_.size(); ++e) {
+          int node = view_.FindNode(evictions_[e].node);
+          if (node >= 0) --victims_in_pool[view_.node(node).pool];
+        }
+        done = true;
+        break;
+      }
+      if (!key.empty()) victim_failure_epoch_[key] = evictions_.size() + bindings_.size();
+    }
+    (void)done;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// NoExecute and results
+
+void Cycle::EvictNoExecute() {
+  for (size_t i = 0; i < pods_.size(); ++i) {
+    PodState& p = pods_[i];
+    if (!p.bound_initially || p.node < 0) continue;
+    const model::Node& node = *view_.node(p.node).node;
+    const model::Taint* taint = model::FindUntoleratedTaintPtr(
+        node.taints, p.pod->tolerations, model::TaintEffectSet::NoExecuteOnly());
+    if (taint == nullptr) continue;
+    p.evicted = true;
+    p.evict_reason = EvictionReason::kNoExecute;
+    p.evict_message = "node " + node.name + " has taint {" + taint->key + ": " + taint->value +
+                      "} with effect NoExecute that the pod does not tolerate";
+    Remove(static_cast<int>(i), false);
+    evictions_.push_back({p.key, node.name, p.evict_reason, p.evict_message});
+  }
+}
+
+CycleResult Cycle::Collect() {
+  CycleResult result;
+  result.bindings = std::move(bindings_);
+  result.evictions = std::move(evictions_);
+  for (const PodState& p : pods_) {
+    if (p.node >= 0) continue;
+    std::string reason;
+    if (p.evicted) {
+      reason = "requeued after eviction (" + std::string(EvictionReasonName(p.evict_reason)) +
+               "): " + p.evict_message;
+    } else if (!p.pod->node_name.empty()) {
+      reason = "bound to node " + p.pod->node_name + ", which is not in the snapshot";
+    } else if (!p.error.empty()) {
+      reason = p.error;
+    } else {
+      reason = p.reason.empty() ? "not considered" : p.reason;
+    }
+    result.unschedulable.push_back({p.key, reason});
+  }
+  std::stable_sort(result.unschedulable.begin(), result.unschedulable.end(),
+                   [](const PendingPod& a, const PendingPod& b) { return a.pod < b.pod; });
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    for (int pool = 0; pool < pools_; ++pool) {
+      QueueShare share;
+      share.queue = queues_[q].name;
+      share.node_pool = view_.PoolName(pool);
+      bool interesting =
+          queues_[q].config != nullptr && queues_[q].config->resources.count(share.node_pool) > 0;
+      for (int r = 0; r < kQ; ++r) {
+        ResourceShare& s = share.resources[r];
+        s.deserved = Deserved(static_cast<int>(q), pool, r);
+        s.limit = Limit(static_cast<int>(q), pool, r);
+        s.fair_share = FairShare(static_cast<int>(q), pool, r);
+        s.allocated = Alloc(static_cast<int>(q), pool, r);
+        if (s.fair_share != 0 || s.allocated != 0) interesting = true;
+      }
+      if (interesting) result.fair_share.push_back(std::move(share));
+    }
+  }
+  return result;
+}
+
+CycleResult Cycle::Run() {
+  BuildQueues();
+  BuildPods();
+  EvictNoExecute();
+  BuildJobs();
+  ComputeFairShare();
+  if (options_.policy == PlacementPolicy::kFgd) BuildTaskTypes();
+  Allocate();
+  ReclaimAndPreempt();
+  return Collect();
+}
+
+}  // namespace
+
+std::string_view PlacementPolicyName(PlacementPolicy policy) {
+  switch (policy) {
+    case PlacementPolicy::kFgd:
+      return "fgd";
+    case PlacementPolicy::kGpuPacking:
+      return "gpu-packing";
+    case PlacementPolicy::kBestFit:
+      return "best-fit";
+  }
+  return "fgd";
+}
+
+Result<PlacementPolicy> ParsePlacementPolicy(std::string_view name) {
+  for (PlacementPolicy p :
+       {PlacementPolicy::kFgd, PlacementPolicy::kGpuPacking, PlacementPolicy::kBestFit}) {
+    if (name == PlacementPolicyName(p)) return p;
+  }
+  return InvalidArgumentError("unknown placement policy \"" + std::string(name) +
+                              "\"; expected fgd, gpu-packing or best-fit" +
+                              DidYouMean(name, {"fgd", "gpu-packing", "best-fit"}));
+}
+
+Status Validate(const SchedulerOptions& options) {
+  if (options.percentage_of_nodes_to_score < 0 || options.percentage_of_nodes_to_score > 100) {
+    return InvalidArgumentError("percentage_of_nodes_to_score: expected 0..100, got " +
+                                std::to_string(options.percentage_of_nodes_to_score));
+  }
+  if (options.fgd_task_types < 1) {
+    return InvalidArgumentError("fgd_task_types: expected at least 1");
+  }
+  return OkStatus();
+}
+
+std::string_view EvictionReasonName(EvictionReason reason) {
+  switch (reason) {
+    case EvictionReason::kReclaim:
+      return "reclaim";
+    case EvictionReason::kPreempt:
+      return "preempt";
+    case EvictionReason::kNoExecute:
+      return "NoExecute";
+  }
+  return "reclaim";
+}
+
+std::string PodKey(const model::PodScheduling& pod) {
+  if (pod.namespace_.empty() || pod.namespace_ == "default") return pod.name;
+  return pod.namespace_ + "/" + pod.name;
+}
+
+Result<int32_t> PodPriority(const model::PodScheduling& pod) {
+  if (pod.priority) return *pod.priority;
+  static const std::map<std::string, int32_t> kClasses = {{"", 0},
+                                                          {"low", 50},
+                                                          {"normal", 100},
+                                                          {"high", 125},
+                                                          {"system-cluster-critical", 2000000000},
+                                                          {"system-node-critical", 2000001000}};
+  auto it = kClasses.find(pod.priority_class_name);
+  if (it == kClasses.end()) {
+    return InvalidArgumentError("priorityClassName \"" + pod.priority_class_name +
+                                "\" not found; expected high (125), normal (100), low (50) or "
+                                "spec.priority" +
+                                DidYouMean(pod.priority_class_name, {"high", "normal", "low"}));
+  }
+  return it->second;
+}
+
+CycleResult Scheduler::RunCycle(const ClusterSnapshot& snapshot) const {
+  Cycle cycle(options_, snapshot);
+  return cycle.Run();
+}
+
+}  // namespace gpupool::scheduler

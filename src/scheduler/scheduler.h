@@ -1,0 +1,159 @@
+#pragma once
+// The gpupool scheduler: one cycle over a cluster snapshot, pure (no I/O, no clock, no
+// randomness): the same snapshot and options always give the same decisions.
+//
+// A cycle (DESIGN section 4, KAI-Scheduler style):
+//   0. Evict bound pods whose node has a NoExecute taint they do not tolerate.
+//   1. Fair share per node pool and per resource (gpu, cpu, memory) over the queue tree
+//      (fair_share.h). Demand of a queue in a node pool = its bound pods there + its pending pods
+//      whose first-choice node pool it is.
+//   2. Allocate: jobs (a single pod, or a gang: pods sharing label gpupool.io/gang in one queue,
+//      all or nothing, at least gpupool.io/gang-min of them counting those already running) are
+//      taken queue by queue; the next queue is the one with the smallest dominant
+//      allocated/fairShare (queues at or below their fair share first, then higher queue
+//      priority, then name); inside a queue by pod priority (desc), then arrival (the order of
+//      pods in the snapshot), then name. Each job tries its node pools in order
+//      (gpupool.io/node-pool, comma list; none = "default"), checking quota (limit of the queue
+//      and its parent; non-preemptible jobs, priority >= 100, only within deserved), then places
+//      every pod (filters and scores below).
+//   3. Reclaim, for jobs still pending whose queue stays within its fair share with the job:
+//      evicts preemptible pods (priority < 100) of other queues that are above their fair share,
+//      never taking a queue below its deserved quota; compared at the level where the two queues'
+//      paths diverge (sibling projects, or departments). Fewest victims first (then lowest
+//      priority, then node order). A victim that belongs to a gang takes its whole gang with it.
+//   4. Preempt: inside one queue, a job evicts strictly lower-priority preemptible pods.
+//   Evicted pods are reported in `evictions` and again as pending (requeued) in `unschedulable`;
+//   they are not placed again in the same cycle.
+//
+// Placement of one pod, kube-scheduler semantics: filters in order NodeUnschedulable,
+// TaintToleration (NoSchedule/NoExecute), NodeAffinity (nodeSelector + required affinity, via
+// model/match.h), resource fit (every resource in the pod's effective requests, `pods`, and GPU
+// devices: a whole-GPU pod needs that many free devices; a `gpupool.io/gpu-fraction` pod needs
+// one device with that much left). Like kube-scheduler, once `percentage_of_nodes_to_score` of a
+// node pool's nodes have been found feasible the search stops (rotating start). Scores (higher
+// wins, ties to the node that sorts first by name): 2 x resource score of the policy (FGD, GPU
+// packing or best fit) + PreferNoSchedule (fewer untolerated, 0..100) + preferred node affinity
+// (0..100) + topology proximity to the gang's pods placed so far (pool topology_keys, 0..100).
+// An unplaced pod gets a Kubernetes-style reason ("0/12 nodes are available: 8 node(s) had
+// untolerated taint {nvidia.com/gpu: true}, 4 Insufficient nvidia.com/gpu.") or a quota reason.
+//
+// Thread contract: a Scheduler is used by one thread at a time; RunCycle keeps no state between
+// calls except the options.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "model/k8s.h"
+#include "model/node_pool.h"
+#include "model/queue.h"
+
+namespace gpupool::scheduler {
+
+// Labels and annotations the scheduler reads from pods.
+inline constexpr char kQueueLabel[] = "gpupool.io/queue";
+inline constexpr char kNodePoolLabel[] = "gpupool.io/node-pool";
+inline constexpr char kGangLabel[] = "gpupool.io/gang";
+inline constexpr char kGangMinLabel[] = "gpupool.io/gang-min";
+inline constexpr char kGpuFractionAnnotation[] = "gpupool.io/gpu-fraction";
+inline constexpr char kGpuResource[] = "nvidia.com/gpu";
+// Queue of pods without gpupool.io/queue; created implicitly (no quota) when not configured.
+inline constexpr char kDefaultQueue[] = "default";
+// Pods at or above this priority are not preemptible (and only use deserved quota).
+inline constexpr int32_t kNonPreemptiblePriority = 100;
+
+enum class PlacementPolicy {
+  kFgd,         // fragmentation gradient descent (Weng et al., ATC'23): least fragmentation growth
+  kGpuPacking,  // fill partly used GPUs and GPU nodes first; CPU pods avoid GPU nodes
+  kBestFit,     // least free cpu/memory/gpu left on the node (weighted by capacity)
+};
+std::string_view PlacementPolicyName(PlacementPolicy policy);
+Result<PlacementPolicy> ParsePlacementPolicy(std::string_view name);  // fgd|gpu-packing|best-fit
+
+struct SchedulerOptions {
+  PlacementPolicy policy = PlacementPolicy::kFgd;
+  // kube-scheduler percentageOfNodesToScore: 0 = adaptive (50 - nodes/125 percent, at least 5%,
+  // at least 100 nodes); 100 = look at every node.
+  int percentage_of_nodes_to_score = 0;
+  bool enable_reclaim = true;
+  bool enable_preempt = true;
+  // FGD: how many of the most popular pod shapes make the "typical workload".
+  int fgd_task_types = 8;
+};
+Status Validate(const SchedulerOptions& options);
+
+// Everything a cycle looks at. Pods with spec.nodeName are bound (they use capacity and quota);
+// the others are pending, and their order in `pods` is their arrival order (earlier = older).
+struct ClusterSnapshot {
+  std::vector<model::Node> nodes;
+  std::vector<model::PodScheduling> pods;
+  std::vector<model::Queue> queues;
+  std::vector<model::NodePool> node_pools;
+};
+
+enum class EvictionReason { kReclaim, kPreempt, kNoExecute };
+std::string_view EvictionReasonName(EvictionReason reason);  // reclaim | preempt | NoExecute
+
+struct Binding {
+  std::string pod;  // "name", or "namespace/name" outside namespace default
+  std::string node;
+  std::string node_pool;
+  std::string queue;
+  int gpu_device = -1;  // for a gpu-fraction pod: the shared device index, else -1
+};
+
+struct Eviction {
+  std::string pod;
+  std::string node;
+  EvictionReason reason = EvictionReason::kReclaim;
+  std::string message;  // e.g. "reclaimed by queue rnd-1 for pod train-3"
+};
+
+struct PendingPod {
+  std::string pod;
+  std::string reason;
+};
+
+// Quota view of one queue in one node pool. gpu and cpu in milli-units, memory in bytes.
+struct ResourceShare {
+  int64_t deserved = 0;  // model::kUnlimited = unlimited
+  int64_t fair_share = 0;
+  int64_t allocated = 0;  // after this cycle's decisions
+  int64_t limit = model::kUnlimited;
+};
+struct QueueShare {
+  std::string queue;
+  std::string node_pool;
+  std::array<ResourceShare, model::kNumQuotaResources> resources;  // gpu, cpu, memory
+};
+
+struct CycleResult {
+  std::vector<Binding> bindings;          // in decision order
+  std::vector<PendingPod> unschedulable;  // pending pods left unplaced (incl. requeued), by name
+  std::vector<Eviction> evictions;        // in decision order
+  std::vector<QueueShare> fair_share;     // by queue name, then node pool name
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(SchedulerOptions options) : options_(options) {}
+
+  // Decides one cycle. Never fails: bad pods (unknown queue, malformed gang-min) come back in
+  // `unschedulable` with the reason.
+  CycleResult RunCycle(const ClusterSnapshot& snapshot) const;
+
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  const SchedulerOptions options_;
+};
+
+// The pod key used in results: name, or namespace/name outside namespace "default".
+std::string PodKey(const model::PodScheduling& pod);
+
+// Priority: spec.priority if set, else priorityClassName high 125, normal 100, low 50, none 0.
+Result<int32_t> PodPriority(const model::PodScheduling& pod);
+
+}  // namespace gpupool::scheduler

@@ -63,6 +63,7 @@ bool PgExec(const std::string& url, const std::string& sql, std::string* error) 
   PGconn* conn = PQconnectdb(url.c_str());
   bool ok = PQstatus(conn) == CONNECTION_OK;
   if (ok) {
+    PQclear(PQexec(conn, "SET client_min_messages = warning"));
     PGresult* result = PQexec(conn, sql.c_str());
     ok = PQresultStatus(result) == PGRES_COMMAND_OK || PQresultStatus(result) == PGRES_TUPLES_OK;
     PQclear(result);
@@ -676,6 +677,7 @@ TYPED_TEST(StoreContractTest, ConcurrentReadModifyWriteLosesNoUpdate) {
           }
           ordered_json body = current->body;
           body["n"] = body["n"].get<int>() + 1;
+          std::this_thread::yield();  // widen the read-modify-write window
           ConfigWrite write{.op = ConfigWrite::Op::kPut,
                             .kind = "QUEUE",
                             .name = "counter",
@@ -836,6 +838,42 @@ TYPED_TEST(StoreContractTest, ReopenKeepsData) {
   EXPECT_EQ(*s.NextSequence("wf"), 2);
   EXPECT_EQ(this->Put("POOL", "a", {{"v", 3}}), 3);
 }
+
+// ---- PostgreSQL only ----
+
+#ifdef GPUPOOL_WITH_POSTGRES
+TEST(PostgresStoreTest, ReconnectsAfterTheServerDropsTheConnection) {
+  if (std::string reason = PostgresBackend::SkipReason(); !reason.empty()) GTEST_SKIP() << reason;
+  PostgresBackend backend;
+  const std::string app = "gpupool_reconnect_" + RandomSuffix();
+  auto opened = OpenStore(backend.Url() + "&application_name=" + app);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Store& s = **opened;
+  ConfigWrite write{.op = ConfigWrite::Op::kPut, .kind = "POOL", .name = "p", .body = {{"v", 1}}};
+  ASSERT_TRUE(s.WriteConfigs({write}, Actor{"a", "t"}).ok());
+
+  std::string error;
+  ASSERT_TRUE(PgExec(PostgresBackend::BaseUrl(),
+                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE application_name = '" +
+                         app + "'",
+                     &error))
+      << error;
+  // Both a read and a write succeed on a new connection (same schema: the URL is reused).
+  auto got = s.GetConfig("POOL", "p");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ(got->revision, 1);
+  ASSERT_TRUE(PgExec(PostgresBackend::BaseUrl(),
+                     "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                     "WHERE application_name = '" +
+                         app + "'",
+                     &error))
+      << error;
+  auto written = s.WriteConfigs({write}, Actor{"a", "t"});
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  EXPECT_THAT(*written, ElementsAre(2));
+}
+#endif
 
 }  // namespace
 }  // namespace gpupool::store

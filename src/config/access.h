@@ -20,10 +20,11 @@
 //     role) refuses; otherwise any matching Allow grants.
 // Route table (new-style): POST /api/pool/<p>/workflow[/...] -> workflow:Create on pool/<p>;
 // GET /api/pool, /api/pool_quota -> pool:List; GET /api/resources[/...] -> resources:Read;
-// GET /api/configs[/...] -> config:Read on config/<kind>; PUT|PATCH|POST /api/configs/<kind>...
-// -> config:Update on config/<kind>; GET /api/workflow, /api/task, /api/tag -> workflow:List;
-// /api/workflow/<id> GET -> workflow:Read, PUT|PATCH -> workflow:Update, DELETE ->
-// workflow:Delete, POST .../cancel -> workflow:Cancel, .../exec -> workflow:Exec,
+// GET /api/configs[/...] -> config:Read on config/<kind>; PUT|PATCH /api/configs/<kind>...
+// -> config:Update on config/<kind> (DELETE, POST: unregistered, as in OSMO); GET /api/workflow,
+// /api/task, /api/tag -> workflow:List; /api/workflow/<id> GET -> workflow:Read, PUT|PATCH ->
+// workflow:Update, DELETE -> workflow:Delete, POST .../cancel -> workflow:Cancel, .../exec ->
+// workflow:Exec,
 // .../portforward -> workflow:PortForward, .../rsync -> workflow:Rsync, all on
 // pool/<workflow's pool> (AccessRequest::workflow_pool, else pool/*);
 // /api/profile[/...] GET -> profile:Read, else profile:Update; /api/auth/login -> auth:Login,

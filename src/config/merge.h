@@ -17,6 +17,7 @@
 #include "common/status.h"
 #include "config/config_set.h"
 #include "config/kinds.h"
+#include "config/variables.h"
 
 namespace gpupool::config {
 
@@ -32,6 +33,17 @@ Result<Json> MergeTemplates(const std::vector<std::string>& names, const ConfigS
 // override_pod_template. Unrendered. NotFound for an unknown platform (listing the pool's
 // platforms) or template.
 Result<Json> PlatformTemplate(const Pool& pool, std::string_view platform, const ConfigSet& set);
+
+// Names of the templates of a platform, in merge order (common, then override).
+std::vector<std::string> PlatformTemplateNames(const Pool& pool, const Platform& platform);
+
+// Renders a platform's merged template (Render). When a variable is undefined the error names
+// the template among `template_names` that introduced it, with the field path inside that
+// template: `pod template "default_user" field spec.containers[0].resources.limits.cpu uses
+// undefined variable USER_CPUS`.
+Result<Json> RenderPlatformTemplate(const Json& merged,
+                                    const std::vector<std::string>& template_names,
+                                    const ConfigSet& set, const VariableMap& vars);
 
 // The platform's rules: the sets of the pool's common_resource_validations in order, then the
 // platform's resource_validations (osmo.md §3.4: concatenated, no dedupe).

@@ -1,3 +1,366 @@
 #include "model/json_io.h"
 
 #include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace gpupool::model {
+namespace {
+
+using nlohmann::ordered_json;
+
+// Seed 000's a100_pod_template.json, verbatim (the text between `echo '` and `'`): the
+// tolerations list is closed with `}` instead of `]`.
+constexpr char kSeed000A100[] = R"({
+    "a100": {
+      "spec": {
+        "nodeSelector": {
+          "nvidia.com/gpu.product": "NVIDIA-A100"
+        },
+        "tolerations": [
+          {
+            "key": "nvidia.com/gpu.product",
+            "operator": "Equal",
+            "value": "NVIDIA-A100",
+            "effect": "NoSchedule"
+          }
+        }
+      }
+    }
+  })";
+
+// Seed 002's a100_pod_template.json (the heredoc body), verbatim.
+constexpr char kSeed002A100[] = R"({
+  "a100": {
+    "spec": {
+      "nodeSelector": {
+        "nvidia.com/gpu.product": "NVIDIA-A100"
+      },
+      "tolerations": [
+        {
+          "key": "nvidia.com/gpu.product",
+          "operator": "Equal",
+          "value": "NVIDIA-A100",
+          "effect": "NoSchedule"
+        }
+      }
+    }
+  }
+}
+)";
+
+TEST(ParseJsonTest, ReportsTrueLineAndColumn) {
+  struct Case {
+    std::string name;
+    std::string text;
+    std::string prefix;        // "<file>:<line>:<column>: "
+    std::string message_part;  // part of what follows
+  };
+  const Case cases[] = {
+      {"seed 000 a100", kSeed000A100, "a100_pod_template.json:14:9: ", "expected ']'"},
+      {"seed 002 a100", kSeed002A100, "a100_pod_template.json:14:7: ", "unexpected '}'"},
+      {"trailing comma", "{\n  \"a\": 1,\n}",
+       "a100_pod_template.json:3:1: ", "expected string literal"},
+      {"bad literal", "{\"a\": tru}", "a100_pod_template.json:1:7: ", "invalid literal"},
+      {"bad literal mid-line", "{\n  \"a\": nul,\n  \"b\": 2\n}",
+       "a100_pod_template.json:2:8: ", "invalid literal"},
+      {"number then letters", "{\"a\": 12x}", "a100_pod_template.json:1:7: ", "invalid"},
+      {"missing comma", "[1 2]", "a100_pod_template.json:1:4: ", "unexpected number literal"},
+      {"missing comma long number", "[1 234]",
+       "a100_pod_template.json:1:4: ", "unexpected number literal"},
+      {"missing comma string", "{\"a\": 1 \"b\": 2}",
+       "a100_pod_template.json:1:9: ", "unexpected string literal"},
+      {"utf-8 counts characters", "{\"é\": x}", "a100_pod_template.json:1:7: ", "invalid literal"},
+      {"unterminated", "{\"a\": 1", "a100_pod_template.json:1:8: ", "unexpected end of input"},
+      {"empty", "", "a100_pod_template.json:1:1: ", "unexpected end of input"},
+      {"newline in string", "{\"a\": \"x\n\"}",
+       "a100_pod_template.json:1:9: ", "control character"},
+      {"single quotes", "{'a': 1}", "a100_pod_template.json:1:2: ", "invalid literal"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto parsed = ParseJson(c.text, "a100_pod_template.json");
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.status().code(), StatusCode::kInvalidArgument);
+    std::string message = parsed.status().message();
+    EXPECT_EQ(message.substr(0, c.prefix.size()), c.prefix) << message;
+    EXPECT_NE(message.find(c.message_part), std::string::npos) << message;
+    EXPECT_EQ(message.find("json.exception"), std::string::npos) << message;
+    EXPECT_EQ(message.find("last read"), std::string::npos) << message;
+  }
+}
+
+TEST(ParseJsonTest, KeepsKeyOrder) {
+  auto parsed = ParseJson(R"({"z": 1, "a": {"y": 2, "b": 3}, "m": [1, "x"]})", "f.json");
+  ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
+  EXPECT_EQ(parsed->dump(), R"({"z":1,"a":{"y":2,"b":3},"m":[1,"x"]})");
+}
+
+TEST(PositionOfOffsetTest, CountsLinesAndCharacters) {
+  struct Case {
+    std::string text;
+    size_t offset;
+    int line;
+    int column;
+  };
+  const Case cases[] = {
+      {"abc", 0, 1, 1}, {"abc", 2, 1, 3},      {"a\nbc", 2, 2, 1}, {"a\nbc", 3, 2, 2},
+      {"é}", 2, 1, 2},  {"a\n\n\nx", 4, 4, 1}, {"abc", 99, 1, 4},  {"\tx", 1, 1, 2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text + " @" + std::to_string(c.offset));
+    SourcePosition pos = PositionOfOffset(c.text, c.offset);
+    EXPECT_EQ(pos.line, c.line);
+    EXPECT_EQ(pos.column, c.column);
+  }
+}
+
+TEST(ParseYamlTest, TypesScalarsLikeYaml12Core) {
+  struct Case {
+    std::string yaml;
+    ordered_json expected;
+  };
+  const Case cases[] = {
+      {"a: 1", {{"a", 1}}},
+      {"a: -7", {{"a", -7}}},
+      {"a: 1.5", {{"a", 1.5}}},
+      {"a: 1e3", {{"a", 1000.0}}},
+      {"a: .5", {{"a", 0.5}}},
+      {"a: true", {{"a", true}}},
+      {"a: False", {{"a", false}}},
+      {"a: null", {{"a", nullptr}}},
+      {"a: ~", {{"a", nullptr}}},
+      {"a:", {{"a", nullptr}}},
+      {"a: 0x1F", {{"a", 31}}},
+      {"a: 0o17", {{"a", 15}}},
+      // YAML 1.1 words are plain strings in 1.2 core.
+      {"a: yes", {{"a", "yes"}}},
+      {"a: on", {{"a", "on"}}},
+      {"a: 500m", {{"a", "500m"}}},
+      {"a: 64Gi", {{"a", "64Gi"}}},
+      {"a: 1h30m", {{"a", "1h30m"}}},
+      {"a: \"1\"", {{"a", "1"}}},
+      {"a: '1.5'", {{"a", "1.5"}}},
+      {"a: 'true'", {{"a", "true"}}},
+      {"a: \"null\"", {{"a", "null"}}},
+      {"a: !!str 12", {{"a", "12"}}},
+      {"a: !!float 1", {{"a", 1.0}}},
+      {"a: 12345678901234567890", {{"a", 12345678901234567890ULL}}},
+      {"a: 1.2.3", {{"a", "1.2.3"}}},
+      {"a: .inf", {{"a", ".inf"}}},
+      {"a: 2024-01-01", {{"a", "2024-01-01"}}},
+      {"1: x", {{"1", "x"}}},
+      {"true: x", {{"true", "x"}}},
+      {"a: [1, \"2\", x]", {{"a", {1, "2", "x"}}}},
+      {"a: {b: 1}", {{"a", {{"b", 1}}}}},
+      {"a: |\n  line1\n  line2\n", {{"a", "line1\nline2\n"}}},
+      {"a: &x {b: 1}\nc: *x", {{"a", {{"b", 1}}}, {"c", {{"b", 1}}}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.yaml);
+    auto docs = ParseYamlDocuments(c.yaml, "f.yaml");
+    ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+    ASSERT_EQ(docs->size(), 1u);
+    EXPECT_EQ((*docs)[0].value, c.expected) << (*docs)[0].value.dump();
+  }
+}
+
+TEST(ParseYamlTest, KeepsKeyOrderAndSplitsDocuments) {
+  const char* text = R"(# leading comment
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels:
+    zeta: "1"
+    alpha: "2"
+---
+---
+kind: Pod
+metadata: {name: p}
+...
+)";
+  auto docs = ParseYamlDocuments(text, "f.yaml");
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  ASSERT_EQ(docs->size(), 2u);
+  EXPECT_EQ(
+      (*docs)[0].value.dump(),
+      R"({"apiVersion":"v1","kind":"Node","metadata":{"name":"n1","labels":{"zeta":"1","alpha":"2"}}})");
+  EXPECT_EQ((*docs)[0].line, 2);
+  EXPECT_EQ((*docs)[1].value["kind"], "Pod");
+  EXPECT_EQ((*docs)[1].line, 11);
+}
+
+TEST(ParseYamlTest, ReportsErrorsWithPosition) {
+  struct Case {
+    std::string name;
+    std::string yaml;
+    std::string prefix;
+    std::string message_part;
+  };
+  const Case cases[] = {
+      {"bad indentation", "a:\n  b: 1\n c: 2\n", "w.yaml:3:", ""},
+      {"unclosed flow", "a: [1, 2\nb: 3\n", "w.yaml:", "flow"},
+      {"duplicate key", "a: 1\nb: 2\na: 3\n", "w.yaml:3:1: ", "duplicate key \"a\""},
+      {"nested duplicate", "x:\n  a: 1\n  a: 2\n", "w.yaml:3:3: ", "duplicate key \"a\""},
+      {"complex key", "? [a, b]\n: 1\n", "w.yaml:1:3: ", "keys must be scalars"},
+      {"tab indentation", "a:\n\tb: 1\n", "w.yaml:", ""},
+      {"bad !!int", "a: !!int abc\n", "w.yaml:1:4: ", "not an integer"},
+      {"map value in a plain scalar", "a: b: c\n", "w.yaml:1:5: ", "illegal map value"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto docs = ParseYamlDocuments(c.yaml, "w.yaml");
+    ASSERT_FALSE(docs.ok()) << (docs->empty() ? "" : (*docs)[0].value.dump());
+    std::string message = docs.status().message();
+    EXPECT_EQ(message.substr(0, c.prefix.size()), c.prefix) << message;
+    EXPECT_NE(message.find(c.message_part), std::string::npos) << message;
+  }
+}
+
+TEST(ParseJsonOrYamlTest, ChoosesByContent) {
+  struct Case {
+    std::string name;
+    std::string text;
+    size_t documents;
+    std::string first_dump;
+  };
+  const Case cases[] = {
+      {"json object", "  {\"b\": 1, \"a\": \"1\"}", 1, R"({"b":1,"a":"1"})"},
+      {"json array is one document", "[{\"a\": 1}, {\"a\": 2}]", 1, R"([{"a":1},{"a":2}])"},
+      {"yaml", "b: 1\na: '1'\n", 1, R"({"b":1,"a":"1"})"},
+      {"multi yaml", "a: 1\n---\na: 2\n", 2, R"({"a":1})"},
+      {"yaml flow mapping", "{a: 1}", 1, R"({"a":1})"},
+      {"empty", "", 0, ""},
+      {"bom", "\xEF\xBB\xBF{\"a\": 1}", 1, R"({"a":1})"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto docs = ParseJsonOrYamlDocuments(c.text, "x");
+    ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+    ASSERT_EQ(docs->size(), c.documents);
+    if (c.documents > 0) {
+      EXPECT_EQ((*docs)[0].dump(), c.first_dump);
+    }
+  }
+  // JSON-looking input that is broken reports the JSON position.
+  auto broken = ParseJsonOrYamlDocuments(kSeed000A100, "a100_pod_template.json");
+  ASSERT_FALSE(broken.ok());
+  EXPECT_EQ(broken.status().message().rfind("a100_pod_template.json:14:9: ", 0), 0u)
+      << broken.status().message();
+}
+
+TEST(ToYamlTest, WritesReadableBlockYaml) {
+  ordered_json value = ordered_json::parse(R"({
+    "name": "pool",
+    "count": 3,
+    "ratio": 1.5,
+    "enabled": true,
+    "nothing": null,
+    "quoted": ["1", "true", "null", "", " pad", "a: b", "-x", "yes", "1.5", "#c", "x #y",
+               "line\nbreak", "0x1F", "1e3", "2024-01-01"],
+    "plain": ["500m", "64Gi", "nvidia.com/gpu", "NVIDIA-A100", "1h30m", "a-b_c.d"],
+    "empty_map": {},
+    "empty_list": [],
+    "nested": {"labels": {"a": "1"}, "list": [{"name": "c", "ports": [1, 2]}, [1, [2]]]}
+  })");
+  std::string yaml = ToYaml(value);
+  EXPECT_EQ(yaml, R"(name: pool
+count: 3
+ratio: 1.5
+enabled: true
+nothing: null
+quoted:
+- "1"
+- "true"
+- "null"
+- ""
+- " pad"
+- "a: b"
+- "-x"
+- "yes"
+- "1.5"
+- "#c"
+- "x #y"
+- "line\nbreak"
+- "0x1F"
+- "1e3"
+- "2024-01-01"
+plain:
+- 500m
+- 64Gi
+- nvidia.com/gpu
+- NVIDIA-A100
+- 1h30m
+- a-b_c.d
+empty_map: {}
+empty_list: []
+nested:
+  labels:
+    a: "1"
+  list:
+  - name: c
+    ports:
+    - 1
+    - 2
+  - - 1
+    - - 2
+)");
+  // And it reads back to the same value.
+  auto back = ParseYamlDocuments(yaml, "out.yaml");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  ASSERT_EQ(back->size(), 1u);
+  EXPECT_EQ((*back)[0].value, value);
+}
+
+TEST(ToYamlTest, RoundTripsScalarsAndOddKeys) {
+  const ordered_json values[] = {ordered_json("x"),
+                                 ordered_json(5),
+                                 ordered_json(nullptr),
+                                 ordered_json::array(),
+                                 ordered_json::object(),
+                                 ordered_json::parse(R"({"1": "a", "": 2, "a b": {"k: v": []}})"),
+                                 ordered_json::parse(R"([[], {}, [{}]])")};
+  for (const ordered_json& v : values) {
+    SCOPED_TRACE(v.dump());
+    std::string yaml = ToYaml(v);
+    auto back = ParseYamlDocuments(yaml, "out.yaml");
+    ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << yaml;
+    if (v.is_null()) {
+      EXPECT_TRUE(back->empty());  // a null document is skipped
+    } else {
+      ASSERT_EQ(back->size(), 1u) << yaml;
+      EXPECT_EQ((*back)[0].value, v) << yaml;
+    }
+  }
+}
+
+TEST(FieldPathTest, BuildsPaths) {
+  EXPECT_EQ(FieldPath("", "spec"), "spec");
+  EXPECT_EQ(FieldPath("spec", "containers"), "spec.containers");
+  EXPECT_EQ(IndexPath(FieldPath("spec", "containers"), 0), "spec.containers[0]");
+  EXPECT_EQ(FieldPath(IndexPath("spec.containers", 2), "resources"),
+            "spec.containers[2].resources");
+  EXPECT_EQ(JsonTypeName(ordered_json::array()), "array");
+  EXPECT_EQ(JsonTypeName(ordered_json(1.5)), "number");
+}
+
+TEST(ReadFileTest, ReadsAndReportsMissing) {
+  std::string path = std::string(GPUPOOL_BINARY_DIR) + "/json_io_test_read.txt";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "hello\nworld";
+  }
+  auto text = ReadFile(path);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "hello\nworld");
+  std::remove(path.c_str());
+  auto missing = ReadFile(path);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find(path), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpupool::model

@@ -165,9 +165,18 @@ ordered_json TermToJson(const NodeSelectorTerm& term) {
   return out;
 }
 
-ordered_json LabelsToJson(const Labels& labels) {
+// `labels` written over `raw`, keeping the raw order of keys that remain.
+ordered_json MergeLabels(const ordered_json* raw, const Labels& labels) {
   ordered_json out = ordered_json::object();
-  for (const auto& [k, v] : labels) out[k] = v;
+  if (raw != nullptr && raw->is_object()) {
+    for (const auto& [key, unused] : raw->items()) {
+      auto it = labels.find(key);
+      if (it != labels.end()) out[key] = it->second;
+    }
+  }
+  for (const auto& [k, v] : labels) {
+    if (!out.contains(k)) out[k] = v;
+  }
   return out;
 }
 
@@ -517,10 +526,10 @@ ordered_json NodeToJson(const Node& node) {
   ordered_json& metadata = EnsureObject(out, "metadata");
   metadata["name"] = node.name;
   if (!node.labels.empty() || metadata.contains("labels")) {
-    metadata["labels"] = LabelsToJson(node.labels);
+    metadata["labels"] = MergeLabels(Member(metadata, "labels"), node.labels);
   }
   if (!node.annotations.empty() || metadata.contains("annotations")) {
-    metadata["annotations"] = LabelsToJson(node.annotations);
+    metadata["annotations"] = MergeLabels(Member(metadata, "annotations"), node.annotations);
   }
   bool had_spec = out.contains("spec");
   if (had_spec || !node.taints.empty() || node.unschedulable) {

@@ -1,0 +1,461 @@
+#include "submit/submit.h"
+
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <optional>
+
+#include "common/strings.h"
+#include "config/access.h"
+#include "config/membership.h"
+#include "config/merge.h"
+#include "config/rules.h"
+#include "config/variables.h"
+#include "model/duration.h"
+
+namespace gpupool::submit {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// What the pipeline needs of one platform, computed once per submission.
+struct PlatformContext {
+  const config::Platform* platform = nullptr;
+  std::string name;
+  json tmpl;  // merged, unrendered
+  std::vector<std::string> template_names;
+  std::vector<config::NamedRule> rules;
+  bool has_node_rules = false;
+  bool cacheable = true;  // rules do not depend on per-task built-ins
+  bool nodes_loaded = false;
+  std::vector<const model::Node*> nodes;
+  std::map<std::string, bool> validated;  // resource name -> passed
+};
+
+std::string JoinRoles(const std::vector<std::string>& roles) {
+  return roles.empty() ? std::string("(none)") : Join(roles, ", ");
+}
+
+std::string K8sName(std::string_view text, size_t max_len) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (std::isalnum(u)) {
+      out += static_cast<char>(std::tolower(u));
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  if (out.size() > max_len) out.resize(max_len);
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? std::string("x") : out;
+}
+
+std::string ValueText(const json& value) {
+  if (value.is_null()) return "";
+  if (value.is_string()) return value.get<std::string>();
+  return value.dump();
+}
+
+bool MentionsTaskBuiltins(const config::ValidationRule& rule) {
+  for (const std::string* s : {&rule.left_operand, &rule.right_operand}) {
+    if (s->find("WF_") != std::string::npos ||
+        s->find("USER_CONTAINER_NAME") != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool MountAllowed(std::string_view host_path, const std::vector<std::string>& allowed) {
+  for (const std::string& a : allowed) {
+    std::string_view prefix = a;
+    while (prefix.size() > 1 && prefix.back() == '/') prefix.remove_suffix(1);
+    if (host_path == prefix) return true;
+    if (StartsWith(host_path, prefix) && host_path.size() > prefix.size() &&
+        (prefix == "/" || host_path[prefix.size()] == '/')) {
+      return true;
+    }
+  }
+  return false;
+}
+
+Status CheckTimeout(std::string_view field, std::optional<int64_t> requested,
+                    const config::Timeout& max, std::string_view max_field, std::string_view pool) {
+  if (!requested.has_value() || max.empty() || !max.seconds.has_value()) return OkStatus();
+  if (*requested > *max.seconds) {
+    return InvalidArgumentError("timeout above pool maximum: workflow.timeout." +
+                                std::string(field) + " " + model::FormatDuration(*requested) +
+                                " is above the maximum of pool \"" + std::string(pool) + "\" (" +
+                                std::string(max_field) + " " + max.text + ")");
+  }
+  return OkStatus();
+}
+
+Status CheckPlatformPolicy(const TaskSpec& task, const config::Platform& platform,
+                           std::string_view pool) {
+  std::string where = "platform \"" + platform.name + "\" of pool \"" + std::string(pool) + "\"";
+  if (task.privileged && !platform.privileged_allowed) {
+    return InvalidArgumentError("not allowed by platform: task \"" + task.name +
+                                "\" requests privileged: true, which " + where +
+                                " does not allow (privileged_allowed: false)");
+  }
+  if (task.host_network && !platform.host_network_allowed) {
+    return InvalidArgumentError("not allowed by platform: task \"" + task.name +
+                                "\" requests hostNetwork: true, which " + where +
+                                " does not allow (host_network_allowed: false)");
+  }
+  for (const json& mount : task.volume_mounts) {
+    std::string host = mount.contains("hostPath") && mount["hostPath"].is_string()
+                           ? mount["hostPath"].get<std::string>()
+                           : ValueText(mount.value("name", json()));
+    if (!MountAllowed(host, platform.allowed_mounts)) {
+      return InvalidArgumentError(
+          "not allowed by platform: task \"" + task.name + "\" mounts \"" + host + "\", which " +
+          where + " does not allow (allowed_mounts: " +
+          (platform.allowed_mounts.empty() ? std::string("none")
+                                           : Join(platform.allowed_mounts, ", ")) +
+          ")");
+    }
+  }
+  return OkStatus();
+}
+
+Result<model::ResourceList> RequestsFromVariables(const config::VariableMap& vars,
+                                                  std::string_view task) {
+  static const std::pair<const char*, const char*> kResources[] = {
+      {"USER_CPU", "cpu"},
+      {"USER_MEMORY", "memory"},
+      {"USER_STORAGE", "ephemeral-storage"},
+      {"USER_GPU", "nvidia.com/gpu"}};
+  model::ResourceList out;
+  for (const auto& [var, resource] : kResources) {
+    auto it = vars.find(var);
+    if (it == vars.end() || it->second.empty()) continue;
+    auto q = model::Quantity::Parse(it->second);
+    if (!q.ok()) {
+      return InvalidArgumentError("variables: task \"" + std::string(task) + "\": " + var +
+                                  " is \"" + it->second +
+                                  "\", not a quantity: " + q.status().message());
+    }
+    if (q->MilliValue() < 0) {
+      return InvalidArgumentError("variables: task \"" + std::string(task) + "\": " + var +
+                                  " must not be negative");
+    }
+    if (std::string_view(resource) == "nvidia.com/gpu") {
+      if (q->IsZero()) continue;
+      if (q->MilliValue() % 1000 != 0) {
+        return InvalidArgumentError("variables: task \"" + std::string(task) +
+                                    "\": USER_GPU must be a whole number, got " + it->second);
+      }
+    }
+    out[resource] = *q;
+  }
+  return out;
+}
+
+json BasePod(const TaskSpec& task, const std::string& pod_name, const std::string& container,
+             const model::ResourceList& requests) {
+  json c = json::object();
+  c["name"] = container;
+  c["image"] = task.image;
+  if (!task.command.empty()) c["command"] = task.command;
+  if (!task.args.empty()) c["args"] = task.args;
+  if (!task.env.empty()) c["env"] = task.env;
+  json resources = model::ResourceListToJson(requests);
+  c["resources"] = json{{"requests", resources}, {"limits", resources}};
+  json volumes = json::array();
+  if (!task.volume_mounts.empty()) {
+    json mounts = json::array();
+    for (const json& m : task.volume_mounts) {
+      json mount = m;
+      if (mount.contains("hostPath")) {
+        std::string name = mount.value("name", std::string("mount"));
+        volumes.push_back(json{{"name", name}, {"hostPath", json{{"path", mount["hostPath"]}}}});
+        mount.erase("hostPath");
+      }
+      mounts.push_back(std::move(mount));
+    }
+    c["volumeMounts"] = std::move(mounts);
+  }
+  if (task.privileged) c["securityContext"] = json{{"privileged", true}};
+
+  json spec = json::object();
+  spec["restartPolicy"] = "Never";
+  if (task.host_network) spec["hostNetwork"] = true;
+  spec["containers"] = json::array({std::move(c)});
+  if (!volumes.empty()) spec["volumes"] = std::move(volumes);
+
+  json pod = json::object();
+  pod["apiVersion"] = "v1";
+  pod["kind"] = "Pod";
+  pod["metadata"] = json{{"name", pod_name}};
+  pod["spec"] = std::move(spec);
+  return pod;
+}
+
+// The merged template failed to render: find the template (and field) that uses the variable.
+Status ExplainRenderError(const Status& merged_error, const PlatformContext& ctx,
+                          const config::ConfigSet& configs, const config::VariableMap& vars) {
+  for (const std::string& name : ctx.template_names) {
+    const config::PodTemplate* t = configs.FindPodTemplate(name);
+    if (t == nullptr) continue;
+    auto r = config::Render(t->body, vars, name);
+    if (!r.ok()) return InvalidArgumentError("undefined variable: " + r.status().message());
+  }
+  return InvalidArgumentError("undefined variable: " + merged_error.message());
+}
+
+}  // namespace
+
+std::string PodName(std::string_view workflow_id, std::string_view task) {
+  return K8sName(std::string(workflow_id) + "-" + std::string(task), 63);
+}
+
+std::string LabelValue(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    unsigned char u = static_cast<unsigned char>(c);
+    out += (std::isalnum(u) || c == '-' || c == '_' || c == '.') ? c : '-';
+  }
+  if (out.size() > 63) out.resize(63);
+  while (!out.empty() && !std::isalnum(static_cast<unsigned char>(out.back()))) out.pop_back();
+  size_t start = 0;
+  while (start < out.size() && !std::isalnum(static_cast<unsigned char>(out[start]))) ++start;
+  return out.substr(start);
+}
+
+Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<model::Node>& nodes,
+                          const SubmitCaller& caller, std::string_view pool_name,
+                          const WorkflowSpec& workflow, const SubmitOptions& options) {
+  const std::string pool_str(pool_name);
+  // 1. Access, then maintenance.
+  Status access =
+      config::CheckAccess(caller.roles, "POST", "/api/pool/" + pool_str + "/workflow", configs);
+  if (!access.ok()) {
+    std::string msg = "access denied: user \"" + caller.user + "\" with roles " +
+                      JoinRoles(caller.roles) + " may not submit to pool \"" + pool_str +
+                      "\": " + access.message();
+    return access.code() == StatusCode::kInvalidArgument ? InvalidArgumentError(msg)
+                                                         : PermissionDeniedError(msg);
+  }
+  const config::Pool* pool = configs.FindPool(pool_name);
+  if (pool == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& [n, p] : configs.pools) names.push_back(n);
+    return NotFoundError("pool \"" + pool_str + "\" does not exist" + DidYouMean(pool_str, names));
+  }
+  bool is_admin = std::find(caller.roles.begin(), caller.roles.end(),
+                            std::string(config::kAdminRole)) != caller.roles.end();
+  if (pool->enable_maintenance && !is_admin) {
+    return FailedPreconditionError(
+        "pool in maintenance: Pool " + pool_str +
+        " is undergoing maintenance. Users will have to wait until maintenance is completed "
+        "before submission.");
+  }
+
+  // 2. Timeouts against the pool's maximum.
+  RETURN_IF_ERROR(CheckTimeout("exec_timeout", workflow.exec_timeout_seconds,
+                               pool->max_exec_timeout, "max_exec_timeout", pool_name));
+  RETURN_IF_ERROR(CheckTimeout("queue_timeout", workflow.queue_timeout_seconds,
+                               pool->max_queue_timeout, "max_queue_timeout", pool_name));
+
+  SubmitPlan plan;
+  plan.workflow_id = options.workflow_id.empty() ? workflow.name : options.workflow_id;
+  plan.name = workflow.name;
+  plan.pool = pool_str;
+  plan.user = caller.user;
+  plan.priority = workflow.priority;
+  plan.exec_timeout_seconds =
+      workflow.exec_timeout_seconds.value_or(config::EffectiveSeconds(pool->default_exec_timeout));
+  plan.queue_timeout_seconds = workflow.queue_timeout_seconds.value_or(
+      config::EffectiveSeconds(pool->default_queue_timeout));
+  if (!pool->max_exec_timeout.empty() && pool->max_exec_timeout.seconds &&
+      plan.exec_timeout_seconds > *pool->max_exec_timeout.seconds) {
+    plan.exec_timeout_seconds = *pool->max_exec_timeout.seconds;
+  }
+  if (!pool->max_queue_timeout.empty() && pool->max_queue_timeout.seconds &&
+      plan.queue_timeout_seconds > *pool->max_queue_timeout.seconds) {
+    plan.queue_timeout_seconds = *pool->max_queue_timeout.seconds;
+  }
+
+  std::map<std::string, PlatformContext> platforms;
+  auto platform_for = [&](const ResourceSpec* resource,
+                          std::string_view resource_name) -> Result<PlatformContext*> {
+    std::string name = resource != nullptr && !resource->platform.empty()
+                           ? resource->platform
+                           : pool->default_platform.value_or("");
+    if (name.empty()) {
+      return InvalidArgumentError(
+          "unknown platform: resource \"" + std::string(resource_name) +
+          "\" names no platform and pool \"" + pool_str +
+          "\" has no default_platform; the pool's platforms: " +
+          (pool->platforms.empty() ? std::string("none") : Join(pool->PlatformNames(), ", ")));
+    }
+    auto it = platforms.find(name);
+    if (it != platforms.end()) return &it->second;
+    const config::Platform* platform = pool->FindPlatform(name);
+    if (platform == nullptr) {
+      return InvalidArgumentError(
+          "unknown platform: resource \"" + std::string(resource_name) + "\" names platform \"" +
+          name + "\", which is not in pool \"" + pool_str + "\"" +
+          DidYouMean(name, pool->PlatformNames()) + "; the pool's platforms: " +
+          (pool->platforms.empty() ? std::string("none") : Join(pool->PlatformNames(), ", ")));
+    }
+    PlatformContext ctx;
+    ctx.platform = platform;
+    ctx.name = name;
+    ctx.template_names = pool->common_pod_template;
+    ctx.template_names.insert(ctx.template_names.end(), platform->override_pod_template.begin(),
+                              platform->override_pod_template.end());
+    ASSIGN_OR_RETURN(ctx.tmpl, config::PlatformTemplate(*pool, name, configs));
+    ASSIGN_OR_RETURN(ctx.rules, config::PlatformRules(*pool, name, configs));
+    for (const auto& r : ctx.rules) {
+      if (config::IsNodeRule(r.rule)) ctx.has_node_rules = true;
+      if (MentionsTaskBuiltins(r.rule)) ctx.cacheable = false;
+    }
+    return &platforms.emplace(name, std::move(ctx)).first->second;
+  };
+
+  plan.tasks.reserve(workflow.TaskCount());
+  const std::string priority_class(PriorityClassName(workflow.priority));
+  const std::string priority_name = ToLower(PriorityName(workflow.priority));
+  for (const GroupSpec& group : workflow.groups) {
+    const std::string gang = LabelValue(plan.workflow_id + "-" + group.name);
+    const std::string gang_min = std::to_string(group.tasks.size());
+    for (const TaskSpec& task : group.tasks) {
+      const ResourceSpec* resource = workflow.FindResource(task.resource);
+      ASSIGN_OR_RETURN(PlatformContext * ctx, platform_for(resource, task.resource));
+      RETURN_IF_ERROR(CheckPlatformPolicy(task, *ctx->platform, pool_name));
+
+      // 3. Variables.
+      config::VariableMap user_values;
+      if (resource != nullptr) {
+        if (!resource->cpu.is_null()) user_values["USER_CPU"] = ValueText(resource->cpu);
+        if (!resource->gpu.is_null()) user_values["USER_GPU"] = ValueText(resource->gpu);
+        if (!resource->memory.is_null()) user_values["USER_MEMORY"] = ValueText(resource->memory);
+        if (!resource->storage.is_null()) {
+          user_values["USER_STORAGE"] = ValueText(resource->storage);
+        }
+        user_values["USER_EXCLUDED_NODES"] = "ARRAY:[" + Join(resource->nodes_excluded, ",") + "]";
+      } else {
+        user_values["USER_EXCLUDED_NODES"] = "ARRAY:[]";
+      }
+      const std::string container = K8sName(task.name, 63);
+      config::TaskContext tc;
+      tc.workflow_id = plan.workflow_id;
+      tc.pool = pool_str;
+      tc.platform = ctx->name;
+      tc.task_name = task.name;
+      tc.group_name = group.name;
+      tc.submitted_by = caller.user;
+      tc.priority = priority_name;
+      tc.container_name = container;
+      auto vars_or = config::ResolveVariables(*pool, ctx->platform, user_values, tc);
+      if (!vars_or.ok()) {
+        return InvalidArgumentError("variables: task \"" + task.name +
+                                    "\": " + vars_or.status().message());
+      }
+      const config::VariableMap& vars = *vars_or;
+
+      // 4. Validation (cached per resource when the rules do not depend on the task).
+      bool validated = false;
+      if (ctx->cacheable) {
+        auto it = ctx->validated.find(task.resource);
+        validated = it != ctx->validated.end() && it->second;
+      }
+      if (!validated && !ctx->rules.empty()) {
+        if (ctx->has_node_rules && !ctx->nodes_loaded) {
+          ASSIGN_OR_RETURN(ctx->nodes, config::PlatformNodes(configs, *pool, ctx->name, nodes));
+          ctx->nodes_loaded = true;
+        }
+        std::vector<const model::Node*> candidates;
+        const std::vector<const model::Node*>* node_list = &ctx->nodes;
+        if (resource != nullptr && !resource->nodes_excluded.empty()) {
+          for (const model::Node* n : ctx->nodes) {
+            if (std::find(resource->nodes_excluded.begin(), resource->nodes_excluded.end(),
+                          n->name) == resource->nodes_excluded.end()) {
+              candidates.push_back(n);
+            }
+          }
+          node_list = &candidates;
+        }
+        config::ValidationScope scope{task.name, pool_str, ctx->name};
+        auto result = config::ValidateTask(scope, ctx->rules, vars, *node_list);
+        if (!result.ok()) {
+          return InvalidArgumentError("validation failed: task \"" + task.name +
+                                      "\": " + result.status().message());
+        }
+        if (!result->ok()) {
+          return InvalidArgumentError("validation failed: " +
+                                      config::FormatValidationFailure(*result->failure));
+        }
+        if (ctx->cacheable) ctx->validated[task.resource] = true;
+      }
+
+      // 5. Templates.
+      auto rendered =
+          config::Render(ctx->tmpl, vars, "platform " + ctx->name + " of pool " + pool_str);
+      if (!rendered.ok()) return ExplainRenderError(rendered.status(), *ctx, configs, vars);
+
+      // 6. The pod.
+      ASSIGN_OR_RETURN(model::ResourceList requests, RequestsFromVariables(vars, task.name));
+      PlannedTask planned;
+      planned.group = group.name;
+      planned.task = task.name;
+      planned.platform = ctx->name;
+      planned.pod_name = PodName(plan.workflow_id, task.name);
+      planned.requests = requests;
+      planned.sim_duration_seconds = task.sim_duration_seconds.value_or(0);
+      planned.sim_exit_code = task.sim_exit_code;
+      json pod = BasePod(task, planned.pod_name, container, requests);
+      config::MergeInto(pod, *rendered);
+      pod["apiVersion"] = "v1";
+      pod["kind"] = "Pod";
+      json& metadata = pod["metadata"];
+      metadata["name"] = planned.pod_name;
+      json& labels = metadata["labels"];
+      if (!labels.is_object()) labels = json::object();
+      for (const auto& [k, v] : workflow.labels.items()) labels[k] = v;
+      labels["gpupool.io/workflow"] = LabelValue(plan.workflow_id);
+      labels["gpupool.io/group"] = LabelValue(group.name);
+      labels["gpupool.io/task"] = LabelValue(task.name);
+      labels["gpupool.io/pool"] = LabelValue(pool_str);
+      labels["gpupool.io/platform"] = LabelValue(ctx->name);
+      labels["gpupool.io/queue"] = LabelValue(pool_str);
+      labels["gpupool.io/gang"] = gang;
+      labels["gpupool.io/gang-min"] = gang_min;
+      if (!LabelValue(caller.user).empty()) labels["gpupool.io/user"] = LabelValue(caller.user);
+      if (task.sim_duration_seconds.has_value() || task.sim_exit_code != 0) {
+        json& annotations = metadata["annotations"];
+        if (!annotations.is_object()) annotations = json::object();
+        annotations["gpupool.io/sim-duration-seconds"] =
+            std::to_string(planned.sim_duration_seconds);
+        annotations["gpupool.io/sim-exit-code"] = std::to_string(task.sim_exit_code);
+      }
+      pod["spec"]["priorityClassName"] = priority_class;
+      planned.pod = std::move(pod);
+      plan.tasks.push_back(std::move(planned));
+    }
+  }
+  if (workflow.priority != Priority::kLow && pool->gpu.has_value() && pool->gpu->guarantee >= 0) {
+    for (const GroupSpec& group : workflow.groups) {
+      int64_t gpus = 0;
+      for (const PlannedTask& t : plan.tasks) {
+        if (t.group != group.name) continue;
+        auto it = t.requests.find("nvidia.com/gpu");
+        if (it != t.requests.end()) gpus += it->second.Value();
+      }
+      if (gpus > pool->gpu->guarantee) {
+        plan.warnings.push_back("group \"" + group.name + "\" requests " + std::to_string(gpus) +
+                                " GPUs, above the guarantee of pool \"" + pool_str + "\" (" +
+                                std::to_string(pool->gpu->guarantee) +
+                                "); consider priority LOW so it may borrow idle GPUs");
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace gpupool::submit

@@ -1,0 +1,296 @@
+#include "submit/submit.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "config/config_set.h"
+#include "model/k8s.h"
+
+namespace gpupool::submit {
+namespace {
+
+using json = nlohmann::ordered_json;
+using ::testing::HasSubstr;
+
+// Seed 000/002's heterogeneous pool with its two templates, plus a pool exercising limits.
+config::ConfigSet Configs() {
+  config::ConfigSet set = config::BuiltinConfigs();
+  auto put = [&set](config::Kind kind, const std::string& name, const char* body) {
+    Status s = config::PutConfig(set, kind, name, json::parse(body));
+    if (!s.ok()) ADD_FAILURE() << name << ": " << s.ToString();
+  };
+  put(config::Kind::kPodTemplate, "l40s",
+      R"({"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}})");
+  put(config::Kind::kPodTemplate, "a100", R"({"spec": {
+        "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100"},
+        "tolerations": [{"key": "nvidia.com/gpu.product", "operator": "Equal",
+                         "value": "NVIDIA-A100", "effect": "NoSchedule"}]}})");
+  put(config::Kind::kResourceValidation, "max_gpu", R"([
+        {"operator": "LE", "left_operand": "{{USER_GPU}}", "right_operand": "4",
+         "assert_message": "At most 4 GPUs per task, got {{USER_GPU}}"}])");
+  put(config::Kind::kPool, "heterogeneous_pool", R"({
+    "backend": "default", "default_platform": "l40s_platform",
+    "description": "Simulation and training pool",
+    "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi",
+                                 "USER_STORAGE": "1Gi"},
+    "common_resource_validations": ["default_cpu", "default_memory", "default_storage"],
+    "common_pod_template": ["default_user", "default_ctrl"],
+    "platforms": {
+      "l40s_platform": {"description": "L40S platform", "host_network_allowed": false,
+                        "privileged_allowed": false, "default_variables": {},
+                        "resource_validations": [], "override_pod_template": ["l40s"],
+                        "allowed_mounts": []},
+      "a100_platform": {"description": "A100 platform", "host_network_allowed": false,
+                        "privileged_allowed": false, "default_variables": {"USER_GPU": 1},
+                        "resource_validations": ["max_gpu"], "override_pod_template": ["a100"],
+                        "allowed_mounts": []}}})");
+  put(config::Kind::kPool, "team-limits", R"({
+    "backend": "default", "default_platform": "open",
+    "max_exec_timeout": "8h", "default_exec_timeout": "2h",
+    "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi",
+                                 "USER_STORAGE": "1Gi"},
+    "common_pod_template": ["default_user", "default_ctrl"],
+    "platforms": {
+      "open": {"host_network_allowed": true, "privileged_allowed": true,
+               "allowed_mounts": ["/data"], "override_pod_template": ["l40s"]},
+      "strict": {"override_pod_template": ["l40s"]}}})");
+  put(config::Kind::kPodTemplate, "typo", R"({"spec": {"containers": [
+        {"name": "{{USER_CONTAINER_NAME}}", "env": [{"name": "X", "value": "{{USER_CPUS}}"}]}]}})");
+  put(config::Kind::kPool, "team-typo", R"({
+    "backend": "default", "default_platform": "p",
+    "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi",
+                                 "USER_STORAGE": "1Gi"},
+    "common_pod_template": ["default_user", "typo"],
+    "platforms": {"p": {"override_pod_template": ["l40s"]}}})");
+  put(config::Kind::kPool, "team-maint", R"({
+    "backend": "default", "default_platform": "p", "enable_maintenance": true,
+    "platforms": {"p": {}}})");
+  put(config::Kind::kRole, "osmo-team", R"({"policies": [
+        {"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/team*"]}]})");
+  return set;
+}
+
+model::Node MakeNode(const std::string& name, const std::string& product, int gpus,
+                     const std::string& taint_json) {
+  json node = json::parse(R"({"apiVersion": "v1", "kind": "Node", "metadata": {"labels": {}},
+                              "spec": {}, "status": {"allocatable": {}}})");
+  node["metadata"]["name"] = name;
+  node["metadata"]["labels"]["nvidia.com/gpu.product"] = product;
+  if (!taint_json.empty()) node["spec"]["taints"] = json::parse(taint_json);
+  node["status"]["allocatable"] = json{{"cpu", "64"},
+                                       {"memory", "512Gi"},
+                                       {"ephemeral-storage", "1Ti"},
+                                       {"nvidia.com/gpu", std::to_string(gpus)},
+                                       {"pods", "110"}};
+  auto n = model::NodeFromJson(node);
+  EXPECT_TRUE(n.ok()) << n.status().ToString();
+  return *n;
+}
+
+std::vector<model::Node> Nodes() {
+  return {MakeNode("l40s-0", "NVIDIA-L40S", 4, ""),
+          MakeNode("a100-0", "NVIDIA-A100", 8,
+                   R"([{"key": "nvidia.com/gpu.product", "value": "NVIDIA-A100",
+                        "effect": "NoSchedule"}])")};
+}
+
+WorkflowSpec Parse(const std::string& text) {
+  auto wf = ParseWorkflow(text, "wf.yaml");
+  EXPECT_TRUE(wf.ok()) << wf.status().ToString();
+  return wf.ok() ? *wf : WorkflowSpec{};
+}
+
+const SubmitCaller kAdmin{"alice", {"osmo-admin"}};
+
+constexpr char kTwoPlatforms[] = R"(workflow:
+  name: hetero
+  resources:
+    default: {cpu: 2, memory: 4Gi, storage: 10Gi}
+    big: {cpu: 8, gpu: 2, memory: 64Gi, storage: 100Gi, platform: a100_platform}
+  groups:
+  - name: g
+    tasks:
+    - {name: sim, image: "isaac:1"}
+    - {name: train, image: "torch:2", resource: big, command: [python, t.py]}
+)";
+
+TEST(SubmitTest, PodPerPlatformOfTheHeterogeneousPool) {
+  auto plan = Submit(Configs(), Nodes(), kAdmin, "heterogeneous_pool", Parse(kTwoPlatforms),
+                     SubmitOptions{"hetero-1"});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->tasks.size(), 2u);
+
+  const json& sim = plan->tasks[0].pod;
+  EXPECT_EQ(plan->tasks[0].platform, "l40s_platform");
+  EXPECT_EQ(sim["metadata"]["name"], "hetero-1-sim");
+  EXPECT_EQ(sim["spec"]["nodeSelector"], json({{"nvidia.com/gpu.product", "NVIDIA-L40S"}}));
+  EXPECT_FALSE(sim["spec"].contains("tolerations"));
+  const json& sim_c = sim["spec"]["containers"][0];
+  EXPECT_EQ(sim_c["name"], "sim");
+  EXPECT_EQ(sim_c["image"], "isaac:1");
+  EXPECT_EQ(sim_c["resources"]["requests"]["cpu"], "2");
+  EXPECT_EQ(sim_c["resources"]["requests"]["memory"], "4Gi");
+  EXPECT_EQ(sim_c["resources"]["limits"]["ephemeral-storage"], "10Gi");
+  EXPECT_EQ(sim["spec"]["containers"][1]["name"], "osmo-ctrl");
+  EXPECT_EQ(sim["spec"]["priorityClassName"], "normal");
+  const json& labels = sim["metadata"]["labels"];
+  EXPECT_EQ(labels["gpupool.io/workflow"], "hetero-1");
+  EXPECT_EQ(labels["gpupool.io/group"], "g");
+  EXPECT_EQ(labels["gpupool.io/task"], "sim");
+  EXPECT_EQ(labels["gpupool.io/pool"], "heterogeneous_pool");
+  EXPECT_EQ(labels["gpupool.io/platform"], "l40s_platform");
+  EXPECT_EQ(labels["gpupool.io/queue"], "heterogeneous_pool");
+  EXPECT_EQ(labels["gpupool.io/gang"], "hetero-1-g");
+  EXPECT_EQ(labels["gpupool.io/gang-min"], "2");
+
+  const json& train = plan->tasks[1].pod;
+  EXPECT_EQ(plan->tasks[1].platform, "a100_platform");
+  EXPECT_EQ(train["spec"]["nodeSelector"], json({{"nvidia.com/gpu.product", "NVIDIA-A100"}}));
+  ASSERT_EQ(train["spec"]["tolerations"].size(), 1u);
+  EXPECT_EQ(train["spec"]["tolerations"][0]["value"], "NVIDIA-A100");
+  const json& train_c = train["spec"]["containers"][0];
+  EXPECT_EQ(train_c["resources"]["limits"]["nvidia.com/gpu"], "2");
+  EXPECT_EQ(train_c["command"], json({"python", "t.py"}));
+  EXPECT_EQ(plan->tasks[1].requests.at("nvidia.com/gpu").Value(), 2);
+}
+
+TEST(SubmitTest, VariablePrecedence) {
+  // a100_platform sets USER_GPU 1 over the pool's 0; the task's own value wins over both.
+  auto plan = Submit(Configs(), Nodes(), kAdmin, "heterogeneous_pool", Parse(R"(workflow:
+  name: v
+  resources:
+    default: {platform: a100_platform}
+    mine: {platform: a100_platform, gpu: 3}
+  tasks:
+  - {name: a, image: i}
+  - {name: b, image: i, resource: mine}
+)"),
+                     SubmitOptions{"v-1"});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->tasks[0].pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+            "1");
+  EXPECT_EQ(plan->tasks[0].pod["spec"]["containers"][0]["resources"]["limits"]["cpu"], "1");
+  EXPECT_EQ(plan->tasks[1].pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"],
+            "3");
+}
+
+TEST(SubmitTest, TimeoutsDefaultFromThePool) {
+  auto plan =
+      Submit(Configs(), Nodes(), kAdmin, "team-limits",
+             Parse("workflow:\n  name: t\n  tasks: [{name: a, image: i}]\n"), SubmitOptions{"t-1"});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->exec_timeout_seconds, 2 * 3600);
+}
+
+TEST(SubmitTest, EachStepNamesItself) {
+  struct Case {
+    std::string name;
+    std::string pool;
+    SubmitCaller caller;
+    std::string workflow;
+    StatusCode code;
+    std::vector<std::string> expected;
+  };
+  const std::string simple = "workflow:\n  name: w\n  tasks: [{name: a, image: i}]\n";
+  const std::vector<Case> cases = {
+      {"access denied",
+       "heterogeneous_pool",
+       {"bob", {"osmo-team"}},
+       simple,
+       StatusCode::kPermissionDenied,
+       {"access denied", "user \"bob\"", "osmo-team", "heterogeneous_pool"}},
+      {"maintenance",
+       "team-maint",
+       {"bob", {"osmo-team"}},
+       simple,
+       StatusCode::kFailedPrecondition,
+       {"pool in maintenance", "undergoing maintenance"}},
+      {"unknown pool", "nope", kAdmin, simple, StatusCode::kNotFound, {"pool \"nope\""}},
+      {"unknown platform",
+       "heterogeneous_pool",
+       kAdmin,
+       "workflow:\n  name: w\n  resources:\n    default: {platform: h100_platform}\n  tasks: "
+       "[{name: a, image: i}]\n",
+       StatusCode::kInvalidArgument,
+       {"unknown platform", "h100_platform", "l40s_platform, a100_platform"}},
+      {"static validation",
+       "heterogeneous_pool",
+       kAdmin,
+       "workflow:\n  name: w\n  resources:\n    default: {platform: a100_platform, gpu: 6}\n  "
+       "tasks: [{name: a, image: i}]\n",
+       StatusCode::kInvalidArgument,
+       {"validation failed", "task a", "At most 4 GPUs per task, got 6"}},
+      {"node validation",
+       "heterogeneous_pool",
+       kAdmin,
+       "workflow:\n  name: w\n  resources:\n    default: {cpu: 100}\n  tasks: [{name: a, image: "
+       "i}]\n",
+       StatusCode::kInvalidArgument,
+       {"validation failed", "exceeds the node capacity", "l40s-0"}},
+      {"undefined variable",
+       "team-typo",
+       kAdmin,
+       simple,
+       StatusCode::kInvalidArgument,
+       {"undefined variable", "\"typo\"", "spec.containers[0].env[0].value", "USER_CPUS"}},
+      {"timeout above max",
+       "team-limits",
+       kAdmin,
+       "workflow:\n  name: w\n  timeout: {exec_timeout: 10h}\n  tasks: [{name: a, image: i}]\n",
+       StatusCode::kInvalidArgument,
+       {"timeout above pool maximum", "max_exec_timeout 8h"}},
+      {"privileged",
+       "team-limits",
+       kAdmin,
+       "workflow:\n  name: w\n  resources:\n    default: {platform: strict}\n  tasks: [{name: a, "
+       "image: i, privileged: true}]\n",
+       StatusCode::kInvalidArgument,
+       {"not allowed by platform", "privileged", "strict"}},
+      {"host network",
+       "team-limits",
+       kAdmin,
+       "workflow:\n  name: w\n  resources:\n    default: {platform: strict}\n  tasks: [{name: a, "
+       "image: i, hostNetwork: true}]\n",
+       StatusCode::kInvalidArgument,
+       {"not allowed by platform", "hostNetwork"}},
+      {"mount",
+       "team-limits",
+       kAdmin,
+       "workflow:\n  name: w\n  tasks: [{name: a, image: i, volumeMounts: [\"/etc:/x\"]}]\n",
+       StatusCode::kInvalidArgument,
+       {"not allowed by platform", "/etc", "allowed_mounts: /data"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto plan =
+        Submit(Configs(), Nodes(), c.caller, c.pool, Parse(c.workflow), SubmitOptions{"w-1"});
+    ASSERT_FALSE(plan.ok());
+    EXPECT_EQ(plan.status().code(), c.code) << plan.status().ToString();
+    for (const auto& s : c.expected) EXPECT_THAT(plan.status().message(), HasSubstr(s));
+  }
+}
+
+TEST(SubmitTest, AllowedThingsPass) {
+  auto plan = Submit(Configs(), Nodes(), {"bob", {"osmo-team"}}, "team-limits", Parse(R"(workflow:
+  name: ok
+  tasks:
+  - {name: a, image: i, privileged: true, hostNetwork: true, volumeMounts: ["/data/x:/x"]}
+)"),
+                     SubmitOptions{"ok-1"});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  const json& spec = plan->tasks[0].pod["spec"];
+  EXPECT_EQ(spec["hostNetwork"], true);
+  EXPECT_EQ(spec["containers"][0]["securityContext"]["privileged"], true);
+  EXPECT_EQ(spec["volumes"][0]["hostPath"]["path"], "/data/x");
+  EXPECT_EQ(spec["containers"][0]["volumeMounts"][0]["mountPath"], "/x");
+  EXPECT_FALSE(spec["containers"][0]["volumeMounts"][0].contains("hostPath"));
+}
+
+TEST(SubmitTest, Names) {
+  EXPECT_EQ(PodName("Sim_Run-1", "Train_Big"), "sim-run-1-train-big");
+  EXPECT_EQ(LabelValue("a b/c"), "a-b-c");
+  EXPECT_EQ(PodName(std::string(80, 'a'), "t").size(), 63u);
+}
+
+}  // namespace
+}  // namespace gpupool::submit

@@ -1,0 +1,633 @@
+#include "cli/app.h"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/format.h"
+#include "common/clock.h"
+#include "common/strings.h"
+#include "model/json_io.h"
+#include "model/quantity.h"
+#include "service/service.h"
+#include "store/store.h"
+#include "submit/workflow.h"
+
+namespace gpupool::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+constexpr int kExitOk = 0;
+constexpr int kExitFailure = 1;
+constexpr int kExitUsage = 2;
+constexpr int64_t kGiMilli = int64_t{1000} << 30;
+
+// Everything the parsed command line says.
+struct Options {
+  std::string db;
+  std::string server;
+  std::string output = "table";
+  std::string user;
+  std::string roles;
+
+  // config / apply / node / pool / resource / workflow arguments
+  std::string kind;
+  std::string name;
+  std::string extra;  // `config set ROLE NAME pool`: "pool"
+  std::string file;
+  std::string description;
+  bool force = false;
+  int64_t revision = 0;
+  bool has_revision = false;
+  int limit = 100;
+  bool replace = false;
+  std::string pool;
+  std::string platform;
+  std::vector<std::string> set_values;
+  bool dry_run = false;
+  std::string id;
+  std::string status;
+  std::string filter_user;
+};
+
+struct Env {
+  Options opts;
+  OutputFormat format = OutputFormat::kTable;
+  service::Caller caller;
+};
+
+std::string OsUser() {
+  if (const char* u = std::getenv("USER"); u != nullptr && *u != '\0') return u;
+  if (const passwd* pw = getpwuid(getuid()); pw != nullptr) return pw->pw_name;
+  return "unknown";
+}
+
+Result<std::string> DefaultDbUrl() {
+  if (const char* env = std::getenv("GPUPOOL_DB"); env != nullptr && *env != '\0')
+    return std::string(env);
+  const char* home = std::getenv("HOME");
+  if (home == nullptr || *home == '\0') {
+    return InvalidArgumentError("no --db given, GPUPOOL_DB unset and HOME unset");
+  }
+  return "sqlite:" + std::string(home) + "/.local/share/gpupool/gpupool.db";
+}
+
+// Creates the directory of a SQLite database file.
+Status PrepareDb(const std::string& url) {
+  if (StartsWith(url, "postgres")) return OkStatus();
+  std::string path = StartsWith(url, "sqlite:") ? url.substr(7) : url;
+  if (path.empty() || path == ":memory:") return OkStatus();
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) return OkStatus();
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return UnavailableError("cannot create " + dir.string() + ": " + ec.message());
+  return OkStatus();
+}
+
+std::string Timestamp(int64_t ms) { return ms == 0 ? "-" : FormatTimestamp(ms); }
+
+void PrintWarnings(const std::vector<std::string>& warnings) {
+  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+}
+
+Result<json> ReadJsonFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, model::ReadFile(path));
+  return model::ParseJson(text, path);
+}
+
+// ---- Commands -----------------------------------------------------------------------------
+
+Status PrintWrite(const Env& env, const service::WriteResult& result) {
+  PrintWarnings(result.warnings);
+  if (env.format != OutputFormat::kTable) {
+    std::cout << Render(service::ToJson(result), env.format);
+    return OkStatus();
+  }
+  for (const auto& c : result.changes) {
+    std::string verb = c.action == "delete"     ? "deleted"
+                       : c.action == "rollback" ? "rolled back"
+                                                : "updated";
+    std::cout << verb << " " << c.kind << " " << c.name << " (revision " << c.revision << ")\n";
+  }
+  return OkStatus();
+}
+
+Status ConfigUpdate(service::Service& svc, const Env& env) {
+  if (env.opts.file.empty()) {
+    return InvalidArgumentError("config update needs --file FILE (the config as JSON)");
+  }
+  ASSIGN_OR_RETURN(json body, ReadJsonFile(env.opts.file));
+  service::UpdateConfigRequest req;
+  req.kind = env.opts.kind;
+  if (!env.opts.name.empty()) req.name = env.opts.name;
+  req.body = std::move(body);
+  req.file_name = env.opts.file;
+  req.description = env.opts.description;
+  ASSIGN_OR_RETURN(auto result, svc.UpdateConfig(env.caller, req));
+  return PrintWrite(env, result);
+}
+
+Status ConfigSet(service::Service& svc, const Env& env) {
+  ASSIGN_OR_RETURN(std::string kind, service::NormalizeKind(env.opts.kind));
+  if (env.opts.extra == "pool") {
+    if (kind != "ROLE") {
+      return InvalidArgumentError("config set " + kind + " NAME pool: only ROLE can be generated");
+    }
+    ASSIGN_OR_RETURN(auto result, svc.SetPoolRole(env.caller, env.opts.name, env.opts.description));
+    return PrintWrite(env, result);
+  }
+  return ConfigUpdate(svc, env);
+}
+
+Status ConfigShow(service::Service& svc, const Env& env) {
+  std::optional<int64_t> revision;
+  if (env.opts.has_revision) revision = env.opts.revision;
+  ASSIGN_OR_RETURN(auto view, svc.ShowConfig(env.opts.kind, env.opts.name, revision));
+  if (env.format == OutputFormat::kTable) {
+    // The body itself, as JSON: what `config update` takes back.
+    std::cout << view.body.dump(2) << "\n";
+  } else {
+    std::cout << Render(service::ToJson(view), env.format);
+  }
+  return OkStatus();
+}
+
+Status ConfigList(service::Service& svc, const Env& env) {
+  std::optional<std::string_view> kind;
+  if (!env.opts.kind.empty()) kind = env.opts.kind;
+  ASSIGN_OR_RETURN(auto views, svc.ListConfigs(kind));
+  if (env.format != OutputFormat::kTable) {
+    json out = json::array();
+    for (const auto& v : views) {
+      json j = service::ToJson(v);
+      j.erase("body");
+      out.push_back(std::move(j));
+    }
+    std::cout << Render(out, env.format);
+    return OkStatus();
+  }
+  Table table({"KIND", "NAME", "REVISION", "UPDATED BY", "UPDATED AT"});
+  for (const auto& v : views) {
+    table.AddRow(
+        {v.kind, v.name, std::to_string(v.revision), v.updated_by, Timestamp(v.updated_at_ms)});
+  }
+  std::cout << table.ToString();
+  return OkStatus();
+}
+
+Status ConfigDelete(service::Service& svc, const Env& env) {
+  service::DeleteConfigRequest req{env.opts.kind, env.opts.name, env.opts.force,
+                                   env.opts.description};
+  ASSIGN_OR_RETURN(auto result, svc.DeleteConfig(env.caller, req));
+  return PrintWrite(env, result);
+}
+
+Status ConfigHistory(service::Service& svc, const Env& env) {
+  service::HistoryFilter filter;
+  if (!env.opts.kind.empty()) filter.kind = env.opts.kind;
+  if (!env.opts.name.empty()) filter.name = env.opts.name;
+  filter.limit = env.opts.limit;
+  ASSIGN_OR_RETURN(auto entries, svc.History(filter));
+  if (env.format != OutputFormat::kTable) {
+    json out = json::array();
+    for (const auto& e : entries) out.push_back(service::ToJson(e));
+    std::cout << Render(out, env.format);
+    return OkStatus();
+  }
+  Table table(
+      {"CONFIG TYPE", "NAME", "REVISION", "ACTION", "USERNAME", "CREATED AT", "DESCRIPTION"});
+  for (const auto& e : entries) {
+    table.AddRow({e.kind, e.name, std::to_string(e.revision), e.action, e.author,
+                  Timestamp(e.created_at_ms), e.description});
+  }
+  std::cout << table.ToString();
+  return OkStatus();
+}
+
+Status ConfigRollback(service::Service& svc, const Env& env) {
+  if (!env.opts.has_revision) return InvalidArgumentError("config rollback needs --revision N");
+  service::RollbackRequest req{env.opts.kind, env.opts.name, env.opts.revision,
+                               env.opts.description};
+  ASSIGN_OR_RETURN(auto result, svc.Rollback(env.caller, req));
+  return PrintWrite(env, result);
+}
+
+Result<std::vector<std::string>> ManifestFiles(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return NotFoundError(path + ": no such file or directory");
+  if (!fs::is_directory(path, ec)) return std::vector<std::string>{path};
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    std::string ext = entry.path().extension().string();
+    if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml" || ext == ".json")) {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) return InvalidArgumentError(path + ": no .yaml, .yml or .json files");
+  return files;
+}
+
+Status Apply(service::Service& svc, const Env& env) {
+  if (env.opts.file.empty()) return InvalidArgumentError("apply needs -f FILE|DIR");
+  ASSIGN_OR_RETURN(auto files, ManifestFiles(env.opts.file));
+  service::ApplyRequest req;
+  req.file_name = env.opts.file;
+  req.description = env.opts.description;
+  for (const auto& f : files) {
+    ASSIGN_OR_RETURN(std::string text, model::ReadFile(f));
+    ASSIGN_OR_RETURN(auto docs, model::ParseJsonOrYamlDocuments(text, f));
+    for (auto& d : docs) req.documents.push_back(std::move(d));
+  }
+  ASSIGN_OR_RETURN(auto result, svc.Apply(env.caller, req));
+  PrintWarnings(result.configs.warnings);
+  if (env.format != OutputFormat::kTable) {
+    std::cout << Render(service::ToJson(result), env.format);
+    return OkStatus();
+  }
+  for (const auto& c : result.configs.changes) {
+    std::cout << "applied " << c.kind << " " << c.name << " (revision " << c.revision << ")\n";
+  }
+  if (result.nodes_imported > 0) std::cout << "imported " << result.nodes_imported << " nodes\n";
+  return OkStatus();
+}
+
+Status NodeImport(service::Service& svc, const Env& env) {
+  ASSIGN_OR_RETURN(std::string text, model::ReadFile(env.opts.file));
+  ASSIGN_OR_RETURN(auto result, svc.ImportNodes(env.caller, text, env.opts.file, env.opts.replace));
+  if (env.format != OutputFormat::kTable) {
+    std::cout << Render(service::ToJson(result), env.format);
+  } else {
+    std::cout << "imported " << result.imported << " nodes from " << env.opts.file << "\n";
+  }
+  return OkStatus();
+}
+
+std::string GpuCell(int64_t used, int64_t limit) {
+  return std::to_string(used) + "/" + (limit < 0 ? std::string("-") : std::to_string(limit));
+}
+
+Status PoolList(service::Service& svc, const Env& env) {
+  ASSIGN_OR_RETURN(auto rows, svc.ListPools(env.caller));
+  if (env.format != OutputFormat::kTable) {
+    json out = json::array();
+    for (const auto& r : rows) out.push_back(service::ToJson(r));
+    std::cout << Render(out, env.format);
+    return OkStatus();
+  }
+  Table table({"POOL", "DESCRIPTION", "STATUS", "GPU QUOTA USED/LIMIT", "GPU TOTAL USED/CAPACITY"});
+  int64_t quota_used = 0, quota_limit = 0, used = 0, capacity = 0;
+  for (const auto& r : rows) {
+    table.AddRow({r.name, r.description, r.status, GpuCell(r.gpu_quota_used, r.gpu_quota_limit),
+                  GpuCell(r.gpu_used, r.gpu_capacity)});
+    quota_used += r.gpu_quota_used;
+    quota_limit += std::max<int64_t>(r.gpu_quota_limit, 0);
+    used += r.gpu_used;
+    capacity += r.gpu_capacity;
+  }
+  (void)quota_limit;
+  std::cout << table.ToString();
+  return OkStatus();
+}
+
+Status ResourceList(service::Service& svc, const Env& env) {
+  service::ResourceFilter filter;
+  if (!env.opts.pool.empty()) filter.pool = env.opts.pool;
+  if (!env.opts.platform.empty()) filter.platform = env.opts.platform;
+  ASSIGN_OR_RETURN(auto rows, svc.ListResources(env.caller, filter));
+  if (env.format != OutputFormat::kTable) {
+    json out = json::array();
+    for (const auto& r : rows) out.push_back(service::ToJson(r));
+    std::cout << Render(out, env.format);
+    return OkStatus();
+  }
+  Table table(
+      {"NODE", "POOL", "PLATFORM", "TYPE", "STORAGE [Gi]", "CPU [#]", "MEMORY [Gi]", "GPU [#]"});
+  for (const auto& r : rows) {
+    table.AddRow({r.node, r.pool, r.platform, r.type,
+                  UsedOfCapacity(r.storage_used, r.storage_capacity, kGiMilli),
+                  UsedOfCapacity(r.cpu_used, r.cpu_capacity, 1000),
+                  UsedOfCapacity(r.memory_used, r.memory_capacity, kGiMilli),
+                  UsedOfCapacity(r.gpu_used, r.gpu_capacity, 1000)});
+  }
+  std::cout << table.ToString();
+  if (rows.empty()) std::cerr << "no nodes match\n";
+  return OkStatus();
+}
+
+Status WorkflowSubmit(service::Service& svc, const Env& env) {
+  if (env.opts.pool.empty()) return InvalidArgumentError("workflow submit needs --pool POOL");
+  service::SubmitRequest req;
+  req.pool = env.opts.pool;
+  ASSIGN_OR_RETURN(req.spec_text, model::ReadFile(env.opts.file));
+  req.file_name = env.opts.file;
+  for (const auto& kv : env.opts.set_values) {
+    ASSIGN_OR_RETURN(auto pair, submit::ParseSetValue(kv));
+    req.set_values[pair.first] = pair.second;
+  }
+  req.dry_run = env.opts.dry_run;
+  ASSIGN_OR_RETURN(auto result, svc.SubmitWorkflow(env.caller, req));
+  PrintWarnings(result.warnings);
+  if (env.format == OutputFormat::kJson) {
+    std::cout << Render(service::ToJson(result), env.format);
+    return OkStatus();
+  }
+  if (req.dry_run) {
+    // The Kubernetes Pods, as a multi-document YAML stream.
+    for (size_t i = 0; i < result.pods.size(); ++i) {
+      if (i > 0 || env.format == OutputFormat::kYaml) std::cout << "---\n";
+      std::cout << model::ToYaml(result.pods[i]);
+    }
+    return OkStatus();
+  }
+  if (env.format == OutputFormat::kYaml) {
+    std::cout << Render(service::ToJson(result), env.format);
+    return OkStatus();
+  }
+  std::cout << "Workflow submit successful.\n"
+            << "Workflow ID - " << result.workflow_id << "\n"
+            << "Status - " << result.status << " (" << result.pods.size() << " tasks in pool "
+            << result.pool << ")\n";
+  return OkStatus();
+}
+
+void PrintWorkflowTable(const std::vector<service::WorkflowView>& views) {
+  Table table({"WORKFLOW ID", "POOL", "USER", "STATUS", "TASKS", "SUBMITTED"});
+  for (const auto& v : views) {
+    table.AddRow({v.id, v.pool, v.user, v.status, std::to_string(v.tasks.size()),
+                  Timestamp(v.submitted_ms)});
+  }
+  std::cout << table.ToString();
+}
+
+Status WorkflowQuery(service::Service& svc, const Env& env) {
+  ASSIGN_OR_RETURN(auto view, svc.QueryWorkflow(env.caller, env.opts.id));
+  if (env.format != OutputFormat::kTable) {
+    std::cout << Render(service::ToJson(view), env.format);
+    return OkStatus();
+  }
+  std::cout << "Workflow ID : " << view.id << "\n"
+            << "Status      : " << view.status << "\n"
+            << "User        : " << view.user << "\n"
+            << "Pool        : " << view.pool << "\n"
+            << "Submit Time : " << Timestamp(view.submitted_ms) << "\n\n";
+  Table table({"GROUP", "TASK", "PLATFORM", "STATUS", "NODE", "MESSAGE"});
+  for (const auto& t : view.tasks) {
+    table.AddRow({t.group, t.name, t.platform, t.status, t.node.empty() ? "-" : t.node, t.message});
+  }
+  std::cout << table.ToString();
+  return OkStatus();
+}
+
+Status WorkflowList(service::Service& svc, const Env& env) {
+  service::WorkflowFilter filter;
+  if (!env.opts.pool.empty()) filter.pool = env.opts.pool;
+  if (!env.opts.filter_user.empty()) filter.user = env.opts.filter_user;
+  if (!env.opts.status.empty()) filter.status = env.opts.status;
+  filter.limit = env.opts.limit;
+  ASSIGN_OR_RETURN(auto views, svc.ListWorkflows(env.caller, filter));
+  if (env.format != OutputFormat::kTable) {
+    json out = json::array();
+    for (const auto& v : views) out.push_back(service::ToJson(v));
+    std::cout << Render(out, env.format);
+    return OkStatus();
+  }
+  PrintWorkflowTable(views);
+  return OkStatus();
+}
+
+Status WorkflowCancel(service::Service& svc, const Env& env) {
+  ASSIGN_OR_RETURN(auto view, svc.CancelWorkflow(env.caller, env.opts.id));
+  if (env.format != OutputFormat::kTable) {
+    std::cout << Render(service::ToJson(view), env.format);
+  } else {
+    std::cout << "Workflow " << view.id << " canceled.\n";
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+int RunCli(int argc, char** argv) {
+  CLI::App app{"gpupool: pools, platforms and quotas for shared GPU clusters", "gpupool"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  Env env;
+  Options& o = env.opts;
+  app.add_option("--db", o.db,
+                 "store URL: sqlite:PATH, PATH or postgresql://... (default $GPUPOOL_DB, else "
+                 "~/.local/share/gpupool/gpupool.db)");
+  app.add_option("--server", o.server, "talk to a gpupool server at URL instead of a store");
+  app.add_option("-o,--output", o.output, "output format: table, json or yaml");
+  app.add_option("--user", o.user, "offline identity (default: the OS user)");
+  app.add_option("--roles", o.roles,
+                 "offline roles, comma separated (default with no --user: osmo-admin)");
+
+  // Which command runs, chosen by the subcommand callbacks.
+  std::function<Status(service::Service&, const Env&)> command;
+  auto use = [&command](CLI::App* sub, std::function<Status(service::Service&, const Env&)> fn) {
+    sub->callback([&command, fn] { command = fn; });
+  };
+
+  // config
+  CLI::App* config = app.add_subcommand("config",
+                                        "configs: update, set, show, list, delete, "
+                                        "history, rollback");
+  config->require_subcommand(1);
+  auto add_file = [&o](CLI::App* sub) {
+    sub->add_option("-f,--file", o.file, "config file (JSON)");
+  };
+  auto add_description = [&o](CLI::App* sub) {
+    sub->add_option("--description", o.description, "note recorded with the revision");
+  };
+  CLI::App* update = config->add_subcommand("update", "create or replace configs from a file");
+  update->add_option("KIND", o.kind, "POOL, POD_TEMPLATE, RESOURCE_VALIDATION, ROLE, BACKEND, ...")
+      ->required();
+  update->add_option("NAME", o.name, "config name (omit for a file holding {name: body, ...})");
+  update->add_option("-f,--file", o.file, "config file (JSON)")->required();
+  add_description(update);
+  use(update, ConfigUpdate);
+
+  CLI::App* set = config->add_subcommand(
+      "set", "ROLE NAME -f FILE, or ROLE osmo-<prefix> pool (generated pool role)");
+  set->add_option("KIND", o.kind)->required();
+  set->add_option("NAME", o.name)->required();
+  set->add_option("TYPE", o.extra, "pool: generate the role for pools named <prefix>*")
+      ->check(CLI::IsMember({"pool"}));
+  add_file(set);
+  add_description(set);
+  use(set, ConfigSet);
+
+  CLI::App* show = config->add_subcommand("show", "print a config (or one of its revisions)");
+  show->add_option("KIND", o.kind)->required();
+  show->add_option("NAME", o.name)->required();
+  show->add_option("--revision", o.revision)->each([&o](const std::string&) {
+    o.has_revision = true;
+  });
+  use(show, ConfigShow);
+
+  CLI::App* list = config->add_subcommand("list", "list configs");
+  list->add_option("KIND", o.kind);
+  use(list, ConfigList);
+
+  CLI::App* del = config->add_subcommand("delete", "delete a config");
+  del->add_option("KIND", o.kind)->required();
+  del->add_option("NAME", o.name)->required();
+  del->add_flag("--force", o.force, "delete a pool even if unfinished workflows use it");
+  add_description(del);
+  use(del, ConfigDelete);
+
+  CLI::App* history = config->add_subcommand("history", "revisions, newest first");
+  history->add_option("KIND", o.kind);
+  history->add_option("NAME", o.name);
+  history->add_option("--limit", o.limit, "at most this many revisions (default 100)");
+  use(history, ConfigHistory);
+
+  CLI::App* rollback =
+      config->add_subcommand("rollback", "make an earlier revision current (a new revision)");
+  rollback->add_option("KIND", o.kind)->required();
+  rollback->add_option("NAME", o.name)->required();
+  rollback->add_option("--revision", o.revision)->required()->each([&o](const std::string&) {
+    o.has_revision = true;
+  });
+  add_description(rollback);
+  use(rollback, ConfigRollback);
+
+  // apply
+  CLI::App* apply = app.add_subcommand("apply", "apply gpupool.io/v1 manifests (and v1 Nodes)");
+  apply->add_option("-f,--file", o.file, "manifest file or directory")->required();
+  add_description(apply);
+  use(apply, Apply);
+
+  // node
+  CLI::App* node = app.add_subcommand("node", "cluster nodes");
+  node->require_subcommand(1);
+  CLI::App* import = node->add_subcommand(
+      "import", "import kubectl Node/NodeList (JSON or YAML) or the openb node CSV");
+  import->add_option("FILE", o.file)->required();
+  import->add_flag("--replace", o.replace, "afterwards hold exactly these nodes");
+  use(import, NodeImport);
+
+  // pool
+  CLI::App* pool = app.add_subcommand("pool", "pools");
+  pool->require_subcommand(1);
+  use(pool->add_subcommand("list", "pools with status and GPU quota"), PoolList);
+
+  // resource
+  CLI::App* resource = app.add_subcommand("resource", "nodes by pool and platform");
+  resource->require_subcommand(1);
+  CLI::App* rlist = resource->add_subcommand("list", "nodes with pool, platform, type, usage");
+  rlist->add_option("-p,--pool", o.pool);
+  rlist->add_option("--platform", o.platform);
+  use(rlist, ResourceList);
+
+  // workflow
+  CLI::App* workflow = app.add_subcommand("workflow", "submit, query, list, cancel workflows");
+  workflow->require_subcommand(1);
+  CLI::App* wsubmit = workflow->add_subcommand("submit", "submit a workflow file to a pool");
+  wsubmit->add_option("FILE", o.file)->required();
+  wsubmit->add_option("-p,--pool", o.pool)->required();
+  wsubmit->add_option("--set", o.set_values, "k=v for {{k}} in the file (repeatable)");
+  wsubmit->add_flag("--dry-run", o.dry_run, "print the Kubernetes Pods, store nothing");
+  use(wsubmit, WorkflowSubmit);
+  CLI::App* wquery = workflow->add_subcommand("query", "one workflow and its tasks");
+  wquery->add_option("ID", o.id)->required();
+  use(wquery, WorkflowQuery);
+  CLI::App* wlist = workflow->add_subcommand("list", "workflows");
+  wlist->add_option("-p,--pool", o.pool);
+  wlist->add_option("--status", o.status);
+  wlist->add_option("--submitted-by", o.filter_user);
+  wlist->add_option("--limit", o.limit);
+  use(wlist, WorkflowList);
+  CLI::App* wcancel = workflow->add_subcommand("cancel", "cancel a workflow");
+  wcancel->add_option("ID", o.id)->required();
+  use(wcancel, WorkflowCancel);
+
+  for (CLI::App* sub : {config, apply, node, pool, resource, workflow}) sub->fallthrough();
+  for (CLI::App* sub : {update, set, show, list, del, history, rollback, import, rlist, wsubmit,
+                        wquery, wlist, wcancel}) {
+    sub->fallthrough();
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  auto format = ParseOutputFormat(o.output);
+  if (!format.ok()) {
+    std::cerr << "error: " << format.status().message() << "\n";
+    return kExitUsage;
+  }
+  env.format = *format;
+  env.caller.source = "cli";
+  if (o.user.empty() && o.roles.empty()) {
+    env.caller.user = OsUser();
+    env.caller.roles = {"osmo-admin"};
+  } else {
+    env.caller.user = o.user.empty() ? OsUser() : o.user;
+    for (const auto& r : Split(o.roles, ',')) {
+      std::string role(Trim(r));
+      if (!role.empty()) env.caller.roles.push_back(role);
+    }
+  }
+  if (!command) {
+    std::cerr << "error: no command given; see gpupool --help\n";
+    return kExitUsage;
+  }
+  if (!o.server.empty()) {
+    std::cerr << "error: --server is not supported by this build yet; use --db\n";
+    return kExitUsage;
+  }
+
+  std::string url = o.db;
+  if (url.empty()) {
+    auto d = DefaultDbUrl();
+    if (!d.ok()) {
+      std::cerr << "error: " << d.status().message() << "\n";
+      return kExitFailure;
+    }
+    url = *d;
+  }
+  if (Status s = PrepareDb(url); !s.ok()) {
+    std::cerr << "error: " << s.message() << "\n";
+    return kExitFailure;
+  }
+  SystemClock clock;
+  store::StoreOptions store_options;
+  store_options.clock = &clock;
+  auto store = store::OpenStore(url, store_options);
+  if (!store.ok()) {
+    std::cerr << "error: cannot open store " << url << ": " << store.status().message() << "\n";
+    return kExitFailure;
+  }
+  service::Service svc(**store, clock);
+  if (Status s = svc.EnsureBuiltins(); !s.ok()) {
+    std::cerr << "error: cannot write the built-in configs: " << s.message() << "\n";
+    return kExitFailure;
+  }
+  Status status = command(svc, env);
+  if (!status.ok()) {
+    std::cerr << "error: " << status.message() << "\n";
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace gpupool::cli

@@ -1,0 +1,38 @@
+#pragma once
+// Output helpers of the `gpupool` command: aligned text tables and the table/json/yaml switch.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace gpupool::cli {
+
+enum class OutputFormat { kTable, kJson, kYaml };
+Result<OutputFormat> ParseOutputFormat(std::string_view text);
+
+// Columns separated by two spaces, each as wide as its widest cell; a header row in upper case
+// as given. Every row must have as many cells as the header.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) : header_(std::move(header)) {}
+  void AddRow(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  bool empty() const { return rows_.empty(); }
+  std::string ToString() const;
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// JSON (2-space indent) or YAML text of a value, ending with a newline.
+std::string Render(const nlohmann::ordered_json& value, OutputFormat format);
+
+// "<used>/<capacity>" in whole units: used rounded up, capacity rounded down (as OSMO prints).
+// `unit_milli` is the milli-value of one unit (1000 for cores and GPUs, 1000 * 2^30 for Gi).
+std::string UsedOfCapacity(int64_t used_milli, int64_t capacity_milli, int64_t unit_milli);
+
+}  // namespace gpupool::cli

@@ -1,0 +1,1007 @@
+#include "service/service.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/strings.h"
+#include "config/access.h"
+#include "config/config_set.h"
+#include "config/kinds.h"
+#include "config/membership.h"
+#include "model/json_io.h"
+#include "model/k8s.h"
+#include "model/node_import.h"
+#include "model/node_pool.h"
+#include "model/queue.h"
+#include "store/store.h"
+#include "submit/submit.h"
+#include "submit/workflow.h"
+
+namespace gpupool::service {
+namespace {
+
+using json = nlohmann::ordered_json;
+using config::Kind;
+
+constexpr std::string_view kSystemUser = "system";
+
+std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+std::string LowerKind(Kind kind) { return ToLower(config::KindName(kind)); }
+
+bool IsOsmoKind(Kind kind) {
+  return kind == Kind::kPool || kind == Kind::kPodTemplate || kind == Kind::kResourceValidation ||
+         kind == Kind::kRole || kind == Kind::kBackend;
+}
+
+std::string FilePrefix(std::string_view file_name) {
+  return file_name.empty() ? std::string() : std::string(file_name) + ": ";
+}
+
+Status WithPrefix(const Status& status, std::string_view prefix) {
+  if (status.ok() || prefix.empty()) return status;
+  return Status(status.code(), std::string(prefix) + status.message());
+}
+
+store::Actor ActorOf(const Caller& caller) { return store::Actor{caller.user, caller.source}; }
+
+// Everything the service reasons about, read from the store.
+struct Snapshot {
+  config::ConfigSet set;
+  // (kind, name) -> revision, for optimistic locking of the write that follows.
+  std::map<std::pair<std::string, std::string>, int64_t> revisions;
+  // Bodies of kinds the ConfigSet does not hold (NODE_POOL, QUEUE, MACHINE_POOL).
+  std::map<std::pair<std::string, std::string>, json> other;
+};
+
+// The body of a non-OSMO kind, validated with its decoder.
+Result<json> CheckOtherKind(Kind kind, std::string_view name, const json& body) {
+  if (!body.is_object()) {
+    return InvalidArgumentError(std::string(config::KindName(kind)) + " " + Quoted(name) +
+                                ": expected an object");
+  }
+  if (kind == Kind::kQueue) {
+    ASSIGN_OR_RETURN(auto queue, model::QueueFromJson(body, name));
+    (void)queue;
+  } else if (kind == Kind::kNodePool) {
+    ASSIGN_OR_RETURN(auto pool, model::NodePoolFromJson(body, name));
+    (void)pool;
+  } else {
+    RETURN_IF_ERROR(config::ValidateName(config::KindName(kind), name));
+  }
+  json copy = body;
+  copy.erase("name");
+  return copy;
+}
+
+std::vector<std::string> TaskPlatforms(const store::WorkflowRecord& wf) {
+  std::set<std::string> out;
+  for (const auto& t : wf.tasks) {
+    const json& labels =
+        t.pod.contains("metadata") ? t.pod["metadata"].value("labels", json()) : json();
+    if (labels.is_object() && labels.contains("gpupool.io/platform") &&
+        labels["gpupool.io/platform"].is_string()) {
+      out.insert(labels["gpupool.io/platform"].get<std::string>());
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
+std::string WorkflowIds(const std::vector<store::WorkflowRecord>& workflows) {
+  std::vector<std::string> ids;
+  for (const auto& wf : workflows) ids.push_back(wf.id);
+  return Join(ids, ", ");
+}
+
+bool IsActiveTaskStatus(std::string_view status) {
+  return status == "SCHEDULED" || status == "INITIALIZING" || status == "RUNNING";
+}
+
+model::ResourceList TaskRequests(const store::TaskRecord& task) {
+  auto r = model::PodRequestsFromJson(task.pod);
+  return r.ok() ? *r : model::ResourceList{};
+}
+
+int64_t Milli(const model::ResourceList& list, const std::string& resource) {
+  auto it = list.find(resource);
+  return it == list.end() ? 0 : it->second.MilliValue();
+}
+
+TaskView ToTaskView(const store::TaskRecord& t) {
+  TaskView v;
+  v.group = t.group;
+  v.name = t.name;
+  const json& labels =
+      t.pod.contains("metadata") ? t.pod["metadata"].value("labels", json()) : json();
+  if (labels.is_object() && labels.contains("gpupool.io/platform")) {
+    v.platform = labels["gpupool.io/platform"].get<std::string>();
+  }
+  v.status = t.status;
+  v.node = t.node;
+  v.exit_code = t.exit_code;
+  v.message = t.message;
+  return v;
+}
+
+WorkflowView ToView(const store::WorkflowRecord& wf) {
+  WorkflowView v;
+  v.id = wf.id;
+  v.name = wf.name;
+  v.pool = wf.pool;
+  v.user = wf.user;
+  v.status = wf.status;
+  v.submitted_ms = wf.submitted_ms;
+  v.spec = wf.spec;
+  for (const auto& t : wf.tasks) v.tasks.push_back(ToTaskView(t));
+  return v;
+}
+
+bool HasRole(const Caller& caller, std::string_view role) {
+  return std::find(caller.roles.begin(), caller.roles.end(), std::string(role)) !=
+         caller.roles.end();
+}
+
+}  // namespace
+
+Result<std::string> NormalizeKind(std::string_view kind) {
+  ASSIGN_OR_RETURN(Kind k, config::ParseKind(kind));
+  return std::string(config::KindName(k));
+}
+
+bool IsUnfinishedStatus(std::string_view status) {
+  return !store::IsFinishedWorkflowStatus(status);
+}
+
+// ---- Internal helpers as private static functions of this file --------------------------------
+
+namespace {
+
+Result<Snapshot> LoadSnapshot(store::Store& store) {
+  Snapshot snap;
+  ASSIGN_OR_RETURN(auto records, store.ListConfigs(std::nullopt));
+  for (const auto& r : records) {
+    snap.revisions[{r.kind, r.name}] = r.revision;
+    auto kind = config::ParseKind(r.kind);
+    if (!kind.ok()) continue;  // a kind this build does not know: keep it untouched
+    if (!IsOsmoKind(*kind)) {
+      snap.other[{r.kind, r.name}] = r.body;
+      continue;
+    }
+    Status s = config::PutConfig(snap.set, *kind, r.name, r.body);
+    if (!s.ok()) {
+      return InternalError("stored " + r.kind + " " + Quoted(r.name) + " (revision " +
+                           std::to_string(r.revision) + ") no longer decodes: " + s.message());
+    }
+  }
+  return snap;
+}
+
+Result<std::vector<model::Node>> LoadNodes(store::Store& store) {
+  ASSIGN_OR_RETURN(auto records, store.ListNodes());
+  std::vector<model::Node> nodes;
+  nodes.reserve(records.size());
+  for (const auto& r : records) {
+    auto node = model::NodeFromJson(r.object);
+    if (!node.ok()) {
+      return InternalError("stored node " + Quoted(r.name) +
+                           " does not decode: " + node.status().message());
+    }
+    nodes.push_back(std::move(*node));
+  }
+  return nodes;
+}
+
+Status CheckConfigWriteAccess(const Caller& caller, Kind kind, std::string_view name,
+                              std::string_view method, const config::ConfigSet& set) {
+  std::string path = "/api/configs/" + LowerKind(kind) + "/" + std::string(name);
+  Status s = config::CheckAccess(caller.roles, method, path, set);
+  if (s.ok()) return s;
+  return PermissionDeniedError("access denied: user " + Quoted(caller.user) + " with roles " +
+                               (caller.roles.empty() ? "(none)" : Join(caller.roles, ", ")) + ": " +
+                               s.message());
+}
+
+// Checks a pool change against the unfinished workflows that use the pool. Removing a platform
+// they use is refused; any other change is allowed with a warning naming them.
+Status CheckPoolChange(store::Store& store, const config::ConfigSet& before,
+                       const config::ConfigSet& after, std::string_view pool,
+                       std::vector<std::string>* warnings) {
+  const config::Pool* old_pool = before.FindPool(pool);
+  if (old_pool == nullptr) return OkStatus();  // a new pool has no workflows
+  store::WorkflowFilter filter;
+  filter.pool = std::string(pool);
+  filter.unfinished_only = true;
+  filter.limit = 0;
+  ASSIGN_OR_RETURN(auto workflows, store.ListWorkflows(filter));
+  if (workflows.empty()) return OkStatus();
+  const config::Pool* new_pool = after.FindPool(pool);
+  if (new_pool != nullptr) {
+    std::vector<std::string> removed_users;
+    std::set<std::string> removed;
+    for (const auto& wf : workflows) {
+      for (const std::string& platform : TaskPlatforms(wf)) {
+        if (new_pool->FindPlatform(platform) == nullptr) {
+          removed.insert(platform);
+          removed_users.push_back(wf.id);
+        }
+      }
+    }
+    if (!removed.empty()) {
+      std::sort(removed_users.begin(), removed_users.end());
+      removed_users.erase(std::unique(removed_users.begin(), removed_users.end()),
+                          removed_users.end());
+      return FailedPreconditionError(
+          "pool " + Quoted(pool) + ": removing platform " +
+          Join(std::vector<std::string>(removed.begin(), removed.end()), ", ") +
+          " is refused: unfinished workflows use it: " + Join(removed_users, ", ") +
+          " (cancel them, or delete the pool with --force)");
+    }
+  }
+  warnings->push_back("pool " + Quoted(pool) + " is used by unfinished workflows " +
+                      WorkflowIds(workflows) +
+                      "; modifying pools that are actively used by running workflows may cause "
+                      "scheduling issues");
+  return OkStatus();
+}
+
+void Audit(store::Store& store, const Caller& caller, std::string_view action,
+           std::string_view target, std::string_view detail) {
+  store::AuditRecord record;
+  record.user = caller.user;
+  record.source = caller.source;
+  record.action = std::string(action);
+  record.target = std::string(target);
+  record.detail = std::string(detail);
+  (void)store.AppendAudit(record);  // the write itself succeeded; the audit is best effort
+}
+
+// A batch of puts of one or more kinds, validated together and written atomically.
+struct PendingPut {
+  Kind kind;
+  std::string name;
+  json body;  // as given (without name)
+};
+
+Result<WriteResult> ValidateAndWrite(store::Store& store, const Caller& caller,
+                                     const std::vector<PendingPut>& puts, std::string_view action,
+                                     std::string_view description, std::string_view file_name) {
+  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store));
+  config::ConfigSet next = snap.set;
+  std::vector<store::ConfigWrite> writes;
+  const std::string prefix = FilePrefix(file_name);
+  for (const PendingPut& put : puts) {
+    RETURN_IF_ERROR(CheckConfigWriteAccess(caller, put.kind, put.name, "PUT", snap.set));
+    json stored;
+    if (IsOsmoKind(put.kind)) {
+      RETURN_IF_ERROR(WithPrefix(config::PutConfig(next, put.kind, put.name, put.body), prefix));
+      ASSIGN_OR_RETURN(stored, config::GetConfigBody(next, put.kind, put.name));
+    } else {
+      auto checked = CheckOtherKind(put.kind, put.name, put.body);
+      if (!checked.ok()) return WithPrefix(checked.status(), prefix);
+      stored = std::move(*checked);
+    }
+    store::ConfigWrite w;
+    w.op = store::ConfigWrite::Op::kPut;
+    w.kind = std::string(config::KindName(put.kind));
+    w.name = put.name;
+    w.body = std::move(stored);
+    auto rev = snap.revisions.find({w.kind, w.name});
+    w.expected_revision = rev == snap.revisions.end() ? 0 : rev->second;
+    w.action = std::string(action);
+    w.description = description.empty() ? "gpupool config update " + w.kind + " " + w.name
+                                        : std::string(description);
+    writes.push_back(std::move(w));
+  }
+  RETURN_IF_ERROR(WithPrefix(config::ValidateReferences(next), prefix));
+  WriteResult result;
+  std::set<std::string> pools_seen;
+  for (const PendingPut& put : puts) {
+    if (put.kind == Kind::kPool && pools_seen.insert(put.name).second) {
+      RETURN_IF_ERROR(CheckPoolChange(store, snap.set, next, put.name, &result.warnings));
+    }
+  }
+  auto revisions = store.WriteConfigs(writes, ActorOf(caller));
+  if (!revisions.ok()) {
+    if (revisions.status().code() == StatusCode::kAborted) {
+      return AbortedError("configs changed while this update was validated; retry: " +
+                          revisions.status().message());
+    }
+    return revisions.status();
+  }
+  for (size_t i = 0; i < writes.size(); ++i) {
+    result.changes.push_back(
+        ConfigChange{writes[i].kind, writes[i].name, (*revisions)[i], writes[i].action});
+    Audit(store, caller, "config " + std::string(action), writes[i].kind + "/" + writes[i].name,
+          writes[i].description);
+  }
+  return result;
+}
+
+}  // namespace
+
+// ---- Service ------------------------------------------------------------------------------
+
+Service::Service(store::Store& store, const Clock& clock) : store_(store), clock_(clock) {}
+
+Status Service::EnsureBuiltins() {
+  ASSIGN_OR_RETURN(auto history, store_.History(std::nullopt, std::nullopt, 1));
+  if (!history.empty()) return OkStatus();
+  config::ConfigSet builtins = config::BuiltinConfigs();
+  std::vector<store::ConfigWrite> writes;
+  for (Kind kind :
+       {Kind::kBackend, Kind::kPodTemplate, Kind::kResourceValidation, Kind::kPool, Kind::kRole}) {
+    for (const std::string& name : config::ConfigNames(builtins, kind)) {
+      store::ConfigWrite w;
+      w.kind = std::string(config::KindName(kind));
+      w.name = name;
+      ASSIGN_OR_RETURN(w.body, config::GetConfigBody(builtins, kind, name));
+      w.expected_revision = 0;
+      w.action = "update";
+      w.description = "built-in config";
+      writes.push_back(std::move(w));
+    }
+  }
+  auto written = store_.WriteConfigs(writes, store::Actor{std::string(kSystemUser), "gpupool"});
+  if (!written.ok() && written.status().code() != StatusCode::kAborted) return written.status();
+  return OkStatus();  // kAborted: another process wrote them first
+}
+
+Result<WriteResult> Service::UpdateConfig(const Caller& caller,
+                                          const UpdateConfigRequest& request) {
+  ASSIGN_OR_RETURN(Kind kind, config::ParseKind(request.kind));
+  if (!request.body.is_object() && !request.body.is_array()) {
+    return InvalidArgumentError(FilePrefix(request.file_name) + "expected a JSON object, got " +
+                                model::JsonTypeName(request.body));
+  }
+  auto split = config::SplitConfigFile(kind, request.body, request.name);
+  if (!split.ok()) return WithPrefix(split.status(), FilePrefix(request.file_name));
+  if (split->empty()) {
+    return InvalidArgumentError(FilePrefix(request.file_name) + "no " +
+                                std::string(config::KindName(kind)) + " config in the file");
+  }
+  std::vector<PendingPut> puts;
+  for (auto& nb : *split) puts.push_back(PendingPut{kind, nb.name, nb.body});
+  std::string description = request.description;
+  if (description.empty()) {
+    description = "gpupool config update " + std::string(config::KindName(kind));
+    if (request.name) description += " " + *request.name;
+  }
+  return ValidateAndWrite(store_, caller, puts, "update", description, request.file_name);
+}
+
+Result<WriteResult> Service::SetPoolRole(const Caller& caller, std::string_view role_name,
+                                         std::string_view description) {
+  ASSIGN_OR_RETURN(config::Role role, config::GeneratePoolRole(role_name));
+  std::vector<PendingPut> puts{{Kind::kRole, role.name, config::RoleToJson(role)}};
+  std::string desc = description.empty()
+                         ? "gpupool config set ROLE " + std::string(role_name) + " pool"
+                         : std::string(description);
+  return ValidateAndWrite(store_, caller, puts, "update", desc, "");
+}
+
+Result<WriteResult> Service::DeleteConfig(const Caller& caller,
+                                          const DeleteConfigRequest& request) {
+  ASSIGN_OR_RETURN(Kind kind, config::ParseKind(request.kind));
+  const std::string kind_name(config::KindName(kind));
+  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+  RETURN_IF_ERROR(CheckConfigWriteAccess(caller, kind, request.name, "DELETE", snap.set));
+  auto rev = snap.revisions.find({kind_name, request.name});
+  if (rev == snap.revisions.end()) {
+    return NotFoundError(kind_name + " " + Quoted(request.name) + " does not exist" +
+                         DidYouMean(request.name, config::ConfigNames(snap.set, kind)));
+  }
+  WriteResult result;
+  if (IsOsmoKind(kind)) {
+    RETURN_IF_ERROR(config::CheckDeletable(snap.set, kind, request.name));
+  }
+  if (kind == Kind::kPool) {
+    store::WorkflowFilter filter;
+    filter.pool = request.name;
+    filter.unfinished_only = true;
+    filter.limit = 0;
+    ASSIGN_OR_RETURN(auto workflows, store_.ListWorkflows(filter));
+    if (!workflows.empty()) {
+      if (!request.force) {
+        return FailedPreconditionError(
+            "pool " + Quoted(request.name) + " is used by unfinished workflows " +
+            WorkflowIds(workflows) + "; cancel them first or pass --force");
+      }
+      result.warnings.push_back(
+          "pool " + Quoted(request.name) +
+          " deleted although unfinished workflows use it: " + WorkflowIds(workflows));
+    }
+  }
+  store::ConfigWrite w;
+  w.op = store::ConfigWrite::Op::kDelete;
+  w.kind = kind_name;
+  w.name = request.name;
+  w.expected_revision = rev->second;
+  w.action = "delete";
+  w.description = request.description.empty()
+                      ? "gpupool config delete " + kind_name + " " + request.name
+                      : request.description;
+  auto revisions = store_.WriteConfigs({w}, ActorOf(caller));
+  if (!revisions.ok()) return revisions.status();
+  result.changes.push_back(ConfigChange{kind_name, request.name, (*revisions)[0], "delete"});
+  Audit(store_, caller, "config delete", kind_name + "/" + request.name, w.description);
+  return result;
+}
+
+Result<WriteResult> Service::Rollback(const Caller& caller, const RollbackRequest& request) {
+  ASSIGN_OR_RETURN(Kind kind, config::ParseKind(request.kind));
+  const std::string kind_name(config::KindName(kind));
+  auto revision = store_.GetRevision(kind_name, request.name, request.revision);
+  if (!revision.ok()) {
+    if (revision.status().code() == StatusCode::kNotFound) {
+      return NotFoundError(kind_name + " " + Quoted(request.name) + " has no revision " +
+                           std::to_string(request.revision) + " (see gpupool config history " +
+                           kind_name + " " + request.name + ")");
+    }
+    return revision.status();
+  }
+  if (revision->body.is_null()) {
+    return InvalidArgumentError("revision " + std::to_string(request.revision) + " of " +
+                                kind_name + " " + Quoted(request.name) +
+                                " is a delete; roll back to a revision that has a body");
+  }
+  std::string description = request.description.empty()
+                                ? "rollback " + kind_name + " " + request.name + " to revision " +
+                                      std::to_string(request.revision)
+                                : request.description;
+  return ValidateAndWrite(store_, caller, {PendingPut{kind, request.name, revision->body}},
+                          "rollback", description, "");
+}
+
+Result<ApplyResult> Service::Apply(const Caller& caller, const ApplyRequest& request) {
+  std::vector<PendingPut> puts;
+  std::vector<store::NodeRecord> nodes;
+  const std::string prefix = FilePrefix(request.file_name);
+  std::vector<json> docs;
+  for (const json& doc : request.documents) {
+    if (doc.is_object() && doc.contains("kind") && doc["kind"].is_string() &&
+        (doc["kind"] == "NodeList" || doc["kind"] == "List")) {
+      if (doc.contains("items") && doc["items"].is_array()) {
+        for (const json& item : doc["items"]) docs.push_back(item);
+      }
+      continue;
+    }
+    docs.push_back(doc);
+  }
+  std::vector<std::string> manifest_kinds;
+  for (Kind k : config::AllKinds()) manifest_kinds.emplace_back(config::KindManifestName(k));
+  for (size_t i = 0; i < docs.size(); ++i) {
+    const json& doc = docs[i];
+    std::string where = prefix + "document " + std::to_string(i + 1) + ": ";
+    if (!doc.is_object()) {
+      return InvalidArgumentError(where + "expected an object, got " + model::JsonTypeName(doc));
+    }
+    std::string kind_text = doc.value("kind", std::string());
+    if (kind_text == "Node") {
+      auto node = model::NodeFromJson(doc);
+      if (!node.ok()) return WithPrefix(node.status(), where);
+      nodes.push_back(store::NodeRecord{node->name, model::NodeToJson(*node)});
+      continue;
+    }
+    std::string api_version = doc.value("apiVersion", std::string());
+    if (api_version != "gpupool.io/v1") {
+      return InvalidArgumentError(where +
+                                  "apiVersion: expected \"gpupool.io/v1\" (or kind Node "
+                                  "with apiVersion v1), got " +
+                                  Quoted(api_version));
+    }
+    auto kind_it = std::find(manifest_kinds.begin(), manifest_kinds.end(), kind_text);
+    if (kind_it == manifest_kinds.end()) {
+      return InvalidArgumentError(where + "kind: unknown kind " + Quoted(kind_text) +
+                                  DidYouMean(kind_text, manifest_kinds) + "; expected one of " +
+                                  Join(manifest_kinds, ", ") + ", Node");
+    }
+    for (const auto& [key, value] : doc.items()) {
+      if (key != "apiVersion" && key != "kind" && key != "metadata" && key != "spec") {
+        return InvalidArgumentError(where + key + ": unknown field" +
+                                    DidYouMean(key, {"apiVersion", "kind", "metadata", "spec"}));
+      }
+    }
+    ASSIGN_OR_RETURN(Kind kind, config::ParseKind(kind_text));
+    const json& metadata = doc.value("metadata", json());
+    if (!metadata.is_object() || !metadata.contains("name") || !metadata["name"].is_string()) {
+      return InvalidArgumentError(where + "metadata.name: required string");
+    }
+    json spec = doc.value("spec", json());
+    if (spec.is_null()) {
+      spec = kind == Kind::kResourceValidation ? json::array() : json::object();
+    }
+    puts.push_back(PendingPut{kind, metadata["name"].get<std::string>(), spec});
+  }
+  ApplyResult result;
+  if (!puts.empty()) {
+    std::string description =
+        request.description.empty() ? "gpupool apply -f " + request.file_name : request.description;
+    ASSIGN_OR_RETURN(result.configs, ValidateAndWrite(store_, caller, puts, "update", description,
+                                                      request.file_name));
+  }
+  if (!nodes.empty()) {
+    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+    Status access = config::CheckAccess(caller.roles, "PUT", "/api/nodes", snap.set);
+    if (!access.ok()) {
+      return PermissionDeniedError("access denied: user " + Quoted(caller.user) + ": " +
+                                   access.message());
+    }
+    RETURN_IF_ERROR(store_.UpsertNodes(nodes, false));
+    result.nodes_imported = static_cast<int>(nodes.size());
+    Audit(store_, caller, "node import", request.file_name,
+          std::to_string(nodes.size()) + " nodes");
+  }
+  return result;
+}
+
+Result<ConfigView> Service::ShowConfig(std::string_view kind_text, std::string_view name,
+                                       std::optional<int64_t> revision) {
+  ASSIGN_OR_RETURN(Kind kind, config::ParseKind(kind_text));
+  const std::string kind_name(config::KindName(kind));
+  ConfigView view;
+  view.kind = kind_name;
+  view.name = std::string(name);
+  if (revision.has_value()) {
+    auto rec = store_.GetRevision(kind_name, name, *revision);
+    if (!rec.ok()) {
+      if (rec.status().code() == StatusCode::kNotFound) {
+        return NotFoundError(kind_name + " " + Quoted(name) + " has no revision " +
+                             std::to_string(*revision));
+      }
+      return rec.status();
+    }
+    view.revision = rec->revision;
+    view.updated_by = rec->author;
+    view.updated_at_ms = rec->created_at_ms;
+    view.body = rec->body;
+    return view;
+  }
+  auto rec = store_.GetConfig(kind_name, name);
+  if (!rec.ok()) {
+    if (rec.status().code() == StatusCode::kNotFound) {
+      std::vector<std::string> names;
+      auto all = store_.ListConfigs(kind_name);
+      if (all.ok()) {
+        for (const auto& r : *all) names.push_back(r.name);
+      }
+      return NotFoundError(kind_name + " " + Quoted(name) + " does not exist" +
+                           DidYouMean(name, names));
+    }
+    return rec.status();
+  }
+  view.revision = rec->revision;
+  view.updated_by = rec->updated_by;
+  view.updated_at_ms = rec->updated_at_ms;
+  view.body = rec->body;
+  return view;
+}
+
+Result<std::vector<ConfigView>> Service::ListConfigs(std::optional<std::string_view> kind) {
+  std::optional<std::string> kind_name;
+  if (kind.has_value()) {
+    ASSIGN_OR_RETURN(Kind k, config::ParseKind(*kind));
+    kind_name = std::string(config::KindName(k));
+  }
+  ASSIGN_OR_RETURN(
+      auto records,
+      store_.ListConfigs(kind_name ? std::optional<std::string_view>(*kind_name) : std::nullopt));
+  std::vector<ConfigView> out;
+  for (const auto& r : records) {
+    out.push_back(ConfigView{r.kind, r.name, r.revision, r.updated_by, r.updated_at_ms, r.body});
+  }
+  return out;
+}
+
+Result<std::vector<HistoryEntry>> Service::History(const HistoryFilter& filter) {
+  std::optional<std::string> kind_name;
+  if (filter.kind.has_value()) {
+    ASSIGN_OR_RETURN(Kind k, config::ParseKind(*filter.kind));
+    kind_name = std::string(config::KindName(k));
+  }
+  ASSIGN_OR_RETURN(
+      auto records,
+      store_.History(kind_name ? std::optional<std::string_view>(*kind_name) : std::nullopt,
+                     filter.name ? std::optional<std::string_view>(*filter.name) : std::nullopt,
+                     filter.limit));
+  std::vector<HistoryEntry> out;
+  for (const auto& r : records) {
+    out.push_back(HistoryEntry{r.kind, r.name, r.revision, r.action, r.author, r.created_at_ms,
+                               r.description, r.body});
+  }
+  return out;
+}
+
+Result<NodeImportResult> Service::ImportNodes(const Caller& caller, std::string_view text,
+                                              std::string_view file_name, bool replace_all) {
+  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+  Status access = config::CheckAccess(caller.roles, "PUT", "/api/nodes", snap.set);
+  if (!access.ok()) {
+    return PermissionDeniedError("access denied: user " + Quoted(caller.user) + ": " +
+                                 access.message());
+  }
+  ASSIGN_OR_RETURN(auto nodes, model::ParseNodes(text, file_name));
+  std::vector<store::NodeRecord> records;
+  NodeImportResult result;
+  std::set<std::string> seen;
+  for (const auto& n : nodes) {
+    if (!seen.insert(n.name).second) {
+      return InvalidArgumentError(FilePrefix(file_name) + "node " + Quoted(n.name) +
+                                  " appears twice");
+    }
+    records.push_back(store::NodeRecord{n.name, model::NodeToJson(n)});
+    result.names.push_back(n.name);
+  }
+  RETURN_IF_ERROR(store_.UpsertNodes(records, replace_all));
+  result.imported = static_cast<int>(records.size());
+  Audit(store_, caller, "node import", file_name, std::to_string(records.size()) + " nodes");
+  return result;
+}
+
+Result<std::vector<PoolRow>> Service::ListPools(const Caller& caller) {
+  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+  ASSIGN_OR_RETURN(auto nodes, LoadNodes(store_));
+  ASSIGN_OR_RETURN(auto membership, config::ComputeMembership(snap.set, nodes));
+  store::WorkflowFilter filter;
+  filter.unfinished_only = true;
+  filter.limit = 0;
+  ASSIGN_OR_RETURN(auto workflows, store_.ListWorkflows(filter));
+
+  std::vector<std::string> visible = config::AllowedPools(caller.roles, snap.set);
+  std::vector<PoolRow> rows;
+  for (const auto& [name, pool] : snap.set.pools) {
+    if (!HasRole(caller, config::kAdminRole) &&
+        std::find(visible.begin(), visible.end(), name) == visible.end()) {
+      continue;
+    }
+    PoolRow row;
+    row.name = name;
+    row.description = pool.description;
+    row.backend = pool.backend;
+    row.platforms = pool.PlatformNames();
+    int node_count = 0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      bool member = std::any_of(membership[i].memberships.begin(), membership[i].memberships.end(),
+                                [&](const config::PoolPlatform& pp) { return pp.pool == name; });
+      if (!member) continue;
+      ++node_count;
+      auto it = nodes[i].allocatable.find("nvidia.com/gpu");
+      if (it != nodes[i].allocatable.end()) row.gpu_capacity += it->second.Value();
+    }
+    for (const auto& wf : workflows) {
+      if (wf.pool != name) continue;
+      bool low = wf.spec.is_object() && wf.spec.value("priority", std::string()) == "LOW";
+      for (const auto& t : wf.tasks) {
+        if (!IsActiveTaskStatus(t.status)) continue;
+        int64_t gpus = Milli(TaskRequests(t), "nvidia.com/gpu") / 1000;
+        row.gpu_used += gpus;
+        if (!low) row.gpu_quota_used += gpus;
+      }
+    }
+    if (pool.gpu.has_value() && pool.gpu->guarantee >= 0) {
+      row.gpu_quota_limit = pool.gpu->guarantee;
+    } else {
+      row.gpu_quota_limit = row.gpu_capacity;
+    }
+    row.status = pool.enable_maintenance ? "MAINTENANCE" : (node_count > 0 ? "ONLINE" : "OFFLINE");
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+Result<std::vector<ResourceRow>> Service::ListResources(const Caller& caller,
+                                                        const ResourceFilter& filter) {
+  (void)caller;
+  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+  if (filter.pool.has_value()) {
+    const config::Pool* pool = snap.set.FindPool(*filter.pool);
+    if (pool == nullptr) {
+      return NotFoundError("pool " + Quoted(*filter.pool) + " does not exist" +
+                           DidYouMean(*filter.pool, config::ConfigNames(snap.set, Kind::kPool)));
+    }
+    if (filter.platform.has_value() && pool->FindPlatform(*filter.platform) == nullptr) {
+      return NotFoundError("platform " + Quoted(*filter.platform) + " is not in pool " +
+                           Quoted(*filter.pool) +
+                           DidYouMean(*filter.platform, pool->PlatformNames()) +
+                           "; the pool's platforms: " + Join(pool->PlatformNames(), ", "));
+    }
+  }
+  ASSIGN_OR_RETURN(auto nodes, LoadNodes(store_));
+  ASSIGN_OR_RETURN(auto membership, config::ComputeMembership(snap.set, nodes));
+  store::WorkflowFilter wf_filter;
+  wf_filter.unfinished_only = true;
+  wf_filter.limit = 0;
+  ASSIGN_OR_RETURN(auto workflows, store_.ListWorkflows(wf_filter));
+  std::map<std::string, model::ResourceList> used;  // node -> requests of active tasks
+  for (const auto& wf : workflows) {
+    for (const auto& t : wf.tasks) {
+      if (t.node.empty() || !IsActiveTaskStatus(t.status)) continue;
+      model::AddResources(used[t.node], TaskRequests(t));
+    }
+  }
+  std::vector<ResourceRow> rows;
+  bool filtered = filter.pool.has_value() || filter.platform.has_value();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const model::Node& node = nodes[i];
+    ResourceRow base;
+    base.node = node.name;
+    base.type = std::string(config::NodeTypeName(membership[i].type));
+    const model::ResourceList& u = used[node.name];
+    base.cpu_used = Milli(u, "cpu");
+    base.cpu_capacity = Milli(node.allocatable, "cpu");
+    base.memory_used = Milli(u, "memory");
+    base.memory_capacity = Milli(node.allocatable, "memory");
+    base.storage_used = Milli(u, "ephemeral-storage");
+    base.storage_capacity = Milli(node.allocatable, "ephemeral-storage");
+    base.gpu_used = Milli(u, "nvidia.com/gpu");
+    base.gpu_capacity = Milli(node.allocatable, "nvidia.com/gpu");
+    auto product = node.labels.find("nvidia.com/gpu.product");
+    if (product != node.labels.end()) base.gpu_product = product->second;
+    if (membership[i].memberships.empty()) {
+      if (filtered) continue;
+      base.pool = "-";
+      base.platform = "-";
+      rows.push_back(base);
+      continue;
+    }
+    for (const auto& pp : membership[i].memberships) {
+      if (filter.pool && pp.pool != *filter.pool) continue;
+      if (filter.platform && pp.platform != *filter.platform) continue;
+      ResourceRow row = base;
+      row.pool = pp.pool;
+      row.platform = pp.platform;
+      rows.push_back(std::move(row));
+    }
+  }
+  return rows;
+}
+
+Result<SubmitResult> Service::SubmitWorkflow(const Caller& caller, const SubmitRequest& request) {
+  ASSIGN_OR_RETURN(submit::WorkflowSpec spec,
+                   submit::ParseWorkflow(request.spec_text, request.file_name, request.set_values));
+  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+  ASSIGN_OR_RETURN(auto nodes, LoadNodes(store_));
+  submit::SubmitOptions options;
+  if (request.dry_run) {
+    options.workflow_id = spec.name;
+  } else {
+    // Check access before taking a sequence number, so a denied caller burns no id.
+    Status access = config::CheckAccess(caller.roles, "POST",
+                                        "/api/pool/" + request.pool + "/workflow", snap.set);
+    if (access.ok()) {
+      ASSIGN_OR_RETURN(int64_t seq, store_.NextSequence("workflow"));
+      options.workflow_id = spec.name + "-" + std::to_string(seq);
+    }
+  }
+  ASSIGN_OR_RETURN(submit::SubmitPlan plan,
+                   submit::Submit(snap.set, nodes, submit::SubmitCaller{caller.user, caller.roles},
+                                  request.pool, spec, options));
+  SubmitResult result;
+  result.name = plan.name;
+  result.pool = plan.pool;
+  result.warnings = plan.warnings;
+  for (const auto& t : plan.tasks) result.pods.push_back(t.pod);
+  if (request.dry_run) {
+    result.status = "DRY_RUN";
+    return result;
+  }
+  store::WorkflowRecord record;
+  record.id = plan.workflow_id;
+  record.name = plan.name;
+  record.pool = plan.pool;
+  record.user = caller.user;
+  record.status = "PENDING";
+  record.submitted_ms = clock_.NowMillis();
+  record.idempotency_key = request.idempotency_key;
+  json tasks = json::array();
+  for (const auto& t : plan.tasks) {
+    tasks.push_back(json{{"group", t.group},
+                         {"task", t.task},
+                         {"platform", t.platform},
+                         {"sim_duration_seconds", t.sim_duration_seconds},
+                         {"sim_exit_code", t.sim_exit_code}});
+  }
+  record.spec = json{{"workflow", spec.document},
+                     {"priority", std::string(submit::PriorityName(plan.priority))},
+                     {"exec_timeout_seconds", plan.exec_timeout_seconds},
+                     {"queue_timeout_seconds", plan.queue_timeout_seconds},
+                     {"tasks", tasks}};
+  for (const auto& t : plan.tasks) {
+    store::TaskRecord task;
+    task.group = t.group;
+    task.name = t.task;
+    task.status = "PENDING";
+    task.pod = t.pod;
+    task.status_changed_ms = record.submitted_ms;
+    record.tasks.push_back(std::move(task));
+  }
+  ASSIGN_OR_RETURN(store::WorkflowRecord stored, store_.CreateWorkflow(record));
+  result.workflow_id = stored.id;
+  result.status = stored.status;
+  Audit(store_, caller, "workflow submit", stored.id, "pool " + plan.pool);
+  return result;
+}
+
+Result<WorkflowView> Service::QueryWorkflow(const Caller& caller, std::string_view id) {
+  auto wf = store_.GetWorkflow(id);
+  if (!wf.ok()) {
+    if (wf.status().code() == StatusCode::kNotFound) {
+      return NotFoundError("workflow " + Quoted(id) + " does not exist");
+    }
+    return wf.status();
+  }
+  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+  config::AccessRequest req{"GET", "/api/workflow/" + std::string(id), wf->pool};
+  if (wf->user != caller.user) {
+    Status s = config::CheckAccess(caller.roles, req, snap.set);
+    if (!s.ok()) {
+      return PermissionDeniedError("access denied: user " + Quoted(caller.user) + ": " +
+                                   s.message());
+    }
+  }
+  return ToView(*wf);
+}
+
+Result<std::vector<WorkflowView>> Service::ListWorkflows(const Caller& caller,
+                                                         const WorkflowFilter& filter) {
+  store::WorkflowFilter f;
+  f.pool = filter.pool;
+  f.user = filter.user;
+  f.status = filter.status;
+  f.limit = filter.limit;
+  ASSIGN_OR_RETURN(auto workflows, store_.ListWorkflows(f));
+  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+  std::vector<WorkflowView> out;
+  for (const auto& wf : workflows) {
+    if (wf.user != caller.user) {
+      config::AccessRequest req{"GET", "/api/workflow/" + wf.id, wf.pool};
+      if (!config::CheckAccess(caller.roles, req, snap.set).ok()) continue;
+    }
+    out.push_back(ToView(wf));
+  }
+  return out;
+}
+
+Result<WorkflowView> Service::CancelWorkflow(const Caller& caller, std::string_view id) {
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto wf = store_.GetWorkflow(id);
+    if (!wf.ok()) {
+      if (wf.status().code() == StatusCode::kNotFound) {
+        return NotFoundError("workflow " + Quoted(id) + " does not exist");
+      }
+      return wf.status();
+    }
+    if (wf->user != caller.user) {
+      ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+      config::AccessRequest req{"POST", "/api/workflow/" + std::string(id) + "/cancel", wf->pool};
+      Status s = config::CheckAccess(caller.roles, req, snap.set);
+      if (!s.ok()) {
+        return PermissionDeniedError("access denied: user " + Quoted(caller.user) + ": " +
+                                     s.message());
+      }
+    }
+    if (!IsUnfinishedStatus(wf->status)) {
+      return FailedPreconditionError("Workflow " + std::string(id) + " is already finished (" +
+                                     wf->status + ")");
+    }
+    int64_t now = clock_.NowMillis();
+    store::WorkflowRecord updated = *wf;
+    updated.status = "CANCELED";
+    for (auto& t : updated.tasks) {
+      if (t.status == "COMPLETED" || StartsWith(t.status, "FAILED") || t.status == "CANCELED") {
+        continue;
+      }
+      t.status = "CANCELED";
+      t.status_changed_ms = now;
+      t.finished_ms = now;
+      t.message = "canceled by " + caller.user;
+    }
+    Status s = store_.UpdateWorkflow(updated);
+    if (s.code() == StatusCode::kAborted) continue;  // changed underneath: re-read and retry
+    RETURN_IF_ERROR(s);
+    Audit(store_, caller, "workflow cancel", id, "");
+    updated.version += 1;
+    return ToView(updated);
+  }
+  return AbortedError("workflow " + Quoted(id) + " kept changing; cancel again");
+}
+
+// ---- JSON shapes --------------------------------------------------------------------------
+
+json ToJson(const WriteResult& result) {
+  json changes = json::array();
+  for (const auto& c : result.changes) {
+    changes.push_back(
+        json{{"kind", c.kind}, {"name", c.name}, {"revision", c.revision}, {"action", c.action}});
+  }
+  return json{{"changes", changes}, {"warnings", result.warnings}};
+}
+
+json ToJson(const ApplyResult& result) {
+  json out = ToJson(result.configs);
+  out["nodes_imported"] = result.nodes_imported;
+  return out;
+}
+
+json ToJson(const ConfigView& view) {
+  return json{{"kind", view.kind},
+              {"name", view.name},
+              {"revision", view.revision},
+              {"updated_by", view.updated_by},
+              {"updated_at", FormatTimestamp(view.updated_at_ms)},
+              {"body", view.body}};
+}
+
+json ToJson(const HistoryEntry& entry) {
+  return json{{"kind", entry.kind},
+              {"name", entry.name},
+              {"revision", entry.revision},
+              {"action", entry.action},
+              {"author", entry.author},
+              {"created_at", FormatTimestamp(entry.created_at_ms)},
+              {"description", entry.description},
+              {"body", entry.body}};
+}
+
+json ToJson(const NodeImportResult& result) {
+  return json{{"imported", result.imported}, {"nodes", result.names}};
+}
+
+json ToJson(const PoolRow& row) {
+  return json{{"name", row.name},
+              {"description", row.description},
+              {"status", row.status},
+              {"backend", row.backend},
+              {"platforms", row.platforms},
+              {"gpu", json{{"quota_used", row.gpu_quota_used},
+                           {"quota_limit", row.gpu_quota_limit},
+                           {"total_used", row.gpu_used},
+                           {"total_capacity", row.gpu_capacity}}}};
+}
+
+json ToJson(const ResourceRow& row) {
+  auto q = [](int64_t milli) { return model::Quantity::FromMilli(milli).ToString(); };
+  auto bytes = [](int64_t milli) {
+    return model::Quantity::FromMilli(milli, model::QuantityFormat::kBinarySI).ToString();
+  };
+  return json{
+      {"node", row.node},
+      {"pool", row.pool},
+      {"platform", row.platform},
+      {"type", row.type},
+      {"gpu_product", row.gpu_product},
+      {"storage",
+       json{{"used", bytes(row.storage_used)}, {"capacity", bytes(row.storage_capacity)}}},
+      {"cpu", json{{"used", q(row.cpu_used)}, {"capacity", q(row.cpu_capacity)}}},
+      {"memory", json{{"used", bytes(row.memory_used)}, {"capacity", bytes(row.memory_capacity)}}},
+      {"gpu", json{{"used", row.gpu_used / 1000}, {"capacity", row.gpu_capacity / 1000}}}};
+}
+
+json ToJson(const SubmitResult& result) {
+  json out = json::object();
+  if (!result.workflow_id.empty()) out["workflow_id"] = result.workflow_id;
+  out["name"] = result.name;
+  out["pool"] = result.pool;
+  out["status"] = result.status;
+  out["warnings"] = result.warnings;
+  out["pods"] = result.pods;
+  return out;
+}
+
+json ToJson(const WorkflowView& view) {
+  json tasks = json::array();
+  for (const auto& t : view.tasks) {
+    tasks.push_back(json{{"group", t.group},
+                         {"name", t.name},
+                         {"platform", t.platform},
+                         {"status", t.status},
+                         {"node", t.node},
+                         {"exit_code", t.exit_code},
+                         {"message", t.message}});
+  }
+  return json{{"id", view.id},         {"name", view.name},
+              {"pool", view.pool},     {"user", view.user},
+              {"status", view.status}, {"submitted_at", FormatTimestamp(view.submitted_ms)},
+              {"tasks", tasks}};
+}
+
+}  // namespace gpupool::service

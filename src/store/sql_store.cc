@@ -1,5 +1,6 @@
 #include "store/sql_store.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <set>
@@ -233,6 +234,10 @@ Result<std::vector<int64_t>> SqlStore::WriteConfigs(const std::vector<ConfigWrit
     std::string where = "config write " + std::to_string(i);
     RETURN_IF_ERROR(RequireNonEmpty(w.kind, where + ": kind"));
     RETURN_IF_ERROR(RequireNonEmpty(w.name, where + ": name"));
+    if (w.op == ConfigWrite::Op::kCheck && !w.expected_revision) {
+      return InvalidArgumentError(where + " (" + ConfigKey(w.kind, w.name) +
+                                  "): a check needs expected_revision");
+    }
     if (w.op == ConfigWrite::Op::kPut) {
       if (w.body.is_null() || w.body.is_discarded()) {
         return InvalidArgumentError(where + " (" + ConfigKey(w.kind, w.name) +
@@ -244,22 +249,22 @@ Result<std::vector<int64_t>> SqlStore::WriteConfigs(const std::vector<ConfigWrit
       bodies.emplace_back(std::nullopt);
     }
   }
+  bool changes = std::any_of(writes.begin(), writes.end(),
+                             [](const ConfigWrite& w) { return w.op != ConfigWrite::Op::kCheck; });
   int64_t now = clock_.NowMillis();
   return InTransaction(true, [&]() -> Result<std::vector<int64_t>> {
+    // First statement: the row lock it takes serialises config writers until commit, so the
+    // revision checks below cannot race with another writer.
+    if (changes) {
+      RETURN_IF_ERROR(
+          connection_->Query("UPDATE config_generation SET value = value + 1 WHERE id = 1", {})
+              .status());
+    }
     std::vector<int64_t> revisions;
     revisions.reserve(writes.size());
     for (size_t i = 0; i < writes.size(); ++i) {
       const ConfigWrite& w = writes[i];
       const std::string key = ConfigKey(w.kind, w.name);
-      // Bumping the head first locks (kind, name) until commit, so the check below cannot race.
-      ASSIGN_OR_RETURN(
-          auto head, connection_->Query("INSERT INTO config_heads (kind, name, last_revision) "
-                                        "VALUES ($1, $2, 1) ON CONFLICT (kind, name) DO UPDATE SET "
-                                        "last_revision = config_heads.last_revision + 1 "
-                                        "RETURNING last_revision",
-                                        {w.kind, w.name}));
-      if (head.size() != 1) return InternalError("store: config head of " + key + " not returned");
-      int64_t revision = head[0].Int(0);
       ASSIGN_OR_RETURN(auto current_rows,
                        connection_->Query("SELECT revision FROM configs WHERE kind = $1 AND "
                                           "name = $2",
@@ -271,6 +276,21 @@ Result<std::vector<int64_t>> SqlStore::WriteConfigs(const std::vector<ConfigWrit
                             (current == 0 ? std::string("absent") : std::to_string(current)) +
                             " (changed concurrently; reload and retry)");
       }
+      if (w.op == ConfigWrite::Op::kCheck) {
+        revisions.push_back(current);
+        continue;
+      }
+      if (w.op == ConfigWrite::Op::kDelete && current == 0) {
+        return NotFoundError("config " + key + " does not exist");
+      }
+      ASSIGN_OR_RETURN(
+          auto head, connection_->Query("INSERT INTO config_heads (kind, name, last_revision) "
+                                        "VALUES ($1, $2, 1) ON CONFLICT (kind, name) DO UPDATE SET "
+                                        "last_revision = config_heads.last_revision + 1 "
+                                        "RETURNING last_revision",
+                                        {w.kind, w.name}));
+      if (head.size() != 1) return InternalError("store: config head of " + key + " not returned");
+      int64_t revision = head[0].Int(0);
       std::string action = w.action;
       if (w.op == ConfigWrite::Op::kPut) {
         if (action.empty()) action = "update";
@@ -283,7 +303,6 @@ Result<std::vector<int64_t>> SqlStore::WriteConfigs(const std::vector<ConfigWrit
                         {w.kind, w.name, *bodies[i], revision, actor.user, now})
                 .status());
       } else {
-        if (current == 0) return NotFoundError("config " + key + " does not exist");
         if (action.empty()) action = "delete";
         RETURN_IF_ERROR(
             connection_
@@ -368,6 +387,15 @@ Result<RevisionRecord> SqlStore::GetRevision(std::string_view kind, std::string_
                            std::to_string(revision));
     }
     return RevisionFromRow(rows[0]);
+  });
+}
+
+Result<int64_t> SqlStore::ConfigGeneration() {
+  return InTransaction(false, [&]() -> Result<int64_t> {
+    ASSIGN_OR_RETURN(auto rows,
+                     connection_->Query("SELECT value FROM config_generation WHERE id = 1", {}));
+    if (rows.size() != 1) return InternalError("store: config_generation has no row");
+    return rows[0].Int(0);
   });
 }
 

@@ -4,8 +4,9 @@
 //
 // Concurrency: one connection per SqlStore, guarded by a mutex (calls from several threads are
 // serialised). Between processes, correctness comes from the database: every write method is one
-// transaction; a config write first bumps config_heads (an upsert that row-locks the config until
-// commit), then checks the expected revision; workflow updates are `UPDATE ... WHERE version = $n`;
+// transaction; a config write first bumps the one-row config_generation (serialising config
+// writers store-wide), then config_heads (the revision counter of each written config), then checks
+// the expected revision; workflow updates are `UPDATE ... WHERE version = $n`;
 // leases are one conditional upsert. Transient failures (SQLite busy, PostgreSQL serialization
 // failure or deadlock, a connection lost before commit) rerun the whole transaction a few times.
 
@@ -34,6 +35,7 @@ class SqlStore final : public Store {
                                               int limit) override;
   Result<RevisionRecord> GetRevision(std::string_view kind, std::string_view name,
                                      int64_t revision) override;
+  Result<int64_t> ConfigGeneration() override;
 
   Status UpsertNodes(const std::vector<NodeRecord>& nodes, bool replace_all) override;
   Status DeleteNodes(const std::vector<std::string>& names) override;

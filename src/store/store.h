@@ -58,7 +58,10 @@ struct RevisionRecord {
 };
 
 struct ConfigWrite {
-  enum class Op { kPut, kDelete };
+  // kCheck writes nothing and records no revision: it only asserts expected_revision (required)
+  // for a config the batch depends on but does not change, e.g. a pod template a written pool
+  // references, so that a concurrent delete of it makes the batch fail with kAborted.
+  enum class Op { kPut, kDelete, kCheck };
   Op op = Op::kPut;
   std::string kind;
   std::string name;
@@ -138,10 +141,12 @@ class Store {
 
   // ---- Configs ----
   // Applies all writes atomically (all or nothing), in order, one revision record each, and
-  // returns the new revision of each write. Revision numbers are per (kind, name), start at 1 and
-  // are never reused (delete then re-create continues counting). A kDelete of a config that does
-  // not exist is kNotFound; a failed expected_revision check is kAborted. Writes later in the
-  // batch see the effect of earlier ones. Timestamps come from the store's Clock.
+  // returns the new revision of each write (for kCheck: the current revision, 0 if absent).
+  // Revision numbers are per (kind, name), start at 1 and are never reused (delete then re-create
+  // continues counting). A kDelete of a config that does not exist is kNotFound; a failed
+  // expected_revision check is kAborted. Writes later in the batch see the effect of earlier
+  // ones. Config write transactions are serialised store-wide (they are rare), so the checks of a
+  // batch hold until it commits. Timestamps come from the store's Clock.
   virtual Result<std::vector<int64_t>> WriteConfigs(const std::vector<ConfigWrite>& writes,
                                                     const Actor& actor) = 0;
   // kNotFound when the config does not exist (or was deleted).
@@ -156,6 +161,10 @@ class Store {
   // kNotFound when that revision does not exist.
   virtual Result<RevisionRecord> GetRevision(std::string_view kind, std::string_view name,
                                              int64_t revision) = 0;
+
+  // A store-wide number that grows with every committed WriteConfigs that changed something
+  // (also by other processes). Cheap: poll it to know when cached configs must be reloaded.
+  virtual Result<int64_t> ConfigGeneration() = 0;
 
   // ---- Nodes ----
   // Inserts or replaces each node by name. replace_all: afterwards the store holds exactly these

@@ -243,6 +243,12 @@ TYPED_TEST(StoreContractTest, BatchIsAtomic) {
       {"null body",
        {.op = ConfigWrite::Op::kPut, .kind = "POOL", .name = "n"},
        StatusCode::kInvalidArgument},
+      {"failed check",
+       {.op = ConfigWrite::Op::kCheck, .kind = "POD_TEMPLATE", .name = "t", .expected_revision = 1},
+       StatusCode::kAborted},
+      {"check without expected revision",
+       {.op = ConfigWrite::Op::kCheck, .kind = "POOL", .name = "existing"},
+       StatusCode::kInvalidArgument},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -293,6 +299,73 @@ TYPED_TEST(StoreContractTest, BatchAppliesInOrderAndReturnsEachRevision) {
   auto result = this->store().WriteConfigs(batch, this->actor_);
   ASSERT_TRUE(result.ok()) << result.status().ToString();
   EXPECT_THAT(*result, ElementsAre(2, 3, 1));
+}
+
+TYPED_TEST(StoreContractTest, CheckAssertsWithoutWriting) {
+  this->Put("POD_TEMPLATE", "t", {{"v", 1}});
+  this->Put("POD_TEMPLATE", "t", {{"v", 2}});
+  std::vector<ConfigWrite> batch = {
+      {.op = ConfigWrite::Op::kCheck, .kind = "POD_TEMPLATE", .name = "t", .expected_revision = 2},
+      {.op = ConfigWrite::Op::kCheck,
+       .kind = "POD_TEMPLATE",
+       .name = "absent",
+       .expected_revision = 0},
+      {.op = ConfigWrite::Op::kPut, .kind = "POOL", .name = "p", .body = {{"uses", "t"}}},
+  };
+  auto result = this->store().WriteConfigs(batch, this->actor_);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  EXPECT_THAT(*result, ElementsAre(2, 0, 1));
+  auto history = this->store().History(std::nullopt, std::nullopt, 0);
+  ASSERT_TRUE(history.ok());
+  EXPECT_THAT(Revisions(*history),
+              ElementsAre("POOL/p@1:update", "POD_TEMPLATE/t@2:update", "POD_TEMPLATE/t@1:update"));
+  EXPECT_EQ(this->store().GetConfig("POD_TEMPLATE", "absent").status().code(),
+            StatusCode::kNotFound);
+
+  // The template changed after the snapshot: the dependent write is refused.
+  this->Put("POD_TEMPLATE", "t", {{"v", 3}});
+  batch[2].body = {{"uses", "t"}, {"again", true}};
+  EXPECT_EQ(this->store().WriteConfigs(batch, this->actor_).status().code(), StatusCode::kAborted);
+  EXPECT_EQ(this->store().GetConfig("POOL", "p")->revision, 1);
+}
+
+TYPED_TEST(StoreContractTest, ConfigGenerationCountsCommittedChanges) {
+  auto g0 = this->store().ConfigGeneration();
+  ASSERT_TRUE(g0.ok()) << g0.status().ToString();
+  auto other = this->Open();  // a second connection sees the same counter
+  ASSERT_NE(other, nullptr);
+  struct Case {
+    std::string name;
+    std::vector<ConfigWrite> batch;
+    bool ok;
+    int64_t delta;
+  };
+  const std::vector<Case> cases = {
+      {"one put", {{.kind = "POOL", .name = "a", .body = {{"v", 1}}}}, true, 1},
+      {"a batch of three counts once",
+       {{.kind = "POOL", .name = "b", .body = {{"v", 1}}},
+        {.kind = "POOL", .name = "c", .body = {{"v", 1}}},
+        {.kind = "POOL", .name = "a", .body = {{"v", 2}}}},
+       true,
+       1},
+      {"failed batch",
+       {{.kind = "POOL", .name = "a", .body = {{"v", 3}}, .expected_revision = 1}},
+       false,
+       0},
+      {"checks only",
+       {{.op = ConfigWrite::Op::kCheck, .kind = "POOL", .name = "a", .expected_revision = 2}},
+       true,
+       0},
+      {"delete", {{.op = ConfigWrite::Op::kDelete, .kind = "POOL", .name = "c"}}, true, 1},
+  };
+  int64_t expected = *g0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(this->store().WriteConfigs(c.batch, this->actor_).ok(), c.ok);
+    expected += c.delta;
+    EXPECT_EQ(*this->store().ConfigGeneration(), expected);
+    EXPECT_EQ(*other->ConfigGeneration(), expected);
+  }
 }
 
 TYPED_TEST(StoreContractTest, OptimisticLock) {

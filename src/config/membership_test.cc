@@ -39,9 +39,10 @@ void LoadFile(ConfigSet& set, Kind kind, const std::string& path) {
 ConfigSet SeedSet(bool seed002_inference) {
   const std::string src = GPUPOOL_SOURCE_DIR;
   ConfigSet set = BuiltinConfigs();
-  EXPECT_TRUE(PutConfig(set, Kind::kPodTemplate, "l40s",
-                        J(R"({"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}})"))
-                  .ok());
+  EXPECT_TRUE(
+      PutConfig(set, Kind::kPodTemplate, "l40s",
+                J(R"({"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}})"))
+          .ok());
   EXPECT_TRUE(PutConfig(set, Kind::kPodTemplate, "a100", J(R"({"spec": {
       "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100"},
       "tolerations": [{"key": "nvidia.com/gpu.product", "operator": "Equal",
@@ -57,8 +58,8 @@ ConfigSet SeedSet(bool seed002_inference) {
   EXPECT_TRUE(bodies.ok());
   EXPECT_TRUE(PutConfig(set, Kind::kPool, (*bodies)[0].name, (*bodies)[0].body).ok());
   LoadFile(set, Kind::kPool, td + "seed002/platform_config.json");
-  for (const char* f : {"robotics_training", "robotics_simulation", "robotics_inference",
-                        "team_development"}) {
+  for (const char* f :
+       {"robotics_training", "robotics_simulation", "robotics_inference", "team_development"}) {
     LoadFile(set, Kind::kPool, td + "seed001/" + f + ".json");
   }
   if (seed002_inference) LoadFile(set, Kind::kPool, td + "seed002/robotics_inference.json");
@@ -109,9 +110,11 @@ TEST(MembershipTest, SeedPoolsOverRealisticNodes) {
       {"cpu-1",
        {"default/default", "robotics-inference/cpu-platform", "team-development/cpu-only"},
        NodeType::kShared},
-      {"h100-1", {"robotics-training/h100-platform", "team-development/small-gpu"},
+      {"h100-1",
+       {"robotics-training/h100-platform", "team-development/small-gpu"},
        NodeType::kShared},
-      {"a100-1", {"robotics-training/a100-platform", "team-development/small-gpu"},
+      {"a100-1",
+       {"robotics-training/a100-platform", "team-development/small-gpu"},
        NodeType::kShared},
       // The seed's A100 taint (nvidia.com/gpu.product=NVIDIA-A100) is tolerated only by the
       // seed's own a100 template.
@@ -124,10 +127,10 @@ TEST(MembershipTest, SeedPoolsOverRealisticNodes) {
        {"default/default", "heterogeneous_pool/l40s_platform", "robotics-simulation/l40s-platform",
         "shared_simulation_training_pool/l40s_platform", "team-development/small-gpu"},
        NodeType::kShared},
-      {"l40-1", {"robotics-simulation/l40-platform", "team-development/small-gpu"},
+      {"l40-1",
+       {"robotics-simulation/l40-platform", "team-development/small-gpu"},
        NodeType::kShared},
-      {"t4-1", {"robotics-inference/t4-platform", "team-development/small-gpu"},
-       NodeType::kShared},
+      {"t4-1", {"robotics-inference/t4-platform", "team-development/small-gpu"}, NodeType::kShared},
       {"thor-1", {}, NodeType::kUnused},
       // PreferNoSchedule taints do not keep a node out of a platform.
       {"cpu-prefer",

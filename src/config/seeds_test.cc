@@ -48,7 +48,9 @@ TEST(SeedFixturesTest, ValidExamplesLoad) {
   std::vector<Case> cases = {
       // seed 000
       {"seed000/l40s_pod_template.json", Kind::kPodTemplate, "l40s", {"l40s"}},
-      {"seed000/platform_config.json", Kind::kPool, "shared_simulation_training_pool",
+      {"seed000/platform_config.json",
+       Kind::kPool,
+       "shared_simulation_training_pool",
        {"shared_simulation_training_pool"}},
       {"seed000/role_config.json", Kind::kRole, "osmo-shared", {"osmo-shared"}},
       // seed 001: `osmo config update POOL --file F` (map form, no name)
@@ -93,9 +95,9 @@ TEST(SeedFixturesTest, MalformedExamplesFailAtTheirTrueLineAndColumn) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.file);
     ConfigSet set;
-    Status s = Load(set, c.file.find("template.json") != std::string::npos ? Kind::kPodTemplate
-                                                                           : Kind::kPool,
-                    c.file, std::nullopt);
+    Status s = Load(
+        set, c.file.find("template.json") != std::string::npos ? Kind::kPodTemplate : Kind::kPool,
+        c.file, std::nullopt);
     ASSERT_FALSE(s.ok());
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
     EXPECT_EQ(s.message().rfind(c.position, 0), 0u) << s.message();
@@ -107,9 +109,9 @@ TEST(SeedFixturesTest, MalformedExamplesFailAtTheirTrueLineAndColumn) {
 TEST(SeedFixturesTest, Seed000PoolReferencesResolve) {
   ConfigSet set = BuiltinConfigs();
   ASSERT_TRUE(Load(set, Kind::kPodTemplate, "seed000/l40s_pod_template.json", "l40s").ok());
-  ASSERT_TRUE(Load(set, Kind::kPool, "seed000/platform_config.json",
-                   "shared_simulation_training_pool")
-                  .ok());
+  ASSERT_TRUE(
+      Load(set, Kind::kPool, "seed000/platform_config.json", "shared_simulation_training_pool")
+          .ok());
   // Without the a100 template the pool's reference dangles, naming field and pool.
   std::vector<Status> errors = ValidateReferenceList(set);
   ASSERT_EQ(errors.size(), 1u);

@@ -1,1 +1,349 @@
+// Invariants on thousands of seeded random scenarios: two cycles each (the second starts from
+// the first one's placements, adds work and a NoExecute taint), checked against an independent
+// recomputation from the model types.
+
 #include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "model/match.h"
+#include "scheduler/scenario.h"
+#include "scheduler/scheduler.h"
+#include "scheduler/test_util.h"
+
+namespace gpupool::scheduler {
+namespace {
+
+using testing::Json;
+using testing::MakeNodePool;
+using testing::MakeQueue;
+using testing::NodeBuilder;
+using testing::PodBuilder;
+
+constexpr int kScenarios = 1500;
+const std::vector<std::string> kPools = {"a100", "v100", "t4"};
+const std::vector<std::string> kQueues = {"d1-p1", "d1-p2", "d2-p1", "d2-p2"};
+
+class Generator {
+ public:
+  explicit Generator(uint32_t seed) : rng_(seed) {}
+  int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
+  bool Chance(int percent) { return Int(1, 100) <= percent; }
+  template <typename T>
+  const T& Pick(const std::vector<T>& v) {
+    return v[Int(0, static_cast<int>(v.size()) - 1)];
+  }
+
+  model::Node Node(int i) {
+    NodeBuilder n("node-" + std::to_string(i));
+    n.Cpu(std::to_string(Int(4, 64))).Memory(std::to_string(Int(16, 512)) + "Gi");
+    const int gpus = Pick(std::vector<int>{0, 1, 2, 4, 8});
+    if (gpus > 0) n.Gpus(gpus);
+    if (Chance(75)) n.Label("node-pool", Pick(kPools));
+    n.Label("gpu", Pick(std::vector<std::string>{"a100", "v100", "none"}));
+    n.Label("rack", "r" + std::to_string(Int(0, 3)));
+    if (gpus > 0 && Chance(50)) n.Taint("nvidia.com/gpu", "true", "NoSchedule");
+    if (Chance(10)) n.Taint("dedicated", Pick(std::vector<std::string>{"x", "y"}), "NoExecute");
+    if (Chance(20)) n.Taint("spot", "", "PreferNoSchedule");
+    if (Chance(5)) n.Unschedulable();
+    if (Chance(10)) n.Alloc("pods", std::to_string(Int(1, 4)));
+    return n.Build();
+  }
+
+  // Gang members share node pools and gang-min.
+  model::PodScheduling Pod(const std::string& name, int gang_size, const std::string& gang,
+                           const std::string& gang_pools = "", int gang_min = 0) {
+    PodBuilder p(name);
+    p.Cpu(std::to_string(Int(1, 16000)) + "m").Memory(std::to_string(Int(1, 64)) + "Gi");
+    const int kind = Int(0, 9);
+    if (kind < 4) {
+      p.Gpus(Pick(std::vector<int>{1, 1, 2, 4, 8}));
+    } else if (kind < 6) {
+      p.Fraction(Pick(std::vector<std::string>{"0.25", "0.5", "0.75"}));
+    }
+    p.Queue(gang_size > 0 ? kQueues[std::hash<std::string>{}(gang) % kQueues.size()]
+                          : Pick(kQueues));
+    if (gang_size > 0) {
+      if (!gang_pools.empty()) p.NodePools(gang_pools);
+    } else if (Chance(60)) {
+      p.NodePools(Pools());
+    }
+    if (Chance(50)) p.Toleration({{"key", "nvidia.com/gpu"}, {"operator", "Exists"}});
+    if (Chance(10)) p.Toleration({{"key", "dedicated"}, {"value", "x"}});
+    if (Chance(5)) p.Toleration({{"operator", "Exists"}});
+    if (Chance(20)) p.Selector("gpu", Pick(std::vector<std::string>{"a100", "v100"}));
+    if (Chance(15)) {
+      p.NodeAffinity({{"requiredDuringSchedulingIgnoredDuringExecution",
+                       {{"nodeSelectorTerms",
+                         Json::array({{{"matchExpressions",
+                                        Json::array({{{"key", "rack"},
+                                                      {"operator", Chance(50) ? "In" : "NotIn"},
+                                                      {"values", {"r0", "r1"}}}})}}})}}}});
+    }
+    p.Priority(Pick(std::vector<int>{0, 0, 10, 50, 100, 125}));
+    if (gang_size > 0) p.Gang(gang, gang_min);
+    return p.Build();
+  }
+
+  std::string Pools() {
+    std::string pools = Pick(kPools);
+    if (Chance(40)) pools += "," + Pick(kPools);
+    return pools;
+  }
+
+  model::Queue Queue(const std::string& name, const std::string& parent) {
+    model::Queue q = MakeQueue(name, parent, {});
+    for (const std::string& pool : kPools) {
+      if (!Chance(60)) continue;
+      model::ResourceQuota& gpu = q.resources[pool][model::QuotaResource::kGpu];
+      gpu.deserved_milli = int64_t{Int(0, 8)} * 1000;
+      gpu.limit_milli =
+          Chance(30) ? gpu.deserved_milli + int64_t{Int(0, 8)} * 1000 : model::kUnlimited;
+      gpu.over_quota_weight = Int(0, 3);
+      if (Chance(30)) {
+        model::ResourceQuota& cpu = q.resources[pool][model::QuotaResource::kCpu];
+        cpu.deserved_milli = int64_t{Int(0, 32)} * 1000;
+        cpu.limit_milli =
+            Chance(50) ? cpu.deserved_milli + int64_t{Int(0, 64)} * 1000 : model::kUnlimited;
+      }
+    }
+    return q;
+  }
+
+  void AddPods(ClusterSnapshot& s, const std::string& prefix, int count) {
+    for (int i = 0; i < count;) {
+      if (Chance(15)) {
+        const int size = Int(2, 3);
+        const std::string gang = prefix + "g" + std::to_string(i);
+        const std::string pools = Chance(60) ? Pools() : "";
+        const int gang_min = Chance(30) ? Int(1, size) : 0;
+        for (int k = 0; k < size; ++k) {
+          s.pods.push_back(Pod(prefix + std::to_string(i) + "-" + std::to_string(k), size, gang,
+                               pools, gang_min));
+        }
+        i += size;
+      } else {
+        s.pods.push_back(Pod(prefix + std::to_string(i), 0, ""));
+        ++i;
+      }
+    }
+  }
+
+ private:
+  std::mt19937 rng_;
+};
+
+int64_t Dim(const model::ResourceList& list, const std::string& name) {
+  auto it = list.find(name);
+  if (it == list.end()) return 0;
+  return name == "cpu" ? it->second.MilliValue() : it->second.Value();
+}
+
+int64_t GpuMilli(const model::PodScheduling& p) {
+  auto f = p.annotations.find(kGpuFractionAnnotation);
+  if (f != p.annotations.end()) return model::Quantity::Parse(f->second)->MilliValue();
+  return Dim(p.requests, "nvidia.com/gpu") * 1000;
+}
+
+std::string PoolOf(const model::Node& node) {
+  auto it = node.labels.find("node-pool");
+  return it == node.labels.end() ? "default" : it->second;
+}
+
+// Final placement: pod key -> node name, for bound (not evicted) and newly placed pods.
+std::map<std::string, std::string> FinalPlacement(const ClusterSnapshot& s, const CycleResult& r) {
+  std::map<std::string, std::string> where;
+  std::set<std::string> evicted;
+  for (const Eviction& e : r.evictions) evicted.insert(e.pod);
+  for (const auto& p : s.pods) {
+    if (!p.node_name.empty() && !evicted.count(PodKey(p))) where[PodKey(p)] = p.node_name;
+  }
+  for (const Binding& b : r.bindings) where[b.pod] = b.node;
+  return where;
+}
+
+void CheckInvariants(const ClusterSnapshot& s, const CycleResult& r, bool initial_consistent) {
+  std::map<std::string, const model::Node*> nodes;
+  for (const auto& n : s.nodes) nodes[n.name] = &n;
+  std::map<std::string, const model::PodScheduling*> pods;
+  for (const auto& p : s.pods) pods[PodKey(p)] = &p;
+  std::map<std::string, const model::Queue*> queues;
+  for (const auto& q : s.queues) queues[q.name] = &q;
+  const auto where = FinalPlacement(s, r);
+
+  // Every pod is accounted exactly once: running, or pending with a reason.
+  std::set<std::string> pending;
+  for (const PendingPod& p : r.unschedulable) {
+    EXPECT_TRUE(pending.insert(p.pod).second) << "listed twice: " << p.pod;
+    EXPECT_FALSE(p.reason.empty());
+    EXPECT_EQ(where.count(p.pod), 0u) << p.pod << " both pending and placed";
+  }
+  for (const auto& [key, pod] : pods) {
+    EXPECT_TRUE(where.count(key) || pending.count(key)) << key << " was lost";
+  }
+  for (const Eviction& e : r.evictions) {
+    EXPECT_TRUE(pending.count(e.pod)) << "evicted " << e.pod << " is not pending again";
+  }
+
+  // Newly placed pods: taints, selector, affinity, node pool.
+  for (const Binding& b : r.bindings) {
+    const model::PodScheduling& pod = *pods.at(b.pod);
+    const model::Node& node = *nodes.at(b.node);
+    EXPECT_FALSE(model::FindUntoleratedTaint(node.taints, pod.tolerations).has_value())
+        << b.pod << " on " << b.node << " with an untolerated taint";
+    EXPECT_TRUE(model::MatchesNodeSelectorAndAffinity(pod, node)) << b.pod << " on " << b.node;
+    if (node.unschedulable) {
+      bool tolerated = false;
+      for (const auto& t : pod.tolerations) {
+        tolerated |= model::ToleratesTaint(
+            t, {"node.kubernetes.io/unschedulable", "", model::TaintEffect::kNoSchedule});
+      }
+      EXPECT_TRUE(tolerated) << b.pod << " on cordoned " << b.node;
+    }
+    auto label = pod.labels.find(kNodePoolLabel);
+    std::string pools = label == pod.labels.end() ? "default" : label->second;
+    EXPECT_NE(("," + pools + ",").find("," + PoolOf(node) + ","), std::string::npos)
+        << b.pod << " in pool " << PoolOf(node) << " not in " << pools;
+  }
+  // Pods left running tolerate the node's NoExecute taints.
+  for (const auto& [key, node_name] : where) {
+    EXPECT_FALSE(model::FindUntoleratedTaint(nodes.at(node_name)->taints, pods.at(key)->tolerations,
+                                             model::TaintEffectSet::NoExecuteOnly())
+                     .has_value())
+        << key << " still runs on " << node_name;
+  }
+
+  // Capacity per node, on every resource.
+  std::map<std::string, std::map<std::string, int64_t>> used;
+  std::map<std::string, int64_t> gpu_used;
+  for (const auto& [key, node_name] : where) {
+    const model::PodScheduling& pod = *pods.at(key);
+    for (const auto& [resource, q] : pod.requests) {
+      if (resource != "nvidia.com/gpu") used[node_name][resource] += Dim(pod.requests, resource);
+    }
+    used[node_name]["pods"] += 1;
+    gpu_used[node_name] += GpuMilli(pod);
+  }
+  std::map<std::string, std::map<int, int64_t>> device_use;
+  for (const Binding& b : r.bindings) {
+    if (b.gpu_device >= 0) device_use[b.node][b.gpu_device] += GpuMilli(*pods.at(b.pod));
+  }
+  if (initial_consistent) {
+    for (const auto& [node_name, resources] : used) {
+      const model::Node& node = *nodes.at(node_name);
+      for (const auto& [resource, amount] : resources) {
+        int64_t cap = resource == "pods" && !node.allocatable.count("pods")
+                          ? 110
+                          : Dim(node.allocatable, resource);
+        EXPECT_LE(amount, cap) << node_name << " over-committed on " << resource;
+      }
+      EXPECT_LE(gpu_used[node_name], Dim(node.allocatable, "nvidia.com/gpu") * 1000)
+          << node_name << " over-committed on GPUs";
+    }
+    for (const auto& [node_name, devices] : device_use) {
+      for (const auto& [device, milli] : devices) {
+        EXPECT_LE(milli, 1000) << node_name << " device " << device;
+      }
+    }
+  }
+
+  // Queue limits (queue and parent) per node pool, on gpu and cpu.
+  std::map<std::pair<std::string, std::string>, std::array<int64_t, 2>> queue_use;
+  for (const auto& [key, node_name] : where) {
+    const model::PodScheduling& pod = *pods.at(key);
+    auto q = pod.labels.find(kQueueLabel);
+    if (q == pod.labels.end() || !queues.count(q->second)) continue;
+    const std::string pool = PoolOf(*nodes.at(node_name));
+    for (const model::Queue* x = queues.at(q->second); x != nullptr;
+         x = x->parent.empty() ? nullptr : queues.at(x->parent)) {
+      queue_use[{x->name, pool}][0] += GpuMilli(pod);
+      queue_use[{x->name, pool}][1] += Dim(pod.requests, "cpu");
+    }
+  }
+  if (initial_consistent) {
+    for (const auto& [key, amounts] : queue_use) {
+      const model::NodePoolQuota& quota = queues.at(key.first)->QuotaIn(key.second);
+      const int64_t gpu_limit = quota[model::QuotaResource::kGpu].limit_milli;
+      const int64_t cpu_limit = quota[model::QuotaResource::kCpu].limit_milli;
+      if (gpu_limit != model::kUnlimited) {
+        EXPECT_LE(amounts[0], gpu_limit) << key.first << " over its gpu limit in " << key.second;
+      }
+      if (cpu_limit != model::kUnlimited) {
+        EXPECT_LE(amounts[1], cpu_limit) << key.first << " over its cpu limit in " << key.second;
+      }
+    }
+  }
+
+  // Gangs: running members are 0 or at least gang-min.
+  std::map<std::string, std::pair<int, int>> gangs;  // gang -> (running, min)
+  for (const auto& [key, pod] : pods) {
+    auto g = pod->labels.find(kGangLabel);
+    if (g == pod->labels.end()) continue;
+    auto& entry = gangs[g->second];
+    if (where.count(key)) ++entry.first;
+    auto m = pod->labels.find(kGangMinLabel);
+    if (m != pod->labels.end()) entry.second = std::stoi(m->second);
+  }
+  for (const auto& [key, pod] : pods) {
+    auto g = pod->labels.find(kGangLabel);
+    if (g != pod->labels.end() && !pod->labels.count(kGangMinLabel)) gangs[g->second].second++;
+  }
+  for (const auto& [gang, entry] : gangs) {
+    EXPECT_TRUE(entry.first == 0 || entry.first >= entry.second)
+        << "gang " << gang << " partly placed: " << entry.first << " of min " << entry.second;
+  }
+}
+
+TEST(InvariantTest, RandomScenarios) {
+  for (int seed = 1; seed <= kScenarios; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Generator gen(static_cast<uint32_t>(seed));
+    ClusterSnapshot s;
+    for (const std::string& pool : kPools) {
+      s.node_pools.push_back(MakeNodePool(
+          pool, gen.Chance(50) ? std::vector<std::string>{"rack"} : std::vector<std::string>{}));
+    }
+    const int node_count = gen.Int(2, 24);
+    for (int i = 0; i < node_count; ++i) s.nodes.push_back(gen.Node(i));
+    s.queues.push_back(gen.Queue("d1", ""));
+    s.queues.push_back(gen.Queue("d2", ""));
+    for (const std::string& q : kQueues) s.queues.push_back(gen.Queue(q, q.substr(0, 2)));
+    gen.AddPods(s, "a", gen.Int(1, 40));
+    SchedulerOptions options;
+    options.policy = gen.Pick(std::vector<PlacementPolicy>{
+        PlacementPolicy::kFgd, PlacementPolicy::kGpuPacking, PlacementPolicy::kBestFit});
+    const CycleResult first = Scheduler(options).RunCycle(s);
+    CheckInvariants(s, first, /*initial_consistent=*/true);
+    if (::testing::Test::HasFailure()) {
+      ADD_FAILURE() << ScheduleResultToJson(first).dump(1);
+      return;
+    }
+
+    // Second cycle: the placements become bound pods, new work arrives, a node gets tainted.
+    ClusterSnapshot next = s;
+    std::map<std::string, std::string> placed;
+    for (const Binding& b : first.bindings) placed[b.pod] = b.node;
+    for (auto& pod : next.pods) {
+      auto it = placed.find(PodKey(pod));
+      if (it != placed.end()) pod.node_name = it->second;
+    }
+    std::erase_if(next.pods, [&](const model::PodScheduling& p) { return p.node_name.empty(); });
+    gen.AddPods(next, "b", gen.Int(1, 40));
+    if (gen.Chance(30)) {
+      next.nodes[gen.Int(0, node_count - 1)].taints.push_back(
+          {"maintenance", "true", model::TaintEffect::kNoExecute});
+    }
+    const CycleResult second = Scheduler(options).RunCycle(next);
+    CheckInvariants(next, second, /*initial_consistent=*/true);
+    // Same input, same output.
+    const CycleResult again = Scheduler(options).RunCycle(next);
+    Scenario scenario;
+    EXPECT_EQ(ScheduleResultToJson(second), ScheduleResultToJson(again));
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+}  // namespace
+}  // namespace gpupool::scheduler

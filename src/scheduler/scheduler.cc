@@ -69,6 +69,7 @@ struct Job {
   int gang_min = 0;
   int32_t priority = 0;
   int arrival = 0;
+  QuotaVector quota{};  // sum over the job's pending pods
 };
 
 // Undo log entries.
@@ -119,6 +120,8 @@ class Cycle {
   void BuildQueues();
   void BuildPods();
   void BuildPod(int index, PodState& p);
+  void BuildGangs();
+  int RunningMembers(int gang) const;
   void BuildJobs();
   void ComputeFairShare();
   void BuildTaskTypes();
@@ -136,6 +139,10 @@ class Cycle {
   int64_t FairShare(int q, int pool, int r) const { return fs_[(q * pools_ + pool) * kQ + r]; }
   int64_t Deserved(int q, int pool, int r) const;
   int64_t Limit(int q, int pool, int r) const;
+  // Whether deserved quota of `r` binds the queue in `pool`: GPUs always (for configured
+  // queues); cpu and memory only when the queue sets them for that node pool, as Run:ai does
+  // with CPU quota disabled.
+  bool QuotaApplies(int q, int pool, int r) const;
   void Account(const PodState& p, int pool, int sign);
   // Puts a pod on a node: whole GPUs on the lowest free devices, a fraction on `device`, or
   // exactly `exact_devices` when restoring an evicted pod.
@@ -160,7 +167,8 @@ class Cycle {
   int TopologyScore(int pool, int node, const std::vector<int>& gang_nodes) const;
   std::string FailureReason(const PodState& p, int pool, StaticList& list);
   double QueueShareKey(int q) const;
-  int PickQueue(const std::vector<int>& active, const std::vector<size_t>& next) const;
+  int PickQueue(const std::vector<int>& active, const std::vector<size_t>& next,
+                const std::vector<std::vector<int>>& per_queue) const;
 
   // Reclaim / preempt.
   bool TryWithVictims(const Job& job, int pool, bool reclaim);
@@ -180,6 +188,7 @@ class Cycle {
   std::vector<std::vector<int>> node_pods_;
   std::vector<Job> jobs_;
   std::vector<std::vector<int>> gang_members_;  // all pods of each gang (bound and pending)
+  std::vector<int> gang_min_;
   std::vector<int64_t> alloc_, alloc_np_, fs_;
   std::vector<Op> undo_;
   std::vector<Binding> bindings_;
@@ -247,6 +256,14 @@ int64_t Cycle::Deserved(int q, int pool, int r) const {
 int64_t Cycle::Limit(int q, int pool, int r) const {
   if (queues_[q].config == nullptr) return model::kUnlimited;
   return ToQuotaUnits(r, queues_[q].config->QuotaIn(view_.PoolName(pool)).resources[r].limit_milli);
+}
+
+bool Cycle::QuotaApplies(int q, int pool, int r) const {
+  const model::Queue* config = queues_[q].config;
+  if (config == nullptr) return false;
+  if (r == kGpuQ) return true;
+  auto it = config->resources.find(view_.PoolName(pool));
+  return it != config->resources.end() && it->second.resources[r] != model::ResourceQuota{};
 }
 
 Result<int32_t> ParseFraction(const std::string& text) {
@@ -354,7 +371,7 @@ void Cycle::BuildPods() {
   }
 }
 
-void Cycle::BuildJobs() {
+void Cycle::BuildGangs() {
   std::map<std::tuple<int, std::string, std::string>, int> gangs;  // (queue, ns, name) -> gang
   for (size_t i = 0; i < pods_.size(); ++i) {
     PodState& p = pods_[i];
@@ -362,10 +379,44 @@ void Cycle::BuildJobs() {
     if (g == p.pod->labels.end() || g->second.empty() || p.queue < 0) continue;
     auto key = std::make_tuple(p.queue, p.pod->namespace_, g->second);
     auto [it, inserted] = gangs.try_emplace(key, static_cast<int>(gang_members_.size()));
-    if (inserted) gang_members_.push_back({});
+    if (inserted) {
+      gang_members_.push_back({});
+      gang_min_.push_back(0);
+    }
     p.gang = it->second;
     gang_members_[p.gang].push_back(static_cast<int>(i));
   }
+  // gang-min: the first member that sets it (in arrival order); default all members.
+  for (size_t g = 0; g < gang_members_.size(); ++g) {
+    const int members = static_cast<int>(gang_members_[g].size());
+    gang_min_[g] = members;
+    for (int m : gang_members_[g]) {
+      auto it = pods_[m].pod->labels.find(kGangMinLabel);
+      if (it == pods_[m].pod->labels.end()) continue;
+      char* end = nullptr;
+      const long value = std::strtol(it->second.c_str(), &end, 10);
+      if (end != it->second.c_str() && *end == '\0' && value > 0) {
+        gang_min_[g] = static_cast<int>(std::min<long>(value, members));
+      } else {
+        for (int pod : gang_members_[g]) {
+          if (pods_[pod].error.empty()) {
+            pods_[pod].error = "label " + std::string(kGangMinLabel) + "=\"" + it->second +
+                               "\": expected a positive integer";
+          }
+        }
+      }
+      break;
+    }
+  }
+}
+
+int Cycle::RunningMembers(int gang) const {
+  int running = 0;
+  for (int m : gang_members_[gang]) running += pods_[m].node >= 0 ? 1 : 0;
+  return running;
+}
+
+void Cycle::BuildJobs() {
   std::vector<int> gang_job(gang_members_.size(), -1);
   for (size_t i = 0; i < pods_.size(); ++i) {
     PodState& p = pods_[i];
@@ -395,30 +446,11 @@ void Cycle::BuildJobs() {
   }
   for (Job& job : jobs_) {
     if (job.gang < 0) continue;
-    int members = static_cast<int>(gang_members_[job.gang].size());
-    int running = 0;
-    for (int m : gang_members_[job.gang]) running += pods_[m].node >= 0 ? 1 : 0;
-    int gang_min = members;
-    for (int m : gang_members_[job.gang]) {
-      auto it = pods_[m].pod->labels.find(kGangMinLabel);
-      if (it == pods_[m].pod->labels.end()) continue;
-      char* end = nullptr;
-      long value = std::strtol(it->second.c_str(), &end, 10);
-      if (end != it->second.c_str() && *end == '\0' && value > 0) {
-        gang_min = static_cast<int>(std::min<long>(value, members));
-      } else {
-        for (int pod : job.pods) {
-          if (pods_[pod].error.empty()) {
-            pods_[pod].error = "label " + std::string(kGangMinLabel) + "=\"" + it->second +
-                               "\": expected a positive integer";
-          }
-        }
-      }
-    }
-    job.gang_min = gang_min;
-    job.need = std::max(0, gang_min - running);
+    job.gang_min = gang_min_[job.gang];
+    job.need = std::max(0, job.gang_min - RunningMembers(job.gang));
   }
   std::erase_if(jobs_, [&](const Job& job) { return !pods_[job.pods[0]].error.empty(); });
+  for (Job& job : jobs_) job.quota = JobQuota(job);
 }
 
 void Cycle::ComputeFairShare() {
@@ -691,7 +723,11 @@ double Cycle::ResourceScore(const PodState& p, int node, int device) {
     case PlacementPolicy::kFgd: {
       double before = Fragmentation(node, dev, cpu_free, mem_free);
       double later = Fragmentation(node, after, cpu_free - cpu_req, mem_free - mem_req);
-      return before - later;  // less growth is better
+      // Less fragmentation growth is better; ties go to the node whose GPUs are more used.
+      const double used = gpu_total == 0 ? 0.0
+                                         : static_cast<double>(gpu_total - gpu_free_after) /
+                                               static_cast<double>(gpu_total);
+      return (before - later) + 0.001 * used;
     }
     case PlacementPolicy::kGpuPacking: {
       if (p.gpu_whole > 0 || p.gpu_fraction > 0) {
@@ -826,6 +862,7 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
 // Allocation
 
 QuotaVector Cycle::JobQuota(const Job& job) const {
+  if (job.quota != QuotaVector{} || job.pods.empty()) return job.quota;
   QuotaVector total{};
   for (int pod : job.pods) {
     for (int r = 0; r < kQ; ++r) total[r] += pods_[pod].quota[r];
@@ -852,7 +889,9 @@ std::string Cycle::QuotaCheck(const Job& job, int pool) const {
   if (job.priority >= kNonPreemptiblePriority) {
     for (int r = 0; r < kQ; ++r) {
       const int64_t deserved = Deserved(job.queue, pool, r);
-      if (req[r] == 0 || deserved == model::kUnlimited) continue;
+      if (req[r] == 0 || deserved == model::kUnlimited || !QuotaApplies(job.queue, pool, r)) {
+        continue;
+      }
       const int64_t used = self.AllocNonPreemptible(job.queue, pool, r);
       if (used + req[r] > deserved) {
         return "queue " + queues_[job.queue].name +
@@ -899,7 +938,12 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool u
       }
     }
     int device = -1;
-    int node = FindNode(pod, pool, gang_nodes, &device, &why);
+    int node = -1;
+    if (std::find(p.pools.begin(), p.pools.end(), pool) == p.pools.end()) {
+      why = "node pool " + view_.PoolName(pool) + " is not in the pod's node pools";
+    } else {
+      node = FindNode(pod, pool, gang_nodes, &device, &why);
+    }
     if (node < 0) {
       if (!key.empty()) failure_cache_[key] = why;
       if (first_failure.empty()) first_failure = p.key + ": " + why;
@@ -962,24 +1006,48 @@ double Cycle::QueueShareKey(int q) const {
   return share;
 }
 
-int Cycle::PickQueue(const std::vector<int>& active, const std::vector<size_t>& next) const {
-  (void)next;
+int Cycle::PickQueue(const std::vector<int>& active, const std::vector<size_t>& next,
+                     const std::vector<std::vector<int>>& per_queue) const {
+  // KAI-style order: queues at or below their fair share first; then queues whose next job stays
+  // within their deserved quota (in its first node pool); then higher queue priority; then the
+  // smaller dominant share; ties by name (index).
+  Cycle& self = const_cast<Cycle&>(*this);
+  auto within_deserved = [&](int q) {
+    const Job& job = jobs_[per_queue[q][next[q]]];
+    const int pool = pods_[job.pods[0]].pools[0];
+    for (int r = 0; r < kQ; ++r) {
+      if (job.quota[r] == 0 || !QuotaApplies(q, pool, r)) continue;
+      const int64_t deserved = Deserved(q, pool, r);
+      if (deserved != model::kUnlimited && self.Alloc(q, pool, r) + job.quota[r] > deserved) {
+        return false;
+      }
+    }
+    return true;
+  };
   int best = -1;
+  bool best_within = false;
   for (int q : active) {
+    const bool within = within_deserved(q);
     if (best < 0) {
       best = q;
+      best_within = within;
       continue;
     }
     const bool over_q = share_cache_[q] > 1, over_b = share_cache_[best] > 1;
+    bool better;
     if (over_q != over_b) {
-      if (!over_q) best = q;
-      continue;
+      better = !over_q;
+    } else if (within != best_within) {
+      better = within;
+    } else if (queues_[q].priority != queues_[best].priority) {
+      better = queues_[q].priority > queues_[best].priority;
+    } else {
+      better = share_cache_[q] < share_cache_[best];
     }
-    if (queues_[q].priority != queues_[best].priority) {
-      if (queues_[q].priority > queues_[best].priority) best = q;
-      continue;
+    if (better) {
+      best = q;
+      best_within = within;
     }
-    if (share_cache_[q] < share_cache_[best]) best = q;  // ties: lower index = name order
   }
   return best;
 }
@@ -1002,7 +1070,7 @@ void Cycle::Allocate() {
   }
   std::vector<size_t> next(queues_.size(), 0);
   while (!active.empty()) {
-    const int q = PickQueue(active, next);
+    const int q = PickQueue(active, next, per_queue);
     const int j = per_queue[q][next[q]++];
     std::vector<std::string> reasons;
     if (!TryJob(jobs_[j], reasons, /*use_cache=*/true)) {
@@ -1166,6 +1234,8 @@ bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
   std::vector<int> gang_nodes;
   int placed = 0;
   for (int pod : job.pods) {
+    const std::vector<int>& pools = pods_[pod].pools;
+    if (std::find(pools.begin(), pools.end(), pool) == pools.end()) break;
     int device = -1;
     int node = FindNode(pod, pool, gang_nodes, &device, nullptr);
     if (node < 0) {
@@ -1229,7 +1299,8 @@ bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
     if (ok && job.priority >= kNonPreemptiblePriority) {
       for (int r = 0; r < kQ; ++r) {
         const int64_t deserved = Deserved(job.queue, pool, r);
-        if (deserved != model::kUnlimited && AllocNonPreemptible(job.queue, pool, r) > deserved) {
+        if (deserved != model::kUnlimited && QuotaApplies(job.queue, pool, r) &&
+            AllocNonPreemptible(job.queue, pool, r) > deserved) {
           ok = false;
         }
       }
@@ -1291,6 +1362,7 @@ void Cycle::ReclaimAndPreempt() {
 // NoExecute and results
 
 void Cycle::EvictNoExecute() {
+  std::set<int> broken_gangs;
   for (size_t i = 0; i < pods_.size(); ++i) {
     PodState& p = pods_[i];
     if (!p.bound_initially || p.node < 0) continue;
@@ -1304,6 +1376,23 @@ void Cycle::EvictNoExecute() {
                       "} with effect NoExecute that the pod does not tolerate";
     Remove(static_cast<int>(i), false);
     evictions_.push_back({p.key, node.name, p.evict_reason, p.evict_message});
+    if (p.gang >= 0) broken_gangs.insert(p.gang);
+  }
+  // A gang that drops below its gang-min goes as a whole: no gang is left partly running.
+  for (int g : broken_gangs) {
+    const int running = RunningMembers(g);
+    if (running == 0 || running >= gang_min_[g]) continue;
+    for (int m : gang_members_[g]) {
+      PodState& p = pods_[m];
+      if (p.node < 0) continue;
+      const std::string node = view_.node(p.node).node->name;
+      p.evicted = true;
+      p.evict_reason = EvictionReason::kNoExecute;
+      p.evict_message = "gang " + p.pod->labels.at(kGangLabel) + " fell below gang-min " +
+                        std::to_string(gang_min_[g]) + " after a NoExecute eviction";
+      Remove(m, false);
+      evictions_.push_back({p.key, node, p.evict_reason, p.evict_message});
+    }
   }
 }
 
@@ -1352,6 +1441,7 @@ CycleResult Cycle::Collect() {
 CycleResult Cycle::Run() {
   BuildQueues();
   BuildPods();
+  BuildGangs();
   EvictNoExecute();
   BuildJobs();
   ComputeFairShare();

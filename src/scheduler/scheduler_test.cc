@@ -1,1 +1,264 @@
+// Allocation: queues, order, gangs, node pools and fallback, quota, determinism, NoExecute.
+
+#include "scheduler/scheduler.h"
+
 #include <gtest/gtest.h>
+
+#include <set>
+
+#include "scheduler/test_util.h"
+
+namespace gpupool::scheduler {
+namespace {
+
+using testing::FindBinding;
+using testing::FindPending;
+using testing::FindShare;
+using testing::GpuQuota;
+using testing::MakeNodePool;
+using testing::MakeQueue;
+using testing::NodeBuilder;
+using testing::PodBuilder;
+
+CycleResult Decide(const ClusterSnapshot& snapshot, SchedulerOptions options = {}) {
+  return Scheduler(options).RunCycle(snapshot);
+}
+
+TEST(SchedulerTest, PlacesPodsAndReportsTheRest) {
+  ClusterSnapshot s;
+  s.nodes = {NodeBuilder("n1").Gpus(4).Build(), NodeBuilder("n2").Gpus(4).Build()};
+  for (int i = 0; i < 3; ++i) s.pods.push_back(PodBuilder("p" + std::to_string(i)).Gpus(3).Build());
+  CycleResult r = Decide(s);
+  EXPECT_EQ(r.bindings.size(), 2u);
+  ASSERT_EQ(r.unschedulable.size(), 1u);
+  EXPECT_EQ(r.unschedulable[0].pod, "p2");  // arrival order inside the queue
+  EXPECT_EQ(r.unschedulable[0].reason, "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.");
+}
+
+TEST(SchedulerTest, QueuesTakeTurnsByShare) {
+  ClusterSnapshot s;
+  s.nodes = {NodeBuilder("n1").Gpus(4).Build()};
+  s.queues = {MakeQueue("a", "", {{"default", 2}}), MakeQueue("b", "", {{"default", 2}})};
+  // All of a's pods arrive first; fair share still gives b its half.
+  for (int i = 0; i < 4; ++i)
+    s.pods.push_back(PodBuilder("a" + std::to_string(i)).Gpus(1).Queue("a").Build());
+  for (int i = 0; i < 4; ++i)
+    s.pods.push_back(PodBuilder("b" + std::to_string(i)).Gpus(1).Queue("b").Build());
+  CycleResult r = Decide(s);
+  int a = 0, b = 0;
+  for (const Binding& x : r.bindings) (x.queue == "a" ? a : b)++;
+  EXPECT_EQ(a, 2);
+  EXPECT_EQ(b, 2);
+}
+
+TEST(SchedulerTest, PriorityThenAgeInsideQueue) {
+  ClusterSnapshot s;
+  s.nodes = {NodeBuilder("n1").Gpus(2).Build()};
+  s.pods = {PodBuilder("old").Gpus(1).Build(), PodBuilder("newer").Gpus(1).Build(),
+            PodBuilder("urgent").Gpus(1).PriorityClass("low").Build()};
+  CycleResult r = Decide(s);
+  // low = 50 beats the default 0; then the older pod.
+  EXPECT_NE(FindBinding(r, "urgent"), nullptr);
+  EXPECT_NE(FindBinding(r, "old"), nullptr);
+  EXPECT_NE(FindPending(r, "newer"), nullptr);
+}
+
+TEST(SchedulerTest, GangAllOrNothing) {
+  ClusterSnapshot s;
+  s.nodes = {NodeBuilder("n1").Gpus(4).Build(), NodeBuilder("n2").Gpus(4).Build()};
+  for (int i = 0; i < 3; ++i) {
+    s.pods.push_back(PodBuilder("g" + std::to_string(i)).Gpus(4).Gang("train").Build());
+  }
+  s.pods.push_back(PodBuilder("solo").Gpus(2).Build());
+  CycleResult r = Decide(s);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(FindBinding(r, "g" + std::to_string(i)), nullptr);
+  EXPECT_NE(FindBinding(r, "solo"), nullptr);
+  const PendingPod* p = FindPending(r, "g0");
+  ASSERT_NE(p, nullptr);
+  EXPECT_NE(p->reason.find("gang train"), std::string::npos) << p->reason;
+}
+
+TEST(SchedulerTest, GangMinPlacesAtLeastMin) {
+  ClusterSnapshot s;
+  s.nodes = {NodeBuilder("n1").Gpus(4).Build(), NodeBuilder("n2").Gpus(4).Build()};
+  for (int i = 0; i < 3; ++i) {
+    s.pods.push_back(PodBuilder("g" + std::to_string(i)).Gpus(4).Gang("train", 2).Build());
+  }
+  CycleResult r = Decide(s);
+  EXPECT_EQ(r.bindings.size(), 2u);
+  EXPECT_NE(FindPending(r, "g2"), nullptr);
+}
+
+TEST(SchedulerTest, GangPrefersOneTopologyDomain) {
+  ClusterSnapshot s;
+  s.node_pools = {MakeNodePool("pool", {"switch"})};
+  // Sorted by name the nodes alternate switches; the gang must stay on one switch.
+  for (int i = 0; i < 6; ++i) {
+    s.nodes.push_back(NodeBuilder("n" + std::to_string(i))
+                          .Gpus(8)
+                          .Label("node-pool", "pool")
+                          .Label("switch", i % 2 == 0 ? "s0" : "s1")
+                          .Build());
+  }
+  for (int i = 0; i < 3; ++i) {
+    s.pods.push_back(
+        PodBuilder("g" + std::to_string(i)).Gpus(8).Gang("ring").NodePools("pool").Build());
+  }
+  CycleResult r = Decide(s);
+  ASSERT_EQ(r.bindings.size(), 3u);
+  std::set<std::string> switches;
+  for (const Binding& b : r.bindings) {
+    int index = b.node.back() - '0';
+    switches.insert(index % 2 == 0 ? "s0" : "s1");
+  }
+  EXPECT_EQ(switches.size(), 1u);
+}
+
+TEST(SchedulerTest, NodePoolFallbackInOrder) {
+  ClusterSnapshot s;
+  s.node_pools = {MakeNodePool("a100"), MakeNodePool("v100")};
+  s.nodes = {NodeBuilder("a").Gpus(4).Label("node-pool", "a100").Build(),
+             NodeBuilder("v").Gpus(4).Label("node-pool", "v100").Build(),
+             NodeBuilder("d").Gpus(4).Build()};
+  s.pods = {PodBuilder("p1").Gpus(4).NodePools("a100,v100").Build(),
+            PodBuilder("p2").Gpus(4).NodePools("a100, v100").Build(),
+            PodBuilder("p3").Gpus(4).NodePools("a100,v100").Build(),
+            PodBuilder("p4").Gpus(4).Build()};
+  CycleResult r = Decide(s);
+  ASSERT_NE(FindBinding(r, "p1"), nullptr);
+  EXPECT_EQ(FindBinding(r, "p1")->node, "a");
+  ASSERT_NE(FindBinding(r, "p2"), nullptr);
+  EXPECT_EQ(FindBinding(r, "p2")->node, "v");
+  EXPECT_EQ(FindBinding(r, "p4")->node, "d");  // no label: the default node pool
+  const PendingPod* p3 = FindPending(r, "p3");
+  ASSERT_NE(p3, nullptr);
+  EXPECT_EQ(p3->reason,
+            "node pool a100: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.; node pool "
+            "v100: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
+}
+
+TEST(SchedulerTest, QueueLimitReason) {
+  ClusterSnapshot s;
+  s.node_pools = {MakeNodePool("a100-80")};
+  for (int i = 0; i < 4; ++i) {
+    s.nodes.push_back(
+        NodeBuilder("n" + std::to_string(i)).Gpus(4).Label("node-pool", "a100-80").Build());
+  }
+  s.queues = {MakeQueue("rnd", "", {}), MakeQueue("rnd-1", "rnd", {{"a100-80", 4, 8}})};
+  for (int i = 0; i < 3; ++i) {
+    s.pods.push_back(
+        PodBuilder("p" + std::to_string(i)).Gpus(4).Queue("rnd-1").NodePools("a100-80").Build());
+  }
+  CycleResult r = Decide(s);
+  EXPECT_EQ(r.bindings.size(), 2u);
+  const PendingPod* p = FindPending(r, "p2");
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->reason,
+            "queue rnd-1 is at its limit of 8 nvidia.com/gpu in node pool a100-80 (8 in use, 4 "
+            "requested)");
+  const QueueShare* share = FindShare(r, "rnd-1", "a100-80");
+  ASSERT_NE(share, nullptr);
+  EXPECT_EQ(share->resources[0].allocated, 8000);
+  EXPECT_EQ(share->resources[0].limit, 8000);
+  EXPECT_EQ(share->resources[0].fair_share, 8000);  // capped by its limit
+}
+
+TEST(SchedulerTest, NonPreemptibleOnlyWithinDeserved) {
+  ClusterSnapshot s;
+  s.nodes = {NodeBuilder("n").Gpus(8).Build()};
+  s.queues = {MakeQueue("q", "", {{"default", 2}})};
+  s.pods = {PodBuilder("a").Gpus(2).Queue("q").PriorityClass("normal").Build(),
+            PodBuilder("b").Gpus(1).Queue("q").PriorityClass("high").Build(),
+            PodBuilder("c").Gpus(2).Queue("q").Build()};
+  CycleResult r = Decide(s);
+  EXPECT_NE(FindBinding(r, "b"), nullptr);  // highest priority first, within deserved 2
+  EXPECT_NE(FindBinding(r, "c"), nullptr);  // preemptible: over quota is fine
+  const PendingPod* a = FindPending(r, "a");
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->reason,
+            "queue q: pods with priority >= 100 are not preemptible and only use deserved quota, "
+            "2 nvidia.com/gpu in node pool default (1 in use, 2 requested)");
+}
+
+TEST(SchedulerTest, UnknownQueueAndDepartment) {
+  ClusterSnapshot s;
+  s.nodes = {NodeBuilder("n").Build()};
+  s.queues = {MakeQueue("rnd", "", {}), MakeQueue("rnd-1", "rnd", {})};
+  s.pods = {PodBuilder("a").Queue("rnd-2").Build(), PodBuilder("b").Queue("rnd").Build(),
+            PodBuilder("c").NodePools("a100").Build()};
+  CycleResult r = Decide(s);
+  ASSERT_EQ(r.unschedulable.size(), 3u);
+  EXPECT_EQ(FindPending(r, "a")->reason, "queue \"rnd-2\" not found (did you mean \"rnd-1\"?)");
+  EXPECT_NE(FindPending(r, "b")->reason.find("is a department"), std::string::npos);
+  EXPECT_NE(FindPending(r, "c")->reason.find("node pool \"a100\" not found"), std::string::npos);
+}
+
+TEST(SchedulerTest, NoExecuteEvictsAndRequeues) {
+  ClusterSnapshot s;
+  s.nodes = {NodeBuilder("bad").Gpus(4).Taint("maintenance", "true", "NoExecute").Build(),
+             NodeBuilder("good").Gpus(4).Build()};
+  s.pods = {PodBuilder("victim").Gpus(1).On("bad").Build(),
+            PodBuilder("tolerant")
+                .Gpus(1)
+                .On("bad")
+                .Toleration({{"key", "maintenance"}, {"operator", "Exists"}})
+                .Build()};
+  CycleResult r = Decide(s);
+  ASSERT_EQ(r.evictions.size(), 1u);
+  EXPECT_EQ(r.evictions[0].pod, "victim");
+  EXPECT_EQ(r.evictions[0].reason, EvictionReason::kNoExecute);
+  const PendingPod* p = FindPending(r, "victim");
+  ASSERT_NE(p, nullptr);
+  EXPECT_NE(p->reason.find("requeued"), std::string::npos);
+}
+
+TEST(SchedulerTest, FairSharePerNodePool) {
+  ClusterSnapshot s;
+  s.node_pools = {MakeNodePool("a100-80"), MakeNodePool("a100-40")};
+  for (int i = 0; i < 2; ++i) {
+    s.nodes.push_back(
+        NodeBuilder("big" + std::to_string(i)).Gpus(4).Label("node-pool", "a100-80").Build());
+    s.nodes.push_back(
+        NodeBuilder("small" + std::to_string(i)).Gpus(4).Label("node-pool", "a100-40").Build());
+  }
+  s.queues = {MakeQueue("rnd", "", {{"a100-80", 8}}), MakeQueue("mlops", "", {{"a100-40", 8}})};
+  // rnd wants 12 in a100-80 (deserved 8), mlops wants 4 there (deserved 0) and 8 in a100-40.
+  for (int i = 0; i < 3; ++i)
+    s.pods.push_back(
+        PodBuilder("r" + std::to_string(i)).Gpus(4).Queue("rnd").NodePools("a100-80").Build());
+  s.pods.push_back(PodBuilder("m0").Gpus(4).Queue("mlops").NodePools("a100-80").Build());
+  for (int i = 1; i < 3; ++i)
+    s.pods.push_back(
+        PodBuilder("m" + std::to_string(i)).Gpus(4).Queue("mlops").NodePools("a100-40").Build());
+  CycleResult r = Decide(s);
+  // a100-80: 8 GPUs; rnd deserved 8 -> fair share 8, mlops 0. a100-40: mlops 8.
+  EXPECT_EQ(FindShare(r, "rnd", "a100-80")->resources[0].fair_share, 8000);
+  EXPECT_EQ(FindShare(r, "mlops", "a100-80")->resources[0].fair_share, 0);
+  EXPECT_EQ(FindShare(r, "mlops", "a100-40")->resources[0].fair_share, 8000);
+  EXPECT_EQ(FindShare(r, "rnd", "a100-80")->resources[0].allocated, 8000);
+  EXPECT_EQ(FindShare(r, "mlops", "a100-40")->resources[0].allocated, 8000);
+}
+
+TEST(SchedulerTest, SameInputSameOutput) {
+  ClusterSnapshot s;
+  for (int i = 0; i < 20; ++i) {
+    s.nodes.push_back(NodeBuilder("n" + std::to_string(i)).Gpus(i % 3 == 0 ? 8 : 4).Build());
+  }
+  for (int i = 0; i < 60; ++i) {
+    PodBuilder p("p" + std::to_string(i));
+    if (i % 4 == 0)
+      p.Fraction("0.5");
+    else
+      p.Gpus(1 + i % 3);
+    s.pods.push_back(p.Build());
+  }
+  CycleResult a = Decide(s), b = Decide(s);
+  ASSERT_EQ(a.bindings.size(), b.bindings.size());
+  for (size_t i = 0; i < a.bindings.size(); ++i) {
+    EXPECT_EQ(a.bindings[i].pod, b.bindings[i].pod);
+    EXPECT_EQ(a.bindings[i].node, b.bindings[i].node);
+  }
+}
+
+}  // namespace
+}  // namespace gpupool::scheduler

@@ -1,10 +1,12 @@
-// SqlConnection over one libpq connection: parameterised statements only (PQexecParams, text
-// format), READ COMMITTED write transactions (SqlStore's statements lock what they check),
-// REPEATABLE READ READ ONLY snapshots for reads, and a reconnect in Begin after a lost connection.
+// SqlConnection over one libpq connection: parameterised statements only (prepared once per
+// session with PQprepare, run with PQexecPrepared, text format), READ COMMITTED write transactions
+// (SqlStore's statements lock what they check), REPEATABLE READ READ ONLY snapshots for reads, and
+// a reconnect in Begin after a lost connection.
 
 #include <libpq-fe.h>
 
 #include <string>
+#include <unordered_map>
 
 #include "store/sql_connection.h"
 
@@ -42,9 +44,9 @@ class PostgresConnection final : public SqlConnection {
         values[i] = texts[i].c_str();
       }
     }
-    std::string text(sql);
-    PgResult result(PQexecParams(conn_, text.c_str(), static_cast<int>(params.size()), nullptr,
-                                 values.data(), nullptr, nullptr, /*resultFormat=*/0));
+    ASSIGN_OR_RETURN(const std::string* name, Prepare(sql, static_cast<int>(params.size())));
+    PgResult result(PQexecPrepared(conn_, name->c_str(), static_cast<int>(params.size()),
+                                   values.data(), nullptr, nullptr, /*resultFormat=*/0));
     ExecStatusType status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
     if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) return Fail(result.get(), sql);
     failure_ = {};
@@ -79,6 +81,7 @@ class PostgresConnection final : public SqlConnection {
 
   Status Begin(bool write) override {
     if (PQstatus(conn_) != CONNECTION_OK) {
+      statements_.clear();  // prepared statements die with the session
       PQreset(conn_);
       if (PQstatus(conn_) != CONNECTION_OK) {
         failure_ = {.transient = false, .connection_lost = true};
@@ -109,6 +112,18 @@ class PostgresConnection final : public SqlConnection {
   }
 
  private:
+  // Server-side prepared statement for `sql` (parsed and planned once per session).
+  Result<const std::string*> Prepare(std::string_view sql, int n_params) {
+    std::string key(sql);
+    if (auto it = statements_.find(key); it != statements_.end()) return &it->second;
+    std::string name = "gpupool_" + std::to_string(statements_.size() + 1);
+    PgResult result(PQprepare(conn_, name.c_str(), key.c_str(), n_params, nullptr));
+    if (!result || PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
+      return Fail(result.get(), sql);
+    }
+    return &statements_.emplace(std::move(key), std::move(name)).first->second;
+  }
+
   std::string ErrorMessage() const {
     std::string message = PQerrorMessage(conn_);
     while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) {
@@ -141,6 +156,7 @@ class PostgresConnection final : public SqlConnection {
   }
 
   PGconn* const conn_;
+  std::unordered_map<std::string, std::string> statements_;  // SQL -> prepared statement name
   SqlFailure failure_;
 };
 

@@ -467,19 +467,31 @@ Result<WorkflowRecord> SqlStore::LoadWorkflow(std::string_view id) {
 }
 
 Status SqlStore::InsertTasks(std::string_view workflow_id, const std::vector<TaskRecord>& tasks) {
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    const TaskRecord& t = tasks[i];
-    ASSIGN_OR_RETURN(std::string pod,
-                     DumpJson(t.pod, "task " + std::string(workflow_id) + "/" + t.name));
-    RETURN_IF_ERROR(
-        connection_
-            ->Query("INSERT INTO tasks (workflow_id, position, group_name, name, status, node, "
-                    "pod, retry, status_changed_ms, started_ms, finished_ms, exit_code, message) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
-                    {std::string(workflow_id), static_cast<int64_t>(i), t.group, t.name, t.status,
-                     t.node, pod, int64_t{t.retry}, t.status_changed_ms, t.started_ms,
-                     t.finished_ms, int64_t{t.exit_code}, t.message})
-            .status());
+  // Multi-row INSERTs of up to kTasksPerInsert rows (13 parameters each) save round trips.
+  constexpr size_t kTasksPerInsert = 64;
+  for (size_t begin = 0; begin < tasks.size(); begin += kTasksPerInsert) {
+    size_t end = std::min(tasks.size(), begin + kTasksPerInsert);
+    SqlParams params;
+    std::string sql =
+        "INSERT INTO tasks (workflow_id, position, group_name, name, status, node, pod, retry, "
+        "status_changed_ms, started_ms, finished_ms, exit_code, message) VALUES ";
+    for (size_t i = begin; i < end; ++i) {
+      const TaskRecord& t = tasks[i];
+      ASSIGN_OR_RETURN(std::string pod,
+                       DumpJson(t.pod, "task " + std::string(workflow_id) + "/" + t.name));
+      sql += i == begin ? "(" : ", (";
+      for (SqlParam value :
+           {SqlParam(std::string(workflow_id)), SqlParam(static_cast<int64_t>(i)),
+            SqlParam(t.group), SqlParam(t.name), SqlParam(t.status), SqlParam(t.node),
+            SqlParam(std::move(pod)), SqlParam(int64_t{t.retry}), SqlParam(t.status_changed_ms),
+            SqlParam(t.started_ms), SqlParam(t.finished_ms), SqlParam(int64_t{t.exit_code}),
+            SqlParam(t.message)}) {
+        if (sql.back() != '(') sql += ", ";
+        sql += Param(params, std::move(value));
+      }
+      sql += ")";
+    }
+    RETURN_IF_ERROR(connection_->Query(sql, params).status());
   }
   return OkStatus();
 }

@@ -593,6 +593,35 @@ TYPED_TEST(StoreContractTest, WorkflowCreateGetList) {
   }
 }
 
+TYPED_TEST(StoreContractTest, ManyTasksKeepTheirOrder) {
+  WorkflowRecord w = MakeWorkflow("wf-big", "p", "u", "PENDING", 1);
+  w.tasks.clear();
+  for (int i = 0; i < 150; ++i) {
+    TaskRecord t;
+    t.group = "g" + std::to_string(i % 7);
+    t.name = "task-" + std::to_string(149 - i);  // not in name order
+    t.status = "PENDING";
+    t.pod = {{"kind", "Pod"}, {"i", i}};
+    t.exit_code = -i;
+    w.tasks.push_back(t);
+  }
+  ASSERT_TRUE(this->store().CreateWorkflow(w).ok());
+  auto got = this->store().GetWorkflow("wf-big");
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  ASSERT_EQ(got->tasks.size(), 150u);
+  for (int i = 0; i < 150; ++i) {
+    EXPECT_EQ(got->tasks[i].name, w.tasks[i].name);
+    EXPECT_EQ(got->tasks[i].group, w.tasks[i].group);
+    EXPECT_EQ(got->tasks[i].pod, w.tasks[i].pod);
+    EXPECT_EQ(got->tasks[i].exit_code, -i);
+  }
+  auto listed = this->store().ListWorkflows({});
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(listed->at(0).tasks.size(), 150u);
+  EXPECT_EQ(listed->at(0).tasks.back().name, "task-0");
+}
+
 TYPED_TEST(StoreContractTest, WorkflowCompareAndSet) {
   Store& s = this->store();
   ASSERT_TRUE(s.CreateWorkflow(MakeWorkflow("wf-1", "p", "u", "PENDING", 1)).ok());

@@ -127,7 +127,10 @@ class SqliteConnection final : public SqlConnection {
   Status Fail(int rc, std::string_view what) {
     int primary = rc & 0xff;
     failure_ = {};
-    failure_.transient = primary == SQLITE_BUSY || primary == SQLITE_LOCKED;
+    // A plain SQLITE_BUSY comes after the busy handler waited kBusyTimeoutMs: rerunning will not
+    // help. The extended busy codes are returned at once and clear up on a rerun.
+    failure_.transient =
+        rc == SQLITE_BUSY_SNAPSHOT || rc == SQLITE_BUSY_RECOVERY || primary == SQLITE_LOCKED;
     std::string message = "sqlite: " + std::string(sqlite3_errmsg(db_));
     if (what.size() < 200) message += " (in: " + std::string(what) + ")";
     switch (primary) {

@@ -76,7 +76,9 @@ TEST(OpenStoreTest, Urls) {
        "prefixed.db"},
       {"sqlite:// prefix", "sqlite://" + (dir.path() / "slashes.db").string(), StatusCode::kOk,
        "slashes.db"},
-      {"unreachable postgres", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2",
+      {"unreachable postgresql", "postgresql://nobody@127.0.0.1:1/none?connect_timeout=2",
+       StatusCode::kUnavailable, ""},
+      {"unreachable postgres", "postgres://nobody@127.0.0.1:1/none?connect_timeout=2",
        StatusCode::kUnavailable, ""},
   };
   for (const Case& c : cases) {
@@ -152,6 +154,45 @@ TEST(MigrationsTest, RecordedOnceAndNewerSchemaRefused) {
   sqlite3_close(db);
   auto store = OpenStore(path);
   EXPECT_EQ(store.status().code(), StatusCode::kFailedPrecondition) << store.status().ToString();
+}
+
+TEST(MigrationsTest, UpgradesAnOlderSchema) {
+  TempDir dir;
+  std::string path = (dir.path() / "v1.db").string();
+  // A database as the first release left it: migration 1 only, with three config revisions.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  std::string v1(SqliteMigrations().at(0).sql);
+  v1 +=
+      ";CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, "
+      "applied_at_ms BIGINT NOT NULL);"
+      "INSERT INTO schema_migrations VALUES (1, 'initial', 0);"
+      "INSERT INTO configs VALUES ('POOL', 'p', '{\"b\":1,\"a\":2}', 3, 'old', 7);"
+      "INSERT INTO config_heads VALUES ('POOL', 'p', 3);";
+  for (int r = 1; r <= 3; ++r) {
+    v1 +=
+        "INSERT INTO config_revisions (kind, name, revision, action, author, source, "
+        "created_at_ms, description, body) VALUES ('POOL', 'p', " +
+        std::to_string(r) + ", 'update', 'old', 'cli', 7, '', '{}');";
+  }
+  char* error = nullptr;
+  ASSERT_EQ(sqlite3_exec(db, v1.c_str(), nullptr, nullptr, &error), SQLITE_OK) << error;
+  sqlite3_close(db);
+
+  auto store = OpenStore(path);
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  std::set<int64_t> all;
+  for (const Migration& m : SqliteMigrations()) all.insert(m.version);
+  EXPECT_EQ(AppliedVersions(path), all);
+  auto p = (*store)->GetConfig("POOL", "p");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->body.dump(), R"({"b":1,"a":2})");
+  EXPECT_EQ(*(*store)->ConfigGeneration(), 3);  // seeded from the existing history
+  ConfigWrite write{.kind = "POOL", .name = "p", .body = {{"c", 3}}, .expected_revision = 3};
+  auto written = (*store)->WriteConfigs({write}, Actor{"new", "cli"});
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  EXPECT_EQ(written->at(0), 4);
+  EXPECT_EQ(*(*store)->ConfigGeneration(), 4);
 }
 
 TEST(OpenStoreTest, CorruptFileIsUnavailable) {

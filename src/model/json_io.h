@@ -4,8 +4,10 @@
 // "<file>:<line>:<column>: " (1-based, columns count characters as a human does).
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -13,7 +15,8 @@
 namespace gpupool::model {
 
 // Parses one JSON document. On malformed input the position points at the offending token,
-// e.g. "a100_pod_template.json:12:9: syntax error: expected ']' but found '}'".
+// e.g. "a100_pod_template.json:14:9: syntax error while parsing array - unexpected '}'; expected
+// ']'". Duplicate object keys are rejected too ("f.json:3:5: duplicate key \"name\"").
 Result<nlohmann::ordered_json> ParseJson(std::string_view text, std::string_view file_name);
 
 // Whole file contents. NotFound when it does not exist, Internal on read errors.
@@ -55,5 +58,39 @@ struct SourcePosition {
   int column = 1;
 };
 SourcePosition PositionOfOffset(std::string_view text, size_t offset);
+
+// Where each value of a JSON text is, for errors found after parsing ("pool.json:12:9:
+// platforms.a100.override_pod_template[0]: unknown template"). Positions point at the member's
+// key for object members, and at the value itself for array items and the root.
+class JsonSourceMap {
+ public:
+  JsonSourceMap() = default;
+
+  // Builds the map of a JSON text. Malformed text yields a map that finds nothing (parse with
+  // ParseJson first to get the error).
+  static JsonSourceMap Build(std::string_view text);
+
+  // By JSON pointer: "" is the root, "/platforms/a100/override_pod_template/0".
+  std::optional<SourcePosition> Find(std::string_view json_pointer) const;
+
+  // By field path as FieldPath/IndexPath build it: "platforms.a100.override_pod_template[0]".
+  // Keys that contain dots ("nvidia.com/gpu.product") are matched against the keys present,
+  // longest first.
+  std::optional<SourcePosition> FindFieldPath(std::string_view field_path) const;
+
+  // "<file>:<line>:<column>: " for `field_path`, or "<file>: " when it is not found.
+  std::string Prefix(std::string_view file_name, std::string_view field_path) const;
+
+  bool empty() const { return entries_.empty(); }
+
+ private:
+  struct Entry {
+    SourcePosition position;
+    std::vector<std::pair<std::string, int>> members;  // objects: key -> entry index
+    std::vector<int> items;                            // arrays: entry indexes
+  };
+  friend class JsonSourceMapBuilder;
+  std::vector<Entry> entries_;  // entries_[0] is the root
+};
 
 }  // namespace gpupool::model

@@ -77,6 +77,12 @@ TEST(ParseJsonTest, ReportsTrueLineAndColumn) {
       {"newline in string", "{\"a\": \"x\n\"}",
        "a100_pod_template.json:1:9: ", "control character"},
       {"single quotes", "{'a': 1}", "a100_pod_template.json:1:2: ", "invalid literal"},
+      {"extra closing brace", "{\n  \"a\": 1\n}\n}\n",
+       "a100_pod_template.json:4:1: ", "expected end of input"},
+      {"duplicate key", "{\n  \"a\": 1,\n  \"b\": {\"x\": 1, \"x\": 2}\n}",
+       "a100_pod_template.json:3:17: ", "duplicate key \"x\""},
+      {"duplicate escaped key", "{\"a\": 1, \"\\u0061\": 2}",
+       "a100_pod_template.json:1:10: ", "duplicate key \"a\""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -95,6 +101,60 @@ TEST(ParseJsonTest, KeepsKeyOrder) {
   auto parsed = ParseJson(R"({"z": 1, "a": {"y": 2, "b": 3}, "m": [1, "x"]})", "f.json");
   ASSERT_TRUE(parsed.ok()) << parsed.status().ToString();
   EXPECT_EQ(parsed->dump(), R"({"z":1,"a":{"y":2,"b":3},"m":[1,"x"]})");
+}
+
+TEST(JsonSourceMapTest, FindsFieldsByPointerAndPath) {
+  const char* text = R"({
+  "name": "pool",
+  "platforms": {
+    "a100": {
+      "override_pod_template": ["a100", "gpu"],
+      "labels": {"nvidia.com/gpu.product": "NVIDIA-A100", "nvidia.com/gpu": {"x": [1, {"y": 2}]}}
+    },
+    "a/b~c": 1,
+    "é": {"k": true}
+  }
+})";
+  JsonSourceMap map = JsonSourceMap::Build(text);
+  ASSERT_FALSE(map.empty());
+  struct Case {
+    std::string query;
+    bool pointer;  // JSON pointer, else field path
+    int line;      // 0 = not found
+    int column;
+  };
+  const Case cases[] = {
+      {"", true, 1, 1},
+      {"/name", true, 2, 3},
+      {"/platforms/a100/override_pod_template", true, 5, 7},
+      {"/platforms/a100/override_pod_template/1", true, 5, 41},
+      {"/platforms/a100/override_pod_template/2", true, 0, 0},
+      {"/platforms/a~1b~0c", true, 8, 5},
+      {"/platforms/missing", true, 0, 0},
+      {"name", false, 2, 3},
+      {"platforms.a100.override_pod_template[0]", false, 5, 33},
+      {"platforms.a100.override_pod_template[1]", false, 5, 41},
+      {"platforms.a100.labels.nvidia.com/gpu.product", false, 6, 18},
+      {"platforms.a100.labels.nvidia.com/gpu.x[1].y", false, 6, 88},
+      {"platforms.a100.labels.nvidia.com/gpu.x[1]", false, 6, 87},
+      {"platforms.é.k", false, 9, 11},
+      {"platforms.a10", false, 0, 0},
+      {"platforms.a100.override_pod_template[9]", false, 0, 0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.query);
+    std::optional<SourcePosition> pos = c.pointer ? map.Find(c.query) : map.FindFieldPath(c.query);
+    if (c.line == 0) {
+      EXPECT_FALSE(pos.has_value());
+    } else {
+      ASSERT_TRUE(pos.has_value());
+      EXPECT_EQ(pos->line, c.line);
+      EXPECT_EQ(pos->column, c.column);
+    }
+  }
+  EXPECT_EQ(map.Prefix("pool.json", "platforms.a100"), "pool.json:4:5: ");
+  EXPECT_EQ(map.Prefix("pool.json", "platforms.nope"), "pool.json: ");
+  EXPECT_TRUE(JsonSourceMap::Build("{\"a\": ").empty());
 }
 
 TEST(PositionOfOffsetTest, CountsLinesAndCharacters) {

@@ -1,1 +1,159 @@
+#include "config/config_set.h"
+
 #include <gtest/gtest.h>
+
+#include "config/access.h"
+#include "config/merge.h"
+#include "config/rules.h"
+#include "config/test_util.h"
+
+namespace gpupool::config {
+namespace {
+
+using testing::ExpectError;
+using testing::J;
+
+TEST(ConfigSetTest, PutGetRemove) {
+  ConfigSet set;
+  ASSERT_TRUE(PutConfig(set, Kind::kPodTemplate, "t", J(R"({"spec": {"a": 1}})")).ok());
+  ASSERT_TRUE(PutConfig(set, Kind::kPool, "p", J(R"({"backend": "b"})")).ok());
+  EXPECT_EQ(GetConfigBody(set, Kind::kPodTemplate, "t")->dump(), R"({"spec":{"a":1}})");
+  EXPECT_EQ(ConfigNames(set, Kind::kPool), std::vector<std::string>{"p"});
+  ExpectError(GetConfigBody(set, Kind::kPool, "q").status(), {"POOL \"q\" does not exist"});
+  ExpectError(PutConfig(set, Kind::kPool, "bad", J(R"({})")), {"backend: required"});
+  EXPECT_EQ(set.pools.count("bad"), 0u);
+  ExpectError(PutConfig(set, Kind::kQueue, "q", J(R"({})")), {"QUEUE"});
+  EXPECT_TRUE(RemoveConfig(set, Kind::kPodTemplate, "t").ok());
+  Status s = RemoveConfig(set, Kind::kPodTemplate, "t");
+  EXPECT_EQ(s.code(), StatusCode::kNotFound);
+}
+
+TEST(ConfigSetTest, ValidateReferences) {
+  ConfigSet set = BuiltinConfigs();
+  ASSERT_TRUE(PutConfig(set, Kind::kPool, "p", J(R"({"backend": "no-such-backend",
+      "common_pod_template": ["default_user", "defualt_ctrl"],
+      "common_resource_validations": ["default_cpu", "gpu_training_validation"],
+      "platforms": {"a100": {"override_pod_template": ["a100"],
+                             "resource_validations": ["default_memry"]}}})"))
+                  .ok());
+  std::vector<Status> errors = ValidateReferenceList(set);
+  std::vector<std::string> messages;
+  for (const Status& e : errors) {
+    EXPECT_EQ(e.code(), StatusCode::kInvalidArgument);
+    messages.push_back(e.message());
+  }
+  EXPECT_EQ(messages,
+            (std::vector<std::string>{
+                "pool \"p\": common_pod_template[1]: pod template \"defualt_ctrl\" does not exist "
+                "(did you mean \"default_ctrl\"?)",
+                "pool \"p\": common_resource_validations[1]: resource validation "
+                "\"gpu_training_validation\" does not exist",
+                "pool \"p\": platforms.a100.override_pod_template[0]: pod template \"a100\" does "
+                "not exist",
+                "pool \"p\": platforms.a100.resource_validations[0]: resource validation "
+                "\"default_memry\" does not exist (did you mean \"default_memory\"?)",
+            }));
+  Status joined = ValidateReferences(set);
+  EXPECT_EQ(joined.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(std::count(joined.message().begin(), joined.message().end(), '\n'), 3);
+  // A pool's backend is only a name.
+  set.pools.at("p").common_pod_template = {"default_user", "default_ctrl"};
+  set.pools.at("p").common_resource_validations = {"default_cpu"};
+  set.pools.at("p").platforms[0].override_pod_template.clear();
+  set.pools.at("p").platforms[0].resource_validations.clear();
+  EXPECT_TRUE(ValidateReferences(set).ok());
+}
+
+TEST(ConfigSetTest, UsersOfAndDeletes) {
+  ConfigSet set = BuiltinConfigs();
+  ASSERT_TRUE(PutConfig(set, Kind::kPodTemplate, "a100", J(R"({})")).ok());
+  ASSERT_TRUE(PutConfig(set, Kind::kPool, "p1", J(R"({"backend": "cluster",
+      "common_pod_template": ["default_user"],
+      "platforms": {"x": {"override_pod_template": ["a100"], "resource_validations": ["default_cpu"]}}})"))
+                  .ok());
+  ASSERT_TRUE(PutConfig(set, Kind::kPool, "p2", J(R"({"backend": "cluster",
+      "platforms": {"y": {"override_pod_template": ["a100"]}}})"))
+                  .ok());
+  struct Case {
+    Kind kind;
+    std::string name;
+    std::vector<std::string> want;
+  };
+  std::vector<Case> cases = {
+      {Kind::kPodTemplate, "a100", {"p1", "p2"}},
+      {Kind::kPodTemplate, "default_user", {"default", "p1"}},
+      {Kind::kPodTemplate, "unused", {}},
+      {Kind::kResourceValidation, "default_cpu", {"default", "p1"}},
+      {Kind::kResourceValidation, "default_storage", {"default"}},
+      {Kind::kBackend, "cluster", {"p1", "p2"}},
+      {Kind::kRole, "osmo-user", {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(KindName(c.kind)) + " " + c.name);
+    EXPECT_EQ(UsersOf(set, c.kind, c.name), c.want);
+  }
+  Status s = CheckDeletable(set, Kind::kPodTemplate, "a100");
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "Pod template \"a100\" is used by pools: p1, p2");
+  EXPECT_EQ(CheckDeletable(set, Kind::kResourceValidation, "default_storage").message(),
+            "Resource validation \"default_storage\" is used by pool: default");
+  EXPECT_FALSE(CheckDeletable(set, Kind::kPodTemplate, "default_ctrl").ok());
+  EXPECT_TRUE(CheckDeletable(set, Kind::kPool, "p1").ok());
+}
+
+TEST(BuiltinConfigsTest, Contents) {
+  ConfigSet set = BuiltinConfigs();
+  EXPECT_EQ(ConfigNames(set, Kind::kPodTemplate),
+            (std::vector<std::string>{"default_ctrl", "default_user"}));
+  EXPECT_EQ(ConfigNames(set, Kind::kResourceValidation),
+            (std::vector<std::string>{"default_cpu", "default_memory", "default_storage"}));
+  EXPECT_EQ(ConfigNames(set, Kind::kRole),
+            (std::vector<std::string>{"osmo-admin", "osmo-default", "osmo-user"}));
+  EXPECT_EQ(ConfigNames(set, Kind::kPool), std::vector<std::string>{"default"});
+  EXPECT_TRUE(ValidateReferences(set).ok());
+  EXPECT_TRUE(set.roles.at("osmo-admin").immutable);
+
+  // The default pool renders with its default variables into a user container and osmo-ctrl.
+  const Pool& pool = set.pools.at("default");
+  Result<Json> merged = PlatformTemplate(pool, "default", set);
+  ASSERT_TRUE(merged.ok());
+  TaskContext task;
+  task.container_name = "hello";
+  Result<VariableMap> vars = ResolveVariables(pool, pool.FindPlatform("default"), {}, task);
+  ASSERT_TRUE(vars.ok());
+  Result<Json> pod = Render(*merged, *vars, "default");
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  EXPECT_EQ((*pod)["spec"]["containers"][0]["name"], "hello");
+  EXPECT_EQ(
+      (*pod)["spec"]["containers"][0]["resources"]["requests"],
+      J(R"({"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "0", "ephemeral-storage": "1Gi"})"));
+  EXPECT_EQ((*pod)["spec"]["containers"][1]["name"], "osmo-ctrl");
+
+  // The default rules: static sanity plus node capacity.
+  Result<std::vector<NamedRule>> rules = PlatformRules(pool, "default", set);
+  ASSERT_TRUE(rules.ok());
+  ASSERT_EQ(rules->size(), 6u);
+  model::Node node;
+  node.name = "n";
+  node.allocatable["cpu"] = *model::Quantity::Parse("4");
+  node.allocatable["memory"] = *model::Quantity::Parse("16Gi");
+  node.allocatable["ephemeral-storage"] = *model::Quantity::Parse("100Gi");
+  ValidationScope scope{"t", "default", "default"};
+  VariableMap task_vars = *vars;
+  Result<ValidationResult> ok = ValidateTask(scope, *rules, task_vars, {&node});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_TRUE(ok->ok());
+  task_vars["USER_CPU"] = "8";
+  Result<ValidationResult> too_big = ValidateTask(scope, *rules, task_vars, {&node});
+  ASSERT_TRUE(too_big.ok());
+  ASSERT_FALSE(too_big->ok());
+  EXPECT_EQ(too_big->failure->message, "Value 8 for CPU exceeds the node capacity 4");
+  task_vars["USER_CPU"] = "0";
+  Result<ValidationResult> zero = ValidateTask(scope, *rules, task_vars, {&node});
+  ASSERT_FALSE(zero->ok());
+  EXPECT_FALSE(zero->failure->node_rule);
+  EXPECT_EQ(zero->failure->message, "Value 0 too low for CPU: it must be above 0");
+}
+
+}  // namespace
+}  // namespace gpupool::config

@@ -13,6 +13,28 @@
 #include "common/strings.h"
 
 namespace gpupool::model {
+
+// Fills a JsonSourceMap from yaml-cpp marks while a document is converted.
+class YamlSourceMapBuilder {
+ public:
+  static int Add(JsonSourceMap& map, const YAML::Mark& mark, int fallback_entry) {
+    JsonSourceMap::Entry entry;
+    if (mark.is_null() || mark.line < 0) {
+      if (fallback_entry >= 0) entry.position = map.entries_[fallback_entry].position;
+    } else {
+      entry.position = {mark.line + 1, mark.column + 1};
+    }
+    map.entries_.push_back(std::move(entry));
+    return static_cast<int>(map.entries_.size()) - 1;
+  }
+  static void AddMember(JsonSourceMap& map, int parent, std::string key, int child) {
+    map.entries_[parent].members.emplace_back(std::move(key), child);
+  }
+  static void AddItem(JsonSourceMap& map, int parent, int child) {
+    map.entries_[parent].items.push_back(child);
+  }
+};
+
 namespace {
 
 using nlohmann::ordered_json;
@@ -177,15 +199,16 @@ Status YamlError(const YamlContext& ctx, const YAML::Mark& mark, std::string_vie
   return InvalidArgumentError(Located(ctx.file_name, mark.line + 1, mark.column + 1, what));
 }
 
-Result<ordered_json> ConvertYaml(const YamlContext& ctx, const YAML::Node& node, int depth) {
+Result<ordered_json> ConvertYaml(const YamlContext& ctx, const YAML::Node& node, int depth,
+                                 JsonSourceMap& map, int entry) {
   if (depth > kMaxYamlDepth) return YamlError(ctx, node.Mark(), "nesting too deep");
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
       return ordered_json(nullptr);
     case YAML::NodeType::Scalar: {
-      const std::string& tag = node.Tag();
-      const std::string& s = node.Scalar();
+      const std::string tag = node.Tag();
+      const std::string s = node.Scalar();
       if (tag == "!" || tag == "tag:yaml.org,2002:str") return ordered_json(s);
       if (tag == "tag:yaml.org,2002:int") {
         if (auto i = CoreInteger(s)) return *i;
@@ -207,7 +230,9 @@ Result<ordered_json> ConvertYaml(const YamlContext& ctx, const YAML::Node& node,
     case YAML::NodeType::Sequence: {
       ordered_json out = ordered_json::array();
       for (const YAML::Node& item : node) {
-        ASSIGN_OR_RETURN(ordered_json value, ConvertYaml(ctx, item, depth + 1));
+        int child = YamlSourceMapBuilder::Add(map, item.Mark(), entry);
+        YamlSourceMapBuilder::AddItem(map, entry, child);
+        ASSIGN_OR_RETURN(ordered_json value, ConvertYaml(ctx, item, depth + 1, map, child));
         out.push_back(std::move(value));
       }
       return out;
@@ -215,7 +240,9 @@ Result<ordered_json> ConvertYaml(const YamlContext& ctx, const YAML::Node& node,
     case YAML::NodeType::Map: {
       ordered_json out = ordered_json::object();
       for (auto it = node.begin(); it != node.end(); ++it) {
-        const YAML::Node& key = it->first;
+        // Copies: the iterator's pair is a temporary proxy.
+        const YAML::Node key = it->first;
+        const YAML::Node value = it->second;
         if (!key.IsScalar() && !key.IsNull()) {
           return YamlError(ctx, key.Mark(), "mapping keys must be scalars");
         }
@@ -224,8 +251,10 @@ Result<ordered_json> ConvertYaml(const YamlContext& ctx, const YAML::Node& node,
         if (out.contains(name)) {
           return YamlError(ctx, key.Mark(), "duplicate key \"" + name + "\"");
         }
-        ASSIGN_OR_RETURN(ordered_json value, ConvertYaml(ctx, it->second, depth + 1));
-        out[name] = std::move(value);
+        int child = YamlSourceMapBuilder::Add(map, key.Mark(), entry);
+        YamlSourceMapBuilder::AddMember(map, entry, name, child);
+        ASSIGN_OR_RETURN(ordered_json converted, ConvertYaml(ctx, value, depth + 1, map, child));
+        out[name] = std::move(converted);
       }
       return out;
     }
@@ -583,8 +612,11 @@ Result<std::vector<YamlDocument>> ParseYamlDocuments(std::string_view text,
   try {
     for (const YAML::Node& node : nodes) {
       if (node.IsNull() || !node.IsDefined()) continue;
-      ASSIGN_OR_RETURN(ordered_json value, ConvertYaml(ctx, node, 0));
-      documents.push_back({std::move(value), node.Mark().line + 1});
+      YamlDocument doc;
+      doc.line = node.Mark().line + 1;
+      int root = YamlSourceMapBuilder::Add(doc.source_map, node.Mark(), -1);
+      ASSIGN_OR_RETURN(doc.value, ConvertYaml(ctx, node, 0, doc.source_map, root));
+      documents.push_back(std::move(doc));
     }
   } catch (const std::exception& e) {
     return InvalidArgumentError(std::string(file_name) + ": " + e.what());

@@ -14,44 +14,6 @@
 
 namespace gpupool::model {
 
-// Parses one JSON document. On malformed input the position points at the offending token,
-// e.g. "a100_pod_template.json:14:9: syntax error while parsing array - unexpected '}'; expected
-// ']'". Duplicate object keys are rejected too ("f.json:3:5: duplicate key \"name\"").
-Result<nlohmann::ordered_json> ParseJson(std::string_view text, std::string_view file_name);
-
-// Whole file contents. NotFound when it does not exist, Internal on read errors.
-Result<std::string> ReadFile(const std::string& path);
-
-struct YamlDocument {
-  nlohmann::ordered_json value;
-  int line = 0;  // 1-based line where the document starts
-};
-
-// Parses every document of a (multi-document) YAML stream. Scalars are typed as YAML 1.2 core
-// schema does: unquoted ints/floats/true/false/null become JSON numbers/bools/null; quoted
-// scalars stay strings; keys are always strings; key order is preserved. Empty documents are
-// skipped. Anchors/aliases are resolved. Errors: "<file>:<line>:<column>: <what>".
-Result<std::vector<YamlDocument>> ParseYamlDocuments(std::string_view text,
-                                                     std::string_view file_name);
-
-// JSON when the first non-blank character is `{` or `[` (so JSON errors get JSON positions;
-// a top-level array is one document, not unpacked), YAML otherwise.
-Result<std::vector<nlohmann::ordered_json>> ParseJsonOrYamlDocuments(std::string_view text,
-                                                                     std::string_view file_name);
-
-// Block-style YAML for `-o yaml`. Strings that YAML would read as something else (numbers,
-// bools, null, empty, leading/trailing spaces, special characters) are double-quoted. Ends with
-// a newline. Empty objects/arrays print as `{}` / `[]`.
-std::string ToYaml(const nlohmann::ordered_json& value);
-
-// Field-path helpers: FieldPath("spec", "containers") -> "spec.containers";
-// FieldPath("", "spec") -> "spec"; IndexPath("spec.containers", 0) -> "spec.containers[0]".
-std::string FieldPath(std::string_view parent, std::string_view field);
-std::string IndexPath(std::string_view parent, size_t index);
-
-// JSON type name for messages: "object", "array", "string", "number", "boolean", "null".
-std::string JsonTypeName(const nlohmann::ordered_json& value);
-
 // 1-based line/column of byte `offset` in `text` (columns count UTF-8 characters).
 struct SourcePosition {
   int line = 1;
@@ -59,7 +21,7 @@ struct SourcePosition {
 };
 SourcePosition PositionOfOffset(std::string_view text, size_t offset);
 
-// Where each value of a JSON text is, for errors found after parsing ("pool.json:12:9:
+// Where each value of a JSON (or YAML) text is, for errors found after parsing ("pool.json:12:9:
 // platforms.a100.override_pod_template[0]: unknown template"). Positions point at the member's
 // key for object members, and at the value itself for array items and the root.
 class JsonSourceMap {
@@ -90,7 +52,49 @@ class JsonSourceMap {
     std::vector<int> items;                            // arrays: entry indexes
   };
   friend class JsonSourceMapBuilder;
+  friend class YamlSourceMapBuilder;
   std::vector<Entry> entries_;  // entries_[0] is the root
 };
+
+// Parses one JSON document. On malformed input the position points at the offending token,
+// e.g. "a100_pod_template.json:14:9: syntax error while parsing array - unexpected '}'; expected
+// ']'". Duplicate object keys are rejected too ("f.json:3:5: duplicate key \"name\"").
+Result<nlohmann::ordered_json> ParseJson(std::string_view text, std::string_view file_name);
+
+// Whole file contents. NotFound when it does not exist, Internal on read errors.
+Result<std::string> ReadFile(const std::string& path);
+
+struct YamlDocument {
+  nlohmann::ordered_json value;
+  int line = 0;  // 1-based line where the document starts
+  // Positions of the document's values (keys of mapping members, items of sequences), for
+  // errors found after parsing: `doc.source_map.Prefix(file, "workflow.tasks[0].image")`.
+  JsonSourceMap source_map;
+};
+
+// Parses every document of a (multi-document) YAML stream. Scalars are typed as YAML 1.2 core
+// schema does: unquoted ints/floats/true/false/null become JSON numbers/bools/null; quoted
+// scalars stay strings; keys are always strings; key order is preserved. Empty documents are
+// skipped. Anchors/aliases are resolved. Errors: "<file>:<line>:<column>: <what>".
+Result<std::vector<YamlDocument>> ParseYamlDocuments(std::string_view text,
+                                                     std::string_view file_name);
+
+// JSON when the first non-blank character is `{` or `[` (so JSON errors get JSON positions;
+// a top-level array is one document, not unpacked), YAML otherwise.
+Result<std::vector<nlohmann::ordered_json>> ParseJsonOrYamlDocuments(std::string_view text,
+                                                                     std::string_view file_name);
+
+// Block-style YAML for `-o yaml`. Strings that YAML would read as something else (numbers,
+// bools, null, empty, leading/trailing spaces, special characters) are double-quoted. Ends with
+// a newline. Empty objects/arrays print as `{}` / `[]`.
+std::string ToYaml(const nlohmann::ordered_json& value);
+
+// Field-path helpers: FieldPath("spec", "containers") -> "spec.containers";
+// FieldPath("", "spec") -> "spec"; IndexPath("spec.containers", 0) -> "spec.containers[0]".
+std::string FieldPath(std::string_view parent, std::string_view field);
+std::string IndexPath(std::string_view parent, size_t index);
+
+// JSON type name for messages: "object", "array", "string", "number", "boolean", "null".
+std::string JsonTypeName(const nlohmann::ordered_json& value);
 
 }  // namespace gpupool::model

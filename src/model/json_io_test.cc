@@ -250,6 +250,20 @@ metadata: {name: p}
   EXPECT_EQ((*docs)[0].line, 2);
   EXPECT_EQ((*docs)[1].value["kind"], "Pod");
   EXPECT_EQ((*docs)[1].line, 11);
+
+  // Source positions of values, by field path.
+  auto alpha = (*docs)[0].source_map.FindFieldPath("metadata.labels.alpha");
+  ASSERT_TRUE(alpha.has_value());
+  EXPECT_EQ(alpha->line, 8);
+  EXPECT_EQ(alpha->column, 5);
+  EXPECT_EQ((*docs)[1].source_map.Prefix("f.yaml", "metadata.name"), "f.yaml:12:12: ");
+  EXPECT_EQ((*docs)[1].source_map.Prefix("f.yaml", "spec"), "f.yaml: ");
+
+  auto seq = ParseYamlDocuments("tasks:\n- name: a\n  image: x\n- name: b\n  args: [1, 2]\n", "w");
+  ASSERT_TRUE(seq.ok());
+  EXPECT_EQ((*seq)[0].source_map.Prefix("w", "tasks[1].args[1]"), "w:5:13: ");
+  EXPECT_EQ((*seq)[0].source_map.Prefix("w", "tasks[0].image"), "w:3:3: ");
+  EXPECT_EQ((*seq)[0].source_map.Prefix("w", "tasks[1]"), "w:4:3: ");
 }
 
 TEST(ParseYamlTest, ReportsErrorsWithPosition) {

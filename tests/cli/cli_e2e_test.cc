@@ -1,0 +1,690 @@
+// End-to-end tests of the `gpupool` binary: the seeds' commands as written, dry-run submissions
+// per platform, every submission error, exit codes, atomic multi-pool updates, history and
+// rollback. Each test gets a fresh directory and SQLite file (GPUPOOL_DB).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+const std::string kSource = GPUPOOL_SOURCE_DIR;
+const std::string kFixtures = kSource + "/tests/cli/fixtures";
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadAll(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gpupool-e2e-XXXXXX";
+    dir_ = mkdtemp(tmpl);
+    db_ = dir_ / "gpupool.db";
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  Outcome Gpupool(const std::vector<std::string>& args) {
+    std::string cmd = "cd " + ShellQuote(dir_.string()) +
+                      " && GPUPOOL_DB=" + ShellQuote("sqlite:" + db_.string()) + " " +
+                      ShellQuote(GPUPOOL_BIN);
+    for (const auto& a : args) cmd += " " + ShellQuote(a);
+    cmd += " >" + ShellQuote((dir_ / "stdout").string()) + " 2>" +
+           ShellQuote((dir_ / "stderr").string());
+    int status = std::system(cmd.c_str());
+    Outcome r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = ReadAll(dir_ / "stdout");
+    r.err = ReadAll(dir_ / "stderr");
+    return r;
+  }
+
+  // Runs and expects exit code 0.
+  Outcome Ok(const std::vector<std::string>& args) {
+    Outcome r = Gpupool(args);
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_EQ(r.code, 0) << "gpupool " << joined << "\nstdout: " << r.out << "\nstderr: " << r.err;
+    return r;
+  }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    fs::path p = dir_ / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p.string();
+  }
+
+  std::string CopyFixture(const std::string& rel, const std::string& as) {
+    return Write(as, ReadAll(kFixtures + "/" + rel));
+  }
+
+  // Seed 000/002's heterogeneous pool, with a corrected a100 template, and the demo nodes.
+  void LoadHeterogeneousPool() {
+    CopyFixture("seed002/l40s_pod_template.json", "l40s_pod_template.json");
+    std::string a100 = ReadAll(kFixtures + "/seed002/a100_pod_template.json");
+    // The seed's only error: `}` closing the tolerations list on line 14.
+    size_t pos = a100.find("        }\n      }\n");
+    ASSERT_NE(pos, std::string::npos);
+    a100.replace(pos, 18, "        }\n      ]\n");
+    Write("a100_pod_template.json", a100);
+    CopyFixture("seed002/platform_config.json", "platform_config.json");
+    Ok({"node", "import", kSource + "/examples/cluster/gpu-nodes.yaml"});
+    Ok({"config", "update", "POD_TEMPLATE", "l40s", "--file", "l40s_pod_template.json"});
+    Ok({"config", "update", "POD_TEMPLATE", "a100", "--file", "a100_pod_template.json"});
+    Ok({"config", "update", "POOL", "heterogeneous_pool", "--file", "platform_config.json"});
+  }
+
+  void LoadRoboticsPools() {
+    Ok({"node", "import", kSource + "/examples/cluster/gpu-nodes.yaml"});
+    Ok({"config", "update", "POD_TEMPLATE", "--file",
+        kSource + "/examples/osmo/pod_templates.json"});
+    Ok({"config", "update", "RESOURCE_VALIDATION", "--file",
+        kSource + "/examples/osmo/resource_validations.json"});
+    for (const char* f :
+         {"robotics_training", "robotics_simulation", "robotics_inference", "team_development"}) {
+      Ok({"config", "update", "POOL", "--file", kFixtures + "/seed001/" + f + ".json"});
+    }
+  }
+
+  json DryRunPods(const std::string& workflow_file, const std::string& pool,
+                  std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"workflow", "submit",    workflow_file, "--pool",
+                                     pool,       "--dry-run", "-o",          "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    Outcome r = Ok(args);
+    json out = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(out.is_discarded()) << r.out;
+    return out.is_discarded() ? json() : out["pods"];
+  }
+
+  fs::path dir_;
+  fs::path db_;
+};
+
+const json* PodFor(const json& pods, const std::string& task) {
+  for (const auto& p : pods) {
+    if (p["metadata"]["labels"]["gpupool.io/task"] == task) return &p;
+  }
+  return nullptr;
+}
+
+// ---- The seeds' commands ------------------------------------------------------------------
+
+TEST_F(CliTest, Seed000CommandsAsWritten) {
+  CopyFixture("seed000/l40s_pod_template.json", "l40s_pod_template.json");
+  CopyFixture("seed000/a100_pod_template.json", "a100_pod_template.json");
+  CopyFixture("seed000/platform_config.json", "platform_config.json");
+  CopyFixture("seed000/role_config.json", "role_config.json");
+
+  Outcome l40s =
+      Ok({"config", "update", "POD_TEMPLATE", "l40s", "--file", "l40s_pod_template.json"});
+  EXPECT_EQ(l40s.out, "updated POD_TEMPLATE l40s (revision 1)\n");
+
+  // Malformed as published: `}` where `]` closes the tolerations list, line 14 column 7.
+  Outcome a100 =
+      Gpupool({"config", "update", "POD_TEMPLATE", "a100", "--file", "a100_pod_template.json"});
+  EXPECT_EQ(a100.code, 1);
+  EXPECT_THAT(a100.err, HasSubstr("error: a100_pod_template.json:14:7:"));
+  EXPECT_THAT(a100.err, HasSubstr("']'"));
+
+  // The pool names the a100 template, which does not exist: refused, naming it.
+  Outcome pool = Gpupool({"config", "update", "POOL", "shared_simulation_training_pool", "--file",
+                          "platform_config.json"});
+  EXPECT_EQ(pool.code, 1);
+  EXPECT_THAT(pool.err, HasSubstr("platforms.a100_platform.override_pod_template[0]"));
+  EXPECT_THAT(pool.err, HasSubstr("\"a100\""));
+
+  std::string fixed = ReadAll(dir_ / "a100_pod_template.json");
+  fixed.replace(fixed.find("        }\n      }\n"), 18, "        }\n      ]\n");
+  Write("a100_pod_template.json", fixed);
+  Ok({"config", "update", "POD_TEMPLATE", "a100", "--file", "a100_pod_template.json"});
+  Ok({"config", "update", "POOL", "shared_simulation_training_pool", "--file",
+      "platform_config.json"});
+  Outcome role = Ok({"config", "set", "ROLE", "osmo-shared", "-f", "role_config.json"});
+  EXPECT_EQ(role.out, "updated ROLE osmo-shared (revision 1)\n");
+  Ok({"resource", "list", "--pool", "shared_simulation_training_pool"});
+
+  Outcome show = Ok({"config", "show", "ROLE", "osmo-shared", "-o", "json"});
+  json shown = json::parse(show.out);
+  EXPECT_EQ(shown["body"]["actions"][0]["path"], "/api/pool/shared_simulation_training_pool*");
+}
+
+TEST_F(CliTest, Seed001PoolsInMapForm) {
+  LoadRoboticsPools();
+  Outcome list = Ok({"config", "list", "POOL"});
+  for (const char* p :
+       {"robotics-training", "robotics-simulation", "robotics-inference", "team-development"}) {
+    EXPECT_THAT(list.out, HasSubstr(p));
+  }
+  Outcome pools = Ok({"pool", "list"});
+  EXPECT_THAT(pools.out, HasSubstr("robotics-training"));
+  EXPECT_THAT(pools.out, HasSubstr("ONLINE"));
+  Ok({"resource", "list", "-p", "robotics-training"});
+  Outcome del = Ok({"config", "delete", "POOL", "team-development"});
+  EXPECT_EQ(del.out, "deleted POOL team-development (revision 2)\n");
+  EXPECT_THAT(Ok({"config", "list", "POOL"}).out, Not(HasSubstr("team-development")));
+}
+
+TEST_F(CliTest, Seed001PoolsNeedTheirTemplates) {
+  // Without examples/osmo loaded, the pool's references are dangling: named, nothing written.
+  Outcome r = Gpupool(
+      {"config", "update", "POOL", "--file", kFixtures + "/seed001/robotics_training.json"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("default_amd64"));
+  EXPECT_THAT(r.err, HasSubstr("gpu_training_validation"));
+  EXPECT_THAT(Ok({"config", "list", "POOL"}).out, Not(HasSubstr("robotics-training")));
+}
+
+TEST_F(CliTest, Seed002CommandsAsWritten) {
+  LoadHeterogeneousPool();
+  Outcome role = Ok({"config", "set", "ROLE", "osmo-heterogeneous_pool", "pool"});
+  EXPECT_EQ(role.out, "updated ROLE osmo-heterogeneous_pool (revision 1)\n");
+  Outcome resources = Ok({"resource", "list", "--pool", "heterogeneous_pool"});
+  EXPECT_THAT(resources.out, HasSubstr("NODE"));
+  EXPECT_THAT(resources.out, HasSubstr("STORAGE [Gi]"));
+  EXPECT_THAT(resources.out, HasSubstr("l40s-node-0"));
+  EXPECT_THAT(resources.out, HasSubstr("a100-node-0"));
+  EXPECT_THAT(resources.out, HasSubstr("a100_platform"));
+  EXPECT_THAT(resources.out, Not(HasSubstr("h100-node-0")));
+  Outcome platform = Ok({"resource", "list", "--pool", "heterogeneous_pool", "--platform",
+                         "a100_platform", "-o", "json"});
+  json rows = json::parse(platform.out);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["node"], "a100-node-0");
+  EXPECT_EQ(rows[0]["gpu"]["capacity"], 8);
+
+  // Malformed as published.
+  for (const auto& [file, where] : std::vector<std::pair<std::string, std::string>>{
+           {"seed002/a100_pod_template.json", "a100_pod_template.json:14:7:"},
+           {"seed002/robotics_training.json", "robotics_training.json:36:1:"},
+           {"seed002/robotics_simulation.json", "robotics_simulation.json:42:1:"}}) {
+    SCOPED_TRACE(file);
+    std::string local = CopyFixture(file, fs::path(file).filename().string());
+    Outcome r = Gpupool({"config", "update",
+                         file.find("a100") != std::string::npos ? "POD_TEMPLATE" : "POOL", "--file",
+                         fs::path(file).filename().string()});
+    EXPECT_EQ(r.code, 1);
+    EXPECT_THAT(r.err, HasSubstr(where));
+  }
+  // A user holding the generated role can submit; the pool list shows it.
+  Outcome submit = Ok({"workflow", "submit", kSource + "/examples/workflows/hetero.yaml", "--pool",
+                       "heterogeneous_pool", "--dry-run", "--user", "carol", "--roles",
+                       "osmo-heterogeneous_pool"});
+  EXPECT_THAT(submit.out, HasSubstr("kind: Pod"));
+  EXPECT_THAT(Ok({"pool", "list"}).out, HasSubstr("heterogeneous_pool"));
+}
+
+// ---- Dry runs per platform ----------------------------------------------------------------
+
+TEST_F(CliTest, DryRunPerPlatformOfTheHeterogeneousPool) {
+  LoadHeterogeneousPool();
+  json pods = DryRunPods(kSource + "/examples/workflows/hetero.yaml", "heterogeneous_pool",
+                         {"--set", "epochs=7"});
+  ASSERT_EQ(pods.size(), 2u);
+  struct Case {
+    std::string task;
+    std::string platform;
+    std::string product;
+    bool tolerates_a100;
+    std::string cpu, memory, gpu, storage;
+  };
+  const std::vector<Case> cases = {
+      {"simulate", "l40s_platform", "NVIDIA-L40S", false, "4", "16Gi", "1", "20Gi"},
+      {"train", "a100_platform", "NVIDIA-A100", true, "8", "64Gi", "2", "100Gi"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.task);
+    const json* pod = PodFor(pods, c.task);
+    ASSERT_NE(pod, nullptr);
+    EXPECT_EQ((*pod)["metadata"]["labels"]["gpupool.io/platform"], c.platform);
+    EXPECT_EQ((*pod)["metadata"]["labels"]["gpupool.io/pool"], "heterogeneous_pool");
+    EXPECT_EQ((*pod)["metadata"]["labels"]["gpupool.io/queue"], "heterogeneous_pool");
+    EXPECT_EQ((*pod)["metadata"]["labels"]["gpupool.io/gang-min"], "2");
+    EXPECT_EQ((*pod)["spec"]["nodeSelector"], json({{"nvidia.com/gpu.product", c.product}}));
+    if (c.tolerates_a100) {
+      ASSERT_EQ((*pod)["spec"]["tolerations"].size(), 1u);
+      EXPECT_EQ((*pod)["spec"]["tolerations"][0], json({{"key", "nvidia.com/gpu.product"},
+                                                        {"operator", "Equal"},
+                                                        {"value", "NVIDIA-A100"},
+                                                        {"effect", "NoSchedule"}}));
+    } else {
+      EXPECT_FALSE((*pod)["spec"].contains("tolerations"));
+    }
+    const json& res = (*pod)["spec"]["containers"][0]["resources"];
+    for (const char* side : {"requests", "limits"}) {
+      EXPECT_EQ(res[side]["cpu"], c.cpu);
+      EXPECT_EQ(res[side]["memory"], c.memory);
+      EXPECT_EQ(res[side]["nvidia.com/gpu"], c.gpu);
+      EXPECT_EQ(res[side]["ephemeral-storage"], c.storage);
+    }
+  }
+  // --set overrides default-values.
+  const json* train = PodFor(pods, "train");
+  ASSERT_NE(train, nullptr);
+  EXPECT_EQ((*train)["spec"]["containers"][0]["command"][3], "7");
+  // Nothing stored by a dry run.
+  EXPECT_EQ(Ok({"workflow", "list", "-o", "json"}).out, "[]\n");
+}
+
+TEST_F(CliTest, DryRunPerPlatformOfRoboticsTraining) {
+  LoadRoboticsPools();
+  json pods =
+      DryRunPods(kSource + "/examples/workflows/robotics-training.yaml", "robotics-training");
+  ASSERT_EQ(pods.size(), 3u);
+  struct Case {
+    std::string task, platform, product, arch;
+    std::vector<std::string> toleration_keys;
+    std::string cpu, memory, gpu;
+  };
+  const std::vector<Case> cases = {
+      {"train-h100",
+       "h100-platform",
+       "NVIDIA-H100-80GB-HBM3",
+       "amd64",
+       {"nvidia.com/gpu"},
+       "16",
+       "128Gi",
+       "8"},
+      {"train-a100",
+       "a100-platform",
+       "NVIDIA-A100-SXM4-80GB",
+       "amd64",
+       {"nvidia.com/gpu", "nvidia.com/gpu.product"},
+       "16",
+       "80Gi",
+       "4"},
+      {"train-gb200",
+       "gb200-platform",
+       "NVIDIA-GB200",
+       "arm64",
+       {"nvidia.com/gpu"},
+       "32",
+       "256Gi",
+       "4"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.task);
+    const json* pod = PodFor(pods, c.task);
+    ASSERT_NE(pod, nullptr);
+    EXPECT_EQ((*pod)["metadata"]["labels"]["gpupool.io/platform"], c.platform);
+    EXPECT_EQ((*pod)["spec"]["priorityClassName"], "high");
+    EXPECT_EQ((*pod)["spec"]["nodeSelector"]["nvidia.com/gpu.product"], c.product);
+    EXPECT_EQ((*pod)["spec"]["nodeSelector"]["kubernetes.io/arch"], c.arch);
+    std::vector<std::string> keys;
+    for (const auto& t : (*pod)["spec"]["tolerations"]) keys.push_back(t["key"]);
+    EXPECT_EQ(keys, c.toleration_keys);
+    const json& limits = (*pod)["spec"]["containers"][0]["resources"]["limits"];
+    EXPECT_EQ(limits["cpu"], c.cpu);
+    EXPECT_EQ(limits["memory"], c.memory);
+    EXPECT_EQ(limits["nvidia.com/gpu"], c.gpu);
+    EXPECT_EQ(limits["ephemeral-storage"], "500Gi");
+  }
+}
+
+// ---- Each submission error (issue item 7) -------------------------------------------------
+
+TEST_F(CliTest, EachSubmissionErrorNamesItsStep) {
+  LoadHeterogeneousPool();
+  // A pool with limits and one in maintenance.
+  Write("limits.json", R"({
+    "team-limits": {"backend": "default", "default_platform": "strict",
+      "max_exec_timeout": "8h",
+      "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi",
+                                   "USER_STORAGE": "1Gi"},
+      "common_pod_template": ["default_user", "default_ctrl"],
+      "common_resource_validations": ["default_cpu"],
+      "platforms": {"strict": {"override_pod_template": ["l40s"], "allowed_mounts": ["/data"]}}},
+    "team-maint": {"backend": "default", "default_platform": "p", "enable_maintenance": true,
+      "platforms": {"p": {}}}})");
+  Ok({"config", "update", "POOL", "--file", "limits.json"});
+  Write("typo.json", R"({"spec": {"containers": [{"name": "{{USER_CONTAINER_NAME}}",
+      "env": [{"name": "THREADS", "value": "{{USER_CPUS}}"}]}]}})");
+  Ok({"config", "update", "POD_TEMPLATE", "typo", "--file", "typo.json"});
+  Write("typo_pool.json", R"({"name": "team-typo", "backend": "default",
+      "default_platform": "p",
+      "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi",
+                                   "USER_STORAGE": "1Gi"},
+      "common_pod_template": ["default_user", "typo"], "platforms": {"p": {}}})");
+  Ok({"config", "update", "POOL", "team-typo", "--file", "typo_pool.json"});
+  Ok({"config", "set", "ROLE", "osmo-team", "pool"});
+
+  auto wf = [this](const std::string& name, const std::string& body) {
+    return Write(name + ".yaml", "workflow:\n  name: " + name + "\n" + body);
+  };
+  const std::string task = "  tasks: [{name: a, image: i}]\n";
+  struct Case {
+    std::string name;
+    std::string file;
+    std::vector<std::string> args;
+    std::vector<std::string> expected;
+  };
+  const std::vector<Case> cases = {
+      {"access denied",
+       wf("denied", task),
+       {"--pool", "heterogeneous_pool", "--user", "bob", "--roles", "osmo-team"},
+       {"access denied", "\"bob\"", "osmo-team", "heterogeneous_pool"}},
+      {"maintenance",
+       wf("maint", task),
+       {"--pool", "team-maint", "--user", "bob", "--roles", "osmo-team"},
+       {"pool in maintenance", "team-maint"}},
+      {"unknown platform",
+       wf("platform", "  resources:\n    default: {platform: h100_platform}\n" + task),
+       {"--pool", "heterogeneous_pool"},
+       {"unknown platform", "h100_platform", "l40s_platform, a100_platform"}},
+      {"validation failed",
+       wf("toobig", "  resources:\n    default: {cpu: 500, platform: a100_platform}\n" + task),
+       {"--pool", "heterogeneous_pool"},
+       {"validation failed", "task a", "a100-node-0", "a100-node-1", "exceeds the node capacity"}},
+      {"undefined variable",
+       wf("typo", task),
+       {"--pool", "team-typo"},
+       {"undefined variable", "\"typo\"", "spec.containers[0].env[0].value", "USER_CPUS"}},
+      {"timeout above max",
+       wf("slow", "  timeout: {exec_timeout: 1d}\n" + task),
+       {"--pool", "team-limits"},
+       {"timeout above pool maximum", "max_exec_timeout 8h"}},
+      {"host network",
+       wf("hostnet", "  tasks: [{name: a, image: i, hostNetwork: true}]\n"),
+       {"--pool", "team-limits"},
+       {"not allowed by platform", "hostNetwork", "host_network_allowed: false"}},
+      {"privileged",
+       wf("priv", "  tasks: [{name: a, image: i, privileged: true}]\n"),
+       {"--pool", "team-limits"},
+       {"not allowed by platform", "privileged_allowed: false"}},
+      {"mounts",
+       wf("mount", "  tasks: [{name: a, image: i, volumeMounts: [\"/etc:/etc\"]}]\n"),
+       {"--pool", "team-limits"},
+       {"not allowed by platform", "\"/etc\"", "allowed_mounts: /data"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::vector<std::string> args = {"workflow", "submit", c.file};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    Outcome r = Gpupool(args);
+    EXPECT_EQ(r.code, 1) << r.out;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_THAT(r.err, HasSubstr("error: "));
+    for (const auto& s : c.expected) EXPECT_THAT(r.err, HasSubstr(s));
+  }
+  EXPECT_EQ(Ok({"workflow", "list", "-o", "json"}).out, "[]\n");
+}
+
+// ---- Exit codes, atomicity, history, rollback, deletes ------------------------------------
+
+TEST_F(CliTest, ExitCodes) {
+  struct Case {
+    std::vector<std::string> args;
+    int code;
+    std::string err;
+  };
+  const std::vector<Case> cases = {
+      {{"config", "list"}, 0, ""},
+      {{"config", "show", "POOL", "nope"}, 1, "error: POOL \"nope\" does not exist"},
+      {{"config", "show", "POLL", "x"}, 1, "POOL"},
+      {{"config", "list", "--bogus"}, 2, ""},
+      {{"pool", "list", "-o", "xml"}, 2, "expected table, json or yaml"},
+      {{"config", "update", "POOL", "x"}, 2, "--file"},
+      {{"workflow", "submit", "missing.yaml", "--pool", "default"}, 1, "missing.yaml"},
+      {{"config", "set", "ROLE", "shared", "pool"}, 1, "osmo-"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.args[0] + " " + c.args[1]);
+    Outcome r = Gpupool(c.args);
+    EXPECT_EQ(r.code, c.code) << r.err;
+    EXPECT_THAT(r.err, HasSubstr(c.err));
+  }
+}
+
+TEST_F(CliTest, FailedMultiPoolUpdateWritesNothing) {
+  Write("two.json", R"({
+    "good-pool": {"backend": "default", "platforms": {"p": {}}},
+    "bad-pool": {"backend": "default", "common_pod_template": ["defualt_user"],
+                 "platforms": {"p": {}}}})");
+  Outcome r = Gpupool({"config", "update", "POOL", "--file", "two.json"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("defualt_user"));
+  EXPECT_THAT(r.err, HasSubstr("did you mean \"default_user\""));
+  EXPECT_THAT(Ok({"config", "list", "POOL"}).out, Not(HasSubstr("good-pool")));
+  EXPECT_THAT(Ok({"config", "history", "POOL"}).out, Not(HasSubstr("good-pool")));
+
+  // Other refusals of bad input.
+  Write("unknown.json", R"({"p1": {"backend": "default", "platfroms": {}}})");
+  Outcome unknown = Gpupool({"config", "update", "POOL", "--file", "unknown.json"});
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("did you mean \"platforms\""));
+  Write("timeouts.json", R"({"p2": {"backend": "default", "default_exec_timeout": "9h",
+                                    "max_exec_timeout": "8h"}})");
+  Outcome timeouts = Gpupool({"config", "update", "POOL", "--file", "timeouts.json"});
+  EXPECT_EQ(timeouts.code, 1);
+  EXPECT_THAT(timeouts.err, HasSubstr("max_exec_timeout"));
+  Write("default_platform.json", R"({"p3": {"backend": "default", "default_platform": "x",
+                                            "platforms": {"y": {}}}})");
+  Outcome dp = Gpupool({"config", "update", "POOL", "--file", "default_platform.json"});
+  EXPECT_EQ(dp.code, 1);
+  EXPECT_THAT(dp.err, HasSubstr("default_platform"));
+  Write("badname.json", R"({"9bad": {"backend": "default"}})");
+  EXPECT_EQ(Gpupool({"config", "update", "POOL", "--file", "badname.json"}).code, 1);
+}
+
+TEST_F(CliTest, HistoryAndRollback) {
+  Write("t1.json", R"({"spec": {"nodeSelector": {"gpu": "one"}}})");
+  Write("t2.json", R"({"spec": {"nodeSelector": {"gpu": "two"}}})");
+  Ok({"config", "update", "POD_TEMPLATE", "tmpl", "--file", "t1.json"});
+  Ok({"config", "update", "POD_TEMPLATE", "tmpl", "--file", "t2.json", "--description", "second"});
+  Outcome rb = Ok({"config", "rollback", "POD_TEMPLATE", "tmpl", "--revision", "1"});
+  EXPECT_EQ(rb.out, "rolled back POD_TEMPLATE tmpl (revision 3)\n");
+  json shown = json::parse(Ok({"config", "show", "POD_TEMPLATE", "tmpl", "-o", "json"}).out);
+  EXPECT_EQ(shown["revision"], 3);
+  EXPECT_EQ(shown["body"]["spec"]["nodeSelector"]["gpu"], "one");
+  json old = json::parse(
+      Ok({"config", "show", "POD_TEMPLATE", "tmpl", "--revision", "2", "-o", "json"}).out);
+  EXPECT_EQ(old["body"]["spec"]["nodeSelector"]["gpu"], "two");
+
+  Outcome history = Ok({"config", "history", "POD_TEMPLATE", "tmpl", "--user", "dana"});
+  std::istringstream lines(history.out);
+  std::string header, first, second, third;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  std::getline(lines, third);
+  EXPECT_THAT(header, testing::MatchesRegex("CONFIG TYPE +NAME +REVISION +ACTION +USERNAME +"
+                                            "CREATED AT +DESCRIPTION"));
+  EXPECT_THAT(first,
+              testing::MatchesRegex("POD_TEMPLATE +tmpl +3 +rollback +[^ ]+ +[0-9T:Z-]+ +rollback "
+                                    "POD_TEMPLATE tmpl to revision 1"));
+  EXPECT_THAT(second, HasSubstr("second"));
+  EXPECT_THAT(third, HasSubstr("gpupool config update POD_TEMPLATE tmpl"));
+  // Built-ins were written by `system` as revision 1.
+  EXPECT_THAT(Ok({"config", "history", "POOL", "default"}).out,
+              testing::MatchesRegex("(.|\n)*POOL +default +1 +update +system (.|\n)*"));
+  EXPECT_EQ(Gpupool({"config", "rollback", "POD_TEMPLATE", "tmpl", "--revision", "9"}).code, 1);
+}
+
+TEST_F(CliTest, DeletesAndWorkflowsInUse) {
+  LoadHeterogeneousPool();
+  Outcome used = Gpupool({"config", "delete", "POD_TEMPLATE", "a100"});
+  EXPECT_EQ(used.code, 1);
+  EXPECT_THAT(used.err, HasSubstr("heterogeneous_pool"));
+  Outcome used_rules = Gpupool({"config", "delete", "RESOURCE_VALIDATION", "default_cpu"});
+  EXPECT_EQ(used_rules.code, 1);
+  EXPECT_THAT(used_rules.err, HasSubstr("heterogeneous_pool"));
+
+  Outcome submitted = Ok({"workflow", "submit", kSource + "/examples/workflows/hetero.yaml",
+                          "--pool", "heterogeneous_pool"});
+  EXPECT_THAT(submitted.out, HasSubstr("Workflow ID - hetero-demo-1"));
+  json wf = json::parse(Ok({"workflow", "query", "hetero-demo-1", "-o", "json"}).out);
+  EXPECT_EQ(wf["status"], "PENDING");
+  ASSERT_EQ(wf["tasks"].size(), 2u);
+  EXPECT_EQ(wf["tasks"][1]["platform"], "a100_platform");
+
+  // Any change goes through with a warning naming the workflow...
+  std::string pool = ReadAll(dir_ / "platform_config.json");
+  pool.replace(pool.find("Simulation and training pool"), 28, "Changed description");
+  Write("changed.json", pool);
+  Outcome changed =
+      Ok({"config", "update", "POOL", "heterogeneous_pool", "--file", "changed.json"});
+  EXPECT_THAT(changed.err, HasSubstr("warning: "));
+  EXPECT_THAT(changed.err, HasSubstr("hetero-demo-1"));
+  // ...but removing a platform the workflow uses is refused.
+  Write("one_platform.json", R"({"name": "heterogeneous_pool", "backend": "default",
+      "default_platform": "l40s_platform",
+      "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi",
+                                   "USER_STORAGE": "1Gi"},
+      "common_pod_template": ["default_user", "default_ctrl"],
+      "platforms": {"l40s_platform": {"override_pod_template": ["l40s"]}}})");
+  Outcome removed =
+      Gpupool({"config", "update", "POOL", "heterogeneous_pool", "--file", "one_platform.json"});
+  EXPECT_EQ(removed.code, 1);
+  EXPECT_THAT(removed.err, HasSubstr("a100_platform"));
+  EXPECT_THAT(removed.err, HasSubstr("hetero-demo-1"));
+
+  Outcome del = Gpupool({"config", "delete", "POOL", "heterogeneous_pool"});
+  EXPECT_EQ(del.code, 1);
+  EXPECT_THAT(del.err, HasSubstr("hetero-demo-1"));
+  EXPECT_THAT(del.err, HasSubstr("--force"));
+
+  Ok({"workflow", "cancel", "hetero-demo-1"});
+  EXPECT_EQ(json::parse(Ok({"workflow", "query", "hetero-demo-1", "-o", "json"}).out)["status"],
+            "CANCELED");
+  EXPECT_EQ(Gpupool({"workflow", "cancel", "hetero-demo-1"}).code, 1);
+  Ok({"config", "delete", "POOL", "heterogeneous_pool"});
+}
+
+TEST_F(CliTest, ForceDeletesAPoolInUse) {
+  LoadHeterogeneousPool();
+  Ok({"workflow", "submit", kSource + "/examples/workflows/hetero.yaml", "--pool",
+      "heterogeneous_pool"});
+  Outcome del = Ok({"config", "delete", "POOL", "heterogeneous_pool", "--force"});
+  EXPECT_THAT(del.err, HasSubstr("warning: "));
+  EXPECT_THAT(del.err, HasSubstr("hetero-demo-1"));
+}
+
+TEST_F(CliTest, ApplyManifests) {
+  Write("manifests/pool.yaml", R"(apiVersion: gpupool.io/v1
+kind: PodTemplate
+metadata: {name: t4}
+spec:
+  spec:
+    nodeSelector: {nvidia.com/gpu.product: Tesla-T4}
+    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+---
+apiVersion: gpupool.io/v1
+kind: Pool
+metadata: {name: inference}
+spec:
+  backend: default
+  default_platform: t4
+  common_default_variables: {USER_CPU: 1, USER_GPU: 1, USER_MEMORY: 4Gi, USER_STORAGE: 10Gi}
+  common_pod_template: [default_user]
+  platforms:
+    t4: {override_pod_template: [t4]}
+)");
+  Write("manifests/node.yaml", R"(apiVersion: v1
+kind: Node
+metadata:
+  name: t4-a
+  labels: {nvidia.com/gpu.product: Tesla-T4}
+spec:
+  taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+status:
+  allocatable: {cpu: "16", memory: 64Gi, nvidia.com/gpu: "1", ephemeral-storage: 100Gi}
+)");
+  Outcome r = Ok({"apply", "-f", "manifests"});
+  EXPECT_THAT(r.out, HasSubstr("applied POD_TEMPLATE t4 (revision 1)"));
+  EXPECT_THAT(r.out, HasSubstr("applied POOL inference (revision 1)"));
+  EXPECT_THAT(r.out, HasSubstr("imported 1 nodes"));
+  json rows = json::parse(Ok({"resource", "list", "--pool", "inference", "-o", "json"}).out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["node"], "t4-a");
+  EXPECT_EQ(rows[0]["type"], "RESERVED");
+
+  Write("bad.yaml", "apiVersion: gpupool.io/v1\nkind: Pol\nmetadata: {name: x}\nspec: {}\n");
+  Outcome bad = Gpupool({"apply", "-f", "bad.yaml"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("did you mean \"Pool\""));
+}
+
+TEST_F(CliTest, NodeImportOfRealData) {
+  Outcome a = Ok({"node", "import",
+                  kSource + "/data/edgexr-k8s-node-json/vgpu_a16_node_kubectl_get_nodes.json"});
+  EXPECT_EQ(a.out.find("imported 1 nodes"), 0u) << a.out;
+  Ok({"node", "import",
+      kSource + "/data/runai-fake-gpu-operator-samples/nodes/t4x2_fraction_1_workload.yaml"});
+  Ok({"node", "import", kSource + "/examples/cluster/real/openb_node_sample.csv"});
+  json rows = json::parse(Ok({"resource", "list", "-o", "json"}).out);
+  bool found_a16 = false, found_openb = false;
+  for (const auto& r : rows) {
+    if (r["gpu_product"] == "NVIDIA-A16-4Q") found_a16 = true;
+    if (r["node"] == "openb-node-0243") {
+      found_openb = true;
+      EXPECT_EQ(r["gpu"]["capacity"], 4);
+    }
+  }
+  EXPECT_TRUE(found_a16);
+  EXPECT_TRUE(found_openb);
+  Write("bad_nodes.json", R"({"kind": "NodeList", "items": [{"metadata": {}}]})");
+  EXPECT_EQ(Gpupool({"node", "import", "bad_nodes.json"}).code, 1);
+}
+
+TEST_F(CliTest, PoolListColumnsAndMaintenance) {
+  LoadHeterogeneousPool();
+  Write("maint.json", R"({"name": "maint", "backend": "default", "enable_maintenance": true,
+                          "description": "Being fixed", "platforms": {"p": {}}})");
+  Ok({"config", "update", "POOL", "maint", "--file", "maint.json"});
+  Outcome r = Ok({"pool", "list"});
+  EXPECT_THAT(r.out, testing::StartsWith("POOL"));
+  EXPECT_THAT(r.out, HasSubstr("DESCRIPTION"));
+  EXPECT_THAT(r.out, HasSubstr("GPU QUOTA USED/LIMIT"));
+  EXPECT_THAT(r.out, HasSubstr("MAINTENANCE"));
+  json pools = json::parse(Ok({"pool", "list", "-o", "json"}).out);
+  bool found = false;
+  for (const auto& p : pools) {
+    if (p["name"] != "heterogeneous_pool") continue;
+    found = true;
+    EXPECT_EQ(p["status"], "ONLINE");
+    EXPECT_EQ(p["gpu"]["total_capacity"], 24);  // 2 L40S x4 + 2 A100 x8
+  }
+  EXPECT_TRUE(found);
+  Outcome yaml = Ok({"pool", "list", "-o", "yaml"});
+  EXPECT_THAT(yaml.out, HasSubstr("- name: "));
+}
+
+}  // namespace

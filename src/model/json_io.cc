@@ -397,6 +397,14 @@ class JsonSourceMapBuilder {
   }
 
   // Returns false on malformed input.
+  // Only looks for duplicate keys; records no positions (cheap on large inputs).
+  bool CheckDuplicates() {
+    map_ = nullptr;
+    SkipSpace();
+    if (pos_ < text_.size() && text_[pos_] == '\xEF') pos_ += 3;  // BOM
+    return Value(-1, 0);
+  }
+
   bool Build(JsonSourceMap& map) {
     map_ = &map;
     map.entries_.clear();
@@ -429,6 +437,7 @@ class JsonSourceMapBuilder {
   }
 
   int NewEntry(size_t offset) {
+    if (map_ == nullptr) return -1;
     JsonSourceMap::Entry entry;
     entry.position = Position(offset);
     map_->entries_.push_back(std::move(entry));
@@ -480,6 +489,7 @@ class JsonSourceMapBuilder {
         ++pos_;
         return true;
       }
+      std::unordered_set<std::string> keys;
       while (true) {
         SkipSpace();
         size_t key_offset = pos_;
@@ -488,13 +498,11 @@ class JsonSourceMapBuilder {
         SkipSpace();
         if (pos_ >= text_.size() || text_[pos_] != ':') return false;
         ++pos_;
-        int child = NewEntry(key_offset);
-        for (const auto& [existing, unused] : map_->entries_[entry].members) {
-          if (existing == key && !duplicate) {
-            duplicate = std::make_pair(map_->entries_[child].position, key);
-          }
+        if (!keys.insert(key).second && !duplicate) {
+          duplicate = std::make_pair(Position(key_offset), key);
         }
-        map_->entries_[entry].members.emplace_back(key, child);
+        int child = NewEntry(key_offset);
+        if (map_ != nullptr) map_->entries_[entry].members.emplace_back(std::move(key), child);
         if (!Value(child, depth + 1)) return false;
         SkipSpace();
         if (pos_ >= text_.size()) return false;
@@ -519,7 +527,7 @@ class JsonSourceMapBuilder {
       while (true) {
         SkipSpace();
         int child = NewEntry(pos_);
-        map_->entries_[entry].items.push_back(child);
+        if (map_ != nullptr) map_->entries_[entry].items.push_back(child);
         if (!Value(child, depth + 1)) return false;
         SkipSpace();
         if (pos_ >= text_.size()) return false;
@@ -565,9 +573,8 @@ Result<ordered_json> ParseJson(std::string_view text, std::string_view file_name
   try {
     ordered_json value = ordered_json::parse(text.begin(), text.end());
     // nlohmann keeps the last of duplicate keys silently; configs must not.
-    JsonSourceMap map;
     JsonSourceMapBuilder builder(text);
-    if (builder.Build(map) && builder.duplicate) {
+    if (builder.CheckDuplicates() && builder.duplicate) {
       return InvalidArgumentError(Located(file_name, builder.duplicate->first.line,
                                           builder.duplicate->first.column,
                                           "duplicate key \"" + builder.duplicate->second + "\""));

@@ -352,4 +352,18 @@ Status ValidateNodeAffinity(const NodeAffinity& affinity, std::string_view field
   return OkStatus();
 }
 
+Status ValidatePodScheduling(const PodScheduling& pod) {
+  for (const auto& [key, value] : pod.node_selector) {
+    std::string path = FieldPath("spec.nodeSelector", key);
+    if (!IsQualifiedName(key)) {
+      return InvalidArgumentError(path + ": \"" + key + "\" is not a valid label name");
+    }
+    if (!IsValidLabelValue(value)) {
+      return InvalidArgumentError(path + ": \"" + value + "\" is not a valid label value");
+    }
+  }
+  RETURN_IF_ERROR(ValidateNodeAffinity(pod.affinity, "spec.affinity.nodeAffinity"));
+  return ValidateTolerations(pod.tolerations, "spec.tolerations");
+}
+
 }  // namespace gpupool::model

@@ -91,4 +91,8 @@ Status ValidateFieldRequirement(const NodeSelectorRequirement& requirement,
                                 std::string_view field_path);
 Status ValidateNodeAffinity(const NodeAffinity& affinity, std::string_view field_path);
 
+// A pod's scheduling fields as the API server would check them: spec.nodeSelector keys and
+// values, spec.affinity.nodeAffinity, spec.tolerations (paths start with "spec.").
+Status ValidatePodScheduling(const PodScheduling& pod);
+
 }  // namespace gpupool::model

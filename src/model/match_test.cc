@@ -2,6 +2,25 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+// Counts heap allocations so that the match path can be shown not to allocate. GCC cannot see
+// that the replaced operator new and delete pair malloc with free.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+namespace {
+std::atomic<long> g_allocations{0};
+}  // namespace
+
+void* operator new(std::size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
 namespace gpupool::model {
 namespace {
 
@@ -403,6 +422,42 @@ TEST(ValidateRequirementTest, LikeTheApiServer) {
   }
 }
 
+TEST(ValidatePodSchedulingTest, ChecksAllFields) {
+  struct Case {
+    std::string name;
+    std::string pod;
+    std::string error;
+  };
+  const Case cases[] = {
+      {"valid", R"({"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-A100"},
+          "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}})",
+       ""},
+      {"bad selector value", R"({"spec": {"nodeSelector": {"a": "has space"}}})",
+       "spec.nodeSelector.a: \"has space\" is not a valid label value"},
+      {"bad selector key", R"({"spec": {"nodeSelector": {"a b": "x"}}})",
+       "spec.nodeSelector.a b: \"a b\" is not a valid label name"},
+      {"bad toleration", R"({"spec": {"tolerations": [{}, {"operator": "Equal", "value": "x"}]}})",
+       "spec.tolerations[0].operator: must be Exists when `key` is empty"},
+      {"bad affinity", R"({"spec": {"affinity": {"nodeAffinity": {
+          "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "gpus", "operator": "Gt", "values": ["x"]}]}]}}}}})",
+       "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+       "nodeSelectorTerms[0].matchExpressions[0].values[0]: \"x\" is not an integer"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto pod = PodSchedulingFromJson(nlohmann::ordered_json::parse(c.pod));
+    ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+    Status status = ValidatePodScheduling(*pod);
+    if (c.error.empty()) {
+      EXPECT_TRUE(status.ok()) << status.ToString();
+    } else {
+      ASSERT_FALSE(status.ok());
+      EXPECT_NE(status.message().find(c.error), std::string::npos) << status.message();
+    }
+  }
+}
+
 TEST(ValidateNodeAffinityTest, NamesPaths) {
   using Op = SelectorOperator;
   NodeAffinity ok;
@@ -438,6 +493,38 @@ TEST(ValidateNodeAffinityTest, NamesPaths) {
   s = ValidateNodeAffinity(bad_field, "a");
   EXPECT_NE(s.message().find("[0].preference.matchFields[0].operator"), std::string::npos)
       << s.message();
+}
+
+TEST(MatchPerformanceTest, MatchPathDoesNotAllocate) {
+  using Op = SelectorOperator;
+  Node node = MakeNode("gpu-node-17",
+                       {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"},
+                        {"nvidia.com/gpu.count", "8"},
+                        {"topology.kubernetes.io/zone", "zone-a"}},
+                       {{"nvidia.com/gpu", "true", kNoSchedule},
+                        {"soft", "x", kPreferNoSchedule},
+                        {"spot", "true", kNoExecute}});
+  PodScheduling pod;
+  pod.node_selector = {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}};
+  pod.affinity.required =
+      std::vector<NodeSelectorTerm>{{{{"nvidia.com/gpu.count", Op::kGt, {"4"}},
+                                      {"topology.kubernetes.io/zone", Op::kNotIn, {"zone-c"}}},
+                                     {{"metadata.name", Op::kNotIn, {"bad-node"}}}}};
+  pod.affinity.preferred = {{50, {{{"topology.kubernetes.io/zone", Op::kIn, {"zone-a"}}}, {}}}};
+  pod.tolerations = {{"nvidia.com/gpu", kExists, "", std::nullopt},
+                     {"spot", kEqual, "true", kNoExecute, 120}};
+
+  long before = g_allocations.load();
+  int64_t total = 0;
+  for (int i = 0; i < 1000; ++i) {
+    total += MatchesNodeSelectorAndAffinity(pod, node) ? 1 : 0;
+    total += PreferredAffinityScore(pod.affinity, node);
+    total += FindUntoleratedTaintPtr(node.taints, pod.tolerations) == nullptr ? 1 : 0;
+    total += CountIntolerablePreferNoSchedule(node.taints, pod.tolerations);
+  }
+  long after = g_allocations.load();
+  EXPECT_EQ(after - before, 0);
+  EXPECT_EQ(total, 1000 * (1 + 50 + 1 + 1));
 }
 
 }  // namespace

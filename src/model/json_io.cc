@@ -298,8 +298,42 @@ std::string YamlString(const std::string& s) {
   return ordered_json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string YamlScalar(const ordered_json& value) {
-  if (value.is_string()) return YamlString(value.get<std::string>());
+// A multi-line string as a literal block ("|", "|-" or "|+") with content at `indent`, or
+// nullopt when a block cannot represent it exactly.
+std::optional<std::string> LiteralBlock(const std::string& s, int indent) {
+  if (s.find('\n') == std::string::npos) return std::nullopt;
+  size_t end = s.find_last_not_of('\n');
+  if (end == std::string::npos) return std::nullopt;
+  std::string_view body(s.data(), end + 1);
+  size_t trailing = s.size() - body.size();
+  if (body[0] == ' ' || body[0] == '\t') return std::nullopt;
+  for (char c : body) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) return std::nullopt;
+  }
+  std::string out = trailing == 0 ? "|-" : trailing == 1 ? "|" : "|+";
+  std::string pad(indent, ' ');
+  size_t start = 0;
+  while (start <= body.size()) {
+    size_t newline = body.find('\n', start);
+    std::string_view line = body.substr(
+        start, newline == std::string_view::npos ? std::string_view::npos : newline - start);
+    // A line that starts with spaces or is blank is fine after the first; keep it as is.
+    out += "\n";
+    if (!line.empty()) out += pad + std::string(line);
+    if (newline == std::string_view::npos) break;
+    start = newline + 1;
+  }
+  for (size_t i = 1; i < trailing; ++i) out += "\n";
+  return out;
+}
+
+std::string YamlScalar(const ordered_json& value, int block_indent) {
+  if (value.is_string()) {
+    const std::string& s = value.get_ref<const std::string&>();
+    if (auto block = LiteralBlock(s, block_indent)) return *block;
+    return YamlString(s);
+  }
   if (value.is_null()) return "null";
   if (value.is_number_float()) {
     double d = value.get<double>();
@@ -331,7 +365,7 @@ void EmitAfterIndicator(const ordered_json& value, int indent, bool after_dash, 
         } else {
           out += " " +
                  (IsEmptyContainer(item) ? std::string(item.is_object() ? "{}" : "[]")
-                                         : YamlScalar(item)) +
+                                         : YamlScalar(item, indent + 2)) +
                  "\n";
         }
       }
@@ -357,7 +391,7 @@ void EmitAfterIndicator(const ordered_json& value, int indent, bool after_dash, 
   } else if (IsEmptyContainer(value)) {
     out += value.is_object() ? "{}\n" : "[]\n";
   } else {
-    out += YamlScalar(value) + "\n";
+    out += YamlScalar(value, after_dash ? indent : indent + 2) + "\n";
   }
 }
 

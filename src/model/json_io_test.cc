@@ -357,7 +357,9 @@ quoted:
 - "1.5"
 - "#c"
 - "x #y"
-- "line\nbreak"
+- |-
+  line
+  break
 - "0x1F"
 - "1e3"
 - "2024-01-01"
@@ -386,6 +388,36 @@ nested:
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   ASSERT_EQ(back->size(), 1u);
   EXPECT_EQ((*back)[0].value, value);
+}
+
+TEST(ToYamlTest, MultiLineStringsAsLiteralBlocks) {
+  struct Case {
+    std::string name;
+    ordered_json value;
+    std::string yaml;
+  };
+  const Case cases[] = {
+      {"clip",
+       {{"script", "echo a\n  indented\n\necho b\n"}},
+       "script: |\n  echo a\n    indented\n\n  echo b\n"},
+      {"strip", {{"s", "a\nb"}}, "s: |-\n  a\n  b\n"},
+      {"keep", {{"s", "a\n\n\n"}}, "s: |+\n  a\n\n\n"},
+      {"in a list", {{"args", {"-c", "set -e\nrun\n"}}}, "args:\n- \"-c\"\n- |\n  set -e\n  run\n"},
+      {"in a list of maps",
+       {{"tasks", {{{"name", "t"}, {"script", "a\nb\n"}}}}},
+       "tasks:\n- name: t\n  script: |\n    a\n    b\n"},
+      {"leading space falls back to quotes", {{"s", " a\nb"}}, "s: \" a\\nb\"\n"},
+      {"carriage return falls back to quotes", {{"s", "a\r\nb"}}, "s: \"a\\r\\nb\"\n"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string yaml = ToYaml(c.value);
+    EXPECT_EQ(yaml, c.yaml);
+    auto back = ParseYamlDocuments(yaml, "out.yaml");
+    ASSERT_TRUE(back.ok()) << back.status().ToString() << "\n" << yaml;
+    ASSERT_EQ(back->size(), 1u);
+    EXPECT_EQ((*back)[0].value, c.value) << yaml;
+  }
 }
 
 TEST(ToYamlTest, RoundTripsScalarsAndOddKeys) {

@@ -1,0 +1,51 @@
+#pragma once
+// Access control for HTTP requests: config::CheckAccess against the roles stored as ROLE configs.
+// The decoded configs are cached and reloaded from the store when older than `max_age_ms` or
+// after Invalidate() (called after every config write through this server), so several servers
+// on one database converge within max_age_ms.
+//
+// Thread contract: thread-safe; readers share one immutable snapshot (shared_ptr swap).
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "common/clock.h"
+#include "config/config_set.h"
+#include "server/jwt.h"
+#include "store/store.h"
+
+namespace gpupool::server {
+
+class AccessControl {
+ public:
+  AccessControl(store::Store& store, const Clock& clock, int64_t max_age_ms = 1000);
+
+  // OK, kPermissionDenied naming the user and the roles checked, or kInvalidArgument for a path
+  // the normaliser refuses. `raw_path` is the request target as sent (it is normalised here).
+  Status Check(const Identity& identity, std::string_view method, std::string_view raw_path,
+               const std::optional<std::string>& workflow_pool);
+
+  void Invalidate();
+
+  // The current snapshot (reloaded if stale). Never null.
+  std::shared_ptr<const config::ConfigSet> Configs();
+
+ private:
+  store::Store& store_;
+  const Clock& clock_;
+  const int64_t max_age_ms_;
+
+  std::mutex mu_;
+  std::shared_ptr<const config::ConfigSet> configs_;
+  int64_t loaded_at_ms_ = 0;
+  bool stale_ = true;
+};
+
+// Decodes every OSMO-kind config of the store into a ConfigSet; configs that fail to decode are
+// skipped (the service refuses such writes, so this only happens after a manual DB edit).
+Result<config::ConfigSet> LoadConfigSet(store::Store& store);
+
+}  // namespace gpupool::server

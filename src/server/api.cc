@@ -1,0 +1,388 @@
+#include "server/api.h"
+
+#include <httplib.h>
+
+#include <mutex>
+#include <unordered_map>
+
+#include "common/strings.h"
+#include "model/json_io.h"
+#include "server/path.h"
+
+namespace gpupool::server {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+service::Caller CallerOf(const RouteRequest& request) {
+  return {request.identity.user, request.identity.roles, request.source};
+}
+
+template <typename T>
+Json JsonList(const std::vector<T>& items) {
+  Json out = Json::array();
+  for (const auto& item : items) out.push_back(service::ToJson(item));
+  return out;
+}
+
+std::optional<std::string> FirstQuery(const RouteRequest& request,
+                                      std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (auto value = request.Query(name); value && !value->empty()) return value;
+  }
+  return std::nullopt;
+}
+
+std::string Description(const RouteRequest& request, const std::string& fallback) {
+  auto description = request.Query("description");
+  return description && !description->empty() ? *description : fallback;
+}
+
+// The pool of a workflow, for access control on /api/workflow/{id}. A workflow never changes
+// pool, so answers are cached (bounded: the cache is cleared when it grows past kMaxEntries).
+class WorkflowPoolCache {
+ public:
+  explicit WorkflowPoolCache(store::Store& store) : store_(store) {}
+  std::optional<std::string> Find(const std::string& id) {
+    {
+      std::lock_guard lock(mu_);
+      auto it = pools_.find(id);
+      if (it != pools_.end()) return it->second;
+    }
+    auto workflow = store_.GetWorkflow(id);
+    if (!workflow.ok()) return std::nullopt;  // the handler reports NotFound
+    std::lock_guard lock(mu_);
+    if (pools_.size() >= kMaxEntries) pools_.clear();
+    pools_[id] = workflow->pool;
+    return workflow->pool;
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 100000;
+  store::Store& store_;
+  std::mutex mu_;
+  std::unordered_map<std::string, std::string> pools_;
+};
+
+// Optimistic lock for PUT /api/configs/{kind}/{name}: `expected_revision=N` or `If-Match: N`
+// (0 = must not exist). kAborted (409) when the current revision differs.
+Status CheckExpectedRevision(const ApiContext& ctx, const RouteRequest& request,
+                             const std::string& kind, const std::string& name) {
+  std::optional<std::string> text = request.Query("expected_revision");
+  if (!text) {
+    std::string if_match = request.Header("If-Match");
+    if (!if_match.empty()) text = std::string(Trim(if_match));
+  }
+  if (!text) return OkStatus();
+  std::string digits = *text;
+  if (digits.size() >= 2 && digits.front() == '"' && digits.back() == '"') {
+    digits = digits.substr(1, digits.size() - 2);
+  }
+  char* end = nullptr;
+  long long expected = std::strtoll(digits.c_str(), &end, 10);
+  if (digits.empty() || *end != '\0' || expected < 0) {
+    return InvalidArgumentError("expected_revision \"" + *text + "\": expected an integer >= 0");
+  }
+  int64_t current = 0;
+  auto view = ctx.service->ShowConfig(kind, name);
+  if (view.ok()) {
+    current = view->revision;
+  } else if (view.status().code() != StatusCode::kNotFound) {
+    return view.status();
+  }
+  if (current != expected) {
+    return AbortedError(kind + " \"" + name + "\" is at revision " + std::to_string(current) +
+                        ", not " + std::to_string(expected) +
+                        ": it changed since you read it; fetch it again and retry");
+  }
+  return OkStatus();
+}
+
+Result<service::SubmitRequest> DecodeSubmit(const RouteRequest& request) {
+  service::SubmitRequest submit;
+  submit.pool = request.Param("pool");
+  submit.file_name = "request body";
+  submit.idempotency_key = request.Header("Idempotency-Key");
+  ASSIGN_OR_RETURN(submit.dry_run, BoolQuery(request, "dry_run", false));
+  std::vector<std::string> sets;
+  size_t count = request.http->get_param_value_count("set");
+  for (size_t i = 0; i < count; ++i) sets.push_back(request.http->get_param_value("set", i));
+  std::string_view body = Trim(request.Body());
+  if (body.empty()) return InvalidArgumentError("request body is empty: expected a workflow");
+  std::string content_type = ToLower(request.Header("Content-Type"));
+  if (body.front() == '{' && content_type.find("yaml") == std::string::npos) {
+    // OSMO's JSON shape: {"file": "<workflow yaml>", "set_variables": ["k=v"]}; a JSON body
+    // with a top-level "workflow" key is the workflow itself.
+    ASSIGN_OR_RETURN(Json json, model::ParseJson(request.Body(), "request body"));
+    if (json.contains("workflow")) {
+      submit.spec_text = request.Body();
+    } else {
+      ASSIGN_OR_RETURN(submit.spec_text, StringField(json, "file"));
+      if (json.contains("set_variables")) {
+        const Json& vars = json["set_variables"];
+        if (!vars.is_array()) {
+          return InvalidArgumentError("request body: field \"set_variables\": expected an array");
+        }
+        for (size_t i = 0; i < vars.size(); ++i) {
+          if (!vars[i].is_string()) {
+            return InvalidArgumentError("request body: field \"set_variables[" + std::to_string(i) +
+                                        "]\": expected a string k=v");
+          }
+          sets.push_back(vars[i].get<std::string>());
+        }
+      }
+    }
+  } else {
+    submit.spec_text = request.Body();
+  }
+  for (const std::string& set : sets) {
+    size_t eq = set.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError("set \"" + set + "\": expected key=value");
+    }
+    submit.set_values[set.substr(0, eq)] = set.substr(eq + 1);
+  }
+  return submit;
+}
+
+}  // namespace
+
+AccessChecker MakeAccessChecker(const ApiContext& ctx) {
+  AccessControl* access = ctx.access;
+  return [access](const Identity& identity, const RouteRequest& request,
+                  const std::optional<std::string>& pool) {
+    return access->Check(identity, request.method, request.http->target, pool);
+  };
+}
+
+AuditHook MakeAuditHook(const ApiContext& ctx) {
+  store::Store* store = ctx.store;
+  AccessControl* access = ctx.access;
+  return [store, access](const RouteRequest& request, int status) {
+    if (request.path.starts_with("/api/configs") || request.path == "/api/apply") {
+      access->Invalidate();  // roles may have changed
+    }
+    store::AuditRecord record;
+    record.user = request.identity.user;
+    record.source = request.source;
+    record.action = request.method + " " + request.pattern;
+    record.target = request.path;
+    record.detail = "HTTP " + std::to_string(status);
+    (void)store->AppendAudit(record);  // a failed audit append must not fail the request
+  };
+}
+
+void AddApiRoutes(Router& router, const ApiContext& ctx) {
+  service::Service& svc = *ctx.service;
+  store::Store& store = *ctx.store;
+  auto pool_cache = std::make_shared<WorkflowPoolCache>(store);
+  RouteOptions workflow_scoped;
+  workflow_scoped.resource_pool = [pool_cache](const RouteRequest& r) {
+    return pool_cache->Find(r.Param("id"));
+  };
+
+  // ---- Health and metrics ----
+  router.Add("GET", "/healthz",
+             [](const RouteRequest&) -> Result<Reply> { return Reply::Text("ok\n", "text/plain"); },
+             {.requires_auth = false});
+  router.Add("GET", "/readyz",
+             [ctx](const RouteRequest&) -> Result<Reply> {
+               if (ctx.ready) RETURN_IF_ERROR(ctx.ready());
+               return Reply::Text("ready\n", "text/plain");
+             },
+             {.requires_auth = false});
+  router.Add("GET", "/metrics",
+             [ctx](const RouteRequest&) -> Result<Reply> {
+               if (ctx.before_metrics) ctx.before_metrics();
+               return Reply::Text(ctx.registry->Render(), "text/plain; version=0.0.4");
+             },
+             {.requires_auth = false});
+  router.Add("GET", "/api/version", [&store](const RouteRequest& r) -> Result<Reply> {
+    return Reply::Json({{"version", "0.1.0"},
+                        {"store", std::string(store.Backend())},
+                        {"user", r.identity.user},
+                        {"roles", r.identity.roles}});
+  });
+
+  // ---- Pools, resources, nodes ----
+  auto list_pools = [&svc](const RouteRequest& r) -> Result<Reply> {
+    ASSIGN_OR_RETURN(auto rows, svc.ListPools(CallerOf(r)));
+    return Reply::Json({{"pools", JsonList(rows)}});
+  };
+  router.Add("GET", "/api/pool", list_pools);
+  router.Add("GET", "/api/pool_quota", list_pools);
+  router.Add("GET", "/api/resources", [&svc](const RouteRequest& r) -> Result<Reply> {
+    service::ResourceFilter filter;
+    filter.pool = FirstQuery(r, {"pool", "pools"});
+    filter.platform = FirstQuery(r, {"platform", "platforms"});
+    ASSIGN_OR_RETURN(auto rows, svc.ListResources(CallerOf(r), filter));
+    return Reply::Json({{"resources", JsonList(rows)}});
+  });
+  router.Add("GET", "/api/nodes", [&store](const RouteRequest&) -> Result<Reply> {
+    ASSIGN_OR_RETURN(auto nodes, store.ListNodes());
+    Json items = Json::array();
+    for (auto& node : nodes) items.push_back(std::move(node.object));
+    return Reply::Json({{"apiVersion", "v1"}, {"kind", "NodeList"}, {"items", std::move(items)}});
+  });
+  router.Add("PUT", "/api/nodes", [&svc](const RouteRequest& r) -> Result<Reply> {
+    ASSIGN_OR_RETURN(bool replace_all, BoolQuery(r, "replace_all", false));
+    if (Trim(r.Body()).empty())
+      return InvalidArgumentError("request body is empty: expected nodes");
+    ASSIGN_OR_RETURN(auto result,
+                     svc.ImportNodes(CallerOf(r), r.Body(), "request body", replace_all));
+    return Reply::Json(service::ToJson(result));
+  });
+
+  // ---- Configs ----
+  router.Add("GET", "/api/configs", [&svc](const RouteRequest&) -> Result<Reply> {
+    ASSIGN_OR_RETURN(auto views, svc.ListConfigs(std::nullopt));
+    return Reply::Json({{"configs", JsonList(views)}});
+  });
+  router.Add("GET", "/api/configs/history", [&svc](const RouteRequest& r) -> Result<Reply> {
+    service::HistoryFilter filter;
+    filter.kind = FirstQuery(r, {"kind", "config_type", "config_types"});
+    filter.name = FirstQuery(r, {"name"});
+    ASSIGN_OR_RETURN(auto limit, IntQuery(r, "limit"));
+    if (!limit) {
+      ASSIGN_OR_RETURN(limit, IntQuery(r, "count"));
+    }
+    if (limit) filter.limit = static_cast<int>(*limit);
+    ASSIGN_OR_RETURN(auto entries, svc.History(filter));
+    return Reply::Json({{"history", JsonList(entries)}});
+  });
+  router.Add("POST", "/api/configs/history/rollback",
+             [&svc](const RouteRequest& r) -> Result<Reply> {
+               ASSIGN_OR_RETURN(Json body, DecodeBody(r));
+               if (!body.is_object())
+                 return InvalidArgumentError("request body: expected an object");
+               service::RollbackRequest request;
+               std::optional<std::string> kind;
+               if (body.contains("kind")) {
+                 ASSIGN_OR_RETURN(kind, StringField(body, "kind"));
+               } else {
+                 ASSIGN_OR_RETURN(kind, StringField(body, "config_type"));
+               }
+               request.kind = *kind;
+               ASSIGN_OR_RETURN(request.name, StringField(body, "name"));
+               ASSIGN_OR_RETURN(request.revision, IntField(body, "revision"));
+               ASSIGN_OR_RETURN(request.description, StringField(body, "description", ""));
+               ASSIGN_OR_RETURN(auto result, svc.Rollback(CallerOf(r), request));
+               return Reply::Json(service::ToJson(result));
+             });
+  router.Add("GET", "/api/configs/{kind}", [&svc](const RouteRequest& r) -> Result<Reply> {
+    ASSIGN_OR_RETURN(std::string kind, service::NormalizeKind(r.Param("kind")));
+    ASSIGN_OR_RETURN(auto views, svc.ListConfigs(kind));
+    return Reply::Json({{"configs", JsonList(views)}});
+  });
+  router.Add("PUT", "/api/configs/{kind}", [&svc](const RouteRequest& r) -> Result<Reply> {
+    ASSIGN_OR_RETURN(std::string kind, service::NormalizeKind(r.Param("kind")));
+    ASSIGN_OR_RETURN(Json body, DecodeBody(r));
+    if (body.is_object() && body.size() == 1) {
+      for (const char* key : {"configs", "configs_dict"}) {
+        if (body.contains(key)) body = Json(body[key]);
+      }
+    }
+    service::UpdateConfigRequest request{kind, std::nullopt, std::move(body), "request body",
+                                         Description(r, "")};
+    ASSIGN_OR_RETURN(auto result, svc.UpdateConfig(CallerOf(r), request));
+    return Reply::Json(service::ToJson(result));
+  });
+  router.Add("GET", "/api/configs/{kind}/{name}", [&svc](const RouteRequest& r) -> Result<Reply> {
+    ASSIGN_OR_RETURN(std::string kind, service::NormalizeKind(r.Param("kind")));
+    ASSIGN_OR_RETURN(auto revision, IntQuery(r, "revision"));
+    ASSIGN_OR_RETURN(auto view, svc.ShowConfig(kind, r.Param("name"), revision));
+    return Reply::Json(service::ToJson(view));
+  });
+  router.Add("PUT", "/api/configs/{kind}/{name}", [ctx](const RouteRequest& r) -> Result<Reply> {
+    ASSIGN_OR_RETURN(std::string kind, service::NormalizeKind(r.Param("kind")));
+    ASSIGN_OR_RETURN(Json body, DecodeBody(r));
+    RETURN_IF_ERROR(CheckExpectedRevision(ctx, r, kind, r.Param("name")));
+    service::UpdateConfigRequest request{kind, r.Param("name"), std::move(body), "request body",
+                                         Description(r, "")};
+    ASSIGN_OR_RETURN(auto result, ctx.service->UpdateConfig(CallerOf(r), request));
+    return Reply::Json(service::ToJson(result));
+  });
+  router.Add("DELETE", "/api/configs/{kind}/{name}",
+             [&svc](const RouteRequest& r) -> Result<Reply> {
+               ASSIGN_OR_RETURN(std::string kind, service::NormalizeKind(r.Param("kind")));
+               service::DeleteConfigRequest request;
+               request.kind = kind;
+               request.name = r.Param("name");
+               ASSIGN_OR_RETURN(request.force, BoolQuery(r, "force", false));
+               request.description = Description(r, "");
+               ASSIGN_OR_RETURN(auto result, svc.DeleteConfig(CallerOf(r), request));
+               return Reply::Json(service::ToJson(result));
+             });
+  router.Add("POST", "/api/configs/role/{name}/pool",
+             [&svc](const RouteRequest& r) -> Result<Reply> {
+               ASSIGN_OR_RETURN(auto result,
+                                svc.SetPoolRole(CallerOf(r), r.Param("name"), Description(r, "")));
+               return Reply::Json(service::ToJson(result));
+             });
+  router.Add("POST", "/api/apply", [&svc](const RouteRequest& r) -> Result<Reply> {
+    service::ApplyRequest request;
+    ASSIGN_OR_RETURN(request.documents, model::ParseJsonOrYamlDocuments(r.Body(), "request body"));
+    if (request.documents.empty()) return InvalidArgumentError("request body has no manifests");
+    request.file_name = "request body";
+    request.description = Description(r, "");
+    ASSIGN_OR_RETURN(auto result, svc.Apply(CallerOf(r), request));
+    return Reply::Json(service::ToJson(result));
+  });
+
+  // ---- Workflows ----
+  router.Add("POST", "/api/pool/{pool}/workflow", [&svc](const RouteRequest& r) -> Result<Reply> {
+    ASSIGN_OR_RETURN(auto request, DecodeSubmit(r));
+    ASSIGN_OR_RETURN(auto result, svc.SubmitWorkflow(CallerOf(r), request));
+    return Reply::Json(service::ToJson(result));
+  });
+  router.Add("GET", "/api/workflow", [&svc](const RouteRequest& r) -> Result<Reply> {
+    service::WorkflowFilter filter;
+    filter.pool = FirstQuery(r, {"pool", "pools"});
+    filter.user = FirstQuery(r, {"user", "users"});
+    filter.status = FirstQuery(r, {"status", "statuses"});
+    ASSIGN_OR_RETURN(auto limit, IntQuery(r, "limit"));
+    if (limit) filter.limit = static_cast<int>(*limit);
+    ASSIGN_OR_RETURN(auto views, svc.ListWorkflows(CallerOf(r), filter));
+    return Reply::Json({{"workflows", JsonList(views)}});
+  });
+  router.Add(
+      "GET", "/api/workflow/{id}",
+      [&svc](const RouteRequest& r) -> Result<Reply> {
+        ASSIGN_OR_RETURN(auto view, svc.QueryWorkflow(CallerOf(r), r.Param("id")));
+        return Reply::Json(service::ToJson(view));
+      },
+      workflow_scoped);
+  router.Add(
+      "POST", "/api/workflow/{id}/cancel",
+      [&svc](const RouteRequest& r) -> Result<Reply> {
+        ASSIGN_OR_RETURN(auto view, svc.CancelWorkflow(CallerOf(r), r.Param("id")));
+        return Reply::Json(service::ToJson(view));
+      },
+      workflow_scoped);
+
+  // ---- What-if and audit ----
+  router.Add("POST", "/api/schedule", [ctx](const RouteRequest& r) -> Result<Reply> {
+    if (!ctx.what_if) return UnavailableError("the what-if scheduler is not available");
+    if (Trim(r.Body()).empty())
+      return InvalidArgumentError("request body is empty: expected a scenario");
+    ASSIGN_OR_RETURN(Json result, ctx.what_if(r.Body()));
+    return Reply::Json(std::move(result));
+  });
+  router.Add("GET", "/api/audit", [&store](const RouteRequest& r) -> Result<Reply> {
+    ASSIGN_OR_RETURN(auto limit, IntQuery(r, "limit"));
+    ASSIGN_OR_RETURN(auto records, store.ListAudit(limit ? static_cast<int>(*limit) : 100));
+    Json items = Json::array();
+    for (const auto& a : records) {
+      items.push_back({{"at", FormatTimestamp(a.at_ms)},
+                       {"user", a.user},
+                       {"source", a.source},
+                       {"action", a.action},
+                       {"target", a.target},
+                       {"detail", a.detail}});
+    }
+    return Reply::Json({{"audit", std::move(items)}});
+  });
+}
+
+}  // namespace gpupool::server

@@ -1,0 +1,90 @@
+#pragma once
+// HTTP client of the gpupool server, for the CLI's `--server URL` (token from GPUPOOL_TOKEN).
+// Every call returns the response JSON (the service's ToJson shapes, see server/api.h) or a
+// Status rebuilt from the HTTP error: 400 kInvalidArgument, 401 kUnauthenticated, 403
+// kPermissionDenied, 404 kNotFound, 409 kAborted/kFailedPrecondition/kAlreadyExists (the server's
+// symbolic "code" is kept), 503 kUnavailable, anything else kInternal; the message is the
+// server's. A connection failure is kUnavailable naming the URL.
+//
+// Thread contract: a Client may be used by one thread at a time.
+
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace httplib {
+class Client;
+}  // namespace httplib
+
+namespace gpupool::server {
+
+class Client {
+ public:
+  // `base_url`: http://host:port (https:// works too). `token`: sent as "Bearer <token>" when
+  // non-empty.
+  Client(std::string base_url, std::string token);
+  ~Client();
+
+  // Reads GPUPOOL_TOKEN from the environment.
+  static std::unique_ptr<Client> FromEnvironment(std::string base_url);
+
+  // Generic call. `path` may include a query string (use Query() to build one); `body` is sent
+  // with `content_type` when non-empty.
+  Result<nlohmann::ordered_json> Call(std::string_view method, const std::string& path,
+                                      const std::string& body = "",
+                                      const std::string& content_type = "application/json",
+                                      const std::map<std::string, std::string>& headers = {});
+
+  // ---- One helper per CLI verb (same routes as server/api.h) ----
+  Result<nlohmann::ordered_json> UpdateConfig(const std::string& kind,
+                                              const std::optional<std::string>& name,
+                                              const nlohmann::ordered_json& body,
+                                              const std::string& description = "",
+                                              std::optional<int64_t> expected_revision = {});
+  Result<nlohmann::ordered_json> SetPoolRole(const std::string& role_name,
+                                             const std::string& description = "");
+  Result<nlohmann::ordered_json> ShowConfig(const std::string& kind, const std::string& name,
+                                            std::optional<int64_t> revision = {});
+  Result<nlohmann::ordered_json> ListConfigs(const std::optional<std::string>& kind);
+  Result<nlohmann::ordered_json> DeleteConfig(const std::string& kind, const std::string& name,
+                                              bool force, const std::string& description = "");
+  Result<nlohmann::ordered_json> History(const std::optional<std::string>& kind,
+                                         const std::optional<std::string>& name, int limit);
+  Result<nlohmann::ordered_json> Rollback(const std::string& kind, const std::string& name,
+                                          int64_t revision, const std::string& description = "");
+  // Manifests as text (multi-document YAML or JSON).
+  Result<nlohmann::ordered_json> Apply(const std::string& text,
+                                       const std::string& description = "");
+  Result<nlohmann::ordered_json> ImportNodes(const std::string& text, bool replace_all = false);
+  Result<nlohmann::ordered_json> ListPools();
+  Result<nlohmann::ordered_json> ListResources(const std::optional<std::string>& pool,
+                                               const std::optional<std::string>& platform);
+  Result<nlohmann::ordered_json> SubmitWorkflow(
+      const std::string& pool, const std::string& spec_text,
+      const std::map<std::string, std::string>& set_values, bool dry_run,
+      const std::string& idempotency_key = "");
+  Result<nlohmann::ordered_json> QueryWorkflow(const std::string& id);
+  Result<nlohmann::ordered_json> ListWorkflows(const std::optional<std::string>& pool,
+                                               const std::optional<std::string>& user,
+                                               const std::optional<std::string>& status, int limit);
+  Result<nlohmann::ordered_json> CancelWorkflow(const std::string& id);
+  Result<nlohmann::ordered_json> Schedule(const std::string& scenario_text);
+
+  // "?a=1&b=x" from the non-empty values (percent-encoded).
+  static std::string Query(const std::vector<std::pair<std::string, std::string>>& params);
+
+ private:
+  const std::string base_url_;
+  const std::string token_;
+  std::unique_ptr<httplib::Client> http_;
+};
+
+// The Status for an HTTP error response (status code and body).
+Status StatusFromHttp(int http_status, const std::string& body);
+
+}  // namespace gpupool::server

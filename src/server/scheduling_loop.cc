@@ -1,0 +1,554 @@
+#include "server/scheduling_loop.h"
+
+#include <chrono>
+#include <unordered_map>
+
+#include "config/kinds.h"
+#include "model/duration.h"
+#include "model/k8s.h"
+#include "model/node_pool.h"
+#include "model/queue.h"
+#include "server/access_control.h"
+
+namespace gpupool::server {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+constexpr char kPending[] = "PENDING";
+constexpr char kScheduled[] = "SCHEDULED";
+constexpr char kRunning[] = "RUNNING";
+constexpr char kCompleted[] = "COMPLETED";
+constexpr char kFailed[] = "FAILED";
+constexpr char kCanceled[] = "CANCELED";
+constexpr char kRescheduled[] = "RESCHEDULED";
+constexpr char kQueueTimeout[] = "FAILED_QUEUE_TIMEOUT";
+constexpr char kExecTimeout[] = "FAILED_EXEC_TIMEOUT";
+
+bool IsFinishedTask(std::string_view status) {
+  return status == kCompleted || status == kCanceled || status == kRescheduled ||
+         status.starts_with("FAILED");
+}
+
+// The task's entry in the stored spec (the `workflow:` document, or an object holding it).
+const Json* FindTaskSpec(const Json& spec, const std::string& group, const std::string& task) {
+  const Json* doc = &spec;
+  if (doc->is_object() && doc->contains("workflow") && (*doc)["workflow"].is_object()) {
+    doc = &(*doc)["workflow"];
+  }
+  if (!doc->is_object()) return nullptr;
+  auto find_in = [&](const Json& tasks) -> const Json* {
+    if (!tasks.is_array()) return nullptr;
+    for (const auto& t : tasks) {
+      if (t.is_object() && t.value("name", "") == task) return &t;
+    }
+    return nullptr;
+  };
+  if (doc->contains("groups") && (*doc)["groups"].is_array()) {
+    for (const auto& g : (*doc)["groups"]) {
+      if (g.is_object() && g.value("name", "") == group && g.contains("tasks")) {
+        if (const Json* t = find_in(g["tasks"])) return t;
+      }
+    }
+  }
+  if (doc->contains("tasks")) return find_in((*doc)["tasks"]);
+  return nullptr;
+}
+
+std::optional<int64_t> DurationMs(const Json* value) {
+  if (value == nullptr || value->is_null()) return std::nullopt;
+  if (value->is_number_integer()) return value->get<int64_t>() * 1000;
+  if (value->is_number()) return static_cast<int64_t>(value->get<double>() * 1000);
+  if (value->is_string()) {
+    auto seconds = model::ParseDurationSeconds(value->get<std::string>());
+    if (seconds.ok()) return *seconds * 1000;
+  }
+  return std::nullopt;
+}
+
+const Json* Field(const Json* object, const char* name) {
+  if (object == nullptr || !object->is_object()) return nullptr;
+  auto it = object->find(name);
+  return it == object->end() ? nullptr : &*it;
+}
+
+// What the loop needs to know about one workflow, from its spec and its pool.
+struct RunPolicy {
+  std::optional<int64_t> queue_timeout_ms;
+  std::optional<int64_t> exec_timeout_ms;
+  std::vector<config::ExitAction> pool_exit_actions;
+};
+
+RunPolicy PolicyFor(const store::WorkflowRecord& workflow, const config::ConfigSet& configs) {
+  RunPolicy policy;
+  // The service stores the effective timeouts (workflow value, else the pool default) at the top.
+  if (const Json* v = Field(&workflow.spec, "queue_timeout_seconds"); v && v->is_number_integer()) {
+    policy.queue_timeout_ms = v->get<int64_t>() * 1000;
+  }
+  if (const Json* v = Field(&workflow.spec, "exec_timeout_seconds"); v && v->is_number_integer()) {
+    policy.exec_timeout_ms = v->get<int64_t>() * 1000;
+  }
+  const Json* doc = &workflow.spec;
+  if (const Json* inner = Field(doc, "workflow"); inner != nullptr) doc = inner;
+  const Json* timeout = Field(doc, "timeout");
+  if (!policy.queue_timeout_ms)
+    policy.queue_timeout_ms = DurationMs(Field(timeout, "queue_timeout"));
+  if (!policy.exec_timeout_ms) policy.exec_timeout_ms = DurationMs(Field(timeout, "exec_timeout"));
+  if (const config::Pool* pool = configs.FindPool(workflow.pool); pool != nullptr) {
+    if (!policy.queue_timeout_ms) {
+      policy.queue_timeout_ms = config::EffectiveSeconds(pool->default_queue_timeout) * 1000;
+    }
+    if (!policy.exec_timeout_ms) {
+      policy.exec_timeout_ms = config::EffectiveSeconds(pool->default_exec_timeout) * 1000;
+    }
+    policy.pool_exit_actions = pool->default_exit_actions;
+  }
+  return policy;
+}
+
+// COMPLETE | FAIL | RESCHEDULE for an exit code.
+std::string ExitActionFor(const Json* task_spec, const RunPolicy& policy, int exit_code) {
+  if (const Json* actions = Field(task_spec, "exitActions"); actions && actions->is_object()) {
+    std::vector<config::ExitAction> task_actions;
+    for (const auto& [action, codes] : actions->items()) {
+      if (!codes.is_string() && !codes.is_number_integer()) continue;
+      std::string text = codes.is_string() ? codes.get<std::string>() : codes.dump();
+      auto ranges = config::ParseExitCodes(text);
+      if (!ranges.ok()) continue;
+      std::string upper;
+      for (char c : action) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      task_actions.push_back({upper, text, *ranges});
+    }
+    if (auto match = config::MatchExitAction(task_actions, exit_code)) return *match;
+  }
+  if (auto match = config::MatchExitAction(policy.pool_exit_actions, exit_code)) return *match;
+  return exit_code == 0 ? "COMPLETE" : "FAIL";
+}
+
+void SetStatus(store::TaskRecord& task, const char* status, int64_t now_ms, Counter* counter) {
+  counter->Increment({task.status, status});
+  task.status = status;
+  task.status_changed_ms = now_ms;
+}
+
+// A workflow's status from its tasks' latest attempts.
+std::string WorkflowStatus(const std::vector<store::TaskRecord>& tasks) {
+  bool all_done = true, any_running = false, any_scheduled = false;
+  std::string failure;
+  bool any_canceled = false;
+  for (const auto& task : tasks) {
+    if (task.status == kRescheduled) continue;
+    if (task.status.starts_with("FAILED") && failure.empty()) failure = task.status;
+    if (task.status == kCanceled) any_canceled = true;
+    if (!IsFinishedTask(task.status)) all_done = false;
+    if (task.status == kRunning) any_running = true;
+    if (task.status == kScheduled) any_scheduled = true;
+  }
+  if (!failure.empty()) return failure;
+  if (all_done) return any_canceled ? kCanceled : kCompleted;
+  if (any_running) return kRunning;
+  if (any_scheduled) return kScheduled;
+  return kPending;
+}
+
+// The simulated run of a task: pod annotations gpupool.io/sim-duration-seconds and
+// gpupool.io/sim-exit-code (written by the service), else the task's sim_duration / sim_exit_code
+// in the stored spec, else the default duration and exit code 0.
+backend::TaskLaunch LaunchFor(std::string key, const store::TaskRecord& task, const Json* spec,
+                              int64_t start_ms, int64_t default_duration_ms) {
+  backend::TaskLaunch launch;
+  launch.key = std::move(key);
+  launch.node = task.node;
+  launch.start_ms = start_ms;
+  launch.duration_ms = DurationMs(Field(spec, "sim_duration")).value_or(default_duration_ms);
+  launch.exit_code = 0;
+  if (const Json* code = Field(spec, "sim_exit_code"); code && code->is_number_integer()) {
+    launch.exit_code = code->get<int>();
+  }
+  const Json* annotations = Field(Field(&task.pod, "metadata"), "annotations");
+  if (const Json* d = Field(annotations, "gpupool.io/sim-duration-seconds"); d && d->is_string()) {
+    char* end = nullptr;
+    long long seconds = std::strtoll(d->get<std::string>().c_str(), &end, 10);
+    if (*end == '\0' && seconds >= 0) launch.duration_ms = seconds * 1000;
+  }
+  if (const Json* c = Field(annotations, "gpupool.io/sim-exit-code"); c && c->is_string()) {
+    char* end = nullptr;
+    long code = std::strtol(c->get<std::string>().c_str(), &end, 10);
+    if (*end == '\0') launch.exit_code = static_cast<int>(code);
+  }
+  return launch;
+}
+
+std::string SnapshotPodName(const std::string& workflow_id, size_t index) {
+  return workflow_id + "." + std::to_string(index);
+}
+
+}  // namespace
+
+std::string TaskKey(const std::string& workflow_id, const store::TaskRecord& task) {
+  return workflow_id + "/" + task.group + "/" + task.name + "/" + std::to_string(task.retry);
+}
+
+SchedulingLoop::SchedulingLoop(store::Store& store, backend::Backend& backend, const Clock& clock,
+                               Registry& registry, LoopOptions options)
+    : store_(store),
+      backend_(backend),
+      clock_(clock),
+      options_(std::move(options)),
+      scheduler_(options_.scheduler) {
+  leader_gauge_ = registry.AddGauge("gpupool_scheduler_leader",
+                                    "1 when this server holds the scheduler lease.");
+  pending_gauge_ = registry.AddGauge("gpupool_pending_pods", "Pods waiting to be scheduled.");
+  running_gauge_ = registry.AddGauge("gpupool_running_pods", "Pods scheduled or running.");
+  fair_share_gauge_ = registry.AddGauge("gpupool_queue_fair_share",
+                                        "Fair share per queue, node pool and resource "
+                                        "(gpu and cpu in milli-units, memory in bytes).",
+                                        {"queue", "node_pool", "resource"});
+  allocated_gauge_ =
+      registry.AddGauge("gpupool_queue_allocated", "Allocation per queue, node pool and resource.",
+                        {"queue", "node_pool", "resource"});
+  deserved_gauge_ = registry.AddGauge("gpupool_queue_deserved",
+                                      "Deserved quota per queue, node pool and resource.",
+                                      {"queue", "node_pool", "resource"});
+  cycle_seconds_ =
+      registry.AddHistogram("gpupool_scheduling_cycle_seconds",
+                            "Duration of one scheduling step of the leader.", {}, LatencyBuckets());
+  transitions_ =
+      registry.AddCounter("gpupool_task_transitions_total",
+                          "Task status transitions made by the scheduling loop.", {"from", "to"});
+}
+
+SchedulingLoop::~SchedulingLoop() { Stop(); }
+
+void SchedulingLoop::Start() {
+  stop_ = false;
+  thread_ = std::thread([this] {
+    while (!stop_.load()) {
+      (void)Step();
+      for (int64_t waited = 0; waited < options_.interval_ms && !stop_.load(); waited += 10) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  });
+}
+
+void SchedulingLoop::Stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (leader_.exchange(false)) (void)store_.ReleaseLease(options_.lease_name, options_.holder);
+}
+
+Result<StepStats> SchedulingLoop::Step() {
+  StepStats stats;
+  int64_t now = clock_.NowMillis();
+  auto lease =
+      store_.TryAcquireLease(options_.lease_name, options_.holder, now, options_.lease_ttl_ms);
+  if (!lease.ok()) {
+    leader_ = false;
+    leader_gauge_->Set({}, 0);
+    return lease.status();
+  }
+  if (!*lease) {
+    if (leader_.exchange(false)) {
+      // Lost the lease: forget what we ran; the new leader re-adopts from the store.
+      for (const auto& key : launched_) (void)backend_.Kill(key);
+      launched_.clear();
+      exits_.clear();
+    }
+    adopted_ = false;
+    leader_gauge_->Set({}, 0);
+    return stats;
+  }
+  leader_ = true;
+  leader_gauge_->Set({}, 1);
+  stats.leader = true;
+  auto start = std::chrono::steady_clock::now();
+  Status status = LeaderStep(now, stats);
+  cycle_seconds_->Observe(
+      {}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (!status.ok()) return status;
+  return stats;
+}
+
+Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
+  store::WorkflowFilter filter;
+  filter.unfinished_only = true;
+  filter.limit = 0;
+  ASSIGN_OR_RETURN(std::vector<store::WorkflowRecord> workflows, store_.ListWorkflows(filter));
+  ASSIGN_OR_RETURN(config::ConfigSet configs, LoadConfigSet(store_));
+
+  // 1. Re-adopt running tasks after becoming leader.
+  if (!adopted_) {
+    for (const auto& wf : workflows) {
+      for (const auto& task : wf.tasks) {
+        if (task.status != kRunning) continue;
+        const Json* spec = FindTaskSpec(wf.spec, task.group, task.name);
+        backend::TaskLaunch launch = LaunchFor(TaskKey(wf.id, task), task, spec, task.started_ms,
+                                               options_.default_sim_duration_ms);
+        if (backend_.Launch(launch).ok()) launched_.insert(launch.key);
+      }
+    }
+    adopted_ = true;
+  }
+
+  // 2. Collect exits (kept until applied, in case a write fails).
+  for (auto& exit : backend_.Poll(now)) {
+    launched_.erase(exit.key);
+    exits_[exit.key] = exit;
+  }
+
+  std::vector<bool> changed(workflows.size(), false);
+  std::vector<RunPolicy> policies;
+  policies.reserve(workflows.size());
+  std::set<std::string> running_keys;
+  for (size_t w = 0; w < workflows.size(); ++w) {
+    store::WorkflowRecord& wf = workflows[w];
+    policies.push_back(PolicyFor(wf, configs));
+    const RunPolicy& policy = policies.back();
+    std::vector<store::TaskRecord> added;
+    for (auto& task : wf.tasks) {
+      std::string key = TaskKey(wf.id, task);
+      const Json* spec = FindTaskSpec(wf.spec, task.group, task.name);
+      if (task.status == kRunning) {
+        auto exit = exits_.find(key);
+        if (exit != exits_.end()) {
+          task.exit_code = exit->second.exit_code;
+          task.finished_ms = exit->second.finished_ms;
+          std::string action = ExitActionFor(spec, policy, task.exit_code);
+          if (action == "RESCHEDULE" && task.retry < options_.max_retries) {
+            SetStatus(task, kRescheduled, now, transitions_);
+            task.message = "exit code " + std::to_string(task.exit_code) + ": rescheduled";
+            store::TaskRecord next = task;
+            next.retry = task.retry + 1;
+            next.node.clear();
+            next.started_ms = next.finished_ms = 0;
+            next.exit_code = 0;
+            next.message.clear();
+            next.status = kPending;
+            next.status_changed_ms = now;
+            added.push_back(std::move(next));
+          } else if (action == "COMPLETE") {
+            SetStatus(task, kCompleted, now, transitions_);
+          } else {
+            SetStatus(task, kFailed, now, transitions_);
+            task.message = "exit code " + std::to_string(task.exit_code) +
+                           (action == "RESCHEDULE" ? " (retries exhausted)" : "");
+          }
+          ++stats.finished;
+          changed[w] = true;
+        } else if (policy.exec_timeout_ms && now - task.started_ms > *policy.exec_timeout_ms) {
+          (void)backend_.Kill(key);
+          launched_.erase(key);
+          SetStatus(task, kExecTimeout, now, transitions_);
+          task.finished_ms = now;
+          task.message = "ran longer than the exec timeout of " +
+                         model::FormatDuration(*policy.exec_timeout_ms / 1000);
+          ++stats.timed_out;
+          changed[w] = true;
+        } else {
+          running_keys.insert(key);
+          if (!launched_.contains(key)) {  // e.g. lost by a backend restart: adopt again
+            backend::TaskLaunch launch =
+                LaunchFor(key, task, spec, task.started_ms, options_.default_sim_duration_ms);
+            if (backend_.Launch(launch).ok()) launched_.insert(key);
+          }
+        }
+      } else if (task.status == kScheduled) {
+        // Launch first (idempotent; if the write below loses a race, the next step kills it).
+        backend::TaskLaunch launch =
+            LaunchFor(key, task, spec, now, options_.default_sim_duration_ms);
+        Status launched = backend_.Launch(launch);
+        if (launched.ok()) {
+          launched_.insert(key);
+          task.started_ms = now;
+          SetStatus(task, kRunning, now, transitions_);
+          running_keys.insert(key);
+          ++stats.launched;
+        } else {
+          SetStatus(task, kFailed, now, transitions_);
+          task.finished_ms = now;
+          task.message = "backend: " + launched.message();
+        }
+        changed[w] = true;
+      } else if (task.status == kPending) {
+        int64_t since = task.retry == 0 ? wf.submitted_ms : task.status_changed_ms;
+        if (policy.queue_timeout_ms && now - since > *policy.queue_timeout_ms) {
+          SetStatus(task, kQueueTimeout, now, transitions_);
+          task.finished_ms = now;
+          task.message = "pending longer than the queue timeout of " +
+                         model::FormatDuration(*policy.queue_timeout_ms / 1000);
+          ++stats.timed_out;
+          changed[w] = true;
+        }
+      }
+    }
+    for (auto& task : added) wf.tasks.push_back(std::move(task));
+  }
+
+  // A failed task fails its workflow: stop the rest of it.
+  for (size_t w = 0; w < workflows.size(); ++w) {
+    auto& wf = workflows[w];
+    if (!WorkflowStatus(wf.tasks).starts_with("FAILED")) continue;
+    for (auto& task : wf.tasks) {
+      if (IsFinishedTask(task.status)) continue;
+      std::string key = TaskKey(wf.id, task);
+      running_keys.erase(key);
+      SetStatus(task, kCanceled, now, transitions_);
+      task.message = "canceled: another task of the workflow failed";
+      changed[w] = true;
+    }
+  }
+
+  // 5. One scheduler cycle.
+  scheduler::ClusterSnapshot snapshot;
+  ASSIGN_OR_RETURN(auto nodes, store_.ListNodes());
+  for (const auto& node : nodes) {
+    auto parsed = model::NodeFromJson(node.object);
+    if (parsed.ok()) snapshot.nodes.push_back(std::move(*parsed));
+  }
+  ASSIGN_OR_RETURN(auto queue_configs, store_.ListConfigs("QUEUE"));
+  for (const auto& record : queue_configs) {
+    auto queue = model::QueueFromJson(record.body, record.name);
+    if (queue.ok()) snapshot.queues.push_back(std::move(*queue));
+  }
+  ASSIGN_OR_RETURN(auto pool_configs, store_.ListConfigs("NODE_POOL"));
+  for (const auto& record : pool_configs) {
+    auto pool = model::NodePoolFromJson(record.body, record.name);
+    if (pool.ok()) snapshot.node_pools.push_back(std::move(*pool));
+  }
+  std::unordered_map<std::string, std::pair<size_t, size_t>> pod_index;  // name -> (wf, task)
+  for (int pass = 0; pass < 2; ++pass) {  // bound pods first, then pending in arrival order
+    for (size_t w = 0; w < workflows.size(); ++w) {
+      auto& wf = workflows[w];
+      for (size_t t = 0; t < wf.tasks.size(); ++t) {
+        auto& task = wf.tasks[t];
+        bool bound = task.status == kRunning || task.status == kScheduled;
+        if (pass == 0 ? !bound : task.status != kPending) continue;
+        Json pod = task.pod.is_object() ? task.pod : Json::object();
+        std::string name = SnapshotPodName(wf.id, t);
+        pod["metadata"]["name"] = name;
+        pod["metadata"]["namespace"] = "default";
+        if (pod["metadata"].contains("labels") &&
+            pod["metadata"]["labels"].contains(scheduler::kGangLabel)) {
+          pod["metadata"]["labels"][scheduler::kGangLabel] = wf.id + "." + task.group;
+        }
+        if (bound) pod["spec"]["nodeName"] = task.node;
+        auto parsed = model::PodSchedulingFromJson(pod);
+        if (!parsed.ok()) {
+          if (!bound) {
+            SetStatus(task, kFailed, now, transitions_);
+            task.message = "pod cannot be scheduled: " + parsed.status().message();
+            changed[w] = true;
+          }
+          continue;
+        }
+        pod_index[name] = {w, t};
+        snapshot.pods.push_back(std::move(*parsed));
+      }
+    }
+  }
+  scheduler::CycleResult cycle = scheduler_.RunCycle(snapshot);
+  for (const auto& binding : cycle.bindings) {
+    auto it = pod_index.find(binding.pod);
+    if (it == pod_index.end()) continue;
+    auto& task = workflows[it->second.first].tasks[it->second.second];
+    if (task.status != kPending) continue;
+    task.node = binding.node;
+    task.message.clear();
+    SetStatus(task, kScheduled, now, transitions_);
+    changed[it->second.first] = true;
+    ++stats.bound;
+  }
+  for (const auto& eviction : cycle.evictions) {
+    auto it = pod_index.find(eviction.pod);
+    if (it == pod_index.end()) continue;
+    auto& wf = workflows[it->second.first];
+    auto& task = wf.tasks[it->second.second];
+    if (task.status != kRunning && task.status != kScheduled) continue;
+    std::string key = TaskKey(wf.id, task);
+    running_keys.erase(key);
+    task.node.clear();
+    task.started_ms = 0;
+    task.message = "evicted (" + std::string(scheduler::EvictionReasonName(eviction.reason)) +
+                   "): " + eviction.message;
+    SetStatus(task, kPending, now, transitions_);
+    changed[it->second.first] = true;
+    ++stats.evicted;
+  }
+  for (const auto& pending : cycle.unschedulable) {
+    auto it = pod_index.find(pending.pod);
+    if (it == pod_index.end()) continue;
+    auto& task = workflows[it->second.first].tasks[it->second.second];
+    if (task.status == kPending && task.message != pending.reason) {
+      task.message = pending.reason;
+      changed[it->second.first] = true;
+    }
+  }
+
+  // 6. Persist, then act on the backend.
+  for (size_t w = 0; w < workflows.size(); ++w) {
+    auto& wf = workflows[w];
+    std::string status = WorkflowStatus(wf.tasks);
+    if (status != wf.status) {
+      wf.status = status;
+      changed[w] = true;
+    }
+    if (!changed[w]) continue;
+    Status written = store_.UpdateWorkflow(wf);
+    if (!written.ok()) {
+      ++stats.conflicts;
+      // Undo this step's launches of that workflow; the next step decides again from the store.
+      for (const auto& task : wf.tasks) {
+        if (task.status == kRunning && task.started_ms == now) {
+          std::string key = TaskKey(wf.id, task);
+          (void)backend_.Kill(key);
+          launched_.erase(key);
+          running_keys.erase(key);
+        }
+      }
+      if (written.code() != StatusCode::kAborted && written.code() != StatusCode::kNotFound) {
+        return written;
+      }
+      continue;
+    }
+    for (const auto& task : wf.tasks) {
+      if (IsFinishedTask(task.status)) exits_.erase(TaskKey(wf.id, task));
+    }
+  }
+  // Kill what runs on the backend but is no longer RUNNING in the store (canceled, failed).
+  for (auto it = launched_.begin(); it != launched_.end();) {
+    if (!running_keys.contains(*it)) {
+      (void)backend_.Kill(*it);
+      it = launched_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+
+  // Gauges.
+  for (const auto& wf : workflows) {
+    for (const auto& task : wf.tasks) {
+      if (task.status == kPending) ++stats.pending;
+      if (task.status == kRunning || task.status == kScheduled) ++stats.running;
+    }
+  }
+  pending_gauge_->Set({}, stats.pending);
+  running_gauge_->Set({}, stats.running);
+  static const char* kResources[] = {"gpu", "cpu", "memory"};
+  std::map<LabelValues, double> fair, allocated, deserved;
+  for (const auto& share : cycle.fair_share) {
+    for (size_t r = 0; r < share.resources.size() && r < 3; ++r) {
+      LabelValues labels = {share.queue, share.node_pool, kResources[r]};
+      fair[labels] = static_cast<double>(share.resources[r].fair_share);
+      allocated[labels] = static_cast<double>(share.resources[r].allocated);
+      deserved[labels] = static_cast<double>(share.resources[r].deserved);
+    }
+  }
+  fair_share_gauge_->ReplaceAll(std::move(fair));
+  allocated_gauge_->ReplaceAll(std::move(allocated));
+  deserved_gauge_->ReplaceAll(std::move(deserved));
+  return OkStatus();
+}
+
+}  // namespace gpupool::server

@@ -1,0 +1,108 @@
+#pragma once
+// The server's scheduling loop. Exactly one server per database runs it: the holder of the leader
+// lease "scheduler" (store::Store::TryAcquireLease, renewed every step; a crashed leader's lease
+// expires after lease_ttl_ms and another server takes over). Each step of the leader:
+//   1. re-adopts RUNNING tasks on the backend when it has just become leader (the sim backend is
+//      deterministic from the stored start time, so nothing is lost across a restart);
+//   2. applies task exits from the backend: the task's exitActions, else the pool's
+//      default_exit_actions, else exit 0 = COMPLETE and anything else = FAIL; COMPLETE ->
+//      COMPLETED, FAIL -> FAILED, RESCHEDULE -> the attempt becomes RESCHEDULED and a new attempt
+//      (retry + 1) is PENDING (at most max_retries times, then FAILED);
+//   3. enforces timeouts: PENDING longer than the queue timeout -> FAILED_QUEUE_TIMEOUT, RUNNING
+//      longer than the exec timeout -> killed, FAILED_EXEC_TIMEOUT (workflow `timeout`, else the
+//      pool's default_queue_timeout / default_exec_timeout);
+//   4. launches SCHEDULED tasks on the backend (-> RUNNING) and kills backend tasks whose task is
+//      no longer RUNNING in the store (canceled through the API);
+//   5. runs one scheduler::Scheduler cycle over all nodes, bound pods (SCHEDULED and RUNNING
+//      tasks) and pending pods (in submission order): bindings PENDING -> SCHEDULED (launched
+//      next step), evictions back to PENDING; unschedulable reasons go to the task message;
+//   6. derives each workflow's status from its tasks and writes every changed workflow with
+//      compare-and-set (a concurrent cancel wins; the loop re-reads next step).
+// Every decision is persisted before it acts on the backend, so a crash at any point leaves the
+// store consistent: a node is never counted twice, an acknowledged workflow is never lost.
+//
+// Thread contract: Step() must not run concurrently with itself; Start() runs it on a private
+// thread every interval_ms. IsLeader() and the metrics may be read from any thread.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "backend/backend.h"
+#include "common/clock.h"
+#include "scheduler/scheduler.h"
+#include "server/metrics.h"
+#include "store/store.h"
+
+namespace gpupool::server {
+
+struct LoopOptions {
+  std::string holder;  // this server's identity for the lease (unique per process)
+  std::string lease_name = "scheduler";
+  int64_t lease_ttl_ms = 5000;
+  int64_t interval_ms = 200;
+  int64_t default_sim_duration_ms = 1000;  // a task without sim_duration
+  int max_retries = 3;                     // RESCHEDULE at most this many times per task
+  scheduler::SchedulerOptions scheduler;
+};
+
+struct StepStats {
+  bool leader = false;
+  int bound = 0;
+  int launched = 0;
+  int finished = 0;
+  int timed_out = 0;
+  int evicted = 0;
+  int pending = 0;
+  int running = 0;
+  int conflicts = 0;  // CAS failures (a concurrent write won)
+};
+
+class SchedulingLoop {
+ public:
+  // All references must outlive the loop.
+  SchedulingLoop(store::Store& store, backend::Backend& backend, const Clock& clock,
+                 Registry& registry, LoopOptions options);
+  ~SchedulingLoop();
+
+  // One step (lease, then the leader's work). Errors are store failures; the loop retries.
+  Result<StepStats> Step();
+
+  void Start();
+  void Stop();  // releases the lease if held
+  bool IsLeader() const { return leader_.load(); }
+
+ private:
+  Status LeaderStep(int64_t now_ms, StepStats& stats);
+
+  store::Store& store_;
+  backend::Backend& backend_;
+  const Clock& clock_;
+  const LoopOptions options_;
+  const scheduler::Scheduler scheduler_;
+
+  std::atomic<bool> leader_{false};
+  bool adopted_ = false;
+  std::set<std::string> launched_;  // backend keys this process launched and saw no exit for
+  std::map<std::string, backend::TaskExit> exits_;  // polled, not yet applied to the store
+
+  Gauge* leader_gauge_;
+  Gauge* pending_gauge_;
+  Gauge* running_gauge_;
+  Gauge* fair_share_gauge_;
+  Gauge* allocated_gauge_;
+  Gauge* deserved_gauge_;
+  Histogram* cycle_seconds_;
+  Counter* transitions_;
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// "<workflow>/<group>/<task>/<retry>": the backend key of one task attempt.
+std::string TaskKey(const std::string& workflow_id, const store::TaskRecord& task);
+
+}  // namespace gpupool::server

@@ -1,0 +1,238 @@
+#include "server/serve_command.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "backend/backend.h"
+#include "common/strings.h"
+#include "model/duration.h"
+#include "scheduler/scenario.h"
+#include "server/access_control.h"
+#include "server/api.h"
+#include "server/auth.h"
+#include "server/http_server.h"
+#include "server/scheduling_loop.h"
+#include "service/service.h"
+#include "store/store.h"
+
+namespace gpupool::server {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop = true; }
+
+Result<int64_t> ParseMillis(const std::string& text, const char* option) {
+  if (EndsWith(text, "ms")) {
+    char* end = nullptr;
+    long long value = std::strtoll(text.c_str(), &end, 10);
+    if (end != text.c_str() + text.size() - 2 || value < 0) {
+      return InvalidArgumentError(std::string(option) + " \"" + text + "\": not a duration");
+    }
+    return static_cast<int64_t>(value);
+  }
+  auto seconds = model::ParseDurationSeconds(text);
+  if (!seconds.ok()) return seconds.status().WithContext(option);
+  return *seconds * 1000;
+}
+
+std::string DefaultDb() {
+  if (const char* env = std::getenv("GPUPOOL_DB"); env != nullptr && *env != '\0') return env;
+  const char* home = std::getenv("HOME");
+  std::string dir = std::string(home ? home : ".") + "/.local/share/gpupool";
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  return "sqlite:" + dir + "/gpupool.db";
+}
+
+std::string HolderId() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  std::random_device random;
+  return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(random());
+}
+
+Result<std::unique_ptr<Authenticator>> MakeAuthenticator(const ServeOptions& o,
+                                                         const Clock& clock) {
+  if (o.auth == "dev") {
+    std::cerr << "\n"
+              << std::string(78, '!') << "\n"
+              << kDevAuthWarning << "\n"
+              << std::string(78, '!') << "\n\n";
+    return MakeDevAuthenticator();
+  }
+  if (o.auth != "oidc") {
+    return InvalidArgumentError("--auth \"" + o.auth + "\": expected oidc or dev");
+  }
+  if (o.jwks.empty() || o.issuer.empty() || o.audience.empty()) {
+    return InvalidArgumentError(
+        "--auth oidc needs --jwks, --issuer and --audience (or use "
+        "--auth dev on a laptop)");
+  }
+  ASSIGN_OR_RETURN(KeySet keys, LoadKeySet(o.jwks));
+  JwtOptions jwt;
+  jwt.issuer = o.issuer;
+  jwt.audience = o.audience;
+  jwt.roles_claim = o.roles_claim;
+  return MakeOidcAuthenticator(std::make_unique<JwtVerifier>(jwt, std::move(keys), clock));
+}
+
+Result<std::pair<std::string, int>> ParseListen(const std::string& listen) {
+  size_t colon = listen.rfind(':');
+  if (colon == std::string::npos) {
+    return InvalidArgumentError("--listen \"" + listen + "\": expected HOST:PORT");
+  }
+  std::string host = listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  char* end = nullptr;
+  long port = std::strtol(listen.c_str() + colon + 1, &end, 10);
+  if (*end != '\0' || port < 0 || port > 65535 || colon + 1 == listen.size()) {
+    return InvalidArgumentError("--listen \"" + listen + "\": bad port");
+  }
+  return std::make_pair(host.empty() ? std::string("127.0.0.1") : host, static_cast<int>(port));
+}
+
+int Fail(const Status& status, int code = 1) {
+  std::cerr << "gpupool serve: error: " << status.message() << "\n";
+  return code;
+}
+
+}  // namespace
+
+int RunServe(const ServeOptions& o) {
+  SystemClock clock;
+  auto listen = ParseListen(o.listen);
+  if (!listen.ok()) return Fail(listen.status(), 2);
+  auto lease_ttl = ParseMillis(o.lease_ttl, "--lease-ttl");
+  if (!lease_ttl.ok()) return Fail(lease_ttl.status(), 2);
+  auto interval = ParseMillis(o.interval, "--interval");
+  if (!interval.ok()) return Fail(interval.status(), 2);
+  auto placement = scheduler::ParsePlacementPolicy(o.placement);
+  if (!placement.ok()) return Fail(placement.status(), 2);
+  auto authenticator = MakeAuthenticator(o, clock);
+  if (!authenticator.ok()) {
+    return Fail(authenticator.status(),
+                authenticator.status().code() == StatusCode::kInvalidArgument ? 2 : 1);
+  }
+
+  std::string db = o.db.empty() ? DefaultDb() : o.db;
+  store::StoreOptions store_options;
+  store_options.clock = &clock;
+  auto store = store::OpenStore(db, store_options);
+  if (!store.ok()) return Fail(store.status().WithContext("cannot open store " + db));
+  service::Service service(**store, clock);
+  if (Status s = service.EnsureBuiltins(); !s.ok()) return Fail(s);
+
+  std::unique_ptr<backend::Backend> backend;
+  if (!o.backend.empty()) {
+    auto opened = backend::OpenBackend(o.backend);
+    if (!opened.ok()) return Fail(opened.status());
+    backend = std::move(*opened);
+    auto nodes = backend->ListNodes();
+    if (!nodes.ok()) return Fail(nodes.status());
+    std::vector<store::NodeRecord> records;
+    for (const auto& node : *nodes) {
+      records.push_back({node["metadata"]["name"].get<std::string>(), node});
+    }
+    if (Status s = (*store)->UpsertNodes(records, /*replace_all=*/false); !s.ok()) return Fail(s);
+  }
+
+  Registry registry;
+  AccessControl access(**store, clock);
+  std::unique_ptr<SchedulingLoop> loop;
+  if (backend && !o.no_scheduler) {
+    LoopOptions loop_options;
+    loop_options.holder = HolderId();
+    loop_options.lease_ttl_ms = *lease_ttl;
+    loop_options.interval_ms = *interval;
+    loop_options.scheduler.policy = *placement;
+    loop = std::make_unique<SchedulingLoop>(**store, *backend, clock, registry, loop_options);
+  }
+
+  ApiContext context;
+  context.service = &service;
+  context.store = store->get();
+  context.access = &access;
+  context.registry = &registry;
+  context.clock = &clock;
+  store::Store* store_ptr = store->get();
+  context.ready = [store_ptr]() -> Status {
+    auto probe = store_ptr->ListConfigs("ROLE");
+    if (!probe.ok()) return UnavailableError("store: " + probe.status().message());
+    return OkStatus();
+  };
+  scheduler::SchedulerOptions what_if_options;
+  what_if_options.policy = *placement;
+  context.what_if = [what_if_options](std::string_view text) -> Result<nlohmann::ordered_json> {
+    scheduler::Scenario scenario;
+    RETURN_IF_ERROR(scheduler::AddScenarioText(text, "request body", scenario));
+    RETURN_IF_ERROR(scheduler::ValidateScenario(scenario));
+    return scheduler::ScheduleResultToJson(scheduler::Schedule(scenario, what_if_options));
+  };
+
+  Router router;
+  AddApiRoutes(router, context);
+  ServerOptions server_options;
+  server_options.max_body_bytes = o.max_body_bytes;
+  server_options.threads = o.threads;
+  HttpServer http(std::move(router), authenticator->get(), MakeAccessChecker(context),
+                  MakeAuditHook(context), registry, server_options);
+  auto port = http.Bind(listen->first, listen->second);
+  if (!port.ok()) return Fail(port.status());
+
+  g_stop = false;
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::thread serving([&http] { http.Serve(); });
+  if (loop) loop->Start();
+  std::cout << "gpupool: listening on http://" << listen->first << ":" << *port << " (store "
+            << (*store)->Backend() << ", auth " << (*authenticator)->Mode()
+            << (loop ? ", scheduling loop on" : ", scheduling loop off") << ")" << std::endl;
+  while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::cout << "gpupool: stopping" << std::endl;
+  if (loop) loop->Stop();
+  http.Stop();
+  serving.join();
+  return 0;
+}
+
+void AddServeSubcommand(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<ServeOptions>();
+  CLI::App* serve = app.add_subcommand("serve", "run the HTTP API server and scheduling loop");
+  serve->add_option("--listen", options->listen, "HOST:PORT to listen on")->capture_default_str();
+  serve->add_option("--db", options->db, "store URL (sqlite:PATH or postgresql://...)");
+  serve->add_option("--backend", options->backend, "sim:CLUSTER_FILE (nodes as JSON/YAML)");
+  serve->add_option("--auth", options->auth, "oidc or dev")->capture_default_str();
+  serve->add_option("--jwks", options->jwks, "JWKS file or URL (--auth oidc)");
+  serve->add_option("--issuer", options->issuer, "required token issuer (--auth oidc)");
+  serve->add_option("--audience", options->audience, "required token audience (--auth oidc)");
+  serve
+      ->add_option("--roles-claim", options->roles_claim,
+                   "claim path holding the roles, e.g. realm_access.roles")
+      ->capture_default_str();
+  serve->add_option("--max-body-bytes", options->max_body_bytes, "request body limit")
+      ->capture_default_str();
+  serve->add_option("--threads", options->threads, "HTTP worker threads")->capture_default_str();
+  serve->add_option("--lease-ttl", options->lease_ttl, "scheduler leader lease time")
+      ->capture_default_str();
+  serve->add_option("--interval", options->interval, "scheduling step period")
+      ->capture_default_str();
+  serve->add_option("--placement", options->placement, "fgd, gpu-packing or best-fit")
+      ->capture_default_str();
+  serve->add_flag("--no-scheduler", options->no_scheduler,
+                  "serve the API only; never run the scheduling loop");
+  serve->callback([options, exit_code] { *exit_code = RunServe(*options); });
+}
+
+}  // namespace gpupool::server

@@ -1,0 +1,50 @@
+#pragma once
+// `gpupool serve`: the HTTP API, the scheduling loop (leader-elected) and the sim backend in one
+// process.
+//
+//   gpupool serve --listen 127.0.0.1:8080 --db URL --backend sim:CLUSTER_FILE
+//                 [--auth oidc --jwks FILE_OR_URL --issuer ISS --audience AUD
+//                  [--roles-claim realm_access.roles] | --auth dev]
+//                 [--max-body-bytes N] [--threads N] [--lease-ttl 5s] [--interval 200ms]
+//                 [--no-scheduler]
+//
+// On start it opens the store (running migrations), writes the built-in configs to a new store,
+// imports the backend's nodes, binds, prints `gpupool: listening on http://HOST:PORT` on stdout
+// (and the dev-auth warning on stderr), then serves until SIGINT or SIGTERM.
+
+#include <cstdint>
+#include <string>
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace gpupool::server {
+
+struct ServeOptions {
+  std::string listen = "127.0.0.1:8080";
+  std::string db;             // "" = $GPUPOOL_DB, else sqlite:~/.local/share/gpupool/gpupool.db
+  std::string backend;        // sim:CLUSTER_FILE; "" = no backend (API only, no scheduling loop)
+  std::string auth = "oidc";  // oidc | dev
+  std::string jwks;
+  std::string issuer;
+  std::string audience;
+  std::string roles_claim = "roles";
+  size_t max_body_bytes = 8 << 20;
+  int threads = 64;
+  std::string lease_ttl = "5s";
+  std::string interval = "200ms";
+  bool no_scheduler = false;
+  std::string placement = "fgd";  // fgd | gpu-packing | best-fit
+};
+
+// Runs the server until SIGINT/SIGTERM. Returns the process exit code: 0 after a clean stop,
+// 1 when start-up fails (the reason on stderr), 2 for bad options.
+int RunServe(const ServeOptions& options);
+
+// Adds the `serve` subcommand to `app`. When it is chosen, its callback runs RunServe (blocking)
+// and stores the exit code in *exit_code; *exit_code is left untouched otherwise, so callers
+// initialise it to -1 and, after app.parse(), return it when it is >= 0.
+void AddServeSubcommand(CLI::App& app, int* exit_code);
+
+}  // namespace gpupool::server

@@ -61,15 +61,10 @@ std::string SignatureKey(const model::PodScheduling& pod) {
   return key;
 }
 
-bool IsByteResource(std::string_view name) {
-  return name == "memory" || name == "ephemeral-storage" || name.starts_with("hugepages-");
-}
-
 }  // namespace
 
 int64_t DimAmount(std::string_view resource, const model::Quantity& q) {
   if (resource == "cpu") return q.MilliValue();
-  (void)IsByteResource;
   return q.Value();
 }
 
@@ -121,6 +116,24 @@ ClusterView::ClusterView(const std::vector<model::Node>& nodes,
     node_index_[nodes[i].name] = static_cast<int>(i);
   }
   device_free_.assign(device_total, 1000);
+  std::vector<int> by_name(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) by_name[i] = static_cast<int>(i);
+  std::sort(by_name.begin(), by_name.end(),
+            [&](int a, int b) { return nodes[a].name < nodes[b].name; });
+  for (size_t r = 0; r < by_name.size(); ++r) nodes_[by_name[r]].name_rank = static_cast<int>(r);
+  std::unordered_map<std::string, int> topology_ids;
+  for (NodeView& v : nodes_) {
+    for (const std::string& key : topology_keys_[v.pool]) {
+      auto it = v.node->labels.find(key);
+      if (it == v.node->labels.end()) {
+        v.topology.push_back(-1);
+        continue;
+      }
+      auto [id, inserted] =
+          topology_ids.try_emplace(key + "=" + it->second, static_cast<int>(topology_ids.size()));
+      v.topology.push_back(id->second);
+    }
+  }
   Finalize();
 }
 

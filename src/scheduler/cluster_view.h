@@ -31,8 +31,18 @@ struct NodeView {
   int pool = 0;
   bool unschedulable = false;
   int gpu_devices = 0;
-  int device_offset = 0;  // into ClusterView::device_free
-  int full_free = 0;      // devices with 1000 milli free
+  int device_offset = 0;      // into ClusterView::device_free
+  int full_free = 0;          // devices with 1000 milli free
+  int name_rank = 0;          // position in name order: ties between nodes break by name
+  std::vector<int> topology;  // interned values of the pool's topology keys (-1 = absent)
+};
+
+// Requests of a pod that found no node; a later pod asking at least as much of everything
+// cannot fit either while capacity only shrinks (the allocate phase).
+struct FailedShape {
+  std::vector<std::pair<int, int64_t>> req;
+  int gpu_whole = 0;
+  int32_t gpu_fraction = 0;
 };
 
 // One statically feasible node for a signature, with the static score inputs.
@@ -46,6 +56,7 @@ struct StaticList {
   std::vector<StaticCandidate> candidates;
   std::map<std::string, int> static_reasons;  // reason -> node count
   int pool_nodes = 0;
+  std::vector<FailedShape> failed;
   size_t next_start = 0;  // rotating start, like kube-scheduler's nextStartNodeIndex
 };
 

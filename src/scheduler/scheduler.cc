@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -143,6 +144,7 @@ class Cycle {
   // queues); cpu and memory only when the queue sets them for that node pool, as Run:ai does
   // with CPU quota disabled.
   bool QuotaApplies(int q, int pool, int r) const;
+  void ResolveQuotas();
   void Account(const PodState& p, int pool, int sign);
   // Puts a pod on a node: whole GPUs on the lowest free devices, a fraction on `device`, or
   // exactly `exact_devices` when restoring an evicted pod.
@@ -190,6 +192,8 @@ class Cycle {
   std::vector<std::vector<int>> gang_members_;  // all pods of each gang (bound and pending)
   std::vector<int> gang_min_;
   std::vector<int64_t> alloc_, alloc_np_, fs_;
+  std::vector<int64_t> deserved_, limit_, weight_;
+  std::vector<char> applies_;
   std::vector<Op> undo_;
   std::vector<Binding> bindings_;
   std::vector<Eviction> evictions_;
@@ -198,6 +202,9 @@ class Cycle {
   std::unordered_map<std::string, std::string> failure_cache_;
   std::unordered_map<std::string, size_t> victim_failure_epoch_;
   std::vector<double> share_cache_;
+  std::vector<int64_t> decision_latency_ns_;
+  std::vector<double> frag_before_;  // FGD: fragmentation of each node now (cache)
+  std::vector<char> frag_valid_;
   std::vector<Candidate> scratch_;
 };
 
@@ -245,25 +252,44 @@ void Cycle::BuildQueues() {
   alloc_.assign(queues_.size() * pools_ * kQ, 0);
   alloc_np_ = alloc_;
   fs_ = alloc_;
+  ResolveQuotas();
+}
+
+// Quota settings are resolved once per cycle into flat arrays (the hot path never looks up
+// node pools by name).
+void Cycle::ResolveQuotas() {
+  const size_t n = queues_.size() * pools_ * kQ;
+  deserved_.assign(n, 0);
+  limit_.assign(n, model::kUnlimited);
+  weight_.assign(n, 1);
+  applies_.assign(n, 0);
+  for (size_t q = 0; q < queues_.size(); ++q) {
+    const model::Queue* config = queues_[q].config;
+    if (config == nullptr) continue;
+    for (int pool = 0; pool < pools_; ++pool) {
+      auto it = config->resources.find(view_.PoolName(pool));
+      for (int r = 0; r < kQ; ++r) {
+        const size_t i = (q * pools_ + pool) * kQ + r;
+        applies_[i] = r == kGpuQ;
+        if (it == config->resources.end()) continue;
+        const model::ResourceQuota& quota = it->second.resources[r];
+        deserved_[i] = ToQuotaUnits(r, quota.deserved_milli);
+        limit_[i] = ToQuotaUnits(r, quota.limit_milli);
+        weight_[i] = quota.over_quota_weight;
+        if (quota != model::ResourceQuota{}) applies_[i] = 1;
+      }
+    }
+  }
 }
 
 int64_t Cycle::Deserved(int q, int pool, int r) const {
-  if (queues_[q].config == nullptr) return 0;
-  return ToQuotaUnits(r,
-                      queues_[q].config->QuotaIn(view_.PoolName(pool)).resources[r].deserved_milli);
+  return deserved_[(q * pools_ + pool) * kQ + r];
 }
 
-int64_t Cycle::Limit(int q, int pool, int r) const {
-  if (queues_[q].config == nullptr) return model::kUnlimited;
-  return ToQuotaUnits(r, queues_[q].config->QuotaIn(view_.PoolName(pool)).resources[r].limit_milli);
-}
+int64_t Cycle::Limit(int q, int pool, int r) const { return limit_[(q * pools_ + pool) * kQ + r]; }
 
 bool Cycle::QuotaApplies(int q, int pool, int r) const {
-  const model::Queue* config = queues_[q].config;
-  if (config == nullptr) return false;
-  if (r == kGpuQ) return true;
-  auto it = config->resources.find(view_.PoolName(pool));
-  return it != config->resources.end() && it->second.resources[r] != model::ResourceQuota{};
+  return applies_[(q * pools_ + pool) * kQ + r] != 0;
 }
 
 Result<int32_t> ParseFraction(const std::string& text) {
@@ -475,10 +501,7 @@ void Cycle::ComputeFairShare() {
         input[q].priority = queues_[q].priority;
         input[q].deserved = Deserved(q, pool, r);
         input[q].limit = Limit(q, pool, r);
-        input[q].over_quota_weight =
-            queues_[q].config
-                ? queues_[q].config->QuotaIn(view_.PoolName(pool)).resources[r].over_quota_weight
-                : 1;
+        input[q].over_quota_weight = weight_[(q * pools_ + pool) * kQ + r];
         input[q].demand = demand[(q * pools_ + pool) * kQ + r];
       }
       std::vector<int64_t> shares =
@@ -557,6 +580,7 @@ void Cycle::Apply(int pod, int node, int device, bool record,
                   const std::vector<int>* exact_devices) {
   PodState& p = pods_[pod];
   NodeView& v = view_.node(node);
+  if (!frag_valid_.empty()) frag_valid_[node] = 0;
   for (const auto& [dim, amount] : p.req) view_.Free(node, dim) -= amount;
   int32_t* dev = view_.Devices(node);
   if (exact_devices != nullptr) {
@@ -591,6 +615,7 @@ void Cycle::Remove(int pod, bool record) {
   PodState& p = pods_[pod];
   const int node = p.node;
   NodeView& v = view_.node(node);
+  if (!frag_valid_.empty()) frag_valid_[node] = 0;
   for (const auto& [dim, amount] : p.req) view_.Free(node, dim) += amount;
   int32_t* dev = view_.Devices(node);
   for (int d : p.devices) {
@@ -721,7 +746,11 @@ double Cycle::ResourceScore(const PodState& p, int node, int device) {
   const int64_t gpu_total = int64_t{n} * 1000;
   switch (options_.policy) {
     case PlacementPolicy::kFgd: {
-      double before = Fragmentation(node, dev, cpu_free, mem_free);
+      if (!frag_valid_[node]) {
+        frag_before_[node] = Fragmentation(node, dev, cpu_free, mem_free);
+        frag_valid_[node] = 1;
+      }
+      const double before = frag_before_[node];
       double later = Fragmentation(node, after, cpu_free - cpu_req, mem_free - mem_req);
       // Less fragmentation growth is better; ties go to the node whose GPUs are more used.
       const double used = gpu_total == 0 ? 0.0
@@ -764,38 +793,37 @@ double Cycle::ResourceScore(const PodState& p, int node, int device) {
 int Cycle::TopologyScore(int pool, int node, const std::vector<int>& gang_nodes) const {
   const std::vector<std::string>& keys = view_.PoolTopologyKeys(pool);
   if (keys.empty() || gang_nodes.empty()) return 0;
-  const model::Labels& anchor = view_.node(gang_nodes[0]).node->labels;
-  const model::Labels& labels = view_.node(node).node->labels;
+  const std::vector<int>& anchor = view_.node(gang_nodes[0]).topology;
+  const std::vector<int>& mine = view_.node(node).topology;
   int matched = 0;
-  for (const std::string& key : keys) {
-    auto a = anchor.find(key);
-    auto b = labels.find(key);
-    if (a != anchor.end() && b != labels.end() && a->second == b->second) ++matched;
+  for (size_t k = 0; k < keys.size() && k < anchor.size() && k < mine.size(); ++k) {
+    if (anchor[k] >= 0 && anchor[k] == mine[k]) ++matched;
   }
   return matched * 100 / static_cast<int>(keys.size());
 }
 
 std::string Cycle::FailureReason(const PodState& p, int pool, StaticList& list) {
-  std::map<std::string, int> histogram = list.static_reasons;
+  // Counted in arrays (no allocation per node), then merged with the static reasons.
+  std::vector<int> insufficient(view_.Dims() + 1, 0);  // last: nvidia.com/gpu
+  const bool wants_gpu = p.gpu_whole > 0 || p.gpu_fraction > 0;
   for (const StaticCandidate& c : list.candidates) {
-    bool any = false;
     for (const auto& [dim, amount] : p.req) {
-      if (view_.Free(c.node, dim) < amount) {
-        ++histogram["Insufficient " + view_.DimName(dim)];
-        any = true;
-      }
+      if (view_.Free(c.node, dim) < amount) ++insufficient[dim];
     }
     int device = -1;
-    if ((p.gpu_whole > 0 || p.gpu_fraction > 0) && !GpuFits(p, c.node, &device)) {
-      ++histogram["Insufficient nvidia.com/gpu"];
-      any = true;
-    }
-    (void)any;
+    if (wants_gpu && !GpuFits(p, c.node, &device)) ++insufficient[view_.Dims()];
   }
   std::vector<std::pair<int, std::string>> entries;
-  for (const auto& [text, count] : histogram) entries.push_back({count, text});
-  std::stable_sort(entries.begin(), entries.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [text, count] : list.static_reasons) entries.push_back({count, text});
+  for (int d = 0; d <= view_.Dims(); ++d) {
+    if (insufficient[d] == 0) continue;
+    entries.push_back(
+        {insufficient[d],
+         "Insufficient " + (d == view_.Dims() ? std::string(kGpuResource) : view_.DimName(d))});
+  }
+  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
   std::string out = "0/" + std::to_string(list.pool_nodes) + " nodes are available";
   if (list.pool_nodes == 0) return out + " in node pool " + view_.PoolName(pool) + ".";
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -803,6 +831,17 @@ std::string Cycle::FailureReason(const PodState& p, int pool, StaticList& list) 
     out += std::to_string(entries[i].first) + " " + entries[i].second;
   }
   return out + ".";
+}
+
+bool Dominates(const PodState& p, const FailedShape& f) {
+  if (f.gpu_whole > 0 && p.gpu_whole < f.gpu_whole) return false;
+  if (f.gpu_fraction > 0 && (p.gpu_fraction < f.gpu_fraction || p.gpu_whole > 0)) return false;
+  size_t i = 0;
+  for (const auto& [dim, amount] : f.req) {
+    while (i < p.req.size() && p.req[i].first < dim) ++i;
+    if (i == p.req.size() || p.req[i].first != dim || p.req[i].second < amount) return false;
+  }
+  return true;
 }
 
 int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* device,
@@ -840,16 +879,16 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
   int64_t best_score = std::numeric_limits<int64_t>::min();
   for (size_t i = 0; i < scratch_.size(); ++i) {
     const Candidate& c = scratch_[i];
-    int64_t resource = max_raw > min_raw
-                           ? static_cast<int64_t>(std::llround((c.resource_raw - min_raw) * 100 /
-                                                               (max_raw - min_raw)))
-                           : 100;
+    int64_t resource =
+        max_raw > min_raw
+            ? static_cast<int64_t>((c.resource_raw - min_raw) * 100 / (max_raw - min_raw) + 0.5)
+            : 100;
     int64_t taint = max_taint == 0 ? 100 : 100 - int64_t{c.taint_raw} * 100 / max_taint;
     int64_t affinity = max_affinity == 0 ? 0 : c.affinity_raw * 100 / max_affinity;
     int64_t score = 2 * resource + taint + affinity + c.topology;
     if (score > best_score ||
         (score == best_score &&
-         view_.node(c.node).node->name < view_.node(scratch_[best].node).node->name)) {
+         view_.node(c.node).name_rank < view_.node(scratch_[best].node).name_rank)) {
       best = static_cast<int>(i);
       best_score = score;
     }
@@ -906,11 +945,17 @@ std::string Cycle::QuotaCheck(const Job& job, int pool) const {
   return "";
 }
 
+// Binary key: the raw bytes of the numbers that decide a single pod's fit.
 std::string FailureCacheKey(const PodState& p, int pool) {
-  std::string key = std::to_string(p.signature) + "/" + std::to_string(pool) + "/" +
-                    std::to_string(p.gpu_whole) + "/" + std::to_string(p.gpu_fraction);
+  std::string key;
+  auto append = [&key](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  append(p.signature);
+  append(pool);
+  append(p.gpu_whole);
+  append(p.gpu_fraction);
   for (const auto& [dim, amount] : p.req) {
-    key += "/" + std::to_string(dim) + "=" + std::to_string(amount);
+    append(dim);
+    append(amount);
   }
   return key;
 }
@@ -942,7 +987,20 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool u
     if (std::find(p.pools.begin(), p.pools.end(), pool) == p.pools.end()) {
       why = "node pool " + view_.PoolName(pool) + " is not in the pod's node pools";
     } else {
-      node = FindNode(pod, pool, gang_nodes, &device, &why);
+      StaticList& list = view_.Static(p.signature, pool, *p.pod);
+      const bool dominated =
+          use_cache && std::any_of(list.failed.begin(), list.failed.end(),
+                                   [&](const FailedShape& f) { return Dominates(p, f); });
+      if (dominated) {
+        why = FailureReason(p, pool, list);
+      } else {
+        node = FindNode(pod, pool, gang_nodes, &device, &why);
+        // Only single pods record: a gang's pods fail while its earlier pods hold capacity
+        // that a rollback gives back.
+        if (node < 0 && use_cache && job.gang < 0 && list.failed.size() < 32) {
+          list.failed.push_back({p.req, p.gpu_whole, p.gpu_fraction});
+        }
+      }
     }
     if (node < 0) {
       if (!key.empty()) failure_cache_[key] = why;
@@ -1073,7 +1131,15 @@ void Cycle::Allocate() {
     const int q = PickQueue(active, next, per_queue);
     const int j = per_queue[q][next[q]++];
     std::vector<std::string> reasons;
-    if (!TryJob(jobs_[j], reasons, /*use_cache=*/true)) {
+    const auto start = options_.record_decision_latency ? std::chrono::steady_clock::now()
+                                                        : std::chrono::steady_clock::time_point{};
+    const bool placed = TryJob(jobs_[j], reasons, /*use_cache=*/true);
+    if (options_.record_decision_latency) {
+      decision_latency_ns_.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                         std::chrono::steady_clock::now() - start)
+                                         .count());
+    }
+    if (!placed) {
       std::string reason = Join(reasons, "; ");
       for (int pod : jobs_[j].pods) pods_[pod].reason = reason;
       failed_jobs_.push_back(j);
@@ -1400,6 +1466,7 @@ CycleResult Cycle::Collect() {
   CycleResult result;
   result.bindings = std::move(bindings_);
   result.evictions = std::move(evictions_);
+  result.decision_latency_ns = std::move(decision_latency_ns_);
   for (const PodState& p : pods_) {
     if (p.node >= 0) continue;
     std::string reason;
@@ -1446,6 +1513,8 @@ CycleResult Cycle::Run() {
   BuildJobs();
   ComputeFairShare();
   if (options_.policy == PlacementPolicy::kFgd) BuildTaskTypes();
+  frag_before_.assign(view_.NumNodes(), 0);
+  frag_valid_.assign(view_.NumNodes(), 0);
   Allocate();
   ReclaimAndPreempt();
   return Collect();

@@ -1,6 +1,7 @@
 #include "config/rules.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include "common/strings.h"
 #include "model/quantity.h"
@@ -33,35 +34,38 @@ bool MentionsNodeToken(std::string_view text) {
 
 std::string RuleLabel(const NamedRule& r) { return r.set + "[" + std::to_string(r.index) + "]"; }
 
-struct Rendered {
-  std::string left, right;
-};
-
-Result<Rendered> RenderOperands(const NamedRule& r, const VariableMap& vars,
-                                const VariableMap& node_tokens) {
-  std::string what = "resource validation \"" + r.set + "\" rule " + std::to_string(r.index);
-  Rendered out;
-  ASSIGN_OR_RETURN(out.left, internal::RenderString2(r.rule.left_operand, vars, node_tokens, what,
-                                                     "left_operand"));
-  ASSIGN_OR_RETURN(out.right, internal::RenderString2(r.rule.right_operand, vars, node_tokens, what,
-                                                      "right_operand"));
-  return out;
+std::string RuleWhat(const NamedRule& r) {
+  return "resource validation \"" + r.set + "\" rule " + std::to_string(r.index);
 }
 
-// Evaluates one rule; returns the rendered assert message when it fails, "" when it passes.
-Result<std::optional<std::string>> Evaluate(const NamedRule& r, const VariableMap& vars,
-                                            const VariableMap& node_tokens) {
-  ASSIGN_OR_RETURN(Rendered ops, RenderOperands(r, vars, node_tokens));
-  Result<bool> passed = CompareOperands(r.rule.op, ops.left, ops.right);
-  if (!passed.ok()) {
-    return passed.status().WithContext("resource validation \"" + r.set + "\" rule " +
-                                       std::to_string(r.index));
+// Renders one operand; the rule is named only when there is an error.
+Status RenderOperand(const NamedRule& r, const std::string& text, std::string_view field,
+                     const VariableMap& vars, const VariableMap& node_tokens, std::string& out) {
+  if (text.find('{') == std::string::npos) {
+    out = text;
+    return OkStatus();
   }
+  Result<std::string> rendered = internal::RenderString2(text, vars, node_tokens, "", field);
+  if (!rendered.ok()) {
+    return InvalidArgumentError(RuleWhat(r) + " " + rendered.status().message());
+  }
+  out = std::move(*rendered);
+  return OkStatus();
+}
+
+// Evaluates one rule; returns the rendered assert message when it fails, nullopt when it passes.
+Result<std::optional<std::string>> Evaluate(const NamedRule& r, const VariableMap& vars,
+                                            const VariableMap& node_tokens, std::string& left,
+                                            std::string& right) {
+  RETURN_IF_ERROR(RenderOperand(r, r.rule.left_operand, "left_operand", vars, node_tokens, left));
+  RETURN_IF_ERROR(
+      RenderOperand(r, r.rule.right_operand, "right_operand", vars, node_tokens, right));
+  Result<bool> passed = CompareOperands(r.rule.op, left, right);
+  if (!passed.ok()) return passed.status().WithContext(RuleWhat(r));
   if (*passed) return std::optional<std::string>();
-  std::string what = "resource validation \"" + r.set + "\" rule " + std::to_string(r.index);
-  ASSIGN_OR_RETURN(
-      std::string message,
-      internal::RenderString2(r.rule.assert_message, vars, node_tokens, what, "assert_message"));
+  std::string message;
+  RETURN_IF_ERROR(
+      RenderOperand(r, r.rule.assert_message, "assert_message", vars, node_tokens, message));
   return std::optional<std::string>(std::move(message));
 }
 
@@ -71,13 +75,56 @@ std::string QuantityText(const model::ResourceList& list, const std::string& nam
   return it->second.ToString();
 }
 
+// Milli-units of the common quantity forms `<digits>[suffix]` without calling the general
+// parser (hot: every rule of every task). nullopt = use model::Quantity::Parse.
+std::optional<int64_t> FastMilli(std::string_view text) {
+  size_t i = 0;
+  int64_t value = 0;
+  while (i < text.size() && text[i] >= '0' && text[i] <= '9') {
+    if (i >= 15) return std::nullopt;
+    value = value * 10 + (text[i] - '0');
+    ++i;
+  }
+  if (i == 0) return std::nullopt;
+  std::string_view suffix = text.substr(i);
+  int64_t milli = 0;
+  if (suffix.empty()) {
+    milli = value * 1000;  // value < 10^15: no overflow
+  } else if (suffix == "m") {
+    milli = value;
+  } else {
+    static constexpr std::pair<std::string_view, int64_t> kSuffixes[] = {
+        {"k", 1000LL},     {"M", 1000000LL},  {"G", 1000000000LL}, {"T", 1000000000000LL},
+        {"Ki", 1LL << 10}, {"Mi", 1LL << 20}, {"Gi", 1LL << 30},   {"Ti", 1LL << 40},
+    };
+    int64_t multiplier = 0;
+    for (const auto& [name, m] : kSuffixes) {
+      if (name == suffix) multiplier = m;
+    }
+    if (multiplier == 0) return std::nullopt;
+    int64_t units = 0;
+    if (__builtin_mul_overflow(value, multiplier, &units) ||
+        __builtin_mul_overflow(units, int64_t{1000}, &milli)) {
+      return std::nullopt;  // let the general parser report it
+    }
+  }
+  return milli;
+}
+
+std::optional<int64_t> ParseMilli(std::string_view text) {
+  if (std::optional<int64_t> fast = FastMilli(text)) return fast;
+  Result<model::Quantity> q = model::Quantity::Parse(text);
+  if (!q.ok()) return std::nullopt;
+  return q->MilliValue();
+}
+
 }  // namespace
 
 Result<bool> CompareOperands(Operator op, std::string_view left, std::string_view right) {
   std::string_view l = Trim(left), r = Trim(right);
-  Result<model::Quantity> lq = model::Quantity::Parse(l);
-  Result<model::Quantity> rq = model::Quantity::Parse(r);
-  if (lq.ok() && rq.ok()) {
+  std::optional<int64_t> lq = ParseMilli(l);
+  std::optional<int64_t> rq = ParseMilli(r);
+  if (lq.has_value() && rq.has_value()) {
     auto cmp = *lq <=> *rq;
     switch (op) {
       case Operator::kGt:
@@ -96,11 +143,15 @@ Result<bool> CompareOperands(Operator op, std::string_view left, std::string_vie
   }
   if (op == Operator::kEq) return l == r;
   if (op == Operator::kNe) return l != r;
-  std::string_view bad = lq.ok() ? r : l;
+  std::string_view bad = lq.has_value() ? r : l;
+  std::string why = "\"" + std::string(bad) + "\" is not a number or quantity";
+  if (!bad.empty() && (std::isdigit(static_cast<unsigned char>(bad[0])) || bad[0] == '.' ||
+                       bad[0] == '-' || bad[0] == '+')) {
+    why = model::Quantity::Parse(bad).status().message();  // e.g. out of range
+  }
   return InvalidArgumentError("cannot compare \"" + std::string(l) + "\" " +
-                              std::string(OperatorName(op)) + " \"" + std::string(r) + "\": \"" +
-                              std::string(bad) +
-                              "\" is not a number or quantity (only EQ and NE compare strings)");
+                              std::string(OperatorName(op)) + " \"" + std::string(r) +
+                              "\": " + why + " (only EQ and NE compare strings)");
 }
 
 bool IsNodeRule(const ValidationRule& rule) {
@@ -121,13 +172,14 @@ Result<ValidationResult> ValidateTask(const ValidationScope& scope,
                                       const std::vector<const model::Node*>& nodes) {
   static const VariableMap kNoTokens;
   ValidationResult result;
-  std::vector<NamedRule> node_rules;
+  std::string left, right;  // scratch buffers reused across rules
+  std::vector<const NamedRule*> node_rules;
   for (const NamedRule& r : rules) {
     if (IsNodeRule(r.rule)) {
-      node_rules.push_back(r);
+      node_rules.push_back(&r);
       continue;
     }
-    ASSIGN_OR_RETURN(std::optional<std::string> failed, Evaluate(r, vars, kNoTokens));
+    ASSIGN_OR_RETURN(std::optional<std::string> failed, Evaluate(r, vars, kNoTokens, left, right));
     if (failed.has_value()) {
       ValidationFailure f;
       f.task = scope.task;
@@ -139,23 +191,27 @@ Result<ValidationResult> ValidateTask(const ValidationScope& scope,
   }
   if (node_rules.empty()) return result;
 
-  ValidationFailure f;
-  f.task = scope.task;
-  f.node_rule = true;
-  f.rule = node_rules.front();
-  f.node_rules = node_rules;
+  auto failure = [&]() {
+    ValidationFailure f;
+    f.task = scope.task;
+    f.node_rule = true;
+    f.rule = *node_rules.front();
+    for (const NamedRule* r : node_rules) f.node_rules.push_back(*r);
+    return f;
+  };
   if (nodes.empty()) {
+    ValidationFailure f = failure();
     f.message = "There are no nodes in platform " + scope.platform + " of pool " + scope.pool;
     result.failure = std::move(f);
     return result;
   }
+  std::vector<NodeCheck> checks;
   for (const model::Node* node : nodes) {
     NodeCheck check;
-    check.node = node->name;
     check.tokens = NodeTokens(*node);
     for (size_t i = 0; i < node_rules.size(); ++i) {
       ASSIGN_OR_RETURN(std::optional<std::string> failed,
-                       Evaluate(node_rules[i], vars, check.tokens));
+                       Evaluate(*node_rules[i], vars, check.tokens, left, right));
       if (failed.has_value()) {
         check.failed = i;
         check.message = std::move(*failed);
@@ -166,10 +222,13 @@ Result<ValidationResult> ValidateTask(const ValidationScope& scope,
       result.passing_node = node->name;
       return result;  // some node passes all node rules
     }
-    f.nodes.push_back(std::move(check));
+    check.node = node->name;
+    checks.push_back(std::move(check));
   }
-  f.rule = node_rules[*f.nodes.front().failed];
-  f.message = f.nodes.front().message;
+  ValidationFailure f = failure();
+  f.rule = *node_rules[*checks.front().failed];
+  f.message = checks.front().message;
+  f.nodes = std::move(checks);
   result.failure = std::move(f);
   return result;
 }

@@ -18,19 +18,39 @@ TEST(CompareOperandsTest, OperatorsAndUnits) {
     bool want;
   };
   std::vector<Case> cases = {
-      {"500m", Operator::kLt, "1", true},       {"500m", Operator::kGe, "1", false},
-      {"1000m", Operator::kEq, "1", true},      {"1G", Operator::kLt, "1Gi", true},
-      {"1Gi", Operator::kGt, "1G", true},       {"1024Mi", Operator::kEq, "1Gi", true},
-      {"1000M", Operator::kEq, "1G", true},     {"64Gi", Operator::kLe, "80Gi", true},
-      {"128Gi", Operator::kLe, "80Gi", false},  {"1.5", Operator::kGt, "1", true},
-      {"2", Operator::kNe, "2.0", false},       {"8", Operator::kLe, "8", true},
-      {"8", Operator::kLt, "8", false},         {"9", Operator::kGt, "8", true},
-      {"0", Operator::kGt, "0", false},         {"0", Operator::kGe, "0", true},
-      {"1e3", Operator::kEq, "1k", true},       {" 4 ", Operator::kEq, "4", true},
-      {"-1", Operator::kLt, "0", true},         {"1Ti", Operator::kGt, "1000Gi", true},
-      {"abc", Operator::kEq, "abc", true},      {"abc", Operator::kNe, "abd", true},
-      {"amd64", Operator::kEq, "arm64", false}, {"1", Operator::kEq, "one", false},
+      {"500m", Operator::kLt, "1", true},
+      {"500m", Operator::kGe, "1", false},
+      {"1000m", Operator::kEq, "1", true},
+      {"1G", Operator::kLt, "1Gi", true},
+      {"1Gi", Operator::kGt, "1G", true},
+      {"1024Mi", Operator::kEq, "1Gi", true},
+      {"1000M", Operator::kEq, "1G", true},
+      {"64Gi", Operator::kLe, "80Gi", true},
+      {"128Gi", Operator::kLe, "80Gi", false},
+      {"1.5", Operator::kGt, "1", true},
+      {"2", Operator::kNe, "2.0", false},
+      {"8", Operator::kLe, "8", true},
+      {"8", Operator::kLt, "8", false},
+      {"9", Operator::kGt, "8", true},
+      {"0", Operator::kGt, "0", false},
+      {"0", Operator::kGe, "0", true},
+      {"1e3", Operator::kEq, "1k", true},
+      {" 4 ", Operator::kEq, "4", true},
+      {"-1", Operator::kLt, "0", true},
+      {"1Ti", Operator::kGt, "1000Gi", true},
+      {"abc", Operator::kEq, "abc", true},
+      {"abc", Operator::kNe, "abd", true},
+      {"amd64", Operator::kEq, "arm64", false},
+      {"1", Operator::kEq, "one", false},
       {"1", Operator::kNe, "one", true},
+      {"8Ti", Operator::kEq, "8192Gi", true},
+      {"2T", Operator::kEq, "2000G", true},
+      {"5k", Operator::kEq, "5000", true},
+      {"1Mi", Operator::kEq, "1048576", true},
+      {"999999999999999", Operator::kLt, "1P", true},
+      {"1000000000000000", Operator::kEq, "1P", true},
+      {"0.5Gi", Operator::kEq, "512Mi", true},
+      {"1.5", Operator::kEq, "1500m", true},
   };
   for (const Case& c : cases) {
     std::string name = c.left + " " + std::string(OperatorName(c.op)) + " " + c.right;
@@ -44,6 +64,9 @@ TEST(CompareOperandsTest, OperatorsAndUnits) {
     ExpectError(CompareOperands(op, "abc", "1").status(), {"\"abc\" is not a number or quantity"});
     ExpectError(CompareOperands(op, "4", "None").status(), {"\"None\" is not a number"});
   }
+  // Beyond int64 milli-units: the quantity parser's reason is shown.
+  ExpectError(CompareOperands(Operator::kGt, "9000000Ti", "1Ti").status(),
+              {"cannot compare \"9000000Ti\" GT \"1Ti\"", "9000000Ti"});
 }
 
 TEST(RulesTest, NodeRuleDetection) {

@@ -38,7 +38,36 @@ struct Lookup {
   }
 };
 
-std::string FieldWords(std::string_view what, std::string_view path) {
+// Path segments kept as pointers during the walk; joined only for messages.
+struct Segment {
+  const std::string* key = nullptr;
+  size_t index = 0;
+};
+
+std::string JoinPath(const std::vector<Segment>& segments) {
+  std::string out;
+  for (const Segment& s : segments) {
+    if (s.key != nullptr) {
+      if (!out.empty()) out += '.';
+      out += *s.key;
+    } else {
+      out += "[" + std::to_string(s.index) + "]";
+    }
+  }
+  return out;
+}
+
+// A field path, built only when an error message needs it.
+struct PathRef {
+  std::string_view literal;
+  const std::vector<Segment>* segments = nullptr;
+  std::string Str() const {
+    return segments != nullptr ? JoinPath(*segments) : std::string(literal);
+  }
+};
+
+std::string FieldWords(std::string_view what, const PathRef& path_ref) {
+  std::string path = path_ref.Str();
   std::string out(what);
   if (!path.empty()) {
     if (!out.empty()) out += ' ';
@@ -50,7 +79,7 @@ std::string FieldWords(std::string_view what, std::string_view path) {
 
 // Renders `text` into `out`. On an undefined variable sets *undefined to its name.
 Status RenderInto(std::string_view text, const Lookup& vars, std::string_view what,
-                  std::string_view path, std::string& out, std::string* undefined) {
+                  const PathRef& path, std::string& out, std::string* undefined) {
   out.clear();
   size_t pos = 0;
   while (pos < text.size()) {
@@ -96,25 +125,6 @@ Status RenderInto(std::string_view text, const Lookup& vars, std::string_view wh
   return OkStatus();
 }
 
-// Path segments kept as pointers during the walk; joined only for messages.
-struct Segment {
-  const std::string* key = nullptr;
-  size_t index = 0;
-};
-
-std::string JoinPath(const std::vector<Segment>& segments) {
-  std::string out;
-  for (const Segment& s : segments) {
-    if (s.key != nullptr) {
-      if (!out.empty()) out += '.';
-      out += *s.key;
-    } else {
-      out += "[" + std::to_string(s.index) + "]";
-    }
-  }
-  return out;
-}
-
 bool ToArray(const std::string& text, Json& out) {
   if (!StartsWith(text, "ARRAY:[") || !EndsWith(text, "]")) return false;
   std::string_view inner = std::string_view(text).substr(7, text.size() - 8);
@@ -133,7 +143,7 @@ Status RenderWalk(Json& node, const Lookup& vars, std::string_view what, std::ve
       bool array = StartsWith(text, "ARRAY:[");
       if (!placeholders && !array) return OkStatus();
       if (placeholders) {
-        RETURN_IF_ERROR(RenderInto(text, vars, what, JoinPath(path), scratch, nullptr));
+        RETURN_IF_ERROR(RenderInto(text, vars, what, PathRef{{}, &path}, scratch, nullptr));
       } else {
         scratch = text;
       }
@@ -204,21 +214,33 @@ Result<std::optional<std::string>> VariableText(const Json& value, std::string_v
 Status AddVariables(VariableMap& vars, const Json& object, std::string_view path) {
   if (object.is_null()) return OkStatus();
   if (!object.is_object()) return internal::TypeError(path, "an object of variables", object);
-  for (const auto& [name, value] : object.items()) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const Json& value = it.value();
+    if (value.is_string()) {  // the common case, without building a path
+      vars.insert_or_assign(it.key(), value.get_ref<const std::string&>());
+      continue;
+    }
     ASSIGN_OR_RETURN(std::optional<std::string> text,
-                     VariableText(value, internal::Path(path, name)));
+                     VariableText(value, value.is_structured() ? internal::Path(path, it.key())
+                                                               : std::string()));
     if (text.has_value()) {
-      vars[name] = std::move(*text);
+      vars.insert_or_assign(it.key(), std::move(*text));
     } else {
-      vars.erase(name);
+      vars.erase(it.key());
     }
   }
   return OkStatus();
 }
 
 void AddBuiltins(VariableMap& vars, const TaskContext& task) {
-  auto put = [&](const char* name, const std::string& value) {
-    if (!value.empty()) vars[name] = value;
+  auto put = [&](std::string_view name, const std::string& value) {
+    if (value.empty()) return;
+    auto it = vars.find(name);
+    if (it != vars.end()) {
+      it->second = value;
+    } else {
+      vars.emplace(std::string(name), value);
+    }
   };
   put("WF_ID", task.workflow_id);
   put("WF_UUID", task.workflow_uuid);
@@ -237,12 +259,11 @@ void AddBuiltins(VariableMap& vars, const TaskContext& task) {
 Result<VariableMap> ResolveVariables(const Pool& pool, const Platform* platform,
                                      const VariableMap& user_values, const TaskContext& task) {
   VariableMap vars;
-  RETURN_IF_ERROR(AddVariables(vars, pool.common_default_variables, "common_default_variables")
-                      .WithContext("pool \"" + pool.name + "\""));
+  Status s = AddVariables(vars, pool.common_default_variables, "common_default_variables");
+  if (!s.ok()) return s.WithContext("pool \"" + pool.name + "\"");
   if (platform != nullptr) {
-    RETURN_IF_ERROR(AddVariables(vars, platform->default_variables,
-                                 "platforms." + platform->name + ".default_variables")
-                        .WithContext("pool \"" + pool.name + "\""));
+    s = AddVariables(vars, platform->default_variables, "default_variables");
+    if (!s.ok()) return s.WithContext("pool \"" + pool.name + "\" platform " + platform->name);
   }
   for (const auto& [name, value] : user_values) vars[name] = value;
   AddBuiltins(vars, task);
@@ -262,7 +283,7 @@ bool HasPlaceholders(std::string_view text) { return text.find("{{") != std::str
 Result<std::string> RenderString(std::string_view text, const VariableMap& vars,
                                  std::string_view what, std::string_view path) {
   std::string out;
-  RETURN_IF_ERROR(RenderInto(text, Lookup{&vars, nullptr}, what, path, out, nullptr));
+  RETURN_IF_ERROR(RenderInto(text, Lookup{&vars, nullptr}, what, PathRef{path}, out, nullptr));
   return out;
 }
 
@@ -272,7 +293,8 @@ Result<std::string> RenderString2(std::string_view text, const VariableMap& prim
                                   const VariableMap& secondary, std::string_view what,
                                   std::string_view path) {
   std::string out;
-  RETURN_IF_ERROR(RenderInto(text, Lookup{&primary, &secondary}, what, path, out, nullptr));
+  RETURN_IF_ERROR(
+      RenderInto(text, Lookup{&primary, &secondary}, what, PathRef{path}, out, nullptr));
   return out;
 }
 }  // namespace internal

@@ -121,6 +121,12 @@ ClusterView::ClusterView(const std::vector<model::Node>& nodes,
   std::sort(by_name.begin(), by_name.end(),
             [&](int a, int b) { return nodes[a].name < nodes[b].name; });
   for (size_t r = 0; r < by_name.size(); ++r) nodes_[by_name[r]].name_rank = static_cast<int>(r);
+  std::map<std::pair<model::ResourceList, bool>, int> shapes;
+  for (NodeView& v : nodes_) {
+    auto [it, inserted] =
+        shapes.try_emplace({v.node->allocatable, v.unschedulable}, static_cast<int>(shapes.size()));
+    v.shape_class = it->second;
+  }
   std::unordered_map<std::string, int> topology_ids;
   for (NodeView& v : nodes_) {
     for (const std::string& key : topology_keys_[v.pool]) {

@@ -34,6 +34,7 @@ struct NodeView {
   int device_offset = 0;      // into ClusterView::device_free
   int full_free = 0;          // devices with 1000 milli free
   int name_rank = 0;          // position in name order: ties between nodes break by name
+  int shape_class = 0;        // nodes with equal allocatable and cordon state share a class
   std::vector<int> topology;  // interned values of the pool's topology keys (-1 = absent)
 };
 

@@ -199,13 +199,28 @@ class Cycle {
   std::vector<Eviction> evictions_;
   std::vector<int> failed_jobs_;
   std::vector<TaskType> task_types_;
-  std::unordered_map<std::string, std::string> failure_cache_;
+  // Single pods that found no node, by exact request: the reason and the pool's epoch when it
+  // was computed (a later pod with the same key fails too; its reason is recounted only if the
+  // pool changed since).
+  struct CachedFailure {
+    std::string reason;
+    uint64_t epoch = 0;
+  };
+  std::unordered_map<std::string, CachedFailure> failure_cache_;
+  std::vector<uint64_t> pool_epoch_;
   std::unordered_map<std::string, size_t> victim_failure_epoch_;
   std::vector<double> share_cache_;
   std::vector<int64_t> decision_latency_ns_;
   std::vector<double> frag_before_;  // FGD: fragmentation of each node now (cache)
   std::vector<char> frag_valid_;
   std::vector<Candidate> scratch_;
+  struct PristineClass {
+    int shape;
+    int32_t taint;
+    int64_t affinity;
+    int scratch;
+  };
+  std::vector<PristineClass> pristine_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -581,6 +596,7 @@ void Cycle::Apply(int pod, int node, int device, bool record,
   PodState& p = pods_[pod];
   NodeView& v = view_.node(node);
   if (!frag_valid_.empty()) frag_valid_[node] = 0;
+  if (!pool_epoch_.empty()) ++pool_epoch_[v.pool];
   for (const auto& [dim, amount] : p.req) view_.Free(node, dim) -= amount;
   int32_t* dev = view_.Devices(node);
   if (exact_devices != nullptr) {
@@ -616,6 +632,7 @@ void Cycle::Remove(int pod, bool record) {
   const int node = p.node;
   NodeView& v = view_.node(node);
   if (!frag_valid_.empty()) frag_valid_[node] = 0;
+  if (!pool_epoch_.empty()) ++pool_epoch_[v.pool];
   for (const auto& [dim, amount] : p.req) view_.Free(node, dim) += amount;
   int32_t* dev = view_.Devices(node);
   for (int d : p.devices) {
@@ -852,12 +869,46 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
   const int to_find =
       NumFeasibleNodesToFind(list.pool_nodes, options_.percentage_of_nodes_to_score);
   scratch_.clear();
+  // Nodes with nothing on them and the same shape and static scores score the same: one
+  // representative per class is scored, the class keeps its first node by name. Not for gang
+  // pods with topology (their score depends on the node's labels).
+  const bool dedupe = gang_nodes.empty() || view_.PoolTopologyKeys(pool).empty();
+  pristine_.clear();
+  int feasible = 0;
   size_t processed = 0;
-  for (size_t k = 0; k < n && static_cast<int>(scratch_.size()) < to_find; ++k) {
-    const StaticCandidate& c = list.candidates[(list.next_start + k) % n];
+  size_t index = n == 0 ? 0 : list.next_start % n;
+  for (size_t k = 0; k < n && feasible < to_find; ++k) {
+    const StaticCandidate& c = list.candidates[index];
+    if (++index == n) index = 0;
     ++processed;
+    const bool pristine = dedupe && node_pods_[c.node].empty();
+    if (pristine) {
+      const int shape = view_.node(c.node).shape_class;
+      auto it = std::find_if(pristine_.begin(), pristine_.end(), [&](const auto& x) {
+        return x.shape == shape && x.taint == c.intolerable_prefer_no_schedule &&
+               x.affinity == c.preferred_affinity;
+      });
+      if (it != pristine_.end()) {
+        if (it->scratch < 0) continue;
+        ++feasible;
+        Candidate& rep = scratch_[it->scratch];
+        if (view_.node(c.node).name_rank < view_.node(rep.node).name_rank) rep.node = c.node;
+        continue;
+      }
+    }
     int dev = -1;
-    if (!Fits(p, c.node, &dev)) continue;
+    if (!Fits(p, c.node, &dev)) {
+      if (pristine) {
+        pristine_.push_back({view_.node(c.node).shape_class, c.intolerable_prefer_no_schedule,
+                             c.preferred_affinity, -1});
+      }
+      continue;
+    }
+    ++feasible;
+    if (pristine) {
+      pristine_.push_back({view_.node(c.node).shape_class, c.intolerable_prefer_no_schedule,
+                           c.preferred_affinity, static_cast<int>(scratch_.size())});
+    }
     scratch_.push_back({c.node, ResourceScore(p, c.node, dev), c.intolerable_prefer_no_schedule,
                         c.preferred_affinity, TopologyScore(pool, c.node, gang_nodes), dev});
   }
@@ -978,7 +1029,11 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool u
       key = FailureCacheKey(p, pool);
       auto it = failure_cache_.find(key);
       if (it != failure_cache_.end()) {
-        reason = it->second;
+        if (it->second.epoch != pool_epoch_[pool]) {
+          it->second.reason = FailureReason(p, pool, view_.Static(p.signature, pool, *p.pod));
+          it->second.epoch = pool_epoch_[pool];
+        }
+        reason = it->second.reason;
         return false;
       }
     }
@@ -1003,7 +1058,7 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool u
       }
     }
     if (node < 0) {
-      if (!key.empty()) failure_cache_[key] = why;
+      if (!key.empty()) failure_cache_[key] = {why, pool_epoch_[pool]};
       if (first_failure.empty()) first_failure = p.key + ": " + why;
       p.reason = why;
       // A gang that needs every remaining pod cannot succeed any more.
@@ -1515,6 +1570,7 @@ CycleResult Cycle::Run() {
   if (options_.policy == PlacementPolicy::kFgd) BuildTaskTypes();
   frag_before_.assign(view_.NumNodes(), 0);
   frag_valid_.assign(view_.NumNodes(), 0);
+  pool_epoch_.assign(pools_, 1);
   Allocate();
   ReclaimAndPreempt();
   return Collect();

@@ -40,6 +40,8 @@ namespace {
 using nlohmann::ordered_json;
 
 constexpr int kMaxYamlDepth = 512;
+// A document may expand (through aliases) to at most this many values per byte of text.
+constexpr int64_t kYamlValuesPerByte = 4;
 
 std::string Located(std::string_view file_name, int line, int column, std::string_view what) {
   return std::string(file_name) + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " +
@@ -193,15 +195,22 @@ ordered_json PlainScalar(const std::string& s) {
 
 struct YamlContext {
   std::string_view file_name;
+  // Values left to convert: aliases can expand a small text exponentially ("billion laughs")
+  // or refer to an enclosing node.
+  int64_t budget = 0;
 };
 
 Status YamlError(const YamlContext& ctx, const YAML::Mark& mark, std::string_view what) {
   return InvalidArgumentError(Located(ctx.file_name, mark.line + 1, mark.column + 1, what));
 }
 
-Result<ordered_json> ConvertYaml(const YamlContext& ctx, const YAML::Node& node, int depth,
+Result<ordered_json> ConvertYaml(YamlContext& ctx, const YAML::Node& node, int depth,
                                  JsonSourceMap& map, int entry) {
   if (depth > kMaxYamlDepth) return YamlError(ctx, node.Mark(), "nesting too deep");
+  if (--ctx.budget < 0) {
+    return YamlError(ctx, node.Mark(),
+                     "too many values after expanding aliases (is an alias used recursively?)");
+  }
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
     case YAML::NodeType::Null:
@@ -639,7 +648,7 @@ Result<std::string> ReadFile(const std::string& path) {
 
 Result<std::vector<YamlDocument>> ParseYamlDocuments(std::string_view text,
                                                      std::string_view file_name) {
-  YamlContext ctx{file_name};
+  YamlContext ctx{file_name, kYamlValuesPerByte * static_cast<int64_t>(text.size()) + 10000};
   std::vector<YAML::Node> nodes;
   try {
     nodes = YAML::LoadAll(std::string(text));

@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <random>
+
+#include "model/duration.h"
 
 namespace gpupool::model {
 namespace {
@@ -269,6 +272,35 @@ TEST(QuantityTest, AddAndMaxResources) {
   MaxResources(max, b);
   EXPECT_EQ(max.at("cpu").MilliValue(), 1000);
   EXPECT_EQ(max.at("nvidia.com/gpu").Value(), 2);
+}
+
+TEST(QuantityTest, RandomTextNeverCrashesAndRoundTrips) {
+  std::mt19937 random(7);
+  const std::string alphabet = "0123456789.+-eEkKmMGgTPinu ";
+  int ok = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    int length = static_cast<int>(random() % 8);
+    for (int j = 0; j < length; ++j) text += alphabet[random() % alphabet.size()];
+    SCOPED_TRACE(text);
+    auto q = Quantity::Parse(text);
+    if (q.ok()) {
+      ++ok;
+      auto again = Quantity::Parse(q->ToString());
+      ASSERT_TRUE(again.ok()) << q->ToString();
+      EXPECT_EQ(again->MilliValue(), q->MilliValue()) << q->ToString();
+    } else {
+      EXPECT_EQ(q.status().code(), StatusCode::kInvalidArgument);
+    }
+    auto d = ParseDurationSeconds(text);
+    if (d.ok()) {
+      EXPECT_GE(*d, 0);
+      EXPECT_EQ(*ParseDurationSeconds(FormatDuration(*d)), *d);
+    } else {
+      EXPECT_EQ(d.status().code(), StatusCode::kInvalidArgument);
+    }
+  }
+  EXPECT_GT(ok, 100);
 }
 
 }  // namespace

@@ -140,3 +140,75 @@ TEST(ScenarioTest, MissingFile) {
 
 }  // namespace
 }  // namespace gpupool::scheduler
+
+namespace gpupool::scheduler {
+namespace {
+
+std::string Example(const std::string& path) {
+  return std::string(GPUPOOL_SOURCE_DIR) + "/examples/" + path;
+}
+
+TEST(RunaiOrgExampleTest, OverQuotaUseOfIdleA100s) {
+  Result<Scenario> scenario =
+      LoadScenarioFiles({Example("runai-org/cluster.yaml"), Example("runai-org/queues.yaml"),
+                         Example("runai-org/01-over-quota.yaml")});
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  EXPECT_EQ(scenario->snapshot.nodes.size(), 30u);
+  nlohmann::ordered_json out = ScheduleResultToJson(Schedule(*scenario, SchedulerOptions{}));
+  EXPECT_EQ(out["placements"].size(), 12u) << out.dump(1);
+  // The sixth non-preemptible serving pod would exceed ml-ops-2's deserved 5 GPUs.
+  ASSERT_EQ(out["unschedulable"].size(), 1u) << out.dump(1);
+  EXPECT_EQ(out["unschedulable"][0]["pod"], "mlops-serve-5");
+  EXPECT_EQ(out["unschedulable"][0]["reason"],
+            "queue ml-ops-2: pods with priority >= 100 are not preemptible and only use deserved "
+            "quota, 5 nvidia.com/gpu in node pool a100-40 (5 in use, 1 requested)");
+  for (const auto& p : out["placements"]) {
+    const std::string pod = p["pod"];
+    if (pod.starts_with("mlops-train")) EXPECT_EQ(p["nodePool"], "a100-80");
+    if (pod.starts_with("rnd-build")) EXPECT_EQ(p["nodePool"], "default");
+  }
+  // ML-Ops uses R&D's idle A100-80s over quota: deserved 0, fair share 20, allocated 20.
+  EXPECT_EQ(out["fairShare"]["ml-ops"]["a100-80"]["gpu"]["deserved"], 0);
+  EXPECT_EQ(out["fairShare"]["ml-ops"]["a100-80"]["gpu"]["fairShare"], 20);
+  EXPECT_EQ(out["fairShare"]["ml-ops"]["a100-80"]["gpu"]["allocated"], 20);
+}
+
+TEST(RunaiOrgExampleTest, OwnerReclaims) {
+  Result<Scenario> scenario =
+      LoadScenarioFiles({Example("runai-org/cluster.yaml"), Example("runai-org/queues.yaml"),
+                         Example("runai-org/02-reclaim.yaml")});
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  nlohmann::ordered_json out = ScheduleResultToJson(Schedule(*scenario, SchedulerOptions{}));
+  ASSERT_EQ(out["evictions"].size(), 3u) << out.dump(1);
+  for (const auto& e : out["evictions"]) {
+    EXPECT_EQ(e["reason"], "reclaim");
+    EXPECT_TRUE(e["pod"].get<std::string>().starts_with("mlops-train"));
+  }
+  EXPECT_EQ(out["placements"].size(), 3u);
+  for (const auto& p : out["placements"]) {
+    EXPECT_TRUE(p["pod"].get<std::string>().starts_with("rnd-"));
+  }
+  EXPECT_EQ(out["unschedulable"].size(), 3u);  // the evicted pods, requeued
+  EXPECT_EQ(out["fairShare"]["rnd"]["a100-80"]["gpu"]["fairShare"], 12);
+  EXPECT_EQ(out["fairShare"]["rnd"]["a100-80"]["gpu"]["allocated"], 12);
+  EXPECT_EQ(out["fairShare"]["ml-ops"]["a100-80"]["gpu"]["allocated"], 8);
+}
+
+TEST(ScenarioExamplesTest, AllExampleScenariosLoad) {
+  Result<Scenario> scenario = LoadScenarioFiles({Example("scenarios/reasons.yaml")});
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  nlohmann::ordered_json out = ScheduleResultToJson(Schedule(*scenario, SchedulerOptions{}));
+  bool found = false;
+  for (const auto& u : out["unschedulable"]) {
+    if (u["pod"] == "needs-8-gpus") {
+      found = true;
+      EXPECT_EQ(u["reason"],
+                "0/3 nodes are available: 2 node(s) had untolerated taint {nvidia.com/gpu: true}, "
+                "1 Insufficient nvidia.com/gpu.");
+    }
+  }
+  EXPECT_TRUE(found) << out.dump(1);
+}
+
+}  // namespace
+}  // namespace gpupool::scheduler

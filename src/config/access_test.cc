@@ -46,7 +46,9 @@ TEST(NormalizeRequestPathTest, Table) {
     Result<std::string> got = NormalizeRequestPath(c.raw);
     if (c.want.empty()) {
       EXPECT_FALSE(got.ok()) << *got;
-      if (!got.ok()) EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
+      if (!got.ok()) {
+        EXPECT_EQ(got.status().code(), StatusCode::kInvalidArgument);
+      }
       continue;
     }
     ASSERT_TRUE(got.ok()) << got.status().ToString();

@@ -243,12 +243,37 @@ std::vector<std::string> UsersOf(const ConfigSet& set, Kind kind, std::string_vi
 }
 
 Status CheckDeletable(const ConfigSet& set, Kind kind, std::string_view name) {
+  if (kind == Kind::kRole) {
+    const Role* role = set.FindRole(name);
+    if (role != nullptr && role->immutable) {
+      return FailedPreconditionError("Role \"" + std::string(name) + "\" is immutable");
+    }
+  }
   std::vector<std::string> users = UsersOf(set, kind, name);
   if (users.empty()) return OkStatus();
   std::string what = What(kind);
   what[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(what[0])));
   return FailedPreconditionError(what + " \"" + std::string(name) + "\" is used by pool" +
                                  (users.size() > 1 ? "s" : "") + ": " + Join(users, ", "));
+}
+
+Status CheckUpdatable(const ConfigSet& set, Kind kind, std::string_view name,
+                      const Json& new_body) {
+  if (kind != Kind::kRole) return OkStatus();
+  const Role* current = set.FindRole(name);
+  if (current == nullptr || !current->immutable) return OkStatus();
+  Result<Role> updated = RoleFromJson(name, new_body);
+  if (!updated.ok()) return updated.status();
+  Role a = *current, b = *updated;
+  a.description.clear();
+  b.description.clear();
+  a.raw = Json::object();
+  b.raw = Json::object();
+  if (RoleToJson(a) != RoleToJson(b)) {
+    return FailedPreconditionError("Role \"" + std::string(name) +
+                                   "\" is immutable: only its description may change");
+  }
+  return OkStatus();
 }
 
 // ---- Built-ins ----------------------------------------------------------------------------

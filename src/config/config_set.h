@@ -54,8 +54,14 @@ Status ValidateReferences(const ConfigSet& set);
 // backend it is. Other kinds: empty. Sorted pool names.
 std::vector<std::string> UsersOf(const ConfigSet& set, Kind kind, std::string_view name);
 
-// FailedPrecondition `Pod template "x" is used by pools: a, b` when UsersOf is not empty.
+// FailedPrecondition `Pod template "x" is used by pools: a, b` when UsersOf is not empty, and
+// `Role "osmo-admin" is immutable` for an immutable role.
 Status CheckDeletable(const ConfigSet& set, Kind kind, std::string_view name);
+
+// An update of an immutable role (osmo.md §4.1) may change its description only:
+// FailedPrecondition `Role "osmo-admin" is immutable` when `new_body` differs otherwise (or makes
+// it mutable). OK for other kinds and for names not in `set`.
+Status CheckUpdatable(const ConfigSet& set, Kind kind, std::string_view name, const Json& new_body);
 
 // The configs a new store starts with (osmo.md §2.1, §4.1):
 //   pod templates default_user (the user container {{USER_CONTAINER_NAME}} with requests =

@@ -155,5 +155,48 @@ TEST(BuiltinConfigsTest, Contents) {
   EXPECT_EQ(zero->failure->message, "Value 0 too low for CPU: it must be above 0");
 }
 
+TEST(ConfigSetTest, ImmutableRoles) {
+  ConfigSet set = BuiltinConfigs();
+  EXPECT_EQ(CheckDeletable(set, Kind::kRole, "osmo-admin").message(),
+            "Role \"osmo-admin\" is immutable");
+  EXPECT_TRUE(CheckDeletable(set, Kind::kRole, "osmo-user").ok());
+  Json admin = *GetConfigBody(set, Kind::kRole, "osmo-admin");
+  Json described = admin;
+  described["description"] = "changed";
+  EXPECT_TRUE(CheckUpdatable(set, Kind::kRole, "osmo-admin", described).ok());
+  Json widened = admin;
+  widened["policies"][0]["resources"] = J(R"(["pool/*"])");
+  Status s = CheckUpdatable(set, Kind::kRole, "osmo-admin", widened);
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("is immutable"), std::string::npos);
+  Json mutable_admin = admin;
+  mutable_admin["immutable"] = false;
+  EXPECT_FALSE(CheckUpdatable(set, Kind::kRole, "osmo-admin", mutable_admin).ok());
+  EXPECT_TRUE(CheckUpdatable(set, Kind::kRole, "osmo-user", J(R"({"policies": []})")).ok());
+  EXPECT_TRUE(CheckUpdatable(set, Kind::kPool, "default", J(R"({})")).ok());
+}
+
+TEST(ConfigSetTest, PoolVerboseJson) {
+  ConfigSet set = BuiltinConfigs();
+  ASSERT_TRUE(PutConfig(set, Kind::kPodTemplate, "gpu", J(R"({"spec": {
+      "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"},
+      "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}]}})"))
+                  .ok());
+  ASSERT_TRUE(PutConfig(set, Kind::kPool, "p", J(R"({"backend": "b",
+      "common_pod_template": ["default_user"], "common_resource_validations": ["default_cpu"],
+      "platforms": {"l40s": {"override_pod_template": ["gpu"]}, "cpu": {}}})"))
+                  .ok());
+  Result<Json> v = PoolVerboseJson(set.pools.at("p"), set);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  const Json& l40s = (*v)["platforms"]["l40s"];
+  EXPECT_EQ(l40s["labels"], J(R"({"nvidia.com/gpu.product": "NVIDIA-L40S"})"));
+  EXPECT_EQ(l40s["tolerations"].size(), 1u);
+  EXPECT_EQ(l40s["parsed_pod_template"]["spec"]["containers"][0]["name"],
+            "{{USER_CONTAINER_NAME}}");
+  EXPECT_EQ(l40s["parsed_resource_validations"].size(), 2u);
+  EXPECT_EQ((*v)["platforms"]["cpu"]["labels"], Json::object());
+  EXPECT_EQ((*v)["backend"], "b");
+}
+
 }  // namespace
 }  // namespace gpupool::config

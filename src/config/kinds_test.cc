@@ -32,7 +32,9 @@ TEST(KindTest, ParsesSpellings) {
     SCOPED_TRACE(c.text);
     Result<Kind> got = ParseKind(c.text);
     ASSERT_EQ(got.ok(), c.want.has_value()) << got.status().ToString();
-    if (got.ok()) EXPECT_EQ(*got, *c.want);
+    if (got.ok()) {
+      EXPECT_EQ(*got, *c.want);
+    }
   }
   ExpectError(ParseKind("POD_TEMPLAT").status(), {"did you mean \"POD_TEMPLATE\""});
   EXPECT_EQ(KindName(Kind::kResourceValidation), "RESOURCE_VALIDATION");
@@ -247,7 +249,9 @@ TEST(ExitCodesTest, Parse) {
     SCOPED_TRACE(c.text);
     auto got = ParseExitCodes(c.text);
     ASSERT_EQ(got.ok(), c.ok) << got.status().ToString();
-    if (c.ok) EXPECT_EQ(*got, c.want);
+    if (c.ok) {
+      EXPECT_EQ(*got, c.want);
+    }
   }
 }
 
@@ -559,7 +563,9 @@ TEST(SplitConfigFileTest, Shapes) {
     std::vector<std::string> names;
     for (const NamedBody& nb : *got) {
       names.push_back(nb.name);
-      if (nb.body.is_object()) EXPECT_FALSE(nb.body.contains("name"));
+      if (nb.body.is_object()) {
+        EXPECT_FALSE(nb.body.contains("name"));
+      }
     }
     EXPECT_EQ(names, c.want_names);
   }

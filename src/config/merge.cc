@@ -171,4 +171,22 @@ Result<std::vector<NamedRule>> PlatformRules(const Pool& pool, std::string_view 
   return out;
 }
 
+Result<Json> PoolVerboseJson(const Pool& pool, const ConfigSet& set) {
+  Json out = PoolToJson(pool);
+  for (const Platform& p : pool.platforms) {
+    ASSIGN_OR_RETURN(Json merged, PlatformTemplate(pool, p.name, set));
+    ASSIGN_OR_RETURN(std::vector<NamedRule> rules, PlatformRules(pool, p.name, set));
+    Json& entry = out["platforms"][p.name];
+    Json spec =
+        merged.contains("spec") && merged["spec"].is_object() ? merged["spec"] : Json::object();
+    entry["labels"] = spec.contains("nodeSelector") ? spec["nodeSelector"] : Json::object();
+    entry["tolerations"] = spec.contains("tolerations") ? spec["tolerations"] : Json::array();
+    entry["parsed_pod_template"] = std::move(merged);
+    Json parsed_rules = Json::array();
+    for (const NamedRule& r : rules) parsed_rules.push_back(ValidationRuleToJson(r.rule));
+    entry["parsed_resource_validations"] = std::move(parsed_rules);
+  }
+  return out;
+}
+
 }  // namespace gpupool::config

@@ -55,4 +55,10 @@ struct NamedRule {
 Result<std::vector<NamedRule>> PlatformRules(const Pool& pool, std::string_view platform,
                                              const ConfigSet& set);
 
+// `config show POOL NAME -v` (OSMO's verbose pool): the pool body plus, per platform, the
+// computed fields parsed_pod_template (merged, unrendered), parsed_resource_validations (the
+// concatenated rules), labels (the merged spec.nodeSelector) and tolerations (the merged
+// spec.tolerations). Missing templates/validation sets are errors.
+Result<Json> PoolVerboseJson(const Pool& pool, const ConfigSet& set);
+
 }  // namespace gpupool::config

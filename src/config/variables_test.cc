@@ -180,7 +180,9 @@ TEST(VariablesTest, VariableText) {
     SCOPED_TRACE(c.json);
     auto got = VariableText(Json::parse(c.json), "v");
     ASSERT_EQ(got.ok(), c.ok);
-    if (c.ok) EXPECT_EQ(*got, c.want);
+    if (c.ok) {
+      EXPECT_EQ(*got, c.want);
+    }
   }
 }
 

@@ -1,0 +1,244 @@
+#include "server/scheduling_loop.h"
+
+#include <gtest/gtest.h>
+
+#include "backend/sim/sim_backend.h"
+#include "service/service.h"
+
+namespace gpupool::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json CpuNode(const std::string& name, const std::string& cpu) {
+  Json resources = {
+      {"cpu", cpu}, {"memory", "64Gi"}, {"ephemeral-storage", "200Gi"}, {"pods", "110"}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}}},
+          {"status", {{"allocatable", resources}, {"capacity", resources}}}};
+}
+
+std::string Workflow(const std::string& name, const std::string& cpu, const std::string& extra,
+                     const std::string& task_extra) {
+  return "workflow:\n  name: " + name + "\n" + extra + "  resources:\n    default: {cpu: " + cpu +
+         ", memory: 1Gi, storage: 1Gi}\n"
+         "  tasks:\n  - {name: a, image: busybox" +
+         task_extra + "}\n";
+}
+
+class SchedulingLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store::StoreOptions options;
+    options.clock = &clock_;
+    auto store = store::OpenStore(":memory:", options);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(*store);
+    service_ = std::make_unique<service::Service>(*store_, clock_);
+    ASSERT_TRUE(service_->EnsureBuiltins().ok());
+    // Every task also carries the built-in default_ctrl sidecar (1 cpu): a 1-cpu task uses 2.
+    nodes_ = {CpuNode("n1", "4")};
+    std::vector<store::NodeRecord> records;
+    for (const auto& node : nodes_) records.push_back({node["metadata"]["name"], node});
+    ASSERT_TRUE(store_->UpsertNodes(records, true).ok());
+    backend_ = std::make_unique<backend::SimBackend>(nodes_);
+    loop_ = MakeLoop("a", *backend_);
+  }
+
+  std::unique_ptr<SchedulingLoop> MakeLoop(const std::string& holder, backend::Backend& backend) {
+    LoopOptions options;
+    options.holder = holder;
+    options.lease_ttl_ms = 5000;
+    options.max_retries = 1;
+    return std::make_unique<SchedulingLoop>(*store_, backend, clock_, registry_, options);
+  }
+
+  std::string Submit(const std::string& text) {
+    service::SubmitRequest request;
+    request.pool = "default";
+    request.spec_text = text;
+    request.file_name = "wf.yaml";
+    auto result = service_->SubmitWorkflow({"alice", {"osmo-admin"}, "test"}, request);
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    return result.ok() ? result->workflow_id : "";
+  }
+
+  store::WorkflowRecord Get(const std::string& id) {
+    auto wf = store_->GetWorkflow(id);
+    EXPECT_TRUE(wf.ok()) << wf.status().ToString();
+    return wf.ok() ? *wf : store::WorkflowRecord{};
+  }
+
+  StepStats Step(SchedulingLoop& loop) {
+    auto stats = loop.Step();
+    EXPECT_TRUE(stats.ok()) << stats.status().ToString();
+    return stats.ok() ? *stats : StepStats{};
+  }
+
+  FakeClock clock_;
+  Registry registry_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<service::Service> service_;
+  std::vector<Json> nodes_;
+  std::unique_ptr<backend::SimBackend> backend_;
+  std::unique_ptr<SchedulingLoop> loop_;
+};
+
+TEST_F(SchedulingLoopTest, TaskRunsThroughEveryStateOnTheSimBackend) {
+  std::string id = Submit(Workflow("ok", "1", "", ", sim_duration: 30s"));
+  EXPECT_EQ(Get(id).tasks[0].status, "PENDING");
+  EXPECT_EQ(Step(*loop_).bound, 1);
+  EXPECT_EQ(Get(id).tasks[0].status, "SCHEDULED");
+  EXPECT_EQ(Get(id).tasks[0].node, "n1");
+  EXPECT_EQ(Step(*loop_).launched, 1);
+  EXPECT_EQ(Get(id).tasks[0].status, "RUNNING");
+  EXPECT_EQ(Get(id).status, "RUNNING");
+  EXPECT_EQ(backend_->RunningCount(), 1u);
+  clock_.Advance(29'000);
+  Step(*loop_);
+  EXPECT_EQ(Get(id).tasks[0].status, "RUNNING");
+  clock_.Advance(1'000);
+  EXPECT_EQ(Step(*loop_).finished, 1);
+  store::WorkflowRecord wf = Get(id);
+  EXPECT_EQ(wf.tasks[0].status, "COMPLETED");
+  EXPECT_EQ(wf.tasks[0].exit_code, 0);
+  EXPECT_EQ(wf.status, "COMPLETED");
+  EXPECT_TRUE(loop_->IsLeader());
+}
+
+TEST_F(SchedulingLoopTest, ExitCodesAndExitActions) {
+  struct Case {
+    std::string name;
+    std::string task_extra;
+    std::vector<std::string> statuses;  // every attempt after three runs
+    std::string workflow_status;
+  };
+  std::vector<Case> cases = {
+      {"non-zero exit fails", ", sim_duration: 10s, sim_exit_code: 3", {"FAILED"}, "FAILED"},
+      {"exit action COMPLETE",
+       ", sim_duration: 10s, sim_exit_code: 3, exitActions: {COMPLETE: \"3\"}",
+       {"COMPLETED"},
+       "COMPLETED"},
+      {"exit action FAIL on 0",
+       ", sim_duration: 10s, exitActions: {FAIL: \"0\"}",
+       {"FAILED"},
+       "FAILED"},
+      {"reschedule once then fail (max_retries 1)",
+       ", sim_duration: 10s, sim_exit_code: 137, exitActions: {RESCHEDULE: \"137\"}",
+       {"RESCHEDULED", "FAILED"},
+       "FAILED"},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string id = Submit(Workflow("x" + std::to_string(n++), "1", "", c.task_extra));
+    for (int i = 0; i < 3; ++i) {
+      Step(*loop_);  // bind
+      Step(*loop_);  // launch
+      clock_.Advance(10'000);
+      Step(*loop_);  // exit
+    }
+    store::WorkflowRecord wf = Get(id);
+    std::vector<std::string> statuses;
+    for (const auto& task : wf.tasks) statuses.push_back(task.status);
+    EXPECT_EQ(statuses, c.statuses);
+    EXPECT_EQ(wf.status, c.workflow_status);
+    if (c.statuses.size() == 2) EXPECT_EQ(wf.tasks[1].retry, 1);
+  }
+}
+
+TEST_F(SchedulingLoopTest, ExecAndQueueTimeouts) {
+  // n1 has 4 cpus: the long task takes them all (3 + 1 for the sidecar), the second waits.
+  std::string running =
+      Submit(Workflow("long", "3", "  timeout: {exec_timeout: 60s}\n", ", sim_duration: 1h"));
+  std::string queued =
+      Submit(Workflow("queued", "3", "  timeout: {queue_timeout: 30s}\n", ", sim_duration: 10s"));
+  Step(*loop_);
+  Step(*loop_);
+  EXPECT_EQ(Get(running).tasks[0].status, "RUNNING");
+  EXPECT_EQ(Get(queued).tasks[0].status, "PENDING");
+  EXPECT_NE(Get(queued).tasks[0].message.find("Insufficient cpu"), std::string::npos)
+      << Get(queued).tasks[0].message;
+  clock_.Advance(31'000);
+  Step(*loop_);
+  EXPECT_EQ(Get(queued).tasks[0].status, "FAILED_QUEUE_TIMEOUT");
+  EXPECT_EQ(Get(queued).status, "FAILED_QUEUE_TIMEOUT");
+  clock_.Advance(30'000);
+  Step(*loop_);
+  EXPECT_EQ(Get(running).tasks[0].status, "FAILED_EXEC_TIMEOUT");
+  EXPECT_EQ(Get(running).status, "FAILED_EXEC_TIMEOUT");
+  EXPECT_EQ(backend_->RunningCount(), 0u);
+}
+
+TEST_F(SchedulingLoopTest, CancelStopsTheBackendTask) {
+  std::string id = Submit(Workflow("c", "1", "", ", sim_duration: 1h"));
+  Step(*loop_);
+  Step(*loop_);
+  ASSERT_EQ(backend_->RunningCount(), 1u);
+  auto canceled = service_->CancelWorkflow({"alice", {"osmo-admin"}, "test"}, id);
+  ASSERT_TRUE(canceled.ok()) << canceled.status().ToString();
+  Step(*loop_);
+  EXPECT_EQ(backend_->RunningCount(), 0u);
+  EXPECT_EQ(Get(id).status, "CANCELED");
+}
+
+TEST_F(SchedulingLoopTest, NeverOvercommitsANode) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i)
+    ids.push_back(Submit(Workflow("w" + std::to_string(i), "1", "", ", sim_duration: 1h")));
+  for (int i = 0; i < 4; ++i) Step(*loop_);
+  int placed = 0;
+  for (const auto& id : ids) {
+    const auto wf = Get(id);
+    if (wf.tasks[0].status == "RUNNING")
+      ++placed;
+    else
+      EXPECT_EQ(wf.tasks[0].status, "PENDING");
+  }
+  EXPECT_EQ(placed, 2);  // 4 cpus, 2 cpus each (task + sidecar)
+  // First come, first served.
+  EXPECT_EQ(Get(ids[0]).tasks[0].status, "RUNNING");
+  EXPECT_EQ(Get(ids[1]).tasks[0].status, "RUNNING");
+}
+
+TEST_F(SchedulingLoopTest, OneLeaderAndTakeoverAfterTheLeaseExpires) {
+  backend::SimBackend other_backend(nodes_);
+  auto other = MakeLoop("b", other_backend);
+  std::string id = Submit(Workflow("l", "1", "", ", sim_duration: 20s"));
+  EXPECT_TRUE(Step(*loop_).leader);
+  EXPECT_FALSE(Step(*other).leader);
+  Step(*loop_);
+  ASSERT_EQ(Get(id).tasks[0].status, "RUNNING");
+  int64_t started = Get(id).tasks[0].started_ms;
+  // The leader dies (stops stepping). Within the TTL the other one must not take over.
+  clock_.Advance(4'000);
+  EXPECT_FALSE(Step(*other).leader);
+  clock_.Advance(1'001);
+  StepStats stats = Step(*other);
+  EXPECT_TRUE(stats.leader);
+  EXPECT_TRUE(other->IsLeader());
+  EXPECT_EQ(other_backend.RunningCount(), 1u);  // re-adopted, not started again
+  EXPECT_EQ(Get(id).tasks[0].started_ms, started);
+  EXPECT_EQ(stats.bound, 0);
+  clock_.Advance(15'000);  // 20 s after the original start
+  Step(*other);
+  EXPECT_EQ(Get(id).status, "COMPLETED");
+  // The old leader comes back: it is no longer the leader.
+  EXPECT_FALSE(Step(*loop_).leader);
+}
+
+TEST_F(SchedulingLoopTest, ExportsGauges) {
+  Submit(Workflow("g", "1", "", ", sim_duration: 1h"));
+  Submit(Workflow("h", "2", "", ", sim_duration: 1h"));
+  Step(*loop_);
+  std::string text = registry_.Render();
+  EXPECT_NE(text.find("gpupool_scheduler_leader 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpupool_pending_pods 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpupool_running_pods 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpupool_queue_fair_share{queue=\"default\""), std::string::npos) << text;
+  EXPECT_NE(text.find("gpupool_scheduling_cycle_seconds_count 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpupool::server

@@ -1,0 +1,28 @@
+# The server's cross-module tests: the REST API over loopback (in process), and process-level
+# crash-safety and leader-election tests that run the real gpupool-serve binary.
+if(TARGET gpupool_server)
+  add_executable(gpupool_server_e2e_test server/api_test.cc)
+  target_link_libraries(gpupool_server_e2e_test PRIVATE gpupool_server gpupool_server_testing
+                        GTest::gtest_main)
+  target_compile_definitions(gpupool_server_e2e_test PRIVATE
+    GPUPOOL_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    GPUPOOL_SERVE_BINARY="$<TARGET_FILE:gpupool-serve>")
+  add_dependencies(gpupool_server_e2e_test gpupool-serve)
+  gpupool_warnings(gpupool_server_e2e_test)
+  gtest_discover_tests(gpupool_server_e2e_test DISCOVERY_TIMEOUT 60)
+endif()
+
+find_package(Python3 COMPONENTS Interpreter)
+if(TARGET gpupool-serve AND Python3_FOUND)
+  set(process_test ${CMAKE_CURRENT_SOURCE_DIR}/server/process_test.py)
+  add_test(NAME server_crash_sqlite
+           COMMAND ${Python3_EXECUTABLE} ${process_test} crash --serve $<TARGET_FILE:gpupool-serve>)
+  add_test(NAME server_crash_postgres
+           COMMAND ${Python3_EXECUTABLE} ${process_test} crash --serve $<TARGET_FILE:gpupool-serve>
+                   --db-env GPUPOOL_TEST_PG_URL)
+  add_test(NAME server_leader_postgres
+           COMMAND ${Python3_EXECUTABLE} ${process_test} leader --serve $<TARGET_FILE:gpupool-serve>
+                   --db-env GPUPOOL_TEST_PG_URL)
+  set_tests_properties(server_crash_sqlite server_crash_postgres server_leader_postgres
+                       PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300 RUN_SERIAL TRUE)
+endif()

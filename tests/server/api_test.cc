@@ -1,0 +1,486 @@
+// End-to-end tests of the REST API over loopback with a real HTTP client (server::Client on
+// cpp-httplib): every route, the 400/401/403/404/409 cases, seed 001's prefix rule, path
+// traversal (plain and percent-encoded), and OIDC tokens (expired, wrong issuer, wrong audience,
+// alg none, another key). The server is the real stack in-process: SQLite store, service,
+// access control, HTTP server.
+
+#include "server/api.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "server/access_control.h"
+#include "server/client.h"
+#include "server/http_server.h"
+#include "server/testing/token_minter.h"
+#include "service/service.h"
+#include "store/store.h"
+
+namespace gpupool::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+namespace fs = std::filesystem;
+
+constexpr char kQuickWorkflow[] = R"(workflow:
+  name: quick
+  resources:
+    default: {cpu: 1, memory: 1Gi, storage: 1Gi}
+  tasks:
+  - {name: hello, image: "ubuntu:24.04", command: [echo, hello], sim_duration: 30s}
+)";
+
+constexpr char kNodesYaml[] = R"(apiVersion: v1
+kind: NodeList
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: cpu-0, labels: {kubernetes.io/hostname: cpu-0}}
+  status:
+    allocatable: {cpu: "8", memory: 64Gi, ephemeral-storage: 200Gi, pods: "110"}
+    capacity: {cpu: "8", memory: 64Gi, ephemeral-storage: 200Gi, pods: "110"}
+)";
+
+// One in-process server on a free loopback port.
+class TestServer {
+ public:
+  TestServer(std::unique_ptr<Authenticator> authenticator, const Clock& clock)
+      : authenticator_(std::move(authenticator)) {
+    dir_ = fs::temp_directory_path() /
+           ("gpupool_api_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
+    fs::create_directories(dir_);
+    store::StoreOptions options;
+    options.clock = &clock;
+    auto store = store::OpenStore("sqlite:" + (dir_ / "db").string(), options);
+    if (!store.ok()) throw std::runtime_error(store.status().ToString());
+    store_ = std::move(*store);
+    service_ = std::make_unique<service::Service>(*store_, clock);
+    Status builtins = service_->EnsureBuiltins();
+    if (!builtins.ok()) throw std::runtime_error(builtins.ToString());
+    access_ = std::make_unique<AccessControl>(*store_, clock, 0);
+    ApiContext context;
+    context.service = service_.get();
+    context.store = store_.get();
+    context.access = access_.get();
+    context.registry = &registry_;
+    context.clock = &clock;
+    context.what_if = [](std::string_view text) -> Result<Json> {
+      if (text.find("kind:") == std::string_view::npos) {
+        return InvalidArgumentError("request body: not a scenario");
+      }
+      return Json{{"placements", Json::array()}};
+    };
+    Router router;
+    AddApiRoutes(router, context);
+    ServerOptions server_options;
+    server_options.max_body_bytes = 64 * 1024;
+    server_options.threads = 8;
+    http_ = std::make_unique<HttpServer>(std::move(router), authenticator_.get(),
+                                         MakeAccessChecker(context), MakeAuditHook(context),
+                                         registry_, server_options);
+    port_ = *http_->Bind("127.0.0.1", 0);
+    thread_ = std::thread([this] { http_->Serve(); });
+    for (int i = 0; i < 200 && !http_->IsRunning(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  }
+  ~TestServer() {
+    http_->Stop();
+    thread_.join();
+    fs::remove_all(dir_);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  Client As(const std::string& token) const { return Client(url(), token); }
+  store::Store& store() { return *store_; }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path dir_;
+  std::unique_ptr<Authenticator> authenticator_;
+  Registry registry_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<service::Service> service_;
+  std::unique_ptr<AccessControl> access_;
+  std::unique_ptr<HttpServer> http_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+const char kAdmin[] = "dev:root:osmo-admin";
+const char kTeam[] = "dev:tina:osmo-team";
+const char kNobody[] = "dev:nobody:";
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    server_ = std::make_unique<TestServer>(MakeDevAuthenticator(), clock_);
+    Client admin = server_->As(kAdmin);
+    ASSERT_TRUE(admin.ImportNodes(kNodesYaml).ok());
+    auto pool = admin.ShowConfig("POOL", "default");
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    default_pool_ = (*pool)["body"];
+  }
+
+  // Creates pool `name` as a copy of the built-in default pool.
+  void CreatePool(const std::string& name) {
+    auto result = server_->As(kAdmin).UpdateConfig("POOL", name, default_pool_);
+    ASSERT_TRUE(result.ok()) << name << ": " << result.status().ToString();
+  }
+
+  // Raw request for the cases the typed client cannot express.
+  httplib::Result Raw(const std::string& method, const std::string& path, const std::string& token,
+                      const std::string& body = "", const std::string& type = "application/json") {
+    httplib::Client http("127.0.0.1", std::stoi(server_->url().substr(17)));
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    if (method == "GET") return http.Get(path.c_str(), headers);
+    if (method == "PUT") return http.Put(path.c_str(), headers, body, type.c_str());
+    if (method == "DELETE") return http.Delete(path.c_str(), headers);
+    return http.Post(path.c_str(), headers, body, type.c_str());
+  }
+
+  SystemClock clock_;
+  std::unique_ptr<TestServer> server_;
+  Json default_pool_;
+};
+
+TEST_F(ApiTest, HealthReadinessAndMetricsArePublic) {
+  auto health = Raw("GET", "/healthz", "");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(Raw("GET", "/readyz", "")->status, 200);
+  ASSERT_TRUE(server_->As(kAdmin).ListPools().ok());
+  auto metrics = Raw("GET", "/metrics", "");
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->body.find("gpupool_http_requests_total{route=\"/api/pool\",method=\"GET\","
+                               "code=\"200\"}"),
+            std::string::npos)
+      << metrics->body;
+  EXPECT_NE(metrics->body.find("gpupool_http_request_duration_seconds_bucket"), std::string::npos);
+}
+
+TEST_F(ApiTest, ConfigRoutesWithRevisionsHistoryRollbackAndConflicts) {
+  Client admin = server_->As(kAdmin);
+  CreatePool("team-a");
+  auto shown = admin.ShowConfig("POOL", "team-a");
+  ASSERT_TRUE(shown.ok());
+  EXPECT_EQ((*shown)["revision"], 1);
+  // Optimistic lock: the client read revision 1; a write expecting 0 ("must not exist") is 409.
+  Json changed = default_pool_;
+  changed["description"] = "changed";
+  auto conflict = admin.UpdateConfig("POOL", "team-a", changed, "", 0);
+  EXPECT_EQ(conflict.status().code(), StatusCode::kAborted) << conflict.status().ToString();
+  auto stale = Raw("PUT", "/api/configs/POOL/team-a", kAdmin, changed.dump());
+  EXPECT_EQ(stale->status, 200);  // no expectation: last writer wins
+  auto with_if_match = [&](const std::string& revision) {
+    httplib::Client http("127.0.0.1", std::stoi(server_->url().substr(17)));
+    return http.Put("/api/configs/POOL/team-a",
+                    {{"Authorization", std::string("Bearer ") + kAdmin}, {"If-Match", revision}},
+                    changed.dump(), "application/json");
+  };
+  EXPECT_EQ(with_if_match("1")->status, 409);
+  EXPECT_EQ(with_if_match("2")->status, 200);
+  auto listed = admin.ListConfigs("POOL");
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ((*listed)["configs"].size(), 2u);  // default, team-a
+  EXPECT_TRUE(admin.ListConfigs(std::nullopt).ok());
+  auto history = admin.History("POOL", "team-a", 10);
+  ASSERT_TRUE(history.ok());
+  ASSERT_EQ((*history)["history"].size(), 3u);
+  auto rollback = admin.Rollback("POOL", "team-a", 1);
+  ASSERT_TRUE(rollback.ok()) << rollback.status().ToString();
+  EXPECT_EQ((*admin.ShowConfig("POOL", "team-a"))["revision"], 4);
+  EXPECT_EQ((*admin.ShowConfig("POOL", "team-a", 2))["body"]["description"], "changed");
+  EXPECT_TRUE(admin.DeleteConfig("POOL", "team-a", false).ok());
+  EXPECT_EQ(admin.ShowConfig("POOL", "team-a").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(admin.DeleteConfig("POOL", "team-a", false).status().code(), StatusCode::kNotFound);
+  // Bulk PUT (OSMO's {"configs": {...}}).
+  Json bulk = {{"configs", {{"bulk-1", default_pool_}, {"bulk-2", default_pool_}}}};
+  auto put = Raw("PUT", "/api/configs/POOL", kAdmin, bulk.dump());
+  EXPECT_EQ(put->status, 200) << put->body;
+  EXPECT_TRUE(admin.ShowConfig("POOL", "bulk-2").ok());
+}
+
+TEST_F(ApiTest, BadInputIs400WithTheFieldPathNever500) {
+  struct Case {
+    std::string name;
+    std::string method;
+    std::string path;
+    std::string body;
+    std::string type;
+    int status;
+    std::string body_has;
+  };
+  Json unknown_field = default_pool_;
+  unknown_field["descriptoin"] = "typo";
+  Json wrong_type = default_pool_;
+  wrong_type["enable_maintenance"] = "yes";
+  std::vector<Case> cases = {
+      {"malformed JSON names line and column", "PUT", "/api/configs/POOL/p",
+       "{\n  \"backend\": \"default\",\n  \"platforms\": {,}\n}", "application/json", 400,
+       "request body:3:"},
+      {"malformed YAML", "PUT", "/api/configs/POOL/p", "backend: [default\n", "application/yaml",
+       400, "request body:"},
+      {"unknown field with did-you-mean", "PUT", "/api/configs/POOL/p", unknown_field.dump(),
+       "application/json", 400, "descriptoin"},
+      {"wrong type names the field", "PUT", "/api/configs/POOL/p", wrong_type.dump(),
+       "application/json", 400, "enable_maintenance"},
+      {"unknown kind", "GET", "/api/configs/POOLS/p", "", "", 400, "POOL"},
+      {"bad revision query", "GET", "/api/configs/POOL/default?revision=abc", "", "", 400,
+       "revision"},
+      {"rollback body wrong type", "POST", "/api/configs/history/rollback",
+       R"({"kind": "POOL", "name": "default", "revision": "1"})", "application/json", 400,
+       "revision"},
+      {"rollback body missing field", "POST", "/api/configs/history/rollback",
+       R"({"kind": "POOL"})", "application/json", 400, "name"},
+      {"workflow YAML malformed", "POST", "/api/pool/default/workflow", "workflow: [\n",
+       "application/yaml", 400, "request body"},
+      {"workflow set without =", "POST", "/api/pool/default/workflow?set=oops", kQuickWorkflow,
+       "application/yaml", 400, "key=value"},
+      {"submit JSON wrong type", "POST", "/api/pool/default/workflow", R"({"file": 3})",
+       "application/json", 400, "file"},
+      {"nodes malformed", "PUT", "/api/nodes", "{\"kind\": ", "application/json", 400,
+       "request body"},
+      {"empty body", "PUT", "/api/configs/POOL/p", "", "application/json", 400, "empty"},
+      {"body over the limit", "PUT", "/api/configs/POOL/p", std::string(70 * 1024, ' '),
+       "application/json", 400, "exceeds the limit"},
+      {"what-if garbage", "POST", "/api/schedule", "hello", "application/yaml", 400,
+       "not a scenario"},
+      {"unknown route", "GET", "/api/nothing/here", "", "", 404, "no route"},
+      {"unknown workflow", "GET", "/api/workflow/nope-1", "", "", 404, "nope-1"},
+      {"unknown pool for submit", "POST", "/api/pool/nope/workflow", kQuickWorkflow,
+       "application/yaml", 404, "nope"},
+      {"unknown pool for resources", "GET", "/api/resources?pool=nope", "", "", 404, "nope"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto res = Raw(c.method, c.path, kAdmin, c.body, c.type);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, c.status) << res->body;
+    EXPECT_NE(res->body.find(c.body_has), std::string::npos) << res->body;
+  }
+}
+
+TEST_F(ApiTest, AuthenticationAndConfigWritesNeedAdmin) {
+  EXPECT_EQ(Raw("GET", "/api/pool", "")->status, 401);
+  EXPECT_EQ(Raw("GET", "/api/pool", "not-a-dev-token")->status, 401);
+  auto basic = httplib::Client("127.0.0.1", std::stoi(server_->url().substr(17)))
+                   .Get("/api/pool", {{"Authorization", "Basic cm9vdDpyb290"}});
+  EXPECT_EQ(basic->status, 401);
+  // osmo-default gives nothing beyond health: no role, no pool list.
+  EXPECT_EQ(server_->As(kNobody).ListPools().status().code(), StatusCode::kPermissionDenied);
+  // Config writes need osmo-admin.
+  Client team = server_->As(kTeam);
+  ASSERT_TRUE(server_->As(kAdmin).SetPoolRole("osmo-team").ok());
+  auto write = team.UpdateConfig("POOL", "team-x", default_pool_);
+  EXPECT_EQ(write.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(write.status().message().find("tina"), std::string::npos);
+  EXPECT_EQ(team.DeleteConfig("POOL", "default", false).status().code(),
+            StatusCode::kPermissionDenied);
+  EXPECT_EQ(team.Rollback("POOL", "default", 1).status().code(), StatusCode::kPermissionDenied);
+  EXPECT_EQ(Raw("GET", "/api/audit", kTeam)->status, 403);
+}
+
+TEST_F(ApiTest, Seed001PrefixRuleAndTraversal) {
+  Client admin = server_->As(kAdmin);
+  ASSERT_TRUE(admin.SetPoolRole("osmo-team").ok());
+  for (const char* pool : {"teamcluster01", "team-cluster-02", "team-gpu-pool", "myteam-cluster-01",
+                           "other-team-pool"}) {
+    CreatePool(pool);
+  }
+  struct Case {
+    std::string name;
+    std::string path;
+    int status;
+  };
+  std::vector<Case> cases = {
+      {"teamcluster01", "/api/pool/teamcluster01/workflow?dry_run=true", 200},
+      {"team-cluster-02", "/api/pool/team-cluster-02/workflow?dry_run=true", 200},
+      {"team-gpu-pool", "/api/pool/team-gpu-pool/workflow?dry_run=true", 200},
+      {"myteam-cluster-01", "/api/pool/myteam-cluster-01/workflow?dry_run=true", 403},
+      {"other-team-pool", "/api/pool/other-team-pool/workflow?dry_run=true", 403},
+      {"traversal", "/api/pool/team-gpu-pool/../other-team-pool/workflow?dry_run=true", 403},
+      {"encoded traversal", "/api/pool/team-gpu-pool%2F..%2Fother-team-pool/workflow?dry_run=true",
+       403},
+      {"encoded dots", "/api/pool/team-gpu-pool/%2e%2e/other-team-pool/workflow?dry_run=true", 403},
+      {"double encoded", "/api/pool/team-gpu-pool%252F..%252Fother-team-pool/workflow", 400},
+      {"escaping the root", "/api/pool/../../../api/pool/other-team-pool/workflow", 400},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto res = Raw("POST", c.path, kTeam, kQuickWorkflow, "application/yaml");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, c.status) << res->body;
+  }
+  // The admin may use them all.
+  EXPECT_EQ(Raw("POST", "/api/pool/other-team-pool/workflow?dry_run=true", kAdmin, kQuickWorkflow,
+                "application/yaml")
+                ->status,
+            200);
+}
+
+TEST_F(ApiTest, WorkflowRoutes) {
+  Client admin = server_->As(kAdmin);
+  auto dry = admin.SubmitWorkflow("default", kQuickWorkflow, {}, /*dry_run=*/true);
+  ASSERT_TRUE(dry.ok()) << dry.status().ToString();
+  EXPECT_EQ((*dry)["pods"].size(), 1u);
+  auto submitted = admin.SubmitWorkflow("default", kQuickWorkflow, {}, false, "key-1");
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  std::string id = (*submitted)["workflow_id"];
+  // Same idempotency key: the same workflow, not a second one.
+  auto again = admin.SubmitWorkflow("default", kQuickWorkflow, {}, false, "key-1");
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)["workflow_id"], id);
+  auto raw_yaml =
+      Raw("POST", "/api/pool/default/workflow", kAdmin, kQuickWorkflow, "application/yaml");
+  EXPECT_EQ(raw_yaml->status, 200) << raw_yaml->body;
+  auto queried = admin.QueryWorkflow(id);
+  ASSERT_TRUE(queried.ok());
+  EXPECT_EQ((*queried)["status"], "PENDING");
+  EXPECT_EQ((*queried)["user"], "root");
+  auto listed = admin.ListWorkflows("default", std::nullopt, std::nullopt, 10);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ((*listed)["workflows"].size(), 2u);
+  auto canceled = admin.CancelWorkflow(id);
+  ASSERT_TRUE(canceled.ok()) << canceled.status().ToString();
+  EXPECT_EQ((*canceled)["status"], "CANCELED");
+  EXPECT_EQ(admin.CancelWorkflow(id).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(admin.QueryWorkflow("nope-9").status().code(), StatusCode::kNotFound);
+  // A user of another team may not read or cancel it (its pool is "default").
+  Client team = server_->As(kTeam);
+  ASSERT_TRUE(admin.SetPoolRole("osmo-team").ok());
+  EXPECT_EQ(team.CancelWorkflow((*listed)["workflows"][1]["id"]).status().code(),
+            StatusCode::kPermissionDenied);
+}
+
+TEST_F(ApiTest, PoolResourceNodeApplyScheduleAndAuditRoutes) {
+  Client admin = server_->As(kAdmin);
+  auto pools = admin.ListPools();
+  ASSERT_TRUE(pools.ok());
+  EXPECT_EQ((*pools)["pools"][0]["name"], "default");
+  auto quota = admin.Call("GET", "/api/pool_quota");
+  ASSERT_TRUE(quota.ok());
+  EXPECT_EQ((*quota)["pools"].size(), 1u);
+  auto resources = admin.ListResources("default", std::nullopt);
+  ASSERT_TRUE(resources.ok()) << resources.status().ToString();
+  EXPECT_FALSE((*resources)["resources"].empty());
+  auto nodes = admin.Call("GET", "/api/nodes");
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_EQ((*nodes)["items"].size(), 1u);
+  EXPECT_EQ((*nodes)["items"][0]["metadata"]["name"], "cpu-0");
+  std::string manifest =
+      "apiVersion: gpupool.io/v1\nkind: Pool\nmetadata: {name: applied}\nspec: " +
+      default_pool_.dump() + "\n";
+  auto applied = admin.Apply(manifest);
+  ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+  EXPECT_TRUE(admin.ShowConfig("POOL", "applied").ok());
+  auto what_if = admin.Schedule("kind: Node\nmetadata: {name: n}\n");
+  ASSERT_TRUE(what_if.ok()) << what_if.status().ToString();
+  EXPECT_TRUE((*what_if).contains("placements"));
+  auto version = admin.Call("GET", "/api/version");
+  ASSERT_TRUE(version.ok());
+  EXPECT_EQ((*version)["store"], "sqlite");
+  // Every write is audited: who, what, when, from where.
+  auto audit = admin.Call("GET", "/api/audit?limit=100");
+  ASSERT_TRUE(audit.ok());
+  bool found = false;
+  for (const auto& record : (*audit)["audit"]) {
+    if (record["action"] == "POST /api/apply") {
+      found = true;
+      EXPECT_EQ(record["user"], "root");
+      EXPECT_EQ(record["source"], "127.0.0.1");
+      EXPECT_EQ(record["detail"], "HTTP 200");
+      EXPECT_FALSE(record["at"].get<std::string>().empty());
+    }
+  }
+  EXPECT_TRUE(found) << (*audit).dump();
+}
+
+// ---- OIDC ------------------------------------------------------------------------------------
+
+class OidcApiTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    key_ = new testing::SigningKey(
+        testing::SigningKey::Generate(testing::SigningKey::Type::kRsa, "k1"));
+    ec_key_ = new testing::SigningKey(
+        testing::SigningKey::Generate(testing::SigningKey::Type::kEc, "k2"));
+    other_ = new testing::SigningKey(
+        testing::SigningKey::Generate(testing::SigningKey::Type::kRsa, "k1"));
+  }
+  static void TearDownTestSuite() {
+    delete key_;
+    delete ec_key_;
+    delete other_;
+  }
+  void SetUp() override {
+    JwtOptions options;
+    options.issuer = "https://keycloak.example/realms/gpupool";
+    options.audience = "gpupool";
+    options.roles_claim = "realm_access.roles";
+    auto keys = KeySet::FromJwks(testing::JwksOf({key_, ec_key_}));
+    ASSERT_TRUE(keys.ok());
+    server_ = std::make_unique<TestServer>(
+        MakeOidcAuthenticator(std::make_unique<JwtVerifier>(options, std::move(*keys), clock_)),
+        clock_);
+  }
+  static nlohmann::json Claims(std::vector<std::string> roles) {
+    int64_t now = SystemClock().NowMillis() / 1000;
+    return {{"iss", "https://keycloak.example/realms/gpupool"},
+            {"aud", {"account", "gpupool"}},
+            {"sub", "0c1d"},
+            {"preferred_username", "kim"},
+            {"iat", now},
+            {"exp", now + 300},
+            {"realm_access", {{"roles", roles}}}};
+  }
+
+  SystemClock clock_;
+  std::unique_ptr<TestServer> server_;
+  static inline testing::SigningKey* key_ = nullptr;
+  static inline testing::SigningKey* ec_key_ = nullptr;
+  static inline testing::SigningKey* other_ = nullptr;
+};
+
+TEST_F(OidcApiTest, TokensOverHttp) {
+  auto with = [](nlohmann::json claims, const char* key, nlohmann::json value) {
+    claims[key] = std::move(value);
+    return claims;
+  };
+  nlohmann::json admin = Claims({"osmo-admin"});
+  int64_t now = SystemClock().NowMillis() / 1000;
+  struct Case {
+    std::string name;
+    std::string token;
+    StatusCode code;
+  };
+  std::vector<Case> cases = {
+      {"valid RS256 admin (Keycloak shape)", key_->Mint(admin), StatusCode::kOk},
+      {"valid ES256 admin", ec_key_->Mint(admin), StatusCode::kOk},
+      {"valid token without a role that allows", key_->Mint(Claims({"offline_access"})),
+       StatusCode::kPermissionDenied},
+      {"expired", key_->Mint(with(admin, "exp", now - 120)), StatusCode::kUnauthenticated},
+      {"not yet valid", key_->Mint(with(admin, "nbf", now + 120)), StatusCode::kUnauthenticated},
+      {"wrong issuer", key_->Mint(with(admin, "iss", "https://evil.example")),
+       StatusCode::kUnauthenticated},
+      {"wrong audience", key_->Mint(with(admin, "aud", "other")), StatusCode::kUnauthenticated},
+      {"alg none", testing::MintAlgNone(admin), StatusCode::kUnauthenticated},
+      {"HS256 with the public key", key_->MintHs256WithPublicKey(admin),
+       StatusCode::kUnauthenticated},
+      {"signed by another key", other_->Mint(admin), StatusCode::kUnauthenticated},
+      {"dev token refused in oidc mode", "dev:root:osmo-admin", StatusCode::kUnauthenticated},
+      {"no token", "", StatusCode::kUnauthenticated},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto result = server_->As(c.token).ListPools();
+    EXPECT_EQ(result.status().code(), c.code) << result.status().ToString();
+  }
+}
+
+}  // namespace
+}  // namespace gpupool::server

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "backend/backend.h"
+#include "backend/sim/sim_backend.h"
 #include "common/strings.h"
 #include "model/duration.h"
 #include "scheduler/scenario.h"
@@ -145,6 +146,15 @@ int RunServe(const ServeOptions& o) {
       records.push_back({node["metadata"]["name"].get<std::string>(), node});
     }
     if (Status s = (*store)->UpsertNodes(records, /*replace_all=*/false); !s.ok()) return Fail(s);
+    if (backend->Kind() == "sim") {
+      // The simulated cluster also runs on the nodes imported into the store before start-up
+      // (`gpupool node import`): the scheduler places on every node the store knows.
+      auto stored = (*store)->ListNodes();
+      if (!stored.ok()) return Fail(stored.status());
+      std::vector<nlohmann::ordered_json> all;
+      for (auto& node : *stored) all.push_back(std::move(node.object));
+      backend = std::make_unique<backend::SimBackend>(std::move(all));
+    }
   }
 
   Registry registry;

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# HTTP load benchmark of gpupool serve with wrk (Debian's wrk 4.1) on loopback:
+#   1. durable submissions: POST /api/pool/default/workflow (a one-task workflow), max throughput;
+#   2. reads: GET /api/workflow/<id> (authentication, access check, store read), max throughput;
+#   3. paced reads and submissions at ~1,000 requests/s (wrk's delay() hook) for the p99.
+# On SQLite (a temp file, WAL) and, when PostgreSQL is available, on PostgreSQL (started with
+# scripts/pg-test-server.sh unless GPUPOOL_TEST_PG_URL is set).
+#   scripts/bench-http.sh [BUILD_DIR] [DURATION_SECONDS]
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+duration=${2:-10}
+serve="$build/src/server/gpupool-serve"
+[ -x "$serve" ] || { echo "build $serve first (cmake --build $build --target gpupool-serve)"; exit 1; }
+command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  if [ "${started_pg:-0}" = 1 ]; then pg_test_server_stop; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+cat >"$work/cluster.yaml" <<'YAML'
+apiVersion: v1
+kind: NodeList
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: bench-0}
+  status:
+    allocatable: {cpu: "64", memory: 512Gi, ephemeral-storage: 2Ti, pods: "110"}
+YAML
+cat >"$work/workflow.yaml" <<'YAML'
+workflow:
+  name: bench
+  resources:
+    default: {cpu: 1, memory: 1Gi, storage: 1Gi}
+  tasks:
+  - {name: t, image: busybox, sim_duration: 1h}
+YAML
+token="Bearer dev:bench:osmo-admin"
+body=$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' "$work/workflow.yaml")
+cat >"$work/submit.lua" <<LUA
+wrk.method = "POST"
+wrk.body = $body
+wrk.headers["Authorization"] = "$token"
+wrk.headers["Content-Type"] = "application/yaml"
+LUA
+cat >"$work/read.lua" <<LUA
+wrk.headers["Authorization"] = "$token"
+LUA
+# ~1,000 requests/s in total: 10 connections, each waiting 10 ms between requests.
+cat >"$work/paced.lua" <<LUA
+wrk.headers["Authorization"] = "$token"
+function delay() return 10 end
+LUA
+cat >"$work/paced_submit.lua" <<LUA
+wrk.method = "POST"
+wrk.body = $body
+wrk.headers["Authorization"] = "$token"
+wrk.headers["Content-Type"] = "application/yaml"
+function delay() return 10 end
+LUA
+cat >"$work/report.lua" <<'LUA'
+done = function(summary, latency, requests)
+  io.write(string.format("RESULT requests/s=%.0f p50=%.2fms p99=%.2fms errors=%d non2xx=%d\n",
+    summary.requests / (summary.duration / 1e6), latency:percentile(50) / 1000,
+    latency:percentile(99) / 1000, summary.errors.connect + summary.errors.read +
+    summary.errors.write + summary.errors.timeout, summary.errors.status))
+end
+LUA
+for f in submit read paced paced_submit; do cat "$work/report.lua" >>"$work/$f.lua"; done
+
+run_store() {
+  local label=$1 db=$2 port
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  "$serve" serve --listen "127.0.0.1:$port" --db "$db" --backend "sim:$work/cluster.yaml" \
+    --auth dev --no-scheduler --threads 64 >"$work/$label.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 200); do curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.1; done
+  local url="http://127.0.0.1:$port"
+  echo "== $label ($db)"
+  echo -n "submissions (64 connections, 2 threads, ${duration}s): "
+  wrk -t2 -c64 -d"${duration}s" -s "$work/submit.lua" "$url/api/pool/default/workflow" | grep RESULT
+  local id
+  id=$(curl -fsS -H "Authorization: $token" -H 'Content-Type: application/yaml' \
+    --data-binary @"$work/workflow.yaml" "$url/api/pool/default/workflow" |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["workflow_id"])')
+  echo -n "reads GET /api/workflow/$id (64 connections, ${duration}s): "
+  wrk -t2 -c64 -d"${duration}s" -s "$work/read.lua" "$url/api/workflow/$id" | grep RESULT
+  echo -n "paced reads (~1,000/s, 10 connections, ${duration}s): "
+  wrk -t2 -c10 -d"${duration}s" -s "$work/paced.lua" "$url/api/workflow/$id" | grep RESULT
+  echo -n "paced submissions (~1,000/s, 10 connections, ${duration}s): "
+  wrk -t2 -c10 -d"${duration}s" -s "$work/paced_submit.lua" "$url/api/pool/default/workflow" | grep RESULT
+  kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
+}
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+run_store sqlite "sqlite:$work/bench.db"
+if [ -z "${GPUPOOL_TEST_PG_URL:-}" ] && [ -f "$root/scripts/pg-test-server.sh" ]; then
+  # shellcheck source=/dev/null
+  source "$root/scripts/pg-test-server.sh"
+  if pg_test_server_start >/dev/null 2>&1; then started_pg=1; fi
+fi
+if [ -n "${GPUPOOL_TEST_PG_URL:-}" ]; then
+  run_store postgresql "$GPUPOOL_TEST_PG_URL"
+else
+  echo "== postgresql: not available, skipped"
+fi

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The server part of `make run`, called at the end of scripts/run-demo.sh:
+#   run-server-demo.sh GPUPOOL_BIN DB_URL CLUSTER_DIR
+# Starts `gpupool serve` on the demo store and the demo cluster (simulated backend, dev auth),
+# prints the URL, a dev token and commands to try, and keeps serving until Ctrl-C.
+# GPUPOOL_DEMO_DETACH=1 leaves the server running in the background instead (pid in .run/).
+set -euo pipefail
+bin=${1:?usage: run-server-demo.sh GPUPOOL_BIN DB_URL CLUSTER_DIR}
+db=${2:?}
+cluster=${3:?}
+root=$(cd "$(dirname "$0")/.." && pwd)
+run_dir="$root/.run"
+mkdir -p "$run_dir"
+port=${GPUPOOL_DEMO_PORT:-8080}
+if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+  port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+fi
+url="http://127.0.0.1:$port"
+token="dev:$(id -un):osmo-admin"
+
+"$bin" serve --listen "127.0.0.1:$port" --db "$db" --backend "sim:$cluster" --auth dev \
+  >"$run_dir/server.log" 2>&1 &
+pid=$!
+echo "$pid" >"$run_dir/server.pid"
+for _ in $(seq 1 100); do
+  if curl -fsS "$url/readyz" >/dev/null 2>&1; then break; fi
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "gpupool serve failed to start:"; cat "$run_dir/server.log"; exit 1
+  fi
+  sleep 0.1
+done
+
+cat <<MSG
+
+==> gpupool server: $url   (log: .run/server.log)
+    It schedules the stored workflows on the simulated demo cluster; /metrics, /healthz, /readyz.
+    Auth is --auth dev (local use only): any bearer token dev:<user>:<role,role> is accepted.
+
+    export GPUPOOL_TOKEN=$token
+    $bin --server $url pool list
+    $bin --server $url workflow submit $root/examples/workflows/quick.yaml --pool default
+    $bin --server $url workflow list
+    curl -s -H "Authorization: Bearer \$GPUPOOL_TOKEN" $url/api/resources | head -c 400
+
+MSG
+if [ "${GPUPOOL_DEMO_DETACH:-0}" = "1" ]; then
+  echo "Server left running (pid $pid); stop it with: kill $pid"
+  exit 0
+fi
+echo "Serving; press Ctrl-C to stop."
+trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -f "$run_dir/server.pid"; exit 0' INT TERM
+wait "$pid"

@@ -1,5 +1,6 @@
 #include "model/json_io.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -192,6 +193,43 @@ ordered_json PlainScalar(const std::string& s) {
   if (auto f = CoreFloat(s)) return *f;
   return s;
 }
+
+// Counts parser events. yaml-cpp 0.7 never terminates on some malformed inputs (a document that
+// starts with ',' emits events forever), so a first pass stops it after a budget.
+class YamlEventBudget : public YAML::EventHandler {
+ public:
+  explicit YamlEventBudget(int64_t budget) : budget_(budget) {}
+  struct Exhausted {
+    YAML::Mark mark;
+  };
+
+  void OnDocumentStart(const YAML::Mark& mark) override { Tick(mark); }
+  void OnDocumentEnd() override { Tick(last_); }
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Tick(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Tick(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Tick(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Tick(mark);
+  }
+  void OnSequenceEnd() override { Tick(last_); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Tick(mark);
+  }
+  void OnMapEnd() override { Tick(last_); }
+
+ private:
+  void Tick(const YAML::Mark& mark) {
+    last_ = mark;
+    if (--budget_ < 0) throw Exhausted{mark};
+  }
+  int64_t budget_;
+  YAML::Mark last_;
+};
 
 struct YamlContext {
   std::string_view file_name;
@@ -651,7 +689,22 @@ Result<std::vector<YamlDocument>> ParseYamlDocuments(std::string_view text,
   YamlContext ctx{file_name, kYamlValuesPerByte * static_cast<int64_t>(text.size()) + 10000};
   std::vector<YAML::Node> nodes;
   try {
-    nodes = YAML::LoadAll(std::string(text));
+    std::string copy(text);
+    {
+      std::istringstream in(copy);
+      YAML::Parser parser(in);
+      YamlEventBudget budget(kYamlValuesPerByte * static_cast<int64_t>(text.size()) + 10000);
+      try {
+        while (parser.HandleNextDocument(budget)) {
+        }
+      } catch (const YamlEventBudget::Exhausted& e) {
+        if (e.mark.is_null())
+          return InvalidArgumentError(std::string(file_name) + ": malformed YAML");
+        return InvalidArgumentError(Located(file_name, e.mark.line + 1, e.mark.column + 1,
+                                            "malformed YAML (unexpected ',' or flow indicator?)"));
+      }
+    }
+    nodes = YAML::LoadAll(copy);
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) return InvalidArgumentError(std::string(file_name) + ": " + e.msg);
     return InvalidArgumentError(Located(file_name, e.mark.line + 1, e.mark.column + 1, e.msg));

@@ -282,6 +282,9 @@ TEST(ParseYamlTest, ReportsErrorsWithPosition) {
       {"complex key", "? [a, b]\n: 1\n", "w.yaml:1:3: ", "keys must be scalars"},
       {"tab indentation", "a:\n\tb: 1\n", "w.yaml:", ""},
       {"bad !!int", "a: !!int abc\n", "w.yaml:1:4: ", "not an integer"},
+      {"document starting with a comma", ",\n", "w.yaml:", "malformed YAML"},
+      {"comma after a sequence", "- a\n,\n", "w.yaml:", "malformed YAML"},
+      {"comma after a document marker", "a: 1\n---\n,{\n}\n", "w.yaml:", "malformed YAML"},
       {"billion laughs",
        "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, "

@@ -13,9 +13,9 @@ namespace gpupool::model {
 // True when `text` is empty or only whitespace; callers decide what "no duration" means.
 bool IsEmptyDuration(std::string_view text);
 
-// Whole seconds. Numbers may carry a fraction (`1.5h`, `PT0.5S`); sub-second parts round up. Errors (InvalidArgument) name the text; empty text
-// is an error too (check IsEmptyDuration first when empty means "unset"). Negative durations are
-// rejected.
+// Whole seconds. Numbers may carry a fraction (`1.5h`, `PT0.5S`); sub-second parts round up. Errors
+// (InvalidArgument) name the text; empty text is an error too (check IsEmptyDuration first when
+// empty means "unset"). Negative durations are rejected.
 Result<int64_t> ParseDurationSeconds(std::string_view text);
 
 // Shortest compound form: 5400 -> "1h30m", 172800 -> "2d", 45 -> "45s", 0 -> "0s".

@@ -1,6 +1,7 @@
 // Scheduler benchmark (custom main, no timing assertions).
 //
 //   scheduler_bench [--nodes N] [--pods P] [--policy fgd|gpu-packing|best-fit] [--seed S]
+//                   [--percentage 0..100]   (percentage_of_nodes_to_score; 0 = adaptive)
 //   scheduler_bench --scaling          # 1k, 10k, 50k nodes with the same pending load
 //   scheduler_bench --openb DIR        # placement quality on the openb trace, three policies
 //   scheduler_bench --quick            # small run that validates every decision (for ctest)
@@ -233,7 +234,7 @@ void PrintRun(int nodes, int pods, const RunStats& st) {
       pods / st.cpu_seconds, st.p50_ns / 1000.0, st.p99_ns / 1000.0, PeakRssKb() / 1024.0);
 }
 
-int RunOpenb(const std::string& dir) {
+int RunOpenb(const std::string& dir, const std::vector<PlacementPolicy>& policies) {
   Result<std::string> node_text = model::ReadFile(dir + "/openb_node_list_all_node.csv");
   Result<std::string> pod_text = model::ReadFile(dir + "/openb_pod_list_default.csv");
   if (!node_text.ok() || !pod_text.ok()) {
@@ -307,8 +308,7 @@ int RunOpenb(const std::string& dir) {
   std::printf("openb: %zu nodes, %lld GPUs, %zu pods requesting %.1f GPUs (%.1f%% of capacity)\n",
               s.nodes.size(), static_cast<long long>(total_gpu_milli / 1000), s.pods.size(),
               arrived_gpu / 1000.0, 100.0 * arrived_gpu / total_gpu_milli);
-  for (PlacementPolicy policy :
-       {PlacementPolicy::kBestFit, PlacementPolicy::kGpuPacking, PlacementPolicy::kFgd}) {
+  for (PlacementPolicy policy : policies) {
     SchedulerOptions options;
     options.policy = policy;
     options.percentage_of_nodes_to_score = 100;
@@ -326,11 +326,11 @@ int RunOpenb(const std::string& dir) {
     }
     std::printf(
         "policy=%-11s placed=%zu unplaced=%zu gpu_alloc_ratio=%.2f%% "
-        "gpu_alloc_at_first_gpu_failure=%.2f%% unallocated_gpus=%.1f time=%.2fs "
+        "gpu_alloc_at_first_gpu_failure=%.2f%% unallocated_gpus=%.1f wall=%.2fs cpu=%.2fs "
         "invalid=%d\n",
         std::string(PlacementPolicyName(policy)).c_str(), st.placed, st.pending,
         100.0 * allocated / total_gpu_milli, 100.0 * before_first_failure / total_gpu_milli,
-        (total_gpu_milli - allocated) / 1000.0, st.seconds, Validate(s, r));
+        (total_gpu_milli - allocated) / 1000.0, st.seconds, st.cpu_seconds, Validate(s, r));
   }
   return 0;
 }
@@ -338,7 +338,7 @@ int RunOpenb(const std::string& dir) {
 int Main(int argc, char** argv) {
   int nodes = 10000, pods = 100000;
   uint32_t seed = 42;
-  bool quick = false, scaling = false;
+  bool quick = false, scaling = false, policy_set = false;
   std::string openb;
   SchedulerOptions options;
   for (int i = 1; i < argc; ++i) {
@@ -357,6 +357,9 @@ int Main(int argc, char** argv) {
         return 2;
       }
       options.policy = *p;
+      policy_set = true;
+    } else if (arg == "--percentage") {
+      options.percentage_of_nodes_to_score = std::stoi(value());
     } else if (arg == "--quick") {
       quick = true;
     } else if (arg == "--scaling") {
@@ -368,7 +371,11 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
-  if (!openb.empty()) return RunOpenb(openb);
+  if (!openb.empty()) {
+    if (policy_set) return RunOpenb(openb, {options.policy});
+    return RunOpenb(
+        openb, {PlacementPolicy::kBestFit, PlacementPolicy::kGpuPacking, PlacementPolicy::kFgd});
+  }
   if (quick) {
     nodes = 300;
     pods = 3000;

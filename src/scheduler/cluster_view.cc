@@ -111,6 +111,7 @@ ClusterView::ClusterView(const std::vector<model::Node>& nodes,
                         : static_cast<int>(std::clamp<int64_t>(gpu->second.Value(), 0, 1024));
     v.device_offset = device_total;
     v.full_free = v.gpu_devices;
+    v.max_device_free = v.gpu_devices > 0 ? 1000 : 0;
     device_total += v.gpu_devices;
     pool_nodes_[v.pool].push_back(static_cast<int>(i));
     node_index_[nodes[i].name] = static_cast<int>(i);

@@ -31,11 +31,12 @@ struct NodeView {
   int pool = 0;
   bool unschedulable = false;
   int gpu_devices = 0;
-  int device_offset = 0;      // into ClusterView::device_free
-  int full_free = 0;          // devices with 1000 milli free
-  int name_rank = 0;          // position in name order: ties between nodes break by name
-  int shape_class = 0;        // nodes with equal allocatable and cordon state share a class
-  std::vector<int> topology;  // interned values of the pool's topology keys (-1 = absent)
+  int device_offset = 0;        // into ClusterView::device_free
+  int full_free = 0;            // devices with 1000 milli free
+  int32_t max_device_free = 0;  // the most milli-GPUs left on one device
+  int name_rank = 0;            // position in name order: ties between nodes break by name
+  int shape_class = 0;          // nodes with equal allocatable and cordon state share a class
+  std::vector<int> topology;    // interned values of the pool's topology keys (-1 = absent)
 };
 
 // Requests of a pod that found no node; a later pod asking at least as much of everything

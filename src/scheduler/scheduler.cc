@@ -153,6 +153,7 @@ class Cycle {
   void Remove(int pod, bool record);
   void Rollback(size_t checkpoint);
   bool GpuFits(const PodState& p, int node, int* device) const;
+  void UpdateMaxDeviceFree(int node);
   bool Fits(const PodState& p, int node, int* device);
 
   // Allocation.
@@ -573,6 +574,7 @@ bool Cycle::GpuFits(const PodState& p, int node, int* device) const {
   *device = -1;
   if (p.gpu_whole > 0) return v.full_free >= p.gpu_whole;
   if (p.gpu_fraction == 0) return true;
+  if (v.max_device_free < p.gpu_fraction) return false;
   const int32_t* dev = const_cast<ClusterView&>(view_).Devices(node);
   int32_t best = std::numeric_limits<int32_t>::max();
   for (int d = 0; d < v.gpu_devices; ++d) {
@@ -582,6 +584,14 @@ bool Cycle::GpuFits(const PodState& p, int node, int* device) const {
     }
   }
   return *device >= 0;
+}
+
+void Cycle::UpdateMaxDeviceFree(int node) {
+  NodeView& v = view_.node(node);
+  const int32_t* dev = view_.Devices(node);
+  int32_t max_free = 0;
+  for (int d = 0; d < v.gpu_devices; ++d) max_free = std::max(max_free, dev[d]);
+  v.max_device_free = max_free;
 }
 
 bool Cycle::Fits(const PodState& p, int node, int* device) {
@@ -621,6 +631,7 @@ void Cycle::Apply(int pod, int node, int device, bool record,
   } else {
     p.devices.clear();
   }
+  UpdateMaxDeviceFree(node);
   p.node = node;
   node_pods_[node].push_back(pod);
   Account(p, v.pool, +1);
@@ -639,6 +650,7 @@ void Cycle::Remove(int pod, bool record) {
     dev[d] += p.gpu_whole > 0 ? 1000 : p.gpu_fraction;
     if (dev[d] == 1000) ++v.full_free;
   }
+  UpdateMaxDeviceFree(node);
   Account(p, v.pool, -1);
   std::erase(node_pods_[node], pod);
   if (record) undo_.push_back({Op::kEvict, pod});

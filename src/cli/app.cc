@@ -15,11 +15,15 @@
 #include <string>
 #include <vector>
 
+#include "cli/api.h"
 #include "cli/format.h"
 #include "common/clock.h"
 #include "common/strings.h"
 #include "model/json_io.h"
 #include "model/quantity.h"
+#include "scheduler/scenario.h"
+#include "server/client.h"
+#include "server/serve_command.h"
 #include "service/service.h"
 #include "store/store.h"
 #include "submit/workflow.h"
@@ -126,7 +130,7 @@ Status PrintWrite(const Env& env, const service::WriteResult& result) {
   return OkStatus();
 }
 
-Status ConfigUpdate(service::Service& svc, const Env& env) {
+Status ConfigUpdate(Api& svc, const Env& env) {
   if (env.opts.file.empty()) {
     return InvalidArgumentError("config update needs --file FILE (the config as JSON)");
   }
@@ -141,7 +145,7 @@ Status ConfigUpdate(service::Service& svc, const Env& env) {
   return PrintWrite(env, result);
 }
 
-Status ConfigSet(service::Service& svc, const Env& env) {
+Status ConfigSet(Api& svc, const Env& env) {
   ASSIGN_OR_RETURN(std::string kind, service::NormalizeKind(env.opts.kind));
   if (env.opts.extra == "pool") {
     if (kind != "ROLE") {
@@ -153,7 +157,7 @@ Status ConfigSet(service::Service& svc, const Env& env) {
   return ConfigUpdate(svc, env);
 }
 
-Status ConfigShow(service::Service& svc, const Env& env) {
+Status ConfigShow(Api& svc, const Env& env) {
   std::optional<int64_t> revision;
   if (env.opts.has_revision) revision = env.opts.revision;
   ASSIGN_OR_RETURN(auto view, svc.ShowConfig(env.opts.kind, env.opts.name, revision));
@@ -166,7 +170,7 @@ Status ConfigShow(service::Service& svc, const Env& env) {
   return OkStatus();
 }
 
-Status ConfigList(service::Service& svc, const Env& env) {
+Status ConfigList(Api& svc, const Env& env) {
   std::optional<std::string_view> kind;
   if (!env.opts.kind.empty()) kind = env.opts.kind;
   ASSIGN_OR_RETURN(auto views, svc.ListConfigs(kind));
@@ -189,14 +193,14 @@ Status ConfigList(service::Service& svc, const Env& env) {
   return OkStatus();
 }
 
-Status ConfigDelete(service::Service& svc, const Env& env) {
+Status ConfigDelete(Api& svc, const Env& env) {
   service::DeleteConfigRequest req{env.opts.kind, env.opts.name, env.opts.force,
                                    env.opts.description};
   ASSIGN_OR_RETURN(auto result, svc.DeleteConfig(env.caller, req));
   return PrintWrite(env, result);
 }
 
-Status ConfigHistory(service::Service& svc, const Env& env) {
+Status ConfigHistory(Api& svc, const Env& env) {
   service::HistoryFilter filter;
   if (!env.opts.kind.empty()) filter.kind = env.opts.kind;
   if (!env.opts.name.empty()) filter.name = env.opts.name;
@@ -218,7 +222,7 @@ Status ConfigHistory(service::Service& svc, const Env& env) {
   return OkStatus();
 }
 
-Status ConfigRollback(service::Service& svc, const Env& env) {
+Status ConfigRollback(Api& svc, const Env& env) {
   if (!env.opts.has_revision) return InvalidArgumentError("config rollback needs --revision N");
   service::RollbackRequest req{env.opts.kind, env.opts.name, env.opts.revision,
                                env.opts.description};
@@ -242,7 +246,7 @@ Result<std::vector<std::string>> ManifestFiles(const std::string& path) {
   return files;
 }
 
-Status Apply(service::Service& svc, const Env& env) {
+Status Apply(Api& svc, const Env& env) {
   if (env.opts.file.empty()) return InvalidArgumentError("apply needs -f FILE|DIR");
   ASSIGN_OR_RETURN(auto files, ManifestFiles(env.opts.file));
   service::ApplyRequest req;
@@ -266,7 +270,7 @@ Status Apply(service::Service& svc, const Env& env) {
   return OkStatus();
 }
 
-Status NodeImport(service::Service& svc, const Env& env) {
+Status NodeImport(Api& svc, const Env& env) {
   ASSIGN_OR_RETURN(std::string text, model::ReadFile(env.opts.file));
   ASSIGN_OR_RETURN(auto result, svc.ImportNodes(env.caller, text, env.opts.file, env.opts.replace));
   if (env.format != OutputFormat::kTable) {
@@ -281,7 +285,7 @@ std::string GpuCell(int64_t used, int64_t limit) {
   return std::to_string(used) + "/" + (limit < 0 ? std::string("-") : std::to_string(limit));
 }
 
-Status PoolList(service::Service& svc, const Env& env) {
+Status PoolList(Api& svc, const Env& env) {
   ASSIGN_OR_RETURN(auto rows, svc.ListPools(env.caller));
   if (env.format != OutputFormat::kTable) {
     json out = json::array();
@@ -304,7 +308,7 @@ Status PoolList(service::Service& svc, const Env& env) {
   return OkStatus();
 }
 
-Status ResourceList(service::Service& svc, const Env& env) {
+Status ResourceList(Api& svc, const Env& env) {
   service::ResourceFilter filter;
   if (!env.opts.pool.empty()) filter.pool = env.opts.pool;
   if (!env.opts.platform.empty()) filter.platform = env.opts.platform;
@@ -329,7 +333,7 @@ Status ResourceList(service::Service& svc, const Env& env) {
   return OkStatus();
 }
 
-Status WorkflowSubmit(service::Service& svc, const Env& env) {
+Status WorkflowSubmit(Api& svc, const Env& env) {
   if (env.opts.pool.empty()) return InvalidArgumentError("workflow submit needs --pool POOL");
   service::SubmitRequest req;
   req.pool = env.opts.pool;
@@ -374,7 +378,7 @@ void PrintWorkflowTable(const std::vector<service::WorkflowView>& views) {
   std::cout << table.ToString();
 }
 
-Status WorkflowQuery(service::Service& svc, const Env& env) {
+Status WorkflowQuery(Api& svc, const Env& env) {
   ASSIGN_OR_RETURN(auto view, svc.QueryWorkflow(env.caller, env.opts.id));
   if (env.format != OutputFormat::kTable) {
     std::cout << Render(service::ToJson(view), env.format);
@@ -393,7 +397,7 @@ Status WorkflowQuery(service::Service& svc, const Env& env) {
   return OkStatus();
 }
 
-Status WorkflowList(service::Service& svc, const Env& env) {
+Status WorkflowList(Api& svc, const Env& env) {
   service::WorkflowFilter filter;
   if (!env.opts.pool.empty()) filter.pool = env.opts.pool;
   if (!env.opts.filter_user.empty()) filter.user = env.opts.filter_user;
@@ -410,12 +414,39 @@ Status WorkflowList(service::Service& svc, const Env& env) {
   return OkStatus();
 }
 
-Status WorkflowCancel(service::Service& svc, const Env& env) {
+Status WorkflowCancel(Api& svc, const Env& env) {
   ASSIGN_OR_RETURN(auto view, svc.CancelWorkflow(env.caller, env.opts.id));
   if (env.format != OutputFormat::kTable) {
     std::cout << Render(service::ToJson(view), env.format);
   } else {
     std::cout << "Workflow " << view.id << " canceled.\n";
+  }
+  return OkStatus();
+}
+
+// `gpupool schedule -f SCENARIO...`: one scheduling cycle over the files, offline. With
+// --server the scenario goes to the server's what-if endpoint.
+Status Schedule(const std::vector<std::string>& files, const Env& env) {
+  nlohmann::ordered_json result;
+  if (!env.opts.server.empty()) {
+    std::string text;
+    for (const auto& f : files) {
+      ASSIGN_OR_RETURN(std::string t, model::ReadFile(f));
+      text += "---\n" + t + "\n";
+    }
+    auto client = server::Client::FromEnvironment(env.opts.server);
+    ASSIGN_OR_RETURN(result, client->Schedule(text));
+    std::cout << Render(
+        result, env.format == OutputFormat::kYaml ? OutputFormat::kYaml : OutputFormat::kJson);
+    return OkStatus();
+  }
+  ASSIGN_OR_RETURN(scheduler::Scenario scenario, scheduler::LoadScenarioFiles(files));
+  RETURN_IF_ERROR(scheduler::ValidateScenario(scenario));
+  scheduler::ScheduleResult cycle = scheduler::Schedule(scenario, scheduler::SchedulerOptions{});
+  if (env.format == OutputFormat::kTable) {
+    std::cout << scheduler::ScheduleResultToTable(cycle);
+  } else {
+    std::cout << Render(scheduler::ScheduleResultToJson(cycle), env.format);
   }
   return OkStatus();
 }
@@ -438,8 +469,8 @@ int RunCli(int argc, char** argv) {
                  "offline roles, comma separated (default with no --user: osmo-admin)");
 
   // Which command runs, chosen by the subcommand callbacks.
-  std::function<Status(service::Service&, const Env&)> command;
-  auto use = [&command](CLI::App* sub, std::function<Status(service::Service&, const Env&)> fn) {
+  std::function<Status(Api&, const Env&)> command;
+  auto use = [&command](CLI::App* sub, std::function<Status(Api&, const Env&)> fn) {
     sub->callback([&command, fn] { command = fn; });
   };
 
@@ -557,7 +588,21 @@ int RunCli(int argc, char** argv) {
   wcancel->add_option("ID", o.id)->required();
   use(wcancel, WorkflowCancel);
 
-  for (CLI::App* sub : {config, apply, node, pool, resource, workflow}) sub->fallthrough();
+  // schedule: the offline what-if (no store needed).
+  std::vector<std::string> scenario_files;
+  CLI::App* schedule = app.add_subcommand(
+      "schedule", "what-if: place the pending pods of scenario files (Nodes, Pods, Queues, ...)");
+  schedule->add_option("-f,--file", scenario_files, "scenario file (repeatable)")->required();
+  bool schedule_chosen = false;
+  schedule->callback([&schedule_chosen] { schedule_chosen = true; });
+
+  // serve: the HTTP server (server/serve_command.h); runs inside parse() until stopped.
+  int serve_exit = -1;
+  server::AddServeSubcommand(app, &serve_exit);
+
+  for (CLI::App* sub : {config, apply, node, pool, resource, workflow, schedule}) {
+    sub->fallthrough();
+  }
   for (CLI::App* sub : {update, set, show, list, del, history, rollback, import, rlist, wsubmit,
                         wquery, wlist, wcancel}) {
     sub->fallthrough();
@@ -569,6 +614,8 @@ int RunCli(int argc, char** argv) {
     int code = app.exit(e);
     return code == 0 ? kExitOk : kExitUsage;
   }
+
+  if (serve_exit >= 0) return serve_exit;
 
   auto format = ParseOutputFormat(o.output);
   if (!format.ok()) {
@@ -587,13 +634,27 @@ int RunCli(int argc, char** argv) {
       if (!role.empty()) env.caller.roles.push_back(role);
     }
   }
+  if (schedule_chosen) {
+    Status s = Schedule(scenario_files, env);
+    if (!s.ok()) {
+      std::cerr << "error: " << s.message() << "\n";
+      return kExitFailure;
+    }
+    return kExitOk;
+  }
   if (!command) {
     std::cerr << "error: no command given; see gpupool --help\n";
     return kExitUsage;
   }
   if (!o.server.empty()) {
-    std::cerr << "error: --server is not supported by this build yet; use --db\n";
-    return kExitUsage;
+    // Online: the server decides who the caller is (GPUPOOL_TOKEN), not --user/--roles.
+    auto api = RemoteApi(server::Client::FromEnvironment(o.server));
+    Status status = command(*api, env);
+    if (!status.ok()) {
+      std::cerr << "error: " << status.message() << "\n";
+      return kExitFailure;
+    }
+    return kExitOk;
   }
 
   std::string url = o.db;
@@ -622,7 +683,8 @@ int RunCli(int argc, char** argv) {
     std::cerr << "error: cannot write the built-in configs: " << s.message() << "\n";
     return kExitFailure;
   }
-  Status status = command(svc, env);
+  auto api = LocalApi(svc);
+  Status status = command(*api, env);
   if (!status.ok()) {
     std::cerr << "error: " << status.message() << "\n";
     return kExitFailure;

@@ -18,11 +18,24 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+// Stand-ins for the per-task values while a pod skeleton is built once per (platform,
+// resource, task shape); replaced in every string of the copy made for each task.
+constexpr std::string_view kTaskSentinel = "\x01T\x01";
+constexpr std::string_view kGroupSentinel = "\x01G\x01";
+constexpr std::string_view kContainerSentinel = "\x01C\x01";
+constexpr std::string_view kImageSentinel = "\x01I\x01";
+
+struct Skeleton {
+  nlohmann::ordered_json pod;
+  model::ResourceList requests;
+};
+
 // What the pipeline needs of one platform, computed once per submission.
 struct PlatformContext {
   const config::Platform* platform = nullptr;
   std::string name;
-  json tmpl;  // merged, unrendered
+  std::string label;  // LabelValue(name)
+  json tmpl;          // merged, unrendered
   std::vector<std::string> template_names;
   std::vector<config::NamedRule> rules;
   bool has_node_rules = false;
@@ -30,6 +43,9 @@ struct PlatformContext {
   bool nodes_loaded = false;
   std::vector<const model::Node*> nodes;
   std::map<std::string, bool> validated;  // resource name -> passed
+  // (resource, task shape) -> the pod merged once with sentinel task values, built after the
+  // first task of that key; nullopt when it could not be built (that key takes the full path).
+  std::map<std::string, std::optional<Skeleton>> skeletons;
 };
 
 std::string JoinRoles(const std::vector<std::string>& roles) {
@@ -155,18 +171,26 @@ Result<model::ResourceList> RequestsFromVariables(const config::VariableMap& var
   return out;
 }
 
+// The pod before templates. With `skeleton`, per-task values are left out: the image is a
+// sentinel and the task's lists are empty (present when the task has them, so keys keep their
+// place); InstantiateSkeleton puts them back.
 json BasePod(const TaskSpec& task, const std::string& pod_name, const std::string& container,
-             const model::ResourceList& requests) {
+             const model::ResourceList& requests, bool skeleton = false) {
   json c = json::object();
   c["name"] = container;
-  c["image"] = task.image;
-  if (!task.command.empty()) c["command"] = task.command;
-  if (!task.args.empty()) c["args"] = task.args;
-  if (!task.env.empty()) c["env"] = task.env;
+  c["image"] = skeleton ? std::string(kImageSentinel) : task.image;
+  if (!task.command.empty()) c["command"] = skeleton ? json::array() : json(task.command);
+  if (!task.args.empty()) c["args"] = skeleton ? json::array() : json(task.args);
+  if (!task.env.empty()) c["env"] = skeleton ? json::array() : task.env;
   json resources = model::ResourceListToJson(requests);
   c["resources"] = json{{"requests", resources}, {"limits", resources}};
   json volumes = json::array();
-  if (!task.volume_mounts.empty()) {
+  if (!task.volume_mounts.empty() && skeleton) {
+    c["volumeMounts"] = json::array();
+    for (const json& m : task.volume_mounts) {
+      if (m.contains("hostPath")) volumes = json::array({json::object()});
+    }
+  } else if (!task.volume_mounts.empty()) {
     json mounts = json::array();
     for (const json& m : task.volume_mounts) {
       json mount = m;
@@ -185,7 +209,7 @@ json BasePod(const TaskSpec& task, const std::string& pod_name, const std::strin
   spec["restartPolicy"] = "Never";
   if (task.host_network) spec["hostNetwork"] = true;
   spec["containers"] = json::array({std::move(c)});
-  if (!volumes.empty()) spec["volumes"] = std::move(volumes);
+  if (!volumes.empty()) spec["volumes"] = skeleton ? json::array() : std::move(volumes);
 
   json pod = json::object();
   pod["apiVersion"] = "v1";
@@ -205,6 +229,98 @@ Status ExplainRenderError(const Status& merged_error, const PlatformContext& ctx
     if (!r.ok()) return InvalidArgumentError("undefined variable: " + r.status().message());
   }
   return InvalidArgumentError("undefined variable: " + merged_error.message());
+}
+
+void ReplaceAll(std::string& s, std::string_view from, std::string_view to) {
+  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) {
+    s.replace(pos, from.size(), to);
+  }
+}
+
+void ReplaceSentinels(json& j, const TaskSpec& task, std::string_view group,
+                      std::string_view container) {
+  if (j.is_string()) {
+    std::string& s = j.get_ref<std::string&>();
+    if (s.find('\x01') == std::string::npos) return;
+    ReplaceAll(s, kTaskSentinel, task.name);
+    ReplaceAll(s, kGroupSentinel, group);
+    ReplaceAll(s, kContainerSentinel, container);
+    ReplaceAll(s, kImageSentinel, task.image);
+  } else if (j.is_structured()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      ReplaceSentinels(it.value(), task, group, container);
+    }
+  }
+}
+
+// dst's list merged with src's as the template merge does (dst first).
+json MergedList(const json& task_list, const json& template_list) {
+  json a = json::object();
+  a["x"] = task_list;
+  json b = json::object();
+  b["x"] = template_list;
+  config::MergeInto(a, b);
+  return std::move(a["x"]);
+}
+
+// Which optional fields a task has: tasks of one shape share a skeleton.
+std::string TaskShape(const TaskSpec& t) {
+  std::string shape(6, '0');
+  if (!t.command.empty()) shape[0] = '1';
+  if (!t.args.empty()) shape[1] = '1';
+  if (!t.env.empty()) shape[2] = '1';
+  if (!t.volume_mounts.empty()) shape[3] = '1';
+  if (t.privileged) shape[4] = '1';
+  if (t.host_network) shape[5] = '1';
+  for (const json& m : t.volume_mounts) {
+    if (m.contains("hostPath")) shape += 'h';
+  }
+  return shape;
+}
+
+// The pod of one task from its skeleton: sentinels replaced, the task's lists merged under the
+// template's as the full merge would. False when the fast path cannot be exact (the template
+// names a container like the task's), and the caller takes the full path.
+bool InstantiateSkeleton(const Skeleton& skeleton, const TaskSpec& task, std::string_view group,
+                         const std::string& container, json* out) {
+  json pod = skeleton.pod;
+  ReplaceSentinels(pod, task, group, container);
+  json& containers = pod["spec"]["containers"];
+  json* user = nullptr;
+  for (json& c : containers) {
+    if (c.contains("name") && c["name"] == container) {
+      if (user != nullptr) return false;
+      user = &c;
+    }
+  }
+  if (user == nullptr) return false;
+  auto put = [user](const char* field, const json& value) {
+    (*user)[field] = user->contains(field) ? MergedList(value, (*user)[field]) : value;
+  };
+  if (!task.command.empty()) put("command", json(task.command));
+  if (!task.args.empty()) put("args", json(task.args));
+  if (!task.env.empty()) put("env", task.env);
+  if (!task.volume_mounts.empty()) {
+    json mounts = json::array();
+    json volumes = json::array();
+    for (const json& m : task.volume_mounts) {
+      json mount = m;
+      if (mount.contains("hostPath")) {
+        std::string name = mount.value("name", std::string("mount"));
+        volumes.push_back(json{{"name", name}, {"hostPath", json{{"path", mount["hostPath"]}}}});
+        mount.erase("hostPath");
+      }
+      mounts.push_back(std::move(mount));
+    }
+    put("volumeMounts", mounts);
+    if (!volumes.empty()) {
+      json& spec = pod["spec"];
+      spec["volumes"] =
+          spec.contains("volumes") ? MergedList(volumes, spec["volumes"]) : std::move(volumes);
+    }
+  }
+  *out = std::move(pod);
+  return true;
 }
 
 }  // namespace
@@ -306,6 +422,7 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
     PlatformContext ctx;
     ctx.platform = platform;
     ctx.name = name;
+    ctx.label = LabelValue(name);
     ctx.template_names = pool->common_pod_template;
     ctx.template_names.insert(ctx.template_names.end(), platform->override_pod_template.begin(),
                               platform->override_pod_template.end());
@@ -321,96 +438,140 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
   plan.tasks.reserve(workflow.TaskCount());
   const std::string priority_class(PriorityClassName(workflow.priority));
   const std::string priority_name = ToLower(PriorityName(workflow.priority));
+  const std::string workflow_label = LabelValue(plan.workflow_id);
+  const std::string pool_label = LabelValue(pool_str);
+  const std::string user_label = LabelValue(caller.user);
   for (const GroupSpec& group : workflow.groups) {
     const std::string gang = LabelValue(plan.workflow_id + "-" + group.name);
     const std::string gang_min = std::to_string(group.tasks.size());
+    const std::string group_label = LabelValue(group.name);
     for (const TaskSpec& task : group.tasks) {
       const ResourceSpec* resource = workflow.FindResource(task.resource);
       ASSIGN_OR_RETURN(PlatformContext * ctx, platform_for(resource, task.resource));
       RETURN_IF_ERROR(CheckPlatformPolicy(task, *ctx->platform, pool_name));
-
-      // 3. Variables.
-      config::VariableMap user_values;
-      if (resource != nullptr) {
-        if (!resource->cpu.is_null()) user_values["USER_CPU"] = ValueText(resource->cpu);
-        if (!resource->gpu.is_null()) user_values["USER_GPU"] = ValueText(resource->gpu);
-        if (!resource->memory.is_null()) user_values["USER_MEMORY"] = ValueText(resource->memory);
-        if (!resource->storage.is_null()) {
-          user_values["USER_STORAGE"] = ValueText(resource->storage);
-        }
-        user_values["USER_EXCLUDED_NODES"] = "ARRAY:[" + Join(resource->nodes_excluded, ",") + "]";
-      } else {
-        user_values["USER_EXCLUDED_NODES"] = "ARRAY:[]";
-      }
       const std::string container = K8sName(task.name, 63);
-      config::TaskContext tc;
-      tc.workflow_id = plan.workflow_id;
-      tc.pool = pool_str;
-      tc.platform = ctx->name;
-      tc.task_name = task.name;
-      tc.group_name = group.name;
-      tc.submitted_by = caller.user;
-      tc.priority = priority_name;
-      tc.container_name = container;
-      auto vars_or = config::ResolveVariables(*pool, ctx->platform, user_values, tc);
-      if (!vars_or.ok()) {
-        return InvalidArgumentError("variables: task \"" + task.name +
-                                    "\": " + vars_or.status().message());
-      }
-      const config::VariableMap& vars = *vars_or;
-
-      // 4. Validation (cached per resource when the rules do not depend on the task).
-      bool validated = false;
-      if (ctx->cacheable) {
-        auto it = ctx->validated.find(task.resource);
-        validated = it != ctx->validated.end() && it->second;
-      }
-      if (!validated && !ctx->rules.empty()) {
-        if (ctx->has_node_rules && !ctx->nodes_loaded) {
-          ASSIGN_OR_RETURN(ctx->nodes, config::PlatformNodes(configs, *pool, ctx->name, nodes));
-          ctx->nodes_loaded = true;
-        }
-        std::vector<const model::Node*> candidates;
-        const std::vector<const model::Node*>* node_list = &ctx->nodes;
-        if (resource != nullptr && !resource->nodes_excluded.empty()) {
-          for (const model::Node* n : ctx->nodes) {
-            if (std::find(resource->nodes_excluded.begin(), resource->nodes_excluded.end(),
-                          n->name) == resource->nodes_excluded.end()) {
-              candidates.push_back(n);
-            }
-          }
-          node_list = &candidates;
-        }
-        config::ValidationScope scope{task.name, pool_str, ctx->name};
-        auto result = config::ValidateTask(scope, ctx->rules, vars, *node_list);
-        if (!result.ok()) {
-          return InvalidArgumentError("validation failed: task \"" + task.name +
-                                      "\": " + result.status().message());
-        }
-        if (!result->ok()) {
-          return InvalidArgumentError("validation failed: " +
-                                      config::FormatValidationFailure(*result->failure));
-        }
-        if (ctx->cacheable) ctx->validated[task.resource] = true;
-      }
-
-      // 5. Templates.
-      auto rendered =
-          config::Render(ctx->tmpl, vars, "platform " + ctx->name + " of pool " + pool_str);
-      if (!rendered.ok()) return ExplainRenderError(rendered.status(), *ctx, configs, vars);
-
-      // 6. The pod.
-      ASSIGN_OR_RETURN(model::ResourceList requests, RequestsFromVariables(vars, task.name));
       PlannedTask planned;
       planned.group = group.name;
       planned.task = task.name;
       planned.platform = ctx->name;
       planned.pod_name = PodName(plan.workflow_id, task.name);
-      planned.requests = requests;
       planned.sim_duration_seconds = task.sim_duration_seconds.value_or(0);
       planned.sim_exit_code = task.sim_exit_code;
-      json pod = BasePod(task, planned.pod_name, container, requests);
-      config::MergeInto(pod, *rendered);
+
+      // Fast path: a task whose (resource, shape) was seen before reuses the skeleton built
+      // from it (variables resolved, validated, templates rendered and merged once).
+      std::string skeleton_key;
+      bool built = false;
+      json pod;
+      if (options.reuse_per_resource && ctx->cacheable) {
+        skeleton_key = task.resource + '\0' + TaskShape(task);
+        auto it = ctx->skeletons.find(skeleton_key);
+        if (it != ctx->skeletons.end() && it->second.has_value() &&
+            InstantiateSkeleton(*it->second, task, group.name, container, &pod)) {
+          planned.requests = it->second->requests;
+          built = true;
+        }
+      }
+      if (!built) {
+        // 3. Variables.
+        config::VariableMap user_values;
+        if (resource != nullptr) {
+          if (!resource->cpu.is_null()) user_values["USER_CPU"] = ValueText(resource->cpu);
+          if (!resource->gpu.is_null()) user_values["USER_GPU"] = ValueText(resource->gpu);
+          if (!resource->memory.is_null()) user_values["USER_MEMORY"] = ValueText(resource->memory);
+          if (!resource->storage.is_null()) {
+            user_values["USER_STORAGE"] = ValueText(resource->storage);
+          }
+          user_values["USER_EXCLUDED_NODES"] =
+              "ARRAY:[" + Join(resource->nodes_excluded, ",") + "]";
+        } else {
+          user_values["USER_EXCLUDED_NODES"] = "ARRAY:[]";
+        }
+        config::TaskContext tc;
+        tc.workflow_id = plan.workflow_id;
+        tc.pool = pool_str;
+        tc.platform = ctx->name;
+        tc.task_name = task.name;
+        tc.group_name = group.name;
+        tc.submitted_by = caller.user;
+        tc.priority = priority_name;
+        tc.container_name = container;
+        auto vars_or = config::ResolveVariables(*pool, ctx->platform, user_values, tc);
+        if (!vars_or.ok()) {
+          return InvalidArgumentError("variables: task \"" + task.name +
+                                      "\": " + vars_or.status().message());
+        }
+        const config::VariableMap& vars = *vars_or;
+
+        // 4. Validation (cached per resource when the rules do not depend on the task).
+        bool validated = false;
+        if (ctx->cacheable) {
+          auto it = ctx->validated.find(task.resource);
+          validated = it != ctx->validated.end() && it->second;
+        }
+        if (!validated && !ctx->rules.empty()) {
+          if (ctx->has_node_rules && !ctx->nodes_loaded) {
+            ASSIGN_OR_RETURN(ctx->nodes, config::PlatformNodes(configs, *pool, ctx->name, nodes));
+            ctx->nodes_loaded = true;
+          }
+          std::vector<const model::Node*> candidates;
+          const std::vector<const model::Node*>* node_list = &ctx->nodes;
+          if (resource != nullptr && !resource->nodes_excluded.empty()) {
+            for (const model::Node* n : ctx->nodes) {
+              if (std::find(resource->nodes_excluded.begin(), resource->nodes_excluded.end(),
+                            n->name) == resource->nodes_excluded.end()) {
+                candidates.push_back(n);
+              }
+            }
+            node_list = &candidates;
+          }
+          config::ValidationScope scope{task.name, pool_str, ctx->name};
+          auto result = config::ValidateTask(scope, ctx->rules, vars, *node_list);
+          if (!result.ok()) {
+            return InvalidArgumentError("validation failed: task \"" + task.name +
+                                        "\": " + result.status().message());
+          }
+          if (!result->ok()) {
+            return InvalidArgumentError("validation failed: " +
+                                        config::FormatValidationFailure(*result->failure));
+          }
+          if (ctx->cacheable) ctx->validated[task.resource] = true;
+        }
+
+        // 5. Templates.
+        auto rendered =
+            config::Render(ctx->tmpl, vars, "platform " + ctx->name + " of pool " + pool_str);
+        if (!rendered.ok()) return ExplainRenderError(rendered.status(), *ctx, configs, vars);
+
+        // 6. The pod.
+        ASSIGN_OR_RETURN(model::ResourceList requests, RequestsFromVariables(vars, task.name));
+        planned.requests = requests;
+        pod = BasePod(task, planned.pod_name, container, requests);
+        config::MergeInto(pod, *rendered);
+
+        // The skeleton for the next tasks of this (resource, shape): the same steps with sentinel
+        // task values. Any failure just leaves the full path in use.
+        if (!skeleton_key.empty() && !ctx->skeletons.count(skeleton_key)) {
+          std::optional<Skeleton> skeleton;
+          config::TaskContext stc = tc;
+          stc.task_name = std::string(kTaskSentinel);
+          stc.group_name = std::string(kGroupSentinel);
+          stc.container_name = std::string(kContainerSentinel);
+          auto svars = config::ResolveVariables(*pool, ctx->platform, user_values, stc);
+          if (svars.ok()) {
+            auto srendered = config::Render(ctx->tmpl, *svars, "skeleton");
+            if (srendered.ok()) {
+              Skeleton sk;
+              sk.requests = requests;
+              sk.pod = BasePod(task, planned.pod_name, std::string(kContainerSentinel), requests,
+                               /*skeleton=*/true);
+              config::MergeInto(sk.pod, *srendered);
+              skeleton = std::move(sk);
+            }
+          }
+          ctx->skeletons.emplace(skeleton_key, std::move(skeleton));
+        }
+      }  // !built
       pod["apiVersion"] = "v1";
       pod["kind"] = "Pod";
       json& metadata = pod["metadata"];
@@ -418,15 +579,15 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
       json& labels = metadata["labels"];
       if (!labels.is_object()) labels = json::object();
       for (const auto& [k, v] : workflow.labels.items()) labels[k] = v;
-      labels["gpupool.io/workflow"] = LabelValue(plan.workflow_id);
-      labels["gpupool.io/group"] = LabelValue(group.name);
+      labels["gpupool.io/workflow"] = workflow_label;
+      labels["gpupool.io/group"] = group_label;
       labels["gpupool.io/task"] = LabelValue(task.name);
-      labels["gpupool.io/pool"] = LabelValue(pool_str);
-      labels["gpupool.io/platform"] = LabelValue(ctx->name);
-      labels["gpupool.io/queue"] = LabelValue(pool_str);
+      labels["gpupool.io/pool"] = pool_label;
+      labels["gpupool.io/platform"] = ctx->label;
+      labels["gpupool.io/queue"] = pool_label;
       labels["gpupool.io/gang"] = gang;
       labels["gpupool.io/gang-min"] = gang_min;
-      if (!LabelValue(caller.user).empty()) labels["gpupool.io/user"] = LabelValue(caller.user);
+      if (!user_label.empty()) labels["gpupool.io/user"] = user_label;
       if (task.sim_duration_seconds.has_value() || task.sim_exit_code != 0) {
         json& annotations = metadata["annotations"];
         if (!annotations.is_object()) annotations = json::object();

@@ -47,6 +47,11 @@ struct SubmitOptions {
   // WF_ID and the pod-name prefix. The service uses "<name>-<sequence>"; dry runs
   // "<name>-dry-run".
   std::string workflow_id;
+  // Tasks that share a resource and the same optional fields reuse the pod built for the first
+  // of them (variables, validation, template render and merge done once), with the task's own
+  // values put in. The result is the same as building each pod in full (submit_test checks);
+  // false builds every pod in full.
+  bool reuse_per_resource = true;
 };
 
 struct PlannedTask {

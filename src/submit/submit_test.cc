@@ -286,6 +286,66 @@ TEST(SubmitTest, AllowedThingsPass) {
   EXPECT_FALSE(spec["containers"][0]["volumeMounts"][0].contains("hostPath"));
 }
 
+// The per-resource reuse gives exactly the pods of the full pipeline.
+TEST(SubmitTest, ReuseGivesTheSamePods) {
+  const std::vector<std::string> workflows = {
+      kTwoPlatforms,
+      R"(workflow:
+  name: many
+  resources:
+    default: {cpu: 2, gpu: 1, memory: 8Gi}
+    big: {cpu: 8, gpu: 2, memory: 64Gi, platform: a100_platform, nodesExcluded: [old-a100]}
+  groups:
+  - name: g1
+    tasks:
+    - {name: a, image: i1, command: [python, a.py], env: {X: "1"}}
+    - {name: b, image: i2, command: [python, b.py], args: [--x], env: {X: "2", Y: y}}
+    - {name: c, image: i3}
+    - {name: d, image: i4, resource: big, command: [torchrun]}
+    - {name: e, image: i5, resource: big, command: [torchrun, e.py]}
+  - name: g2
+    tasks:
+    - {name: f_1, image: i6, command: [sh]}
+    - {name: G-2, image: i7, command: [sh, -c, "echo {{uuid}}"]}
+)",
+  };
+  for (const std::string& text : workflows) {
+    SCOPED_TRACE(text.substr(0, 40));
+    WorkflowSpec wf = Parse(text);
+    SubmitOptions fast{"wf-7"};
+    SubmitOptions full{"wf-7"};
+    full.reuse_per_resource = false;
+    auto a = Submit(Configs(), Nodes(), kAdmin, "heterogeneous_pool", wf, fast);
+    auto b = Submit(Configs(), Nodes(), kAdmin, "heterogeneous_pool", wf, full);
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    ASSERT_EQ(a->tasks.size(), b->tasks.size());
+    for (size_t i = 0; i < a->tasks.size(); ++i) {
+      SCOPED_TRACE(a->tasks[i].task);
+      EXPECT_EQ(a->tasks[i].pod.dump(), b->tasks[i].pod.dump());
+      EXPECT_EQ(a->tasks[i].requests, b->tasks[i].requests);
+    }
+  }
+  // Mounts and flags with a platform that allows them.
+  WorkflowSpec wf = Parse(R"(workflow:
+  name: m
+  tasks:
+  - {name: a, image: i, privileged: true, volumeMounts: ["/data/a:/a"]}
+  - {name: b, image: i, privileged: true, volumeMounts: ["/data/b:/b"]}
+  - {name: c, image: i, privileged: true, volumeMounts: ["/data/c:/c", "/data/d:/d"]}
+)");
+  SubmitOptions full{"m-1"};
+  full.reuse_per_resource = false;
+  auto a = Submit(Configs(), Nodes(), kAdmin, "team-limits", wf, SubmitOptions{"m-1"});
+  auto b = Submit(Configs(), Nodes(), kAdmin, "team-limits", wf, full);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  for (size_t i = 0; i < a->tasks.size(); ++i) {
+    EXPECT_EQ(a->tasks[i].pod.dump(), b->tasks[i].pod.dump());
+  }
+  EXPECT_EQ(a->tasks[1].pod["spec"]["volumes"][0]["hostPath"]["path"], "/data/b");
+}
+
 TEST(SubmitTest, Names) {
   EXPECT_EQ(PodName("Sim_Run-1", "Train_Big"), "sim-run-1-train-big");
   EXPECT_EQ(LabelValue("a b/c"), "a-b-c");

@@ -361,12 +361,8 @@ Result<WriteResult> Service::UpdateConfig(const Caller& caller,
   }
   std::vector<PendingPut> puts;
   for (auto& nb : *split) puts.push_back(PendingPut{kind, nb.name, nb.body});
-  std::string description = request.description;
-  if (description.empty()) {
-    description = "gpupool config update " + std::string(config::KindName(kind));
-    if (request.name) description += " " + *request.name;
-  }
-  return ValidateAndWrite(store_, caller, puts, "update", description, request.file_name);
+  // An empty description becomes "gpupool config update KIND NAME" per config.
+  return ValidateAndWrite(store_, caller, puts, "update", request.description, request.file_name);
 }
 
 Result<WriteResult> Service::SetPoolRole(const Caller& caller, std::string_view role_name,

@@ -16,6 +16,10 @@ std::string Index(std::string_view parent, size_t index) {
   return std::string(parent) + "[" + std::to_string(index) + "]";
 }
 
+std::string Dump(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 std::string TypeName(const Json& value) {
   switch (value.type()) {
     case Json::value_t::object:
@@ -40,7 +44,7 @@ std::string TypeName(const Json& value) {
 std::string Got(const Json& value) {
   std::string out = "got " + TypeName(value);
   if (value.is_primitive() && !value.is_null()) {
-    std::string text = value.dump();
+    std::string text = Dump(value);
     if (text.size() > 40) text = text.substr(0, 37) + "...";
     out += " " + text;
   }

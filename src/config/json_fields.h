@@ -19,6 +19,9 @@ using Json = nlohmann::ordered_json;
 std::string Path(std::string_view parent, std::string_view field);
 std::string Index(std::string_view parent, size_t index);
 
+// value.dump() that never throws: invalid UTF-8 (possible from YAML input) is replaced.
+std::string Dump(const Json& value);
+
 // "object", "array", "string", "number", "boolean", "null".
 std::string TypeName(const Json& value);
 // `got string "abc"` / `got number 3` / `got object`.

@@ -303,7 +303,7 @@ Status ReadExitActions(const Json& obj, std::vector<ExitAction>* out) {
     if (value.is_string()) {
       codes = value.get<std::string>();
     } else if (value.is_number_integer() || value.is_number_unsigned()) {
-      codes = value.dump();
+      codes = internal::Dump(value);
     } else {
       return TypeError(Path(path, key), "a string of exit codes such as \"1,3-5\"", value);
     }
@@ -558,7 +558,7 @@ Status CheckPodTemplateBody(const Json& body) {
         const Json& t = (*tolerations)[i];
         std::string p = Index("spec.tolerations", i);
         if (!t.is_object()) return TypeError(p, "an object", t);
-        if (HasPlaceholders(t.dump())) continue;  // checked after rendering
+        if (HasPlaceholders(internal::Dump(t))) continue;  // checked after rendering
         Result<model::Toleration> parsed = model::TolerationFromJson(t, p);
         if (!parsed.ok()) return parsed.status();
       }
@@ -606,7 +606,7 @@ Status ReadOperand(const Json& rule, std::string_view key, std::string_view path
   if (it->is_string()) {
     *out = it->get<std::string>();
   } else if (it->is_number()) {
-    *out = it->dump();
+    *out = internal::Dump(*it);
   } else {
     return TypeError(Path(path, key), "a string or number", *it);
   }
@@ -1153,7 +1153,7 @@ Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, const Json& doc,
       if (inner != body.end()) {
         if (!inner->is_string() || inner->get<std::string>() != key) {
           return InvalidArgumentError(key + ".name: " + what + " \"" + key +
-                                      "\" has a different \"name\" " + inner->dump());
+                                      "\" has a different \"name\" " + internal::Dump(*inner));
         }
         body.erase("name");
       }

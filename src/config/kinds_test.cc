@@ -227,6 +227,19 @@ TEST(PoolTest, Errors) {
               {"pool name \"bad name\" is not valid"});
 }
 
+TEST(PoolTest, InvalidUtf8NeverThrows) {
+  // YAML input can carry bytes that are not UTF-8; messages must not throw while dumping them.
+  Json body = Json::object();
+  body["backend"] = "b";
+  body["enable_maintenance"] = std::string("\xff\xfe");
+  Result<Pool> pool = PoolFromJson("p", body);
+  ExpectError(pool.status(), {"enable_maintenance: expected a boolean"});
+  Json tmpl = Json::object();
+  tmpl["spec"]["tolerations"] =
+      Json::array({Json{{"key", std::string("\xff")}, {"value", "{{X}}"}}});
+  EXPECT_TRUE(PodTemplateFromJson("t", tmpl).ok());
+}
+
 TEST(ExitCodesTest, Parse) {
   struct Case {
     std::string text;

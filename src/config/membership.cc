@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "config/json_fields.h"
 #include "config/merge.h"
 #include "config/variables.h"
 #include "model/match.h"
@@ -11,7 +12,7 @@ namespace gpupool::config {
 
 namespace {
 
-bool Templated(const Json& value) { return HasPlaceholders(value.dump()); }
+bool Templated(const Json& value) { return HasPlaceholders(internal::Dump(value)); }
 
 // Drops match expressions that hold a placeholder; a term left empty by that, or an affinity
 // that still cannot be read, means "no requirement" for membership.
@@ -19,6 +20,7 @@ Result<model::NodeAffinity> ReadAffinity(const Json& node_affinity) {
   Result<model::NodeAffinity> direct =
       model::NodeAffinityFromJson(node_affinity, "spec.affinity.nodeAffinity");
   if (direct.ok() || !Templated(node_affinity)) return direct;
+  if (!node_affinity.is_object()) return model::NodeAffinity{};  // "{{VAR}}" as the whole value
   Json cleaned = node_affinity;
   auto required = cleaned.find("requiredDuringSchedulingIgnoredDuringExecution");
   bool drop_required = false;

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "common/strings.h"
+#include "config/json_fields.h"
 
 namespace gpupool::config {
 
@@ -28,7 +29,7 @@ void MergeLists(Json& dst, const Json& src) {
     const Json& e = dst[i];
     if (e.is_object()) {
       auto name = e.find("name");
-      if (name != e.end()) by_name[name->dump()] = i;  // last index wins
+      if (name != e.end()) by_name[internal::Dump(*name)] = i;  // last index wins
     }
   }
   std::vector<const Json*> queued;
@@ -36,7 +37,7 @@ void MergeLists(Json& dst, const Json& src) {
     if (e.is_object()) {
       auto name = e.find("name");
       if (name != e.end()) {
-        auto it = by_name.find(name->dump());
+        auto it = by_name.find(internal::Dump(*name));
         if (it != by_name.end()) {
           MergeInto(dst[it->second], e);
           continue;

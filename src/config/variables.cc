@@ -205,7 +205,7 @@ Result<std::optional<std::string>> VariableText(const Json& value, std::string_v
     case Json::value_t::number_unsigned:
       return std::optional<std::string>(std::to_string(value.get<uint64_t>()));
     case Json::value_t::number_float:
-      return std::optional<std::string>(value.dump());
+      return std::optional<std::string>(internal::Dump(value));
     default:
       return internal::TypeError(path, "a string, number, boolean or null", value);
   }

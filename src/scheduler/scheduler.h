@@ -3,7 +3,10 @@
 // randomness): the same snapshot and options always give the same decisions.
 //
 // A cycle (DESIGN section 4, KAI-Scheduler style):
-//   0. Evict bound pods whose node has a NoExecute taint they do not tolerate.
+//   0. Evict bound pods whose node has a NoExecute taint they do not tolerate (a gang that
+//      drops below its gang-min goes whole). A toleration with tolerationSeconds still counts
+//      as tolerated: the snapshot carries no taint timestamps, so the deadline is the caller's
+//      (the server's loop) to enforce.
 //   1. Fair share per node pool and per resource (gpu, cpu, memory) over the queue tree
 //      (fair_share.h). Demand of a queue in a node pool = its bound pods there + its pending pods
 //      whose first-choice node pool it is.

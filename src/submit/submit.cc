@@ -4,6 +4,7 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "common/strings.h"
 #include "config/access.h"
@@ -46,6 +47,7 @@ struct PlatformContext {
   // (resource, task shape) -> the pod merged once with sentinel task values, built after the
   // first task of that key; nullopt when it could not be built (that key takes the full path).
   std::map<std::string, std::optional<Skeleton>> skeletons;
+  std::set<std::string> seen_keys;  // keys whose first task took the full path
 };
 
 std::string JoinRoles(const std::vector<std::string>& roles) {
@@ -551,7 +553,10 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
 
         // The skeleton for the next tasks of this (resource, shape): the same steps with sentinel
         // task values. Any failure just leaves the full path in use.
-        if (!skeleton_key.empty() && !ctx->skeletons.count(skeleton_key)) {
+        // Built when a key comes up the second time, so workflows whose tasks all differ pay
+        // nothing for it.
+        if (!skeleton_key.empty() && !ctx->skeletons.count(skeleton_key) &&
+            !ctx->seen_keys.insert(skeleton_key).second) {
           std::optional<Skeleton> skeleton;
           config::TaskContext stc = tc;
           stc.task_name = std::string(kTaskSentinel);

@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -685,6 +686,54 @@ TEST_F(CliTest, PoolListColumnsAndMaintenance) {
   EXPECT_TRUE(found);
   Outcome yaml = Ok({"pool", "list", "-o", "yaml"});
   EXPECT_THAT(yaml.out, HasSubstr("- name: "));
+}
+
+// The same commands against a server (`gpupool serve --auth dev`) with --server and
+// GPUPOOL_TOKEN: the caller is the token's user, not --user.
+TEST_F(CliTest, ServerMode) {
+  const std::string port = std::to_string(20000 + (getpid() % 20000));
+  const std::string url = "http://127.0.0.1:" + port;
+  std::string start = "cd " + ShellQuote(dir_.string()) + " && (" + ShellQuote(GPUPOOL_BIN) +
+                      " serve --listen 127.0.0.1:" + port + " --db " +
+                      ShellQuote("sqlite:" + (dir_ / "server.db").string()) +
+                      " --auth dev >serve.out 2>serve.err & echo $! >serve.pid)";
+  ASSERT_EQ(std::system(start.c_str()), 0);
+  auto remote = [&](std::vector<std::string> args) {
+    std::string cmd = "cd " + ShellQuote(dir_.string()) + " && GPUPOOL_TOKEN=dev:erin:osmo-admin " +
+                      ShellQuote(GPUPOOL_BIN) + " --server " + url;
+    for (const auto& a : args) cmd += " " + ShellQuote(a);
+    cmd += " >out 2>err";
+    int status = std::system(cmd.c_str());
+    Outcome r;
+    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = ReadAll(dir_ / "out");
+    r.err = ReadAll(dir_ / "err");
+    return r;
+  };
+  Outcome ready;
+  for (int i = 0; i < 100; ++i) {
+    ready = remote({"pool", "list"});
+    if (ready.code == 0) break;
+    usleep(100 * 1000);
+  }
+  ASSERT_EQ(ready.code, 0) << ready.err << ReadAll(dir_ / "serve.err");
+  EXPECT_THAT(ready.out, HasSubstr("default"));
+  Outcome update = remote({"config", "update", "POD_TEMPLATE", "l40s", "--file",
+                           kFixtures + "/seed000/l40s_pod_template.json"});
+  EXPECT_EQ(update.code, 0) << update.err;
+  EXPECT_EQ(update.out, "updated POD_TEMPLATE l40s (revision 1)\n");
+  Outcome history = remote({"config", "history", "POD_TEMPLATE", "l40s"});
+  EXPECT_THAT(history.out, HasSubstr("erin"));
+  Outcome bad = remote({"config", "update", "POD_TEMPLATE", "a100", "--file",
+                        kFixtures + "/seed000/a100_pod_template.json"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("error: "));
+  Outcome submit = remote({"workflow", "submit", kSource + "/examples/workflows/quick.yaml",
+                           "--pool", "default", "--dry-run", "-o", "json"});
+  EXPECT_EQ(submit.code, 1) << submit.out;  // no nodes yet: the node rules fail
+  EXPECT_THAT(submit.err, HasSubstr("validation failed"));
+  std::string stop = "kill $(cat " + ShellQuote((dir_ / "serve.pid").string()) + ")";
+  EXPECT_EQ(std::system(stop.c_str()), 0);
 }
 
 }  // namespace

@@ -256,8 +256,7 @@ void AddBuiltins(VariableMap& vars, const TaskContext& task) {
   put("USER_CONTAINER_NAME", task.container_name);
 }
 
-Result<VariableMap> ResolveVariables(const Pool& pool, const Platform* platform,
-                                     const VariableMap& user_values, const TaskContext& task) {
+Result<VariableMap> PlatformVariables(const Pool& pool, const Platform* platform) {
   VariableMap vars;
   Status s = AddVariables(vars, pool.common_default_variables, "common_default_variables");
   if (!s.ok()) return s.WithContext("pool \"" + pool.name + "\"");
@@ -265,16 +264,26 @@ Result<VariableMap> ResolveVariables(const Pool& pool, const Platform* platform,
     s = AddVariables(vars, platform->default_variables, "default_variables");
     if (!s.ok()) return s.WithContext("pool \"" + pool.name + "\" platform " + platform->name);
   }
-  for (const auto& [name, value] : user_values) vars[name] = value;
+  return vars;
+}
+
+void OverlayTask(VariableMap& vars, const VariableMap& user_values, const TaskContext& task) {
+  for (const auto& [name, value] : user_values) vars.insert_or_assign(name, value);
   AddBuiltins(vars, task);
   for (const char* base : {"USER_MEMORY", "USER_STORAGE"}) {
     auto it = vars.find(base);
     if (it == vars.end()) continue;
     auto parts = SplitValueUnit(it->second);
     if (!parts.has_value()) continue;
-    vars[std::string(base) + "_VAL"] = parts->first;
-    vars[std::string(base) + "_UNIT"] = parts->second;
+    vars.insert_or_assign(std::string(base) + "_VAL", parts->first);
+    vars.insert_or_assign(std::string(base) + "_UNIT", parts->second);
   }
+}
+
+Result<VariableMap> ResolveVariables(const Pool& pool, const Platform* platform,
+                                     const VariableMap& user_values, const TaskContext& task) {
+  ASSIGN_OR_RETURN(VariableMap vars, PlatformVariables(pool, platform));
+  OverlayTask(vars, user_values, task);
   return vars;
 }
 

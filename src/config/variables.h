@@ -60,6 +60,11 @@ void AddBuiltins(VariableMap& vars, const TaskContext& task);
 Result<VariableMap> ResolveVariables(const Pool& pool, const Platform* platform,
                                      const VariableMap& user_values, const TaskContext& task);
 
+// The same in two steps, so a caller can compute the platform part once and reuse it for many
+// tasks: ResolveVariables == OverlayTask(*PlatformVariables(pool, platform), user, task).
+Result<VariableMap> PlatformVariables(const Pool& pool, const Platform* platform);
+void OverlayTask(VariableMap& vars, const VariableMap& user_values, const TaskContext& task);
+
 // Renders one string. `what` and `path` name it in errors ("pod template \"x\"",
 // "spec.containers[0].image"). Returns the rendered text (no ARRAY: handling).
 Result<std::string> RenderString(std::string_view text, const VariableMap& vars,

@@ -69,6 +69,12 @@ TEST(VariablesTest, Precedence) {
     ASSERT_NE(it, vars->end());
     EXPECT_EQ(it->second, *c.want);
   }
+  // The two-step form gives the same map.
+  Result<VariableMap> base = PlatformVariables(*pool, &pool->platforms[0]);
+  ASSERT_TRUE(base.ok());
+  VariableMap two_step = *base;
+  OverlayTask(two_step, user, task);
+  EXPECT_EQ(two_step, *vars);
   // Without a platform only the pool's defaults apply.
   Result<VariableMap> no_platform = ResolveVariables(*pool, nullptr, {}, TaskContext{});
   ASSERT_TRUE(no_platform.ok());

@@ -170,8 +170,9 @@ class Cycle {
   int TopologyScore(int pool, int node, const std::vector<int>& gang_nodes) const;
   std::string FailureReason(const PodState& p, int pool, StaticList& list);
   double QueueShareKey(int q) const;
+  bool WithinDeserved(int q, const Job& job) const;
   int PickQueue(const std::vector<int>& active, const std::vector<size_t>& next,
-                const std::vector<std::vector<int>>& per_queue) const;
+                const std::vector<std::vector<int>>& per_queue);
 
   // Reclaim / preempt.
   bool TryWithVictims(const Job& job, int pool, bool reclaim);
@@ -211,6 +212,10 @@ class Cycle {
   std::vector<uint64_t> pool_epoch_;
   std::unordered_map<std::string, size_t> victim_failure_epoch_;
   std::vector<double> share_cache_;
+  // WithinDeserved of each queue's next job (-1 = not known): it changes only when the queue's
+  // next job or the queue's own allocation changes, so PickQueue does not recompute it for every
+  // queue on every decision.
+  std::vector<signed char> within_cache_;
   std::vector<int64_t> decision_latency_ns_;
   std::vector<double> frag_before_;  // FGD: fragmentation of each node now (cache)
   std::vector<char> frag_valid_;
@@ -1131,23 +1136,27 @@ double Cycle::QueueShareKey(int q) const {
   return share;
 }
 
+bool Cycle::WithinDeserved(int q, const Job& job) const {
+  Cycle& self = const_cast<Cycle&>(*this);
+  const int pool = pods_[job.pods[0]].pools[0];
+  for (int r = 0; r < kQ; ++r) {
+    if (job.quota[r] == 0 || !QuotaApplies(q, pool, r)) continue;
+    const int64_t deserved = Deserved(q, pool, r);
+    if (deserved != model::kUnlimited && self.Alloc(q, pool, r) + job.quota[r] > deserved) {
+      return false;
+    }
+  }
+  return true;
+}
+
 int Cycle::PickQueue(const std::vector<int>& active, const std::vector<size_t>& next,
-                     const std::vector<std::vector<int>>& per_queue) const {
+                     const std::vector<std::vector<int>>& per_queue) {
   // KAI-style order: queues at or below their fair share first; then queues whose next job stays
   // within their deserved quota (in its first node pool); then higher queue priority; then the
   // smaller dominant share; ties by name (index).
-  Cycle& self = const_cast<Cycle&>(*this);
   auto within_deserved = [&](int q) {
-    const Job& job = jobs_[per_queue[q][next[q]]];
-    const int pool = pods_[job.pods[0]].pools[0];
-    for (int r = 0; r < kQ; ++r) {
-      if (job.quota[r] == 0 || !QuotaApplies(q, pool, r)) continue;
-      const int64_t deserved = Deserved(q, pool, r);
-      if (deserved != model::kUnlimited && self.Alloc(q, pool, r) + job.quota[r] > deserved) {
-        return false;
-      }
-    }
-    return true;
+    if (within_cache_[q] < 0) within_cache_[q] = WithinDeserved(q, jobs_[per_queue[q][next[q]]]);
+    return within_cache_[q] != 0;
   };
   int best = -1;
   bool best_within = false;
@@ -1188,6 +1197,7 @@ void Cycle::Allocate() {
     });
   }
   share_cache_.assign(queues_.size(), 0);
+  within_cache_.assign(queues_.size(), -1);
   std::vector<int> active;
   for (size_t q = 0; q < queues_.size(); ++q) {
     share_cache_[q] = QueueShareKey(static_cast<int>(q));
@@ -1197,6 +1207,7 @@ void Cycle::Allocate() {
   while (!active.empty()) {
     const int q = PickQueue(active, next, per_queue);
     const int j = per_queue[q][next[q]++];
+    within_cache_[q] = -1;
     std::vector<std::string> reasons;
     const auto start = options_.record_decision_latency ? std::chrono::steady_clock::now()
                                                         : std::chrono::steady_clock::time_point{};
@@ -1212,6 +1223,8 @@ void Cycle::Allocate() {
       failed_jobs_.push_back(j);
     } else {
       share_cache_[q] = QueueShareKey(q);
+      // Placing the job changed the allocation of its queue and of every ancestor.
+      for (int a = q; a >= 0; a = queues_[a].parent) within_cache_[a] = -1;
     }
     if (next[q] == per_queue[q].size()) std::erase(active, q);
   }

@@ -204,7 +204,33 @@ struct RunStats {
   size_t placed = 0;
   size_t pending = 0;
   int64_t p50_ns = 0, p99_ns = 0;
+  uint64_t digest = 0;
 };
+
+// FNV-1a over every decision (bindings in order with devices, pending reasons, evictions): equal
+// digests across builds show that an optimization changed no decision.
+uint64_t Digest(const CycleResult& r) {
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](std::string_view text) {
+    for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  };
+  for (const Binding& b : r.bindings) {
+    mix(b.pod);
+    mix(b.node);
+    mix(b.node_pool);
+    mix(std::to_string(b.gpu_device));
+  }
+  for (const PendingPod& p : r.unschedulable) {
+    mix(p.pod);
+    mix(p.reason);
+  }
+  for (const Eviction& e : r.evictions) {
+    mix(e.pod);
+    mix(e.node);
+  }
+  return h;
+}
 
 RunStats RunOnce(const ClusterSnapshot& s, SchedulerOptions options, CycleResult* out = nullptr) {
   options.record_decision_latency = true;
@@ -216,6 +242,7 @@ RunStats RunOnce(const ClusterSnapshot& s, SchedulerOptions options, CycleResult
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   stats.placed = r.bindings.size();
   stats.pending = r.unschedulable.size();
+  stats.digest = Digest(r);
   std::vector<int64_t> lat = r.decision_latency_ns;
   std::sort(lat.begin(), lat.end());
   if (!lat.empty()) {
@@ -229,9 +256,10 @@ RunStats RunOnce(const ClusterSnapshot& s, SchedulerOptions options, CycleResult
 void PrintRun(int nodes, int pods, const RunStats& st) {
   std::printf(
       "nodes=%d pods=%d placed=%zu pending=%zu wall=%.3fs cpu=%.3fs pods/s(wall)=%.0f "
-      "pods/s(cpu)=%.0f p50=%.1fus p99=%.1fus peak_rss=%.0fMiB\n",
+      "pods/s(cpu)=%.0f p50=%.1fus p99=%.1fus peak_rss=%.0fMiB digest=%016llx\n",
       nodes, pods, st.placed, st.pending, st.seconds, st.cpu_seconds, pods / st.seconds,
-      pods / st.cpu_seconds, st.p50_ns / 1000.0, st.p99_ns / 1000.0, PeakRssKb() / 1024.0);
+      pods / st.cpu_seconds, st.p50_ns / 1000.0, st.p99_ns / 1000.0, PeakRssKb() / 1024.0,
+      static_cast<unsigned long long>(st.digest));
 }
 
 int RunOpenb(const std::string& dir, const std::vector<PlacementPolicy>& policies) {

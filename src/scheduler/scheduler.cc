@@ -81,6 +81,7 @@ struct Op {
 
 struct Candidate {
   int node;
+  int name_rank;
   double resource_raw;
   int32_t taint_raw;
   int64_t affinity_raw;
@@ -909,7 +910,10 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
         if (it->scratch < 0) continue;
         ++feasible;
         Candidate& rep = scratch_[it->scratch];
-        if (view_.node(c.node).name_rank < view_.node(rep.node).name_rank) rep.node = c.node;
+        if (c.name_rank < rep.name_rank) {
+          rep.node = c.node;
+          rep.name_rank = c.name_rank;
+        }
         continue;
       }
     }
@@ -926,8 +930,9 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
       pristine_.push_back({view_.node(c.node).shape_class, c.intolerable_prefer_no_schedule,
                            c.preferred_affinity, static_cast<int>(scratch_.size())});
     }
-    scratch_.push_back({c.node, ResourceScore(p, c.node, dev), c.intolerable_prefer_no_schedule,
-                        c.preferred_affinity, TopologyScore(pool, c.node, gang_nodes), dev});
+    scratch_.push_back({c.node, c.name_rank, ResourceScore(p, c.node, dev),
+                        c.intolerable_prefer_no_schedule, c.preferred_affinity,
+                        TopologyScore(pool, c.node, gang_nodes), dev});
   }
   if (n > 0) list.next_start = (list.next_start + processed) % n;
   if (scratch_.empty()) {
@@ -954,9 +959,7 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
     int64_t taint = max_taint == 0 ? 100 : 100 - int64_t{c.taint_raw} * 100 / max_taint;
     int64_t affinity = max_affinity == 0 ? 0 : c.affinity_raw * 100 / max_affinity;
     int64_t score = 2 * resource + taint + affinity + c.topology;
-    if (score > best_score ||
-        (score == best_score &&
-         view_.node(c.node).name_rank < view_.node(scratch_[best].node).name_rank)) {
+    if (score > best_score || (score == best_score && c.name_rank < scratch_[best].name_rank)) {
       best = static_cast<int>(i);
       best_score = score;
     }

@@ -242,6 +242,7 @@ StaticList& ClusterView::Static(int signature, int pool, const model::PodSchedul
     }
     StaticCandidate c;
     c.node = n;
+    c.name_rank = nodes_[n].name_rank;
     c.intolerable_prefer_no_schedule =
         model::CountIntolerablePreferNoSchedule(node.taints, pod.tolerations);
     c.preferred_affinity = model::PreferredAffinityScore(pod.affinity, node);

@@ -50,6 +50,7 @@ struct FailedShape {
 // One statically feasible node for a signature, with the static score inputs.
 struct StaticCandidate {
   int node = 0;
+  int name_rank = 0;  // copy of NodeView::name_rank, so the search does not load the NodeView
   int32_t intolerable_prefer_no_schedule = 0;
   int64_t preferred_affinity = 0;
 };

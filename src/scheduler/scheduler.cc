@@ -840,13 +840,18 @@ int Cycle::TopologyScore(int pool, int node, const std::vector<int>& gang_nodes)
 std::string Cycle::FailureReason(const PodState& p, int pool, StaticList& list) {
   // Counted in arrays (no allocation per node), then merged with the static reasons.
   std::vector<int> insufficient(view_.Dims() + 1, 0);  // last: nvidia.com/gpu
-  const bool wants_gpu = p.gpu_whole > 0 || p.gpu_fraction > 0;
+  // Only whether the GPUs fit matters here, not which device: full_free and max_device_free
+  // answer that without walking the devices (GpuFits' verdict is the same).
+  const int gpu_dim = view_.Dims();
   for (const StaticCandidate& c : list.candidates) {
     for (const auto& [dim, amount] : p.req) {
       if (view_.Free(c.node, dim) < amount) ++insufficient[dim];
     }
-    int device = -1;
-    if (wants_gpu && !GpuFits(p, c.node, &device)) ++insufficient[view_.Dims()];
+    if (p.gpu_whole > 0) {
+      if (view_.node(c.node).full_free < p.gpu_whole) ++insufficient[gpu_dim];
+    } else if (p.gpu_fraction > 0) {
+      if (view_.node(c.node).max_device_free < p.gpu_fraction) ++insufficient[gpu_dim];
+    }
   }
   std::vector<std::pair<int, std::string>> entries;
   for (const auto& [text, count] : list.static_reasons) entries.push_back({count, text});

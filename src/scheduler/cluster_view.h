@@ -61,6 +61,9 @@ struct StaticList {
   int pool_nodes = 0;
   std::vector<FailedShape> failed;
   size_t next_start = 0;  // rotating start, like kube-scheduler's nextStartNodeIndex
+  // Index into `candidates` of each node of the pool (by position in PoolNodes), -1 when not a
+  // candidate; filled by the scheduler when first needed.
+  std::vector<int> candidate_at;
 };
 
 class ClusterView {

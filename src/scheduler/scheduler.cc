@@ -170,6 +170,15 @@ class Cycle {
   double Fragmentation(int node, const int32_t* devices, int64_t cpu_free, int64_t mem_free) const;
   int TopologyScore(int pool, int node, const std::vector<int>& gang_nodes) const;
   std::string FailureReason(const PodState& p, int pool, StaticList& list);
+  // `insufficient`: nodes short of each dimension (last entry: nvidia.com/gpu).
+  std::string FormatFailureReason(const std::vector<int>& insufficient, int pool,
+                                  const StaticList& list) const;
+  // Bit i: the node lacks p.req[i]; kGpuShortBit: its GPUs do not fit.
+  uint32_t Shortfall(const PodState& p, int node);
+  // Brings a cached failure's counts up to date with the pool's changes since it was counted;
+  // returns whether any count changed.
+  struct CachedFailure;
+  bool RefreshFailure(const PodState& p, int pool, StaticList& list, CachedFailure& f);
   double QueueShareKey(int q) const;
   bool WithinDeserved(int q, const Job& job) const;
   int PickQueue(const std::vector<int>& active, const std::vector<size_t>& next,
@@ -208,7 +217,15 @@ class Cycle {
   struct CachedFailure {
     std::string reason;
     uint64_t epoch = 0;
+    // Filled at the first recount: the shortfall of each candidate and the per-dimension counts
+    // behind `reason`, as of pool_log_[pool].size() == log_pos. Later recounts only look at the
+    // nodes changed since, instead of every candidate.
+    std::vector<uint32_t> shortfall;
+    std::vector<int> insufficient;
+    size_t log_pos = 0;
   };
+  std::vector<std::vector<int>> pool_log_;  // nodes changed in each pool, in order
+  std::vector<int> pool_position_;          // node -> index in view_.PoolNodes(its pool)
   std::unordered_map<std::string, CachedFailure> failure_cache_;
   std::vector<uint64_t> pool_epoch_;
   std::unordered_map<std::string, size_t> victim_failure_epoch_;
@@ -612,7 +629,10 @@ void Cycle::Apply(int pod, int node, int device, bool record,
   PodState& p = pods_[pod];
   NodeView& v = view_.node(node);
   if (!frag_valid_.empty()) frag_valid_[node] = 0;
-  if (!pool_epoch_.empty()) ++pool_epoch_[v.pool];
+  if (!pool_epoch_.empty()) {
+    ++pool_epoch_[v.pool];
+    pool_log_[v.pool].push_back(node);
+  }
   for (const auto& [dim, amount] : p.req) view_.Free(node, dim) -= amount;
   int32_t* dev = view_.Devices(node);
   if (exact_devices != nullptr) {
@@ -649,7 +669,10 @@ void Cycle::Remove(int pod, bool record) {
   const int node = p.node;
   NodeView& v = view_.node(node);
   if (!frag_valid_.empty()) frag_valid_[node] = 0;
-  if (!pool_epoch_.empty()) ++pool_epoch_[v.pool];
+  if (!pool_epoch_.empty()) {
+    ++pool_epoch_[v.pool];
+    pool_log_[v.pool].push_back(node);
+  }
   for (const auto& [dim, amount] : p.req) view_.Free(node, dim) += amount;
   int32_t* dev = view_.Devices(node);
   for (int d : p.devices) {
@@ -853,6 +876,11 @@ std::string Cycle::FailureReason(const PodState& p, int pool, StaticList& list) 
       if (view_.node(c.node).max_device_free < p.gpu_fraction) ++insufficient[gpu_dim];
     }
   }
+  return FormatFailureReason(insufficient, pool, list);
+}
+
+std::string Cycle::FormatFailureReason(const std::vector<int>& insufficient, int pool,
+                                       const StaticList& list) const {
   std::vector<std::pair<int, std::string>> entries;
   for (const auto& [text, count] : list.static_reasons) entries.push_back({count, text});
   for (int d = 0; d <= view_.Dims(); ++d) {
@@ -871,6 +899,64 @@ std::string Cycle::FailureReason(const PodState& p, int pool, StaticList& list) 
     out += std::to_string(entries[i].first) + " " + entries[i].second;
   }
   return out + ".";
+}
+
+constexpr uint32_t kGpuShortBit = 1u << 31;
+
+uint32_t Cycle::Shortfall(const PodState& p, int node) {
+  uint32_t bits = 0;
+  for (size_t i = 0; i < p.req.size(); ++i) {
+    if (view_.Free(node, p.req[i].first) < p.req[i].second) bits |= 1u << i;
+  }
+  const NodeView& v = view_.node(node);
+  if (p.gpu_whole > 0 ? v.full_free < p.gpu_whole
+                      : p.gpu_fraction > 0 && v.max_device_free < p.gpu_fraction) {
+    bits |= kGpuShortBit;
+  }
+  return bits;
+}
+
+bool Cycle::RefreshFailure(const PodState& p, int pool, StaticList& list, CachedFailure& f) {
+  const std::vector<int>& log = pool_log_[pool];
+  auto count = [&](uint32_t bits, int sign) {
+    for (size_t i = 0; i < p.req.size(); ++i) {
+      if (bits & (1u << i)) f.insufficient[p.req[i].first] += sign;
+    }
+    if (bits & kGpuShortBit) f.insufficient[view_.Dims()] += sign;
+  };
+  if (p.req.size() >= 31) {  // does not fit the bits: recount everything
+    f.insufficient.assign(view_.Dims() + 1, 0);
+    for (const StaticCandidate& c : list.candidates) count(Shortfall(p, c.node), +1);
+    return true;
+  }
+  if (f.shortfall.empty() && !list.candidates.empty()) {
+    f.insufficient.assign(view_.Dims() + 1, 0);
+    f.shortfall.resize(list.candidates.size());
+    for (size_t i = 0; i < list.candidates.size(); ++i) {
+      f.shortfall[i] = Shortfall(p, list.candidates[i].node);
+      count(f.shortfall[i], +1);
+    }
+    f.log_pos = log.size();
+    return true;
+  }
+  if (list.candidate_at.empty()) {
+    list.candidate_at.assign(view_.PoolNodes(pool).size(), -1);
+    for (size_t i = 0; i < list.candidates.size(); ++i) {
+      list.candidate_at[pool_position_[list.candidates[i].node]] = static_cast<int>(i);
+    }
+  }
+  bool changed = false;
+  for (; f.log_pos < log.size(); ++f.log_pos) {
+    const int at = list.candidate_at[pool_position_[log[f.log_pos]]];
+    if (at < 0) continue;
+    const uint32_t now = Shortfall(p, list.candidates[at].node);
+    if (now == f.shortfall[at]) continue;
+    count(f.shortfall[at], -1);
+    count(now, +1);
+    f.shortfall[at] = now;
+    changed = true;
+  }
+  return changed;
 }
 
 bool Dominates(const PodState& p, const FailedShape& f) {
@@ -1054,9 +1140,13 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool u
       key = FailureCacheKey(p, pool);
       auto it = failure_cache_.find(key);
       if (it != failure_cache_.end()) {
-        if (it->second.epoch != pool_epoch_[pool]) {
-          it->second.reason = FailureReason(p, pool, view_.Static(p.signature, pool, *p.pod));
-          it->second.epoch = pool_epoch_[pool];
+        CachedFailure& f = it->second;
+        if (f.epoch != pool_epoch_[pool]) {
+          StaticList& list = view_.Static(p.signature, pool, *p.pod);
+          if (RefreshFailure(p, pool, list, f)) {
+            f.reason = FormatFailureReason(f.insufficient, pool, list);
+          }
+          f.epoch = pool_epoch_[pool];
         }
         reason = it->second.reason;
         return false;
@@ -1604,6 +1694,12 @@ CycleResult Cycle::Run() {
   frag_before_.assign(view_.NumNodes(), 0);
   frag_valid_.assign(view_.NumNodes(), 0);
   pool_epoch_.assign(pools_, 1);
+  pool_log_.assign(pools_, {});
+  pool_position_.assign(view_.NumNodes(), -1);
+  for (int pool = 0; pool < pools_; ++pool) {
+    const std::vector<int>& nodes = view_.PoolNodes(pool);
+    for (size_t i = 0; i < nodes.size(); ++i) pool_position_[nodes[i]] = static_cast<int>(i);
+  }
   Allocate();
   ReclaimAndPreempt();
   return Collect();

@@ -35,6 +35,7 @@ struct PodState {
   std::vector<int> pools;  // preference order
   int gang = -1;
   int signature = -1;
+  int shape = -1;                            // equal requests (resources and GPUs) share a shape id
   std::vector<std::pair<int, int64_t>> req;  // nonzero (dim, amount)
   int gpu_whole = 0;
   int32_t gpu_fraction = 0;  // milli, 0 < f < 1000
@@ -167,6 +168,9 @@ class Cycle {
   bool ReclaimerEligible(const Job& job, int pool) const;
   QuotaVector JobQuota(const Job& job) const;
   double ResourceScore(const PodState& p, int node, int device);
+  // ResourceScore is a function of the node's state and the pod's shape only (the device too
+  // follows from them), so it is kept per node for a few shapes until the node changes.
+  double CachedResourceScore(const PodState& p, int node, int device);
   double Fragmentation(int node, const int32_t* devices, int64_t cpu_free, int64_t mem_free) const;
   int TopologyScore(int pool, int node, const std::vector<int>& gang_nodes) const;
   std::string FailureReason(const PodState& p, int pool, StaticList& list);
@@ -224,6 +228,13 @@ class Cycle {
     std::vector<int> insufficient;
     size_t log_pos = 0;
   };
+  std::unordered_map<std::string, int> shape_ids_;
+  struct ScoreSlot {
+    int shape = -1;
+    double score = 0;
+  };
+  static constexpr int kScoreSlots = 4;
+  std::vector<std::array<ScoreSlot, kScoreSlots>> score_cache_;  // by node, slot = shape % 4
   std::vector<std::vector<int>> pool_log_;  // nodes changed in each pool, in order
   std::vector<int> pool_position_;          // node -> index in view_.PoolNodes(its pool)
   std::unordered_map<std::string, CachedFailure> failure_cache_;
@@ -416,6 +427,18 @@ void Cycle::BuildPod(int index, PodState& p) {
   }
   p.quota[kGpuQ] = int64_t{p.gpu_whole} * 1000 + p.gpu_fraction;
   p.signature = view_.Signature(pod);
+  std::string shape_key;
+  auto append = [&shape_key](int64_t v) {
+    shape_key.append(reinterpret_cast<const char*>(&v), sizeof v);
+  };
+  append(p.gpu_whole);
+  append(p.gpu_fraction);
+  for (const auto& [dim, amount] : p.req) {
+    append(dim);
+    append(amount);
+  }
+  p.shape = shape_ids_.try_emplace(std::move(shape_key), static_cast<int>(shape_ids_.size()))
+                .first->second;
 }
 
 void Cycle::BuildPods() {
@@ -629,6 +652,7 @@ void Cycle::Apply(int pod, int node, int device, bool record,
   PodState& p = pods_[pod];
   NodeView& v = view_.node(node);
   if (!frag_valid_.empty()) frag_valid_[node] = 0;
+  if (!score_cache_.empty()) score_cache_[node] = {};
   if (!pool_epoch_.empty()) {
     ++pool_epoch_[v.pool];
     pool_log_[v.pool].push_back(node);
@@ -669,6 +693,7 @@ void Cycle::Remove(int pod, bool record) {
   const int node = p.node;
   NodeView& v = view_.node(node);
   if (!frag_valid_.empty()) frag_valid_[node] = 0;
+  if (!score_cache_.empty()) score_cache_[node] = {};
   if (!pool_epoch_.empty()) {
     ++pool_epoch_[v.pool];
     pool_log_[v.pool].push_back(node);
@@ -773,6 +798,15 @@ double Cycle::Fragmentation(int node, const int32_t* devices, int64_t cpu_free,
     frag += t.weight * static_cast<double>(f);
   }
   return frag;
+}
+
+double Cycle::CachedResourceScore(const PodState& p, int node, int device) {
+  ScoreSlot& slot = score_cache_[node][p.shape % kScoreSlots];
+  if (slot.shape != p.shape) {
+    slot.score = ResourceScore(p, node, device);
+    slot.shape = p.shape;
+  }
+  return slot.score;
 }
 
 double Cycle::ResourceScore(const PodState& p, int node, int device) {
@@ -1021,7 +1055,7 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
       pristine_.push_back({view_.node(c.node).shape_class, c.intolerable_prefer_no_schedule,
                            c.preferred_affinity, static_cast<int>(scratch_.size())});
     }
-    scratch_.push_back({c.node, c.name_rank, ResourceScore(p, c.node, dev),
+    scratch_.push_back({c.node, c.name_rank, CachedResourceScore(p, c.node, dev),
                         c.intolerable_prefer_no_schedule, c.preferred_affinity,
                         TopologyScore(pool, c.node, gang_nodes), dev});
   }
@@ -1693,6 +1727,7 @@ CycleResult Cycle::Run() {
   if (options_.policy == PlacementPolicy::kFgd) BuildTaskTypes();
   frag_before_.assign(view_.NumNodes(), 0);
   frag_valid_.assign(view_.NumNodes(), 0);
+  score_cache_.assign(view_.NumNodes(), {});
   pool_epoch_.assign(pools_, 1);
   pool_log_.assign(pools_, {});
   pool_position_.assign(view_.NumNodes(), -1);

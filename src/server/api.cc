@@ -66,15 +66,15 @@ class WorkflowPoolCache {
 };
 
 // Optimistic lock for PUT /api/configs/{kind}/{name}: `expected_revision=N` or `If-Match: N`
-// (0 = must not exist). kAborted (409) when the current revision differs.
-Status CheckExpectedRevision(const ApiContext& ctx, const RouteRequest& request,
-                             const std::string& kind, const std::string& name) {
+// (0 = must not exist). The service passes it to the store, which checks it in the write's
+// transaction: kAborted (409) when the current revision differs.
+Result<std::optional<int64_t>> ExpectedRevision(const RouteRequest& request) {
   std::optional<std::string> text = request.Query("expected_revision");
   if (!text) {
     std::string if_match = request.Header("If-Match");
     if (!if_match.empty()) text = std::string(Trim(if_match));
   }
-  if (!text) return OkStatus();
+  if (!text) return std::optional<int64_t>();
   std::string digits = *text;
   if (digits.size() >= 2 && digits.front() == '"' && digits.back() == '"') {
     digits = digits.substr(1, digits.size() - 2);
@@ -84,19 +84,7 @@ Status CheckExpectedRevision(const ApiContext& ctx, const RouteRequest& request,
   if (digits.empty() || *end != '\0' || expected < 0) {
     return InvalidArgumentError("expected_revision \"" + *text + "\": expected an integer >= 0");
   }
-  int64_t current = 0;
-  auto view = ctx.service->ShowConfig(kind, name);
-  if (view.ok()) {
-    current = view->revision;
-  } else if (view.status().code() != StatusCode::kNotFound) {
-    return view.status();
-  }
-  if (current != expected) {
-    return AbortedError(kind + " \"" + name + "\" is at revision " + std::to_string(current) +
-                        ", not " + std::to_string(expected) +
-                        ": it changed since you read it; fetch it again and retry");
-  }
-  return OkStatus();
+  return std::optional<int64_t>(expected);
 }
 
 Result<service::SubmitRequest> DecodeSubmit(const RouteRequest& request) {
@@ -297,9 +285,9 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
   router.Add("PUT", "/api/configs/{kind}/{name}", [ctx](const RouteRequest& r) -> Result<Reply> {
     ASSIGN_OR_RETURN(std::string kind, service::NormalizeKind(r.Param("kind")));
     ASSIGN_OR_RETURN(Json body, DecodeBody(r));
-    RETURN_IF_ERROR(CheckExpectedRevision(ctx, r, kind, r.Param("name")));
     service::UpdateConfigRequest request{kind, r.Param("name"), std::move(body), "request body",
                                          Description(r, "")};
+    ASSIGN_OR_RETURN(request.expected_revision, ExpectedRevision(r));
     ASSIGN_OR_RETURN(auto result, ctx.service->UpdateConfig(CallerOf(r), request));
     return Reply::Json(service::ToJson(result));
   });

@@ -1,6 +1,8 @@
 #include "service/service.h"
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 #include <set>
 
 #include "common/strings.h"
@@ -176,6 +178,37 @@ Result<Snapshot> LoadSnapshot(store::Store& store) {
   return snap;
 }
 
+using SnapshotPtr = std::shared_ptr<const Snapshot>;
+
+}  // namespace
+
+// The decoded configs of the last LoadSnapshot, reused while the store's config generation is
+// unchanged. The generation is read before the configs: a write committed in between leaves a
+// snapshot newer than its key, which only costs a reload at the next call, never a stale answer.
+struct Service::SnapshotCache {
+  std::mutex mu;
+  int64_t generation = -1;
+  SnapshotPtr snapshot;
+
+  Result<SnapshotPtr> Get(store::Store& store) {
+    ASSIGN_OR_RETURN(int64_t now, store.ConfigGeneration());
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (snapshot != nullptr && generation == now) return snapshot;
+    }
+    ASSIGN_OR_RETURN(Snapshot loaded, LoadSnapshot(store));
+    auto fresh = std::make_shared<const Snapshot>(std::move(loaded));
+    std::lock_guard<std::mutex> lock(mu);
+    if (now >= generation) {
+      generation = now;
+      snapshot = fresh;
+    }
+    return fresh;
+  }
+};
+
+namespace {
+
 Result<std::vector<model::Node>> LoadNodes(store::Store& store) {
   ASSIGN_OR_RETURN(auto records, store.ListNodes());
   std::vector<model::Node> nodes;
@@ -260,12 +293,16 @@ struct PendingPut {
   Kind kind;
   std::string name;
   json body;  // as given (without name)
+  // The caller's optimistic lock (0 = must not exist); absent: the revision this update read.
+  std::optional<int64_t> expected_revision = std::nullopt;
 };
 
-Result<WriteResult> ValidateAndWrite(store::Store& store, const Caller& caller,
-                                     const std::vector<PendingPut>& puts, std::string_view action,
-                                     std::string_view description, std::string_view file_name) {
-  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store));
+Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache& cache,
+                                     const Caller& caller, const std::vector<PendingPut>& puts,
+                                     std::string_view action, std::string_view description,
+                                     std::string_view file_name) {
+  ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache.Get(store));
+  const Snapshot& snap = *snap_ptr;
   config::ConfigSet next = snap.set;
   std::vector<store::ConfigWrite> writes;
   const std::string prefix = FilePrefix(file_name);
@@ -286,7 +323,14 @@ Result<WriteResult> ValidateAndWrite(store::Store& store, const Caller& caller,
     w.name = put.name;
     w.body = std::move(stored);
     auto rev = snap.revisions.find({w.kind, w.name});
-    w.expected_revision = rev == snap.revisions.end() ? 0 : rev->second;
+    const int64_t current = rev == snap.revisions.end() ? 0 : rev->second;
+    w.expected_revision = current;
+    if (put.expected_revision && *put.expected_revision != current) {
+      return AbortedError(w.kind + " " + Quoted(w.name) + " is at revision " +
+                          std::to_string(current) + ", not " +
+                          std::to_string(*put.expected_revision) +
+                          ": it changed since you read it; fetch it again and retry");
+    }
     w.action = std::string(action);
     w.description = description.empty() ? "gpupool config update " + w.kind + " " + w.name
                                         : std::string(description);
@@ -321,7 +365,8 @@ Result<WriteResult> ValidateAndWrite(store::Store& store, const Caller& caller,
 
 // ---- Service ------------------------------------------------------------------------------
 
-Service::Service(store::Store& store, const Clock& clock) : store_(store), clock_(clock) {}
+Service::Service(store::Store& store, const Clock& clock)
+    : store_(store), clock_(clock), cache_(std::make_shared<SnapshotCache>()) {}
 
 Status Service::EnsureBuiltins() {
   ASSIGN_OR_RETURN(auto history, store_.History(std::nullopt, std::nullopt, 1));
@@ -361,8 +406,16 @@ Result<WriteResult> Service::UpdateConfig(const Caller& caller,
   }
   std::vector<PendingPut> puts;
   for (auto& nb : *split) puts.push_back(PendingPut{kind, nb.name, nb.body});
+  if (request.expected_revision) {
+    if (puts.size() != 1) {
+      return InvalidArgumentError("expected_revision applies to one named config, got " +
+                                  std::to_string(puts.size()));
+    }
+    puts.front().expected_revision = request.expected_revision;
+  }
   // An empty description becomes "gpupool config update KIND NAME" per config.
-  return ValidateAndWrite(store_, caller, puts, "update", request.description, request.file_name);
+  return ValidateAndWrite(store_, *cache_, caller, puts, "update", request.description,
+                          request.file_name);
 }
 
 Result<WriteResult> Service::SetPoolRole(const Caller& caller, std::string_view role_name,
@@ -372,14 +425,15 @@ Result<WriteResult> Service::SetPoolRole(const Caller& caller, std::string_view 
   std::string desc = description.empty()
                          ? "gpupool config set ROLE " + std::string(role_name) + " pool"
                          : std::string(description);
-  return ValidateAndWrite(store_, caller, puts, "update", desc, "");
+  return ValidateAndWrite(store_, *cache_, caller, puts, "update", desc, "");
 }
 
 Result<WriteResult> Service::DeleteConfig(const Caller& caller,
                                           const DeleteConfigRequest& request) {
   ASSIGN_OR_RETURN(Kind kind, config::ParseKind(request.kind));
   const std::string kind_name(config::KindName(kind));
-  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+  ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
+  const Snapshot& snap = *snap_ptr;
   RETURN_IF_ERROR(CheckConfigWriteAccess(caller, kind, request.name, "DELETE", snap.set));
   auto rev = snap.revisions.find({kind_name, request.name});
   if (rev == snap.revisions.end()) {
@@ -444,7 +498,7 @@ Result<WriteResult> Service::Rollback(const Caller& caller, const RollbackReques
                                 ? "rollback " + kind_name + " " + request.name + " to revision " +
                                       std::to_string(request.revision)
                                 : request.description;
-  return ValidateAndWrite(store_, caller, {PendingPut{kind, request.name, revision->body}},
+  return ValidateAndWrite(store_, *cache_, caller, {PendingPut{kind, request.name, revision->body}},
                           "rollback", description, "");
 }
 
@@ -512,11 +566,12 @@ Result<ApplyResult> Service::Apply(const Caller& caller, const ApplyRequest& req
   if (!puts.empty()) {
     std::string description =
         request.description.empty() ? "gpupool apply -f " + request.file_name : request.description;
-    ASSIGN_OR_RETURN(result.configs, ValidateAndWrite(store_, caller, puts, "update", description,
-                                                      request.file_name));
+    ASSIGN_OR_RETURN(result.configs, ValidateAndWrite(store_, *cache_, caller, puts, "update",
+                                                      description, request.file_name));
   }
   if (!nodes.empty()) {
-    ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+    ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
+    const Snapshot& snap = *snap_ptr;
     Status access = config::CheckAccess(caller.roles, "PUT", "/api/nodes", snap.set);
     if (!access.ok()) {
       return PermissionDeniedError("access denied: user " + Quoted(caller.user) + ": " +
@@ -609,7 +664,8 @@ Result<std::vector<HistoryEntry>> Service::History(const HistoryFilter& filter) 
 
 Result<NodeImportResult> Service::ImportNodes(const Caller& caller, std::string_view text,
                                               std::string_view file_name, bool replace_all) {
-  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+  ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
+  const Snapshot& snap = *snap_ptr;
   Status access = config::CheckAccess(caller.roles, "PUT", "/api/nodes", snap.set);
   if (!access.ok()) {
     return PermissionDeniedError("access denied: user " + Quoted(caller.user) + ": " +
@@ -634,7 +690,8 @@ Result<NodeImportResult> Service::ImportNodes(const Caller& caller, std::string_
 }
 
 Result<std::vector<PoolRow>> Service::ListPools(const Caller& caller) {
-  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+  ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
+  const Snapshot& snap = *snap_ptr;
   ASSIGN_OR_RETURN(auto nodes, LoadNodes(store_));
   ASSIGN_OR_RETURN(auto membership, config::ComputeMembership(snap.set, nodes));
   store::WorkflowFilter filter;
@@ -687,7 +744,8 @@ Result<std::vector<PoolRow>> Service::ListPools(const Caller& caller) {
 Result<std::vector<ResourceRow>> Service::ListResources(const Caller& caller,
                                                         const ResourceFilter& filter) {
   (void)caller;
-  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+  ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
+  const Snapshot& snap = *snap_ptr;
   if (filter.pool.has_value()) {
     const config::Pool* pool = snap.set.FindPool(*filter.pool);
     if (pool == nullptr) {
@@ -754,7 +812,8 @@ Result<std::vector<ResourceRow>> Service::ListResources(const Caller& caller,
 Result<SubmitResult> Service::SubmitWorkflow(const Caller& caller, const SubmitRequest& request) {
   ASSIGN_OR_RETURN(submit::WorkflowSpec spec,
                    submit::ParseWorkflow(request.spec_text, request.file_name, request.set_values));
-  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+  ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
+  const Snapshot& snap = *snap_ptr;
   ASSIGN_OR_RETURN(auto nodes, LoadNodes(store_));
   submit::SubmitOptions options;
   if (request.dry_run) {
@@ -825,10 +884,10 @@ Result<WorkflowView> Service::QueryWorkflow(const Caller& caller, std::string_vi
     }
     return wf.status();
   }
-  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
-  config::AccessRequest req{"GET", "/api/workflow/" + std::string(id), wf->pool};
-  if (wf->user != caller.user) {
-    Status s = config::CheckAccess(caller.roles, req, snap.set);
+  if (wf->user != caller.user) {  // one's own workflows need no configs
+    ASSIGN_OR_RETURN(SnapshotPtr snap, cache_->Get(store_));
+    config::AccessRequest req{"GET", "/api/workflow/" + std::string(id), wf->pool};
+    Status s = config::CheckAccess(caller.roles, req, snap->set);
     if (!s.ok()) {
       return PermissionDeniedError("access denied: user " + Quoted(caller.user) + ": " +
                                    s.message());
@@ -845,7 +904,8 @@ Result<std::vector<WorkflowView>> Service::ListWorkflows(const Caller& caller,
   f.status = filter.status;
   f.limit = filter.limit;
   ASSIGN_OR_RETURN(auto workflows, store_.ListWorkflows(f));
-  ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+  ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
+  const Snapshot& snap = *snap_ptr;
   std::vector<WorkflowView> out;
   for (const auto& wf : workflows) {
     if (wf.user != caller.user) {
@@ -867,7 +927,8 @@ Result<WorkflowView> Service::CancelWorkflow(const Caller& caller, std::string_v
       return wf.status();
     }
     if (wf->user != caller.user) {
-      ASSIGN_OR_RETURN(Snapshot snap, LoadSnapshot(store_));
+      ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
+      const Snapshot& snap = *snap_ptr;
       config::AccessRequest req{"POST", "/api/workflow/" + std::string(id) + "/cancel", wf->pool};
       Status s = config::CheckAccess(caller.roles, req, snap.set);
       if (!s.ok()) {

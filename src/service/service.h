@@ -4,14 +4,16 @@
 // at most one store transaction. No HTTP, no printing: callers encode results (ToJson helpers
 // below give the one JSON shape both the CLI's `-o json` and the REST API return).
 //
-// Thread contract: a Service holds no mutable state of its own; it is safe to call from several
-// threads when the Store is (store::Store is).
+// Thread contract: safe to call from several threads when the Store is (store::Store is). The only
+// state of a Service is a cache of the decoded configs keyed by store::Store::ConfigGeneration()
+// (so writes by other processes are seen at the next call); copies share it.
 //
 // Errors: kInvalidArgument (bad input, failed validation), kNotFound, kPermissionDenied,
 // kFailedPrecondition (in use, maintenance), kAborted (revision changed underneath).
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -59,6 +61,9 @@ struct UpdateConfigRequest {
   nlohmann::ordered_json body;      // the parsed file: `{"name": ...}` or `{"<name>": {...}}`
   std::string file_name;            // for error messages ("" over HTTP)
   std::string description;          // revision note; default "gpupool config update KIND NAME"
+  // Optimistic lock (one config only): the write succeeds only if the config is at this revision
+  // (0: must not exist), checked by the store in the write's transaction; else kAborted.
+  std::optional<int64_t> expected_revision;
 };
 
 struct DeleteConfigRequest {
@@ -260,6 +265,12 @@ class Service {
  private:
   store::Store& store_;
   const Clock& clock_;
+
+ public:
+  struct SnapshotCache;  // defined in service.cc
+
+ private:
+  std::shared_ptr<SnapshotCache> cache_;
 };
 
 // The JSON shapes of the results (CLI `-o json|yaml` and the REST API).

@@ -12,6 +12,7 @@ Exit 0 on success, 1 on failure, 77 when the database is not available (PostgreS
 """
 import argparse
 import concurrent.futures
+import http.client
 import json
 import os
 import random
@@ -147,7 +148,8 @@ def crash(args, workdir):
         try:
             status, body = request(server.port, "POST", "/api/pool/default/workflow", spec,
                                    {"Content-Type": "application/yaml", "Idempotency-Key": key})
-        except OSError:
+        except (OSError, http.client.HTTPException):
+            # No complete response (the kill landed mid-reply): not an acknowledgement.
             return
         if status == 200:
             with lock:
@@ -265,6 +267,11 @@ def leader(args, workdir):
     return 0
 
 
+def psql(url, sql):
+    subprocess.run(["psql", "-q", "-v", "ON_ERROR_STOP=1", url, "-c", sql], check=True,
+                   stdout=subprocess.DEVNULL)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["crash", "leader"])
@@ -280,7 +287,16 @@ def main():
             print(f"{args.mode}: ${args.db_env} is unset; skipped")
             return 77
     workdir = tempfile.mkdtemp(prefix="gpupool_process_test_")
+    schema = ""
+    base_db = args.db
     try:
+        if args.db.startswith("postgres"):
+            # A schema of its own: another test's unfinished workflows in the shared database
+            # would otherwise compete for this test's nodes.
+            schema = f"gpupool_{args.mode}_{random.randrange(1 << 30)}"
+            psql(args.db, f"CREATE SCHEMA {schema}")
+            sep = "&" if "?" in args.db else "?"
+            args.db = f"{args.db}{sep}options=-c%20search_path%3D{schema}"
         if not args.db:
             args.db = "sqlite:" + os.path.join(workdir, "db")
         if args.mode == "crash":
@@ -295,6 +311,8 @@ def main():
         return 1
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+        if schema:
+            psql(base_db, f"DROP SCHEMA {schema} CASCADE")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@
 namespace gpupool::scheduler {
 namespace {
 
-using Int128 = __int128;
+__extension__ using Int128 = __int128;  // exact products of int64 amounts
 
 int64_t Requestable(const SiblingInput& s) {
   int64_t demand = std::max<int64_t>(0, s.demand);

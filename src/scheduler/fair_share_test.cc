@@ -125,7 +125,9 @@ TEST(FairShareTest, NeverExceedsCapacityWhenDeservedFits) {
     for (int i = 0; i < n; ++i) {
       total += shares[i];
       EXPECT_LE(shares[i], queues[i].demand) << "seed " << seed;
-      if (queues[i].limit != kUnlimitedAmount) EXPECT_LE(shares[i], queues[i].limit);
+      if (queues[i].limit != kUnlimitedAmount) {
+        EXPECT_LE(shares[i], queues[i].limit);
+      }
       EXPECT_GE(shares[i], std::min(queues[i].deserved, queues[i].demand));
     }
     EXPECT_LE(total, capacity) << "seed " << seed;

@@ -164,8 +164,12 @@ TEST(RunaiOrgExampleTest, OverQuotaUseOfIdleA100s) {
             "quota, 5 nvidia.com/gpu in node pool a100-40 (5 in use, 1 requested)");
   for (const auto& p : out["placements"]) {
     const std::string pod = p["pod"];
-    if (pod.starts_with("mlops-train")) EXPECT_EQ(p["nodePool"], "a100-80");
-    if (pod.starts_with("rnd-build")) EXPECT_EQ(p["nodePool"], "default");
+    if (pod.starts_with("mlops-train")) {
+      EXPECT_EQ(p["nodePool"], "a100-80");
+    }
+    if (pod.starts_with("rnd-build")) {
+      EXPECT_EQ(p["nodePool"], "default");
+    }
   }
   // ML-Ops uses R&D's idle A100-80s over quota: deserved 0, fair share 20, allocated 20.
   EXPECT_EQ(out["fairShare"]["ml-ops"]["a100-80"]["gpu"]["deserved"], 0);

@@ -1,6 +1,6 @@
 #pragma once
-// Request path normalisation for routing. Same rules as config::NormalizeRequestPath (access
-// control normalises again with that function, so routing and access always agree on a path):
+// Request path normalisation for routing: config::NormalizeRequestPath, the function access
+// control uses, so routing and access always agree on a path:
 // query stripped, percent-decoded once, a '%' left after decoding (double encoding), backslash,
 // NUL or control characters refused, `//` collapsed, `.` and `..` resolved (escaping the root is
 // refused), trailing '/' removed.

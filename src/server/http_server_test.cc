@@ -108,7 +108,7 @@ TEST_F(HttpServerTest, StatusCodesOverLoopback) {
       {"encoded traversal too", "GET", "/api/pool/team-a%2F..%2Fother", user, "", 403,
        "/api/pool/other"},
       {"escaping the root", "GET", "/../../etc/passwd", user, "", 400, "escapes the root"},
-      {"double encoding", "GET", "/api/pool/%252e%252e", user, "", 400, "twice"},
+      {"double encoding", "GET", "/api/pool/%252e%252e", user, "", 400, "more than once"},
       {"unknown route", "GET", "/api/nope", admin, "", 404, "no route GET /api/nope"},
       {"wrong method", "PUT", "/api/echo", admin, "{}", 405, "not allowed"},
       {"created", "POST", "/api/echo", admin, R"({"name": "x", "count": 3})", 201, "\"count\":3"},

@@ -1,5 +1,6 @@
 #include "server/scheduling_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_map>
 
@@ -24,6 +25,31 @@ constexpr char kFailed[] = "FAILED";
 constexpr char kCanceled[] = "CANCELED";
 constexpr char kRescheduled[] = "RESCHEDULED";
 constexpr char kQueueTimeout[] = "FAILED_QUEUE_TIMEOUT";
+
+// Pods name their pool as their queue (gpupool.io/queue). A pool without a QUEUE config of the
+// same name gets one, as OSMO creates a KAI queue per pool: GPU deserved = resources.gpu
+// guarantee (-1 or absent: 0, so the pool runs on over-quota share only), limit = maximum
+// (-1: none), weight = weight, in the `default` node pool; cpu and memory unlimited.
+void AddPoolQueues(const std::vector<store::ConfigRecord>& pools,
+                   std::vector<model::Queue>& queues) {
+  for (const auto& record : pools) {
+    bool configured = std::any_of(queues.begin(), queues.end(),
+                                  [&](const model::Queue& q) { return q.name == record.name; });
+    if (configured) continue;
+    auto pool = config::PoolFromJson(record.name, record.body);
+    if (!pool.ok()) continue;
+    model::Queue queue;
+    queue.name = record.name;
+    queue.description = "implicit queue of pool " + record.name;
+    if (pool->gpu) {
+      model::ResourceQuota& gpu = queue.resources["default"][model::QuotaResource::kGpu];
+      gpu.deserved_milli = pool->gpu->guarantee >= 0 ? pool->gpu->guarantee * 1000 : 0;
+      gpu.limit_milli = pool->gpu->maximum >= 0 ? pool->gpu->maximum * 1000 : model::kUnlimited;
+      gpu.over_quota_weight = pool->gpu->weight;
+    }
+    queues.push_back(std::move(queue));
+  }
+}
 constexpr char kExecTimeout[] = "FAILED_EXEC_TIMEOUT";
 
 bool IsFinishedTask(std::string_view status) {
@@ -412,6 +438,8 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
     auto queue = model::QueueFromJson(record.body, record.name);
     if (queue.ok()) snapshot.queues.push_back(std::move(*queue));
   }
+  ASSIGN_OR_RETURN(auto pool_records, store_.ListConfigs("POOL"));
+  AddPoolQueues(pool_records, snapshot.queues);
   ASSIGN_OR_RETURN(auto pool_configs, store_.ListConfigs("NODE_POOL"));
   for (const auto& record : pool_configs) {
     auto pool = model::NodePoolFromJson(record.body, record.name);

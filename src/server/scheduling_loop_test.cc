@@ -54,9 +54,9 @@ class SchedulingLoopTest : public ::testing::Test {
     return std::make_unique<SchedulingLoop>(*store_, backend, clock_, registry_, options);
   }
 
-  std::string Submit(const std::string& text) {
+  std::string Submit(const std::string& text, const std::string& pool = "default") {
     service::SubmitRequest request;
-    request.pool = "default";
+    request.pool = pool;
     request.spec_text = text;
     request.file_name = "wf.yaml";
     auto result = service_->SubmitWorkflow({"alice", {"osmo-admin"}, "test"}, request);
@@ -107,6 +107,26 @@ TEST_F(SchedulingLoopTest, TaskRunsThroughEveryStateOnTheSimBackend) {
   EXPECT_TRUE(loop_->IsLeader());
 }
 
+TEST_F(SchedulingLoopTest, APoolWithoutAQueueConfigGetsItsOwnQueue) {
+  // Pods are labelled with their pool as queue; no QUEUE config names "team-a".
+  store::ConfigWrite pool;
+  pool.op = store::ConfigWrite::Op::kPut;
+  pool.kind = "POOL";
+  pool.name = "team-a";
+  pool.body = Json::parse(R"({"backend": "default", "default_platform": "cpu",
+      "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi",
+                                   "USER_STORAGE": "1Gi"},
+      "common_pod_template": ["default_user", "default_ctrl"],
+      "resources": {"gpu": {"guarantee": 0, "maximum": 4, "weight": 1}},
+      "platforms": {"cpu": {}}})");
+  ASSERT_TRUE(store_->WriteConfigs({pool}, {"admin", "test"}).ok());
+  std::string id = Submit(Workflow("team", "1", "", ", sim_duration: 30s"), "team-a");
+  EXPECT_EQ(Step(*loop_).bound, 1);
+  store::WorkflowRecord wf = Get(id);
+  EXPECT_EQ(wf.tasks[0].status, "SCHEDULED") << wf.tasks[0].message;
+  EXPECT_EQ(wf.tasks[0].node, "n1");
+}
+
 TEST_F(SchedulingLoopTest, ExitCodesAndExitActions) {
   struct Case {
     std::string name;
@@ -144,7 +164,9 @@ TEST_F(SchedulingLoopTest, ExitCodesAndExitActions) {
     for (const auto& task : wf.tasks) statuses.push_back(task.status);
     EXPECT_EQ(statuses, c.statuses);
     EXPECT_EQ(wf.status, c.workflow_status);
-    if (c.statuses.size() == 2) EXPECT_EQ(wf.tasks[1].retry, 1);
+    if (c.statuses.size() == 2) {
+      EXPECT_EQ(wf.tasks[1].retry, 1);
+    }
   }
 }
 

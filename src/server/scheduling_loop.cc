@@ -28,8 +28,9 @@ constexpr char kQueueTimeout[] = "FAILED_QUEUE_TIMEOUT";
 
 // Pods name their pool as their queue (gpupool.io/queue). A pool without a QUEUE config of the
 // same name gets one, as OSMO creates a KAI queue per pool: GPU deserved = resources.gpu
-// guarantee (-1 or absent: 0, so the pool runs on over-quota share only), limit = maximum
-// (-1: none), weight = weight, in the `default` node pool; cpu and memory unlimited.
+// guarantee, limit = maximum, weight = weight, in the `default` node pool; -1 or absent means
+// unlimited, as in KAI (so NORMAL-priority work of a pool without a guarantee may use the whole
+// node set, as in OSMO); cpu and memory unlimited.
 void AddPoolQueues(const std::vector<store::ConfigRecord>& pools,
                    std::vector<model::Queue>& queues) {
   for (const auto& record : pools) {
@@ -41,12 +42,11 @@ void AddPoolQueues(const std::vector<store::ConfigRecord>& pools,
     model::Queue queue;
     queue.name = record.name;
     queue.description = "implicit queue of pool " + record.name;
-    if (pool->gpu) {
-      model::ResourceQuota& gpu = queue.resources["default"][model::QuotaResource::kGpu];
-      gpu.deserved_milli = pool->gpu->guarantee >= 0 ? pool->gpu->guarantee * 1000 : 0;
-      gpu.limit_milli = pool->gpu->maximum >= 0 ? pool->gpu->maximum * 1000 : model::kUnlimited;
-      gpu.over_quota_weight = pool->gpu->weight;
-    }
+    config::GpuResource limits = pool->gpu.value_or(config::GpuResource{});
+    model::ResourceQuota& gpu = queue.resources["default"][model::QuotaResource::kGpu];
+    gpu.deserved_milli = limits.guarantee >= 0 ? limits.guarantee * 1000 : model::kUnlimited;
+    gpu.limit_milli = limits.maximum >= 0 ? limits.maximum * 1000 : model::kUnlimited;
+    gpu.over_quota_weight = limits.weight;
     queues.push_back(std::move(queue));
   }
 }

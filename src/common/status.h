@@ -102,9 +102,9 @@ class [[nodiscard]] Result {
 #define GPUPOOL_CONCAT_(a, b) GPUPOOL_CONCAT_INNER_(a, b)
 
 // Returns the Status of `expr` from the enclosing function when it is not OK.
-#define RETURN_IF_ERROR(expr)                  \
-  do {                                         \
-    ::gpupool::Status gpupool_status_ = (expr); \
+#define RETURN_IF_ERROR(expr)                          \
+  do {                                                 \
+    ::gpupool::Status gpupool_status_ = (expr);        \
     if (!gpupool_status_.ok()) return gpupool_status_; \
   } while (0)
 

@@ -308,7 +308,8 @@ Json DefaultUserTemplate() {
 
 // The control sidecar every task carries (OSMO's osmo-ctrl): it requests 1 cpu, 1Gi memory and
 // 1Gi storage of its own, so a task costs its resources plus these on the node. The image is a
-// placeholder name: the simulated backend never pulls it, a real backend is configured with its own.
+// placeholder name: the simulated backend never pulls it, a real backend is configured with its
+// own.
 Json DefaultCtrlTemplate() {
   return Json::parse(R"({
   "spec": {

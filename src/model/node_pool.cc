@@ -141,11 +141,15 @@ Result<NodePool> NodePoolFromManifest(const Json& manifest) {
 }
 
 Json NodePoolToManifest(const NodePool& pool) {
+  return MakeManifest("NodePool", pool.name, NodePoolToJson(pool));
+}
+
+Json MakeManifest(std::string_view kind, const std::string& name, Json spec) {
   Json manifest = Json::object();
   manifest["apiVersion"] = "gpupool.io/v1";
-  manifest["kind"] = "NodePool";
-  manifest["metadata"] = Json{{"name", pool.name}};
-  manifest["spec"] = NodePoolToJson(pool);
+  manifest["kind"] = kind;
+  manifest["metadata"] = Json{{"name", name}};
+  manifest["spec"] = std::move(spec);
   return manifest;
 }
 

@@ -45,6 +45,10 @@ nlohmann::ordered_json NodePoolToJson(const NodePool& pool);
 Result<std::string> ManifestNameForKind(const nlohmann::ordered_json& manifest,
                                         std::string_view kind);
 
+// `{apiVersion: gpupool.io/v1, kind, metadata: {name}, spec}`.
+nlohmann::ordered_json MakeManifest(std::string_view kind, const std::string& name,
+                                    nlohmann::ordered_json spec);
+
 // Manifest form (kind NodePool).
 Result<NodePool> NodePoolFromManifest(const nlohmann::ordered_json& manifest);
 nlohmann::ordered_json NodePoolToManifest(const NodePool& pool);

@@ -185,12 +185,7 @@ Result<Queue> QueueFromManifest(const Json& manifest) {
 }
 
 Json QueueToManifest(const Queue& queue) {
-  Json manifest = Json::object();
-  manifest["apiVersion"] = "gpupool.io/v1";
-  manifest["kind"] = "Queue";
-  manifest["metadata"] = Json{{"name", queue.name}};
-  manifest["spec"] = QueueToJson(queue);
-  return manifest;
+  return MakeManifest("Queue", queue.name, QueueToJson(queue));
 }
 
 std::string FormatQuotaAmount(QuotaResource r, int64_t milli) {

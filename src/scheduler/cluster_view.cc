@@ -1,6 +1,8 @@
 #include "scheduler/cluster_view.h"
 
 #include <algorithm>
+#include <map>
+#include <tuple>
 
 #include "model/match.h"
 #include "model/queue.h"
@@ -214,6 +216,7 @@ StaticList& ClusterView::Static(int signature, int pool, const model::PodSchedul
   StaticList& list = static_[key];
   const std::vector<int>& members = pool_nodes_[pool];
   list.pool_nodes = static_cast<int>(members.size());
+  std::map<std::tuple<int, int32_t, int64_t>, int> classes;
   for (int n : members) {
     const model::Node& node = *nodes_[n].node;
     // kube-scheduler filter order: NodeUnschedulable, TaintToleration, NodeAffinity.
@@ -246,8 +249,14 @@ StaticList& ClusterView::Static(int signature, int pool, const model::PodSchedul
     c.intolerable_prefer_no_schedule =
         model::CountIntolerablePreferNoSchedule(node.taints, pod.tolerations);
     c.preferred_affinity = model::PreferredAffinityScore(pod.affinity, node);
+    c.pristine_class = classes
+                           .try_emplace({nodes_[n].shape_class, c.intolerable_prefer_no_schedule,
+                                         c.preferred_affinity},
+                                        static_cast<int>(classes.size()))
+                           .first->second;
     list.candidates.push_back(c);
   }
+  list.num_classes = static_cast<int>(classes.size());
   return list;
 }
 

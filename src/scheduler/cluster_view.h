@@ -53,12 +53,16 @@ struct StaticCandidate {
   int name_rank = 0;  // copy of NodeView::name_rank, so the search does not load the NodeView
   int32_t intolerable_prefer_no_schedule = 0;
   int64_t preferred_affinity = 0;
+  // Class of equal (shape_class, intolerable_prefer_no_schedule, preferred_affinity) within the
+  // list: while empty, two nodes of one class fit and score alike (0..StaticList::num_classes).
+  int pristine_class = 0;
 };
 
 struct StaticList {
   std::vector<StaticCandidate> candidates;
   std::map<std::string, int> static_reasons;  // reason -> node count
   int pool_nodes = 0;
+  int num_classes = 0;  // distinct StaticCandidate::pristine_class values
   std::vector<FailedShape> failed;
   size_t next_start = 0;  // rotating start, like kube-scheduler's nextStartNodeIndex
   // Index into `candidates` of each node of the pool (by position in PoolNodes), -1 when not a

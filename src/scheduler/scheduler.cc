@@ -90,6 +90,21 @@ struct Candidate {
   int device;  // chosen fraction device
 };
 
+struct FailureKey {
+  int signature;
+  int pool;
+  int shape;
+  bool operator==(const FailureKey&) const = default;
+};
+struct FailureKeyHash {
+  size_t operator()(const FailureKey& k) const {
+    uint64_t h = static_cast<uint32_t>(k.signature);
+    h = h * 0x9E3779B97F4A7C15ull ^ static_cast<uint32_t>(k.pool);
+    h = h * 0x9E3779B97F4A7C15ull ^ static_cast<uint32_t>(k.shape);
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
+};
+
 struct TaskType {
   int64_t cpu;
   int64_t memory;
@@ -185,8 +200,16 @@ class Cycle {
   bool RefreshFailure(const PodState& p, int pool, StaticList& list, CachedFailure& f);
   double QueueShareKey(int q) const;
   bool WithinDeserved(int q, const Job& job) const;
-  int PickQueue(const std::vector<int>& active, const std::vector<size_t>& next,
-                const std::vector<std::vector<int>>& per_queue);
+  // Allocation order of a queue with jobs left (smaller first).
+  struct QueueRank {
+    bool over_fair_share;
+    bool beyond_deserved;  // its next job would not stay within deserved quota
+    int64_t neg_priority;
+    double share;
+    int queue;
+    auto operator<=>(const QueueRank&) const = default;
+  };
+  QueueRank RankQueue(int q, const Job& next_job) const;
 
   // Reclaim / preempt.
   bool TryWithVictims(const Job& job, int pool, bool reclaim);
@@ -229,33 +252,29 @@ class Cycle {
     size_t log_pos = 0;
   };
   std::unordered_map<std::string, int> shape_ids_;
-  struct ScoreSlot {
-    int shape = -1;
+  // Resource score of each node for each pod shape, valid while the entry's version equals the
+  // node's (node_version_ moves on every Apply/Remove of the node; 0 = never scored).
+  struct ShapeScore {
     double score = 0;
+    uint32_t version = 0;
   };
-  static constexpr int kScoreSlots = 4;
-  std::vector<std::array<ScoreSlot, kScoreSlots>> score_cache_;  // by node, slot = shape % 4
+  std::vector<uint32_t> node_version_;
+  std::vector<std::vector<ShapeScore>> shape_scores_;  // by shape id, then node; filled lazily
+  // FindNode: per pristine class of the list, kClassUnseen, -1 (does not fit) or the index of
+  // its representative in scratch_.
+  std::vector<int> class_slot_;
   std::vector<std::vector<int>> pool_log_;  // nodes changed in each pool, in order
   std::vector<int> pool_position_;          // node -> index in view_.PoolNodes(its pool)
-  std::unordered_map<std::string, CachedFailure> failure_cache_;
+  // Keyed by (signature, pool, shape): everything that decides a single pod's fit.
+  std::unordered_map<FailureKey, CachedFailure, FailureKeyHash> failure_cache_;
   std::vector<uint64_t> pool_epoch_;
-  std::unordered_map<std::string, size_t> victim_failure_epoch_;
+  // Keyed by (signature, pool, shape, queue, priority).
+  std::map<std::tuple<int, int, int, int, int32_t>, size_t> victim_failure_epoch_;
   std::vector<double> share_cache_;
-  // WithinDeserved of each queue's next job (-1 = not known): it changes only when the queue's
-  // next job or the queue's own allocation changes, so PickQueue does not recompute it for every
-  // queue on every decision.
-  std::vector<signed char> within_cache_;
   std::vector<int64_t> decision_latency_ns_;
   std::vector<double> frag_before_;  // FGD: fragmentation of each node now (cache)
   std::vector<char> frag_valid_;
   std::vector<Candidate> scratch_;
-  struct PristineClass {
-    int shape;
-    int32_t taint;
-    int64_t affinity;
-    int scratch;
-  };
-  std::vector<PristineClass> pristine_;
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -652,7 +671,7 @@ void Cycle::Apply(int pod, int node, int device, bool record,
   PodState& p = pods_[pod];
   NodeView& v = view_.node(node);
   if (!frag_valid_.empty()) frag_valid_[node] = 0;
-  if (!score_cache_.empty()) score_cache_[node] = {};
+  if (!node_version_.empty()) ++node_version_[node];
   if (!pool_epoch_.empty()) {
     ++pool_epoch_[v.pool];
     pool_log_[v.pool].push_back(node);
@@ -693,7 +712,7 @@ void Cycle::Remove(int pod, bool record) {
   const int node = p.node;
   NodeView& v = view_.node(node);
   if (!frag_valid_.empty()) frag_valid_[node] = 0;
-  if (!score_cache_.empty()) score_cache_[node] = {};
+  if (!node_version_.empty()) ++node_version_[node];
   if (!pool_epoch_.empty()) {
     ++pool_epoch_[v.pool];
     pool_log_[v.pool].push_back(node);
@@ -754,6 +773,8 @@ void Cycle::Commit(size_t checkpoint, int pool) {
 // ---------------------------------------------------------------------------------------------
 // Placement
 
+constexpr int kClassUnseen = -2;
+
 int NumFeasibleNodesToFind(int pool_nodes, int percentage) {
   if (pool_nodes < 100 || percentage >= 100) return pool_nodes;
   int adaptive = percentage;
@@ -801,12 +822,15 @@ double Cycle::Fragmentation(int node, const int32_t* devices, int64_t cpu_free,
 }
 
 double Cycle::CachedResourceScore(const PodState& p, int node, int device) {
-  ScoreSlot& slot = score_cache_[node][p.shape % kScoreSlots];
-  if (slot.shape != p.shape) {
-    slot.score = ResourceScore(p, node, device);
-    slot.shape = p.shape;
+  if (static_cast<size_t>(p.shape) >= shape_scores_.size()) shape_scores_.resize(p.shape + 1);
+  std::vector<ShapeScore>& scores = shape_scores_[p.shape];
+  if (scores.empty()) scores.resize(view_.NumNodes());
+  ShapeScore& entry = scores[node];
+  if (entry.version != node_version_[node]) {
+    entry.score = ResourceScore(p, node, device);
+    entry.version = node_version_[node];
   }
-  return slot.score;
+  return entry.score;
 }
 
 double Cycle::ResourceScore(const PodState& p, int node, int device) {
@@ -1015,8 +1039,9 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
   // Nodes with nothing on them and the same shape and static scores score the same: one
   // representative per class is scored, the class keeps its first node by name. Not for gang
   // pods with topology (their score depends on the node's labels).
-  const bool dedupe = gang_nodes.empty() || view_.PoolTopologyKeys(pool).empty();
-  pristine_.clear();
+  const bool topology = !gang_nodes.empty() && !view_.PoolTopologyKeys(pool).empty();
+  const bool dedupe = !topology;
+  class_slot_.assign(list.num_classes, kClassUnseen);
   int feasible = 0;
   size_t processed = 0;
   size_t index = n == 0 ? 0 : list.next_start % n;
@@ -1026,15 +1051,11 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
     ++processed;
     const bool pristine = dedupe && node_pods_[c.node].empty();
     if (pristine) {
-      const int shape = view_.node(c.node).shape_class;
-      auto it = std::find_if(pristine_.begin(), pristine_.end(), [&](const auto& x) {
-        return x.shape == shape && x.taint == c.intolerable_prefer_no_schedule &&
-               x.affinity == c.preferred_affinity;
-      });
-      if (it != pristine_.end()) {
-        if (it->scratch < 0) continue;
+      const int slot = class_slot_[c.pristine_class];
+      if (slot != kClassUnseen) {
+        if (slot < 0) continue;
         ++feasible;
-        Candidate& rep = scratch_[it->scratch];
+        Candidate& rep = scratch_[slot];
         if (c.name_rank < rep.name_rank) {
           rep.node = c.node;
           rep.name_rank = c.name_rank;
@@ -1044,20 +1065,14 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
     }
     int dev = -1;
     if (!Fits(p, c.node, &dev)) {
-      if (pristine) {
-        pristine_.push_back({view_.node(c.node).shape_class, c.intolerable_prefer_no_schedule,
-                             c.preferred_affinity, -1});
-      }
+      if (pristine) class_slot_[c.pristine_class] = -1;
       continue;
     }
     ++feasible;
-    if (pristine) {
-      pristine_.push_back({view_.node(c.node).shape_class, c.intolerable_prefer_no_schedule,
-                           c.preferred_affinity, static_cast<int>(scratch_.size())});
-    }
+    if (pristine) class_slot_[c.pristine_class] = static_cast<int>(scratch_.size());
     scratch_.push_back({c.node, c.name_rank, CachedResourceScore(p, c.node, dev),
                         c.intolerable_prefer_no_schedule, c.preferred_affinity,
-                        TopologyScore(pool, c.node, gang_nodes), dev});
+                        topology ? TopologyScore(pool, c.node, gang_nodes) : 0, dev});
   }
   if (n > 0) list.next_start = (list.next_start + processed) % n;
   if (scratch_.empty()) {
@@ -1141,21 +1156,6 @@ std::string Cycle::QuotaCheck(const Job& job, int pool) const {
   return "";
 }
 
-// Binary key: the raw bytes of the numbers that decide a single pod's fit.
-std::string FailureCacheKey(const PodState& p, int pool) {
-  std::string key;
-  auto append = [&key](int64_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
-  append(p.signature);
-  append(pool);
-  append(p.gpu_whole);
-  append(p.gpu_fraction);
-  for (const auto& [dim, amount] : p.req) {
-    append(dim);
-    append(amount);
-  }
-  return key;
-}
-
 bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool use_cache) {
   std::string quota = QuotaCheck(job, pool);
   if (!quota.empty()) {
@@ -1169,9 +1169,9 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool u
   for (int pod : job.pods) {
     PodState& p = pods_[pod];
     std::string why;
-    std::string key;
-    if (use_cache && job.gang < 0) {
-      key = FailureCacheKey(p, pool);
+    const bool cached = use_cache && job.gang < 0;
+    const FailureKey key{p.signature, pool, p.shape};
+    if (cached) {
       auto it = failure_cache_.find(key);
       if (it != failure_cache_.end()) {
         CachedFailure& f = it->second;
@@ -1207,7 +1207,7 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool u
       }
     }
     if (node < 0) {
-      if (!key.empty()) failure_cache_[key] = {why, pool_epoch_[pool]};
+      if (cached) failure_cache_[key] = {why, pool_epoch_[pool]};
       if (first_failure.empty()) first_failure = p.key + ": " + why;
       p.reason = why;
       // A gang that needs every remaining pod cannot succeed any more.
@@ -1281,41 +1281,9 @@ bool Cycle::WithinDeserved(int q, const Job& job) const {
   return true;
 }
 
-int Cycle::PickQueue(const std::vector<int>& active, const std::vector<size_t>& next,
-                     const std::vector<std::vector<int>>& per_queue) {
-  // KAI-style order: queues at or below their fair share first; then queues whose next job stays
-  // within their deserved quota (in its first node pool); then higher queue priority; then the
-  // smaller dominant share; ties by name (index).
-  auto within_deserved = [&](int q) {
-    if (within_cache_[q] < 0) within_cache_[q] = WithinDeserved(q, jobs_[per_queue[q][next[q]]]);
-    return within_cache_[q] != 0;
-  };
-  int best = -1;
-  bool best_within = false;
-  for (int q : active) {
-    const bool within = within_deserved(q);
-    if (best < 0) {
-      best = q;
-      best_within = within;
-      continue;
-    }
-    const bool over_q = share_cache_[q] > 1, over_b = share_cache_[best] > 1;
-    bool better;
-    if (over_q != over_b) {
-      better = !over_q;
-    } else if (within != best_within) {
-      better = within;
-    } else if (queues_[q].priority != queues_[best].priority) {
-      better = queues_[q].priority > queues_[best].priority;
-    } else {
-      better = share_cache_[q] < share_cache_[best];
-    }
-    if (better) {
-      best = q;
-      best_within = within;
-    }
-  }
-  return best;
+Cycle::QueueRank Cycle::RankQueue(int q, const Job& next_job) const {
+  return {share_cache_[q] > 1, !WithinDeserved(q, next_job), -queues_[q].priority, share_cache_[q],
+          q};
 }
 
 void Cycle::Allocate() {
@@ -1329,18 +1297,23 @@ void Cycle::Allocate() {
     });
   }
   share_cache_.assign(queues_.size(), 0);
-  within_cache_.assign(queues_.size(), -1);
-  std::vector<int> active;
+  // KAI-style order of the queues with jobs left: queues at or below their fair share first; then
+  // queues whose next job stays within their deserved quota (in its first node pool); then higher
+  // queue priority; then the smaller dominant share; ties by name (index). Only the queue whose
+  // job was just decided changes rank: its next job, and its allocation when the job was placed
+  // (queues with jobs are leaves, so no other queue with jobs shares that allocation).
+  std::set<QueueRank> order;
+  for (size_t q = 0; q < queues_.size(); ++q) share_cache_[q] = QueueShareKey(static_cast<int>(q));
   for (size_t q = 0; q < queues_.size(); ++q) {
-    share_cache_[q] = QueueShareKey(static_cast<int>(q));
-    if (!per_queue[q].empty()) active.push_back(static_cast<int>(q));
+    if (!per_queue[q].empty()) order.insert(RankQueue(static_cast<int>(q), jobs_[per_queue[q][0]]));
   }
   std::vector<size_t> next(queues_.size(), 0);
-  while (!active.empty()) {
-    const int q = PickQueue(active, next, per_queue);
+  std::vector<std::string> reasons;
+  while (!order.empty()) {
+    const int q = order.begin()->queue;
+    order.erase(order.begin());
     const int j = per_queue[q][next[q]++];
-    within_cache_[q] = -1;
-    std::vector<std::string> reasons;
+    reasons.clear();
     const auto start = options_.record_decision_latency ? std::chrono::steady_clock::now()
                                                         : std::chrono::steady_clock::time_point{};
     const bool placed = TryJob(jobs_[j], reasons, /*use_cache=*/true);
@@ -1350,15 +1323,13 @@ void Cycle::Allocate() {
                                          .count());
     }
     if (!placed) {
-      std::string reason = Join(reasons, "; ");
+      std::string reason = reasons.size() == 1 ? std::move(reasons[0]) : Join(reasons, "; ");
       for (int pod : jobs_[j].pods) pods_[pod].reason = reason;
       failed_jobs_.push_back(j);
     } else {
       share_cache_[q] = QueueShareKey(q);
-      // Placing the job changed the allocation of its queue and of every ancestor.
-      for (int a = q; a >= 0; a = queues_[a].parent) within_cache_[a] = -1;
     }
-    if (next[q] == per_queue[q].size()) std::erase(active, q);
+    if (next[q] < per_queue[q].size()) order.insert(RankQueue(q, jobs_[per_queue[q][next[q]]]));
   }
 }
 
@@ -1610,10 +1581,9 @@ void Cycle::ReclaimAndPreempt() {
     bool done = false;
     for (int pool : pods_[job.pods[0]].pools) {
       if (victims_in_pool[pool] == 0) continue;
-      std::string key;
+      const PodState& first = pods_[job.pods[0]];
+      const auto key = std::make_tuple(first.signature, pool, first.shape, job.queue, job.priority);
       if (job.gang < 0) {
-        key = FailureCacheKey(pods_[job.pods[0]], pool) + "/q" + std::to_string(job.queue) + "/p" +
-              std::to_string(job.priority);
         auto it = victim_failure_epoch_.find(key);
         if (it != victim_failure_epoch_.end() &&
             it->second == evictions_.size() + bindings_.size()) {
@@ -1630,7 +1600,7 @@ void Cycle::ReclaimAndPreempt() {
         done = true;
         break;
       }
-      if (!key.empty()) victim_failure_epoch_[key] = evictions_.size() + bindings_.size();
+      if (job.gang < 0) victim_failure_epoch_[key] = evictions_.size() + bindings_.size();
     }
     (void)done;
   }
@@ -1727,7 +1697,7 @@ CycleResult Cycle::Run() {
   if (options_.policy == PlacementPolicy::kFgd) BuildTaskTypes();
   frag_before_.assign(view_.NumNodes(), 0);
   frag_valid_.assign(view_.NumNodes(), 0);
-  score_cache_.assign(view_.NumNodes(), {});
+  node_version_.assign(view_.NumNodes(), 1);
   pool_epoch_.assign(pools_, 1);
   pool_log_.assign(pools_, {});
   pool_position_.assign(view_.NumNodes(), -1);

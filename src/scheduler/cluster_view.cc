@@ -210,14 +210,19 @@ int ClusterView::Signature(const model::PodScheduling& pod) {
 }
 
 StaticList& ClusterView::Static(int signature, int pool, const model::PodScheduling& pod) {
+  const size_t index = static_cast<size_t>(signature) * pool_names_.size() + pool;
+  if (index < static_index_.size() && static_index_[index] != nullptr) {
+    return *static_index_[index];
+  }
+  if (index >= static_index_.size()) static_index_.resize(index + 1, nullptr);
   const int64_t key = int64_t{signature} * 4096 + pool;
-  auto it = static_.find(key);
-  if (it != static_.end()) return it->second;
   StaticList& list = static_[key];
+  static_index_[index] = &list;
   const std::vector<int>& members = pool_nodes_[pool];
   list.pool_nodes = static_cast<int>(members.size());
   std::map<std::tuple<int, int32_t, int64_t>, int> classes;
-  for (int n : members) {
+  for (size_t position = 0; position < members.size(); ++position) {
+    const int n = members[position];
     const model::Node& node = *nodes_[n].node;
     // kube-scheduler filter order: NodeUnschedulable, TaintToleration, NodeAffinity.
     if (nodes_[n].unschedulable) {
@@ -255,6 +260,7 @@ StaticList& ClusterView::Static(int signature, int pool, const model::PodSchedul
                                         static_cast<int>(classes.size()))
                            .first->second;
     list.candidates.push_back(c);
+    list.positions.push_back(static_cast<int>(position));
   }
   list.num_classes = static_cast<int>(classes.size());
   return list;

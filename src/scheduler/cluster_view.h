@@ -60,6 +60,7 @@ struct StaticCandidate {
 
 struct StaticList {
   std::vector<StaticCandidate> candidates;
+  std::vector<int> positions;  // of each candidate in PoolNodes(pool), for pool-local arrays
   std::map<std::string, int> static_reasons;  // reason -> node count
   int pool_nodes = 0;
   int num_classes = 0;  // distinct StaticCandidate::pristine_class values
@@ -124,6 +125,7 @@ class ClusterView {
   std::vector<int64_t> pool_capacity_;
   std::unordered_map<std::string, int> signatures_;
   std::unordered_map<int64_t, StaticList> static_;
+  std::vector<StaticList*> static_index_;  // by signature * NumPools() + pool; nullptr = not built
 };
 
 }  // namespace gpupool::scheduler

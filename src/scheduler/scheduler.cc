@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -71,6 +72,7 @@ struct Job {
   int gang_min = 0;
   int32_t priority = 0;
   int arrival = 0;
+  int first_pool = 0;   // the first node pool of its pods (where deserved quota is checked)
   QuotaVector quota{};  // sum over the job's pending pods
 };
 
@@ -169,6 +171,8 @@ class Cycle {
              const std::vector<int>* exact_devices = nullptr);
   void Remove(int pod, bool record);
   void Rollback(size_t checkpoint);
+  // Fit of the candidates [begin, begin + count) of `list` (count <= 64), bit i for begin + i.
+  uint64_t FitMask(const PodState& p, int pool, const StaticList& list, size_t begin, size_t count);
   bool GpuFits(const PodState& p, int node, int* device) const;
   void UpdateMaxDeviceFree(int node);
   bool Fits(const PodState& p, int node, int* device);
@@ -258,13 +262,25 @@ class Cycle {
     double score = 0;
     uint32_t version = 0;
   };
+  // Both by pool slot (pool_slot_): a pool's nodes are contiguous, in the order FindNode visits.
   std::vector<uint32_t> node_version_;
-  std::vector<std::vector<ShapeScore>> shape_scores_;  // by shape id, then node; filled lazily
+  std::vector<std::vector<ShapeScore>> shape_scores_;  // by shape id, then slot; filled lazily
   // FindNode: per pristine class of the list, kClassUnseen, -1 (does not fit) or the index of
   // its representative in scratch_.
   std::vector<int> class_slot_;
   std::vector<std::vector<int>> pool_log_;  // nodes changed in each pool, in order
   std::vector<int> pool_position_;          // node -> index in view_.PoolNodes(its pool)
+  std::vector<int> pool_slot_;  // node -> its pool's offset (pools in order) + pool_position_
+  // What the fit check reads, per node pool by position in view_.PoolNodes(pool), kept in step
+  // with the view by Apply/Remove: a pool's arrays are small enough to stay in the L1 cache
+  // while FindNode checks hundreds of its nodes per pod.
+  struct PoolFit {
+    std::vector<int64_t> cpu, memory, pods;  // free
+    std::vector<int32_t> full_free, max_device_free;
+    std::vector<char> empty;  // no pods on the node
+  };
+  std::vector<PoolFit> pool_fit_;
+  void SyncPoolFit(int node);
   // Keyed by (signature, pool, shape): everything that decides a single pod's fit.
   std::unordered_map<FailureKey, CachedFailure, FailureKeyHash> failure_cache_;
   std::vector<uint64_t> pool_epoch_;
@@ -557,7 +573,10 @@ void Cycle::BuildJobs() {
     job.need = std::max(0, job.gang_min - RunningMembers(job.gang));
   }
   std::erase_if(jobs_, [&](const Job& job) { return !pods_[job.pods[0]].error.empty(); });
-  for (Job& job : jobs_) job.quota = JobQuota(job);
+  for (Job& job : jobs_) {
+    job.quota = JobQuota(job);
+    job.first_pool = pods_[job.pods[0]].pools[0];
+  }
 }
 
 void Cycle::ComputeFairShare() {
@@ -666,12 +685,63 @@ bool Cycle::Fits(const PodState& p, int node, int* device) {
   return GpuFits(p, node, device);
 }
 
+void Cycle::SyncPoolFit(int node) {
+  const NodeView& v = view_.node(node);
+  PoolFit& fit = pool_fit_[v.pool];
+  const int at = pool_position_[node];
+  fit.cpu[at] = view_.Free(node, kCpuDim);
+  fit.memory[at] = view_.Free(node, kMemoryDim);
+  fit.pods[at] = view_.Free(node, kPodsDim);
+  fit.full_free[at] = v.full_free;
+  fit.max_device_free[at] = v.max_device_free;
+  fit.empty[at] = node_pods_[node].empty();
+}
+
+uint64_t Cycle::FitMask(const PodState& p, int pool, const StaticList& list, size_t begin,
+                        size_t count) {
+  // Requests outside cpu/memory/pods: the general check, node by node.
+  int64_t cpu = std::numeric_limits<int64_t>::min(), memory = cpu, pods = cpu;
+  bool general = false;
+  for (const auto& [dim, amount] : p.req) {
+    if (dim == kCpuDim) {
+      cpu = amount;
+    } else if (dim == kMemoryDim) {
+      memory = amount;
+    } else if (dim == kPodsDim) {
+      pods = amount;
+    } else {
+      general = true;
+    }
+  }
+  uint64_t mask = 0;
+  if (general) {
+    for (size_t i = 0; i < count; ++i) {
+      int device = -1;
+      if (Fits(p, list.candidates[begin + i].node, &device)) mask |= uint64_t{1} << i;
+    }
+    return mask;
+  }
+  // Same verdict as Fits: a whole-GPU pod needs full_free >= gpu_whole, a fraction needs one
+  // device with that much left (max_device_free), other pods need nothing (both are >= 0).
+  const PoolFit& fit = pool_fit_[pool];
+  const int32_t* gpu = p.gpu_whole > 0 ? fit.full_free.data() : fit.max_device_free.data();
+  const int32_t gpu_req = p.gpu_whole > 0 ? p.gpu_whole : p.gpu_fraction;
+  const int* positions = list.positions.data() + begin;
+  for (size_t i = 0; i < count; ++i) {
+    const int at = positions[i];
+    const bool fits = (fit.cpu[at] >= cpu) & (fit.memory[at] >= memory) & (fit.pods[at] >= pods) &
+                      (gpu[at] >= gpu_req);
+    mask |= uint64_t{fits} << i;
+  }
+  return mask;
+}
+
 void Cycle::Apply(int pod, int node, int device, bool record,
                   const std::vector<int>* exact_devices) {
   PodState& p = pods_[pod];
   NodeView& v = view_.node(node);
   if (!frag_valid_.empty()) frag_valid_[node] = 0;
-  if (!node_version_.empty()) ++node_version_[node];
+  if (!node_version_.empty()) ++node_version_[pool_slot_[node]];
   if (!pool_epoch_.empty()) {
     ++pool_epoch_[v.pool];
     pool_log_[v.pool].push_back(node);
@@ -703,6 +773,7 @@ void Cycle::Apply(int pod, int node, int device, bool record,
   UpdateMaxDeviceFree(node);
   p.node = node;
   node_pods_[node].push_back(pod);
+  if (!pool_fit_.empty()) SyncPoolFit(node);
   Account(p, v.pool, +1);
   if (record) undo_.push_back({Op::kPlace, pod});
 }
@@ -712,7 +783,7 @@ void Cycle::Remove(int pod, bool record) {
   const int node = p.node;
   NodeView& v = view_.node(node);
   if (!frag_valid_.empty()) frag_valid_[node] = 0;
-  if (!node_version_.empty()) ++node_version_[node];
+  if (!node_version_.empty()) ++node_version_[pool_slot_[node]];
   if (!pool_epoch_.empty()) {
     ++pool_epoch_[v.pool];
     pool_log_[v.pool].push_back(node);
@@ -726,6 +797,7 @@ void Cycle::Remove(int pod, bool record) {
   UpdateMaxDeviceFree(node);
   Account(p, v.pool, -1);
   std::erase(node_pods_[node], pod);
+  if (!pool_fit_.empty()) SyncPoolFit(node);
   if (record) undo_.push_back({Op::kEvict, pod});
   // Keep p.node/p.devices so a rollback can restore the exact devices.
   p.node = -1;
@@ -825,10 +897,11 @@ double Cycle::CachedResourceScore(const PodState& p, int node, int device) {
   if (static_cast<size_t>(p.shape) >= shape_scores_.size()) shape_scores_.resize(p.shape + 1);
   std::vector<ShapeScore>& scores = shape_scores_[p.shape];
   if (scores.empty()) scores.resize(view_.NumNodes());
-  ShapeScore& entry = scores[node];
-  if (entry.version != node_version_[node]) {
+  const int slot = pool_slot_[node];
+  ShapeScore& entry = scores[slot];
+  if (entry.version != node_version_[slot]) {
     entry.score = ResourceScore(p, node, device);
-    entry.version = node_version_[node];
+    entry.version = node_version_[slot];
   }
   return entry.score;
 }
@@ -1045,34 +1118,47 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
   int feasible = 0;
   size_t processed = 0;
   size_t index = n == 0 ? 0 : list.next_start % n;
-  for (size_t k = 0; k < n && feasible < to_find; ++k) {
-    const StaticCandidate& c = list.candidates[index];
-    if (++index == n) index = 0;
-    ++processed;
-    const bool pristine = dedupe && node_pods_[c.node].empty();
-    if (pristine) {
-      const int slot = class_slot_[c.pristine_class];
-      if (slot != kClassUnseen) {
-        if (slot < 0) continue;
-        ++feasible;
-        Candidate& rep = scratch_[slot];
-        if (c.name_rank < rep.name_rank) {
-          rep.node = c.node;
-          rep.name_rank = c.name_rank;
-        }
-        continue;
+  // Candidates in the rotating window, 64 at a time: a fit mask for the chunk, then only its
+  // feasible nodes, up to the one that makes `to_find`.
+  const PoolFit& fit = pool_fit_[pool];
+  auto visit = [&](const StaticCandidate& c, int at) {
+    ++feasible;
+    const bool pristine = dedupe && fit.empty[at];
+    int& slot = class_slot_[c.pristine_class];
+    if (pristine && slot >= 0) {
+      Candidate& rep = scratch_[slot];
+      if (c.name_rank < rep.name_rank) {
+        rep.node = c.node;
+        rep.name_rank = c.name_rank;
       }
+      return;
     }
     int dev = -1;
-    if (!Fits(p, c.node, &dev)) {
-      if (pristine) class_slot_[c.pristine_class] = -1;
-      continue;
-    }
-    ++feasible;
-    if (pristine) class_slot_[c.pristine_class] = static_cast<int>(scratch_.size());
+    if (p.gpu_fraction > 0) GpuFits(p, c.node, &dev);
+    if (pristine) slot = static_cast<int>(scratch_.size());
     scratch_.push_back({c.node, c.name_rank, CachedResourceScore(p, c.node, dev),
                         c.intolerable_prefer_no_schedule, c.preferred_affinity,
                         topology ? TopologyScore(pool, c.node, gang_nodes) : 0, dev});
+  };
+  while (processed < n && feasible < to_find) {
+    const size_t count = std::min<size_t>({64, n - index, n - processed});
+    uint64_t mask = FitMask(p, pool, list, index, count);
+    size_t used = count;
+    const int found = std::popcount(mask);
+    if (feasible + found >= to_find) {
+      // The window ends at the (to_find - feasible)-th feasible node of this chunk.
+      uint64_t rest = mask;
+      for (int i = 1; i < to_find - feasible; ++i) rest &= rest - 1;
+      used = static_cast<size_t>(std::countr_zero(rest)) + 1;
+      if (used < 64) mask &= (uint64_t{1} << used) - 1;
+    }
+    for (; mask != 0; mask &= mask - 1) {
+      const size_t i = index + std::countr_zero(mask);
+      visit(list.candidates[i], list.positions[i]);
+    }
+    processed += used;
+    index += used;
+    if (index == n) index = 0;
   }
   if (n > 0) list.next_start = (list.next_start + processed) % n;
   if (scratch_.empty()) {
@@ -1270,7 +1356,7 @@ double Cycle::QueueShareKey(int q) const {
 
 bool Cycle::WithinDeserved(int q, const Job& job) const {
   Cycle& self = const_cast<Cycle&>(*this);
-  const int pool = pods_[job.pods[0]].pools[0];
+  const int pool = job.first_pool;
   for (int r = 0; r < kQ; ++r) {
     if (job.quota[r] == 0 || !QuotaApplies(q, pool, r)) continue;
     const int64_t deserved = Deserved(q, pool, r);
@@ -1701,10 +1787,25 @@ CycleResult Cycle::Run() {
   pool_epoch_.assign(pools_, 1);
   pool_log_.assign(pools_, {});
   pool_position_.assign(view_.NumNodes(), -1);
+  pool_slot_.assign(view_.NumNodes(), -1);
+  pool_fit_.assign(pools_, {});
+  int pool_offset = 0;
   for (int pool = 0; pool < pools_; ++pool) {
     const std::vector<int>& nodes = view_.PoolNodes(pool);
-    for (size_t i = 0; i < nodes.size(); ++i) pool_position_[nodes[i]] = static_cast<int>(i);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      pool_position_[nodes[i]] = static_cast<int>(i);
+      pool_slot_[nodes[i]] = pool_offset + static_cast<int>(i);
+    }
+    pool_offset += static_cast<int>(nodes.size());
+    PoolFit& fit = pool_fit_[pool];
+    fit.cpu.resize(nodes.size());
+    fit.memory.resize(nodes.size());
+    fit.pods.resize(nodes.size());
+    fit.full_free.resize(nodes.size());
+    fit.max_device_free.resize(nodes.size());
+    fit.empty.resize(nodes.size());
   }
+  for (int node = 0; node < view_.NumNodes(); ++node) SyncPoolFit(node);
   Allocate();
   ReclaimAndPreempt();
   return Collect();

@@ -274,9 +274,13 @@ class Cycle {
   // What the fit check reads, per node pool by position in view_.PoolNodes(pool), kept in step
   // with the view by Apply/Remove: a pool's arrays are small enough to stay in the L1 cache
   // while FindNode checks hundreds of its nodes per pod.
+  struct FitEntry {
+    int64_t cpu, memory, pods;  // free
+    // gpu[0]: devices with 1000 milli free; gpu[1]: the most milli-GPUs left on one device.
+    std::array<int32_t, 2> gpu;
+  };
   struct PoolFit {
-    std::vector<int64_t> cpu, memory, pods;  // free
-    std::vector<int32_t> full_free, max_device_free;
+    std::vector<FitEntry> entries;
     std::vector<char> empty;  // no pods on the node
   };
   std::vector<PoolFit> pool_fit_;
@@ -689,11 +693,10 @@ void Cycle::SyncPoolFit(int node) {
   const NodeView& v = view_.node(node);
   PoolFit& fit = pool_fit_[v.pool];
   const int at = pool_position_[node];
-  fit.cpu[at] = view_.Free(node, kCpuDim);
-  fit.memory[at] = view_.Free(node, kMemoryDim);
-  fit.pods[at] = view_.Free(node, kPodsDim);
-  fit.full_free[at] = v.full_free;
-  fit.max_device_free[at] = v.max_device_free;
+  fit.entries[at] = {view_.Free(node, kCpuDim),
+                     view_.Free(node, kMemoryDim),
+                     view_.Free(node, kPodsDim),
+                     {v.full_free, v.max_device_free}};
   fit.empty[at] = node_pods_[node].empty();
 }
 
@@ -708,7 +711,7 @@ uint64_t Cycle::FitMask(const PodState& p, int pool, const StaticList& list, siz
     } else if (dim == kMemoryDim) {
       memory = amount;
     } else if (dim == kPodsDim) {
-      pods = amount;
+      pods = std::max(pods, amount);
     } else {
       general = true;
     }
@@ -723,14 +726,14 @@ uint64_t Cycle::FitMask(const PodState& p, int pool, const StaticList& list, siz
   }
   // Same verdict as Fits: a whole-GPU pod needs full_free >= gpu_whole, a fraction needs one
   // device with that much left (max_device_free), other pods need nothing (both are >= 0).
-  const PoolFit& fit = pool_fit_[pool];
-  const int32_t* gpu = p.gpu_whole > 0 ? fit.full_free.data() : fit.max_device_free.data();
+  const FitEntry* entries = pool_fit_[pool].entries.data();
+  const int gpu = p.gpu_whole > 0 ? 0 : 1;
   const int32_t gpu_req = p.gpu_whole > 0 ? p.gpu_whole : p.gpu_fraction;
   const int* positions = list.positions.data() + begin;
   for (size_t i = 0; i < count; ++i) {
-    const int at = positions[i];
-    const bool fits = (fit.cpu[at] >= cpu) & (fit.memory[at] >= memory) & (fit.pods[at] >= pods) &
-                      (gpu[at] >= gpu_req);
+    const FitEntry& e = entries[positions[i]];
+    const bool fits =
+        (e.cpu >= cpu) & (e.memory >= memory) & (e.pods >= pods) & (e.gpu[gpu] >= gpu_req);
     mask |= uint64_t{fits} << i;
   }
   return mask;
@@ -1798,11 +1801,7 @@ CycleResult Cycle::Run() {
     }
     pool_offset += static_cast<int>(nodes.size());
     PoolFit& fit = pool_fit_[pool];
-    fit.cpu.resize(nodes.size());
-    fit.memory.resize(nodes.size());
-    fit.pods.resize(nodes.size());
-    fit.full_free.resize(nodes.size());
-    fit.max_device_free.resize(nodes.size());
+    fit.entries.resize(nodes.size());
     fit.empty.resize(nodes.size());
   }
   for (int node = 0; node < view_.NumNodes(); ++node) SyncPoolFit(node);

@@ -1337,7 +1337,7 @@ bool Cycle::TryJob(const Job& job, std::vector<std::string>& pool_reasons, bool 
     std::string reason;
     if (PlaceJobInPool(job, pool, reason, use_cache)) return true;
     pool_reasons.push_back(pools.size() > 1 ? "node pool " + view_.PoolName(pool) + ": " + reason
-                                            : reason);
+                                            : std::move(reason));
   }
   return false;
 }
@@ -1413,7 +1413,9 @@ void Cycle::Allocate() {
     }
     if (!placed) {
       std::string reason = reasons.size() == 1 ? std::move(reasons[0]) : Join(reasons, "; ");
-      for (int pod : jobs_[j].pods) pods_[pod].reason = reason;
+      const std::vector<int>& job_pods = jobs_[j].pods;
+      for (size_t i = 0; i + 1 < job_pods.size(); ++i) pods_[job_pods[i]].reason = reason;
+      pods_[job_pods.back()].reason = std::move(reason);
       failed_jobs_.push_back(j);
     } else {
       share_cache_[q] = QueueShareKey(q);
@@ -1738,7 +1740,7 @@ CycleResult Cycle::Collect() {
   result.bindings = std::move(bindings_);
   result.evictions = std::move(evictions_);
   result.decision_latency_ns = std::move(decision_latency_ns_);
-  for (const PodState& p : pods_) {
+  for (PodState& p : pods_) {
     if (p.node >= 0) continue;
     std::string reason;
     if (p.evicted) {
@@ -1749,7 +1751,7 @@ CycleResult Cycle::Collect() {
     } else if (!p.error.empty()) {
       reason = p.error;
     } else {
-      reason = p.reason.empty() ? "not considered" : p.reason;
+      reason = p.reason.empty() ? "not considered" : std::move(p.reason);
     }
     result.unschedulable.push_back({p.key, reason});
   }

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "autoscaler/autoscaler.h"
 #include "cli/api.h"
 #include "cli/format.h"
 #include "common/clock.h"
@@ -424,11 +425,22 @@ Status WorkflowCancel(Api& svc, const Env& env) {
   return OkStatus();
 }
 
-// `gpupool schedule -f SCENARIO...`: one scheduling cycle over the files, offline. With
-// --server the scenario goes to the server's what-if endpoint.
-Status Schedule(const std::vector<std::string>& files, const Env& env) {
+// `gpupool schedule -f SCENARIO...`: one scheduling cycle over the files, offline, and with
+// MachinePools in them the autoscaler's plan (autoscaler/autoscaler.h). With --server the scenario
+// goes to the server's what-if endpoint.
+struct ScheduleFlags {
+  std::vector<std::string> files;
+  std::string catalog;                  // instance catalog file; "" = the built-in one
+  std::vector<std::string> interrupts;  // spot nodes that get the 2-minute notice
+};
+
+Status Schedule(const ScheduleFlags& flags, const Env& env) {
+  const std::vector<std::string>& files = flags.files;
   nlohmann::ordered_json result;
   if (!env.opts.server.empty()) {
+    if (!flags.catalog.empty() || !flags.interrupts.empty()) {
+      return InvalidArgumentError("--catalog and --interrupt work offline only (without --server)");
+    }
     std::string text;
     for (const auto& f : files) {
       ASSIGN_OR_RETURN(std::string t, model::ReadFile(f));
@@ -442,11 +454,20 @@ Status Schedule(const std::vector<std::string>& files, const Env& env) {
   }
   ASSIGN_OR_RETURN(scheduler::Scenario scenario, scheduler::LoadScenarioFiles(files));
   RETURN_IF_ERROR(scheduler::ValidateScenario(scenario));
-  scheduler::ScheduleResult cycle = scheduler::Schedule(scenario, scheduler::SchedulerOptions{});
+  std::optional<autoscaler::Catalog> own_catalog;
+  if (!flags.catalog.empty()) {
+    ASSIGN_OR_RETURN(own_catalog, autoscaler::LoadCatalogFile(flags.catalog));
+  }
+  autoscaler::AutoscaleOptions options;
+  options.interrupt_nodes = flags.interrupts;
+  ASSIGN_OR_RETURN(
+      autoscaler::AutoscaleResult what_if,
+      autoscaler::SimulateScenario(
+          scenario, own_catalog ? *own_catalog : autoscaler::Catalog::Builtin(), options));
   if (env.format == OutputFormat::kTable) {
-    std::cout << scheduler::ScheduleResultToTable(cycle);
+    std::cout << autoscaler::AutoscaleResultToTable(what_if);
   } else {
-    std::cout << Render(scheduler::ScheduleResultToJson(cycle), env.format);
+    std::cout << Render(autoscaler::AutoscaleResultToJson(what_if), env.format);
   }
   return OkStatus();
 }
@@ -589,10 +610,16 @@ int RunCli(int argc, char** argv) {
   use(wcancel, WorkflowCancel);
 
   // schedule: the offline what-if (no store needed).
-  std::vector<std::string> scenario_files;
+  ScheduleFlags schedule_flags;
   CLI::App* schedule = app.add_subcommand(
-      "schedule", "what-if: place the pending pods of scenario files (Nodes, Pods, Queues, ...)");
-  schedule->add_option("-f,--file", scenario_files, "scenario file (repeatable)")->required();
+      "schedule",
+      "what-if: place the pending pods of scenario files (Nodes, Pods, Queues, NodePools, "
+      "MachinePools); with machine pools, also which nodes the autoscaler adds or removes");
+  schedule->add_option("-f,--file", schedule_flags.files, "scenario file (repeatable)")->required();
+  schedule->add_option("--catalog", schedule_flags.catalog,
+                       "instance type catalog (JSON/YAML) for machine pools; default: built in");
+  schedule->add_option("--interrupt", schedule_flags.interrupts,
+                       "spot node that gets its 2-minute interruption notice (repeatable)");
   bool schedule_chosen = false;
   schedule->callback([&schedule_chosen] { schedule_chosen = true; });
 
@@ -635,7 +662,7 @@ int RunCli(int argc, char** argv) {
     }
   }
   if (schedule_chosen) {
-    Status s = Schedule(scenario_files, env);
+    Status s = Schedule(schedule_flags, env);
     if (!s.ok()) {
       std::cerr << "error: " << s.message() << "\n";
       return kExitFailure;

@@ -16,7 +16,8 @@ using Json = nlohmann::ordered_json;
 namespace {
 
 service::Caller CallerOf(const RouteRequest& request) {
-  return {request.identity.user, request.identity.roles, request.source};
+  return {request.identity.user, request.identity.roles, request.source,
+          request.access_checked_pool};
 }
 
 template <typename T>
@@ -319,9 +320,11 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
   });
 
   // ---- Workflows ----
+  // A submission's audit record is written by the service in the workflow's transaction.
   router.Add("POST", "/api/pool/{pool}/workflow", [&svc](const RouteRequest& r) -> Result<Reply> {
     ASSIGN_OR_RETURN(auto request, DecodeSubmit(r));
     ASSIGN_OR_RETURN(auto result, svc.SubmitWorkflow(CallerOf(r), request));
+    r.audited = !request.dry_run;
     return Reply::Json(service::ToJson(result));
   });
   router.Add("GET", "/api/workflow", [&svc](const RouteRequest& r) -> Result<Reply> {
@@ -337,8 +340,9 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
   router.Add(
       "GET", "/api/workflow/{id}",
       [&svc](const RouteRequest& r) -> Result<Reply> {
-        ASSIGN_OR_RETURN(auto view, svc.QueryWorkflow(CallerOf(r), r.Param("id")));
-        return Reply::Json(service::ToJson(view));
+        // Encoded once per workflow version by the service; sent as is.
+        ASSIGN_OR_RETURN(auto text, svc.QueryWorkflowJson(CallerOf(r), r.Param("id")));
+        return Reply::Text(*text, "application/json");
       },
       workflow_scoped);
   router.Add(

@@ -190,6 +190,7 @@ Reply HttpServer::Dispatch(const httplib::Request& request, RouteRequest& route_
         pool = match.route->options.resource_pool(route_request);
       Status allowed = access_(route_request.identity, route_request, pool);
       if (!allowed.ok()) return ErrorReply(allowed);
+      route_request.access_checked_pool = std::move(pool);
     }
   }
   try {
@@ -215,7 +216,7 @@ void HttpServer::Handle(const httplib::Request& request, httplib::Response& resp
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   requests_->Increment({label, request.method, code});
   latency_->Observe({label, request.method, code}, seconds);
-  if (audit_ && route != nullptr && request.method != "GET" &&
+  if (audit_ && route != nullptr && request.method != "GET" && !route_request.audited &&
       !route_request.identity.user.empty()) {
     audit_(route_request, reply.status);
   }

@@ -43,6 +43,12 @@ struct RouteRequest {
   std::map<std::string, std::string, std::less<>> params;  // path parameters
   Identity identity;                                       // empty for public routes
   std::string source;                                      // client address
+  // The workflow pool for which access to this request was checked before the handler ran (set
+  // for routes with RouteOptions::resource_pool when the pool was found and access granted).
+  std::optional<std::string> access_checked_pool;
+  // Set by a handler whose service call wrote the request's audit record itself (durably, in the
+  // same transaction as the change): the audit hook then writes no second record.
+  mutable bool audited = false;
 
   const std::string& Param(std::string_view name) const;
   std::optional<std::string> Query(const std::string& name) const;

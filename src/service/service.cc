@@ -4,6 +4,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <unordered_map>
 
 #include "common/strings.h"
 #include "config/access.h"
@@ -180,35 +181,6 @@ Result<Snapshot> LoadSnapshot(store::Store& store) {
 
 using SnapshotPtr = std::shared_ptr<const Snapshot>;
 
-}  // namespace
-
-// The decoded configs of the last LoadSnapshot, reused while the store's config generation is
-// unchanged. The generation is read before the configs: a write committed in between leaves a
-// snapshot newer than its key, which only costs a reload at the next call, never a stale answer.
-struct Service::SnapshotCache {
-  std::mutex mu;
-  int64_t generation = -1;
-  SnapshotPtr snapshot;
-
-  Result<SnapshotPtr> Get(store::Store& store) {
-    ASSIGN_OR_RETURN(int64_t now, store.ConfigGeneration());
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (snapshot != nullptr && generation == now) return snapshot;
-    }
-    ASSIGN_OR_RETURN(Snapshot loaded, LoadSnapshot(store));
-    auto fresh = std::make_shared<const Snapshot>(std::move(loaded));
-    std::lock_guard<std::mutex> lock(mu);
-    if (now >= generation) {
-      generation = now;
-      snapshot = fresh;
-    }
-    return fresh;
-  }
-};
-
-namespace {
-
 Result<std::vector<model::Node>> LoadNodes(store::Store& store) {
   ASSIGN_OR_RETURN(auto records, store.ListNodes());
   std::vector<model::Node> nodes;
@@ -223,6 +195,116 @@ Result<std::vector<model::Node>> LoadNodes(store::Store& store) {
   }
   return nodes;
 }
+
+using NodesPtr = std::shared_ptr<const std::vector<model::Node>>;
+
+// A workflow as last read, with its view and the view's JSON text (the REST response body).
+struct CachedWorkflow {
+  int64_t version = 0;
+  std::string user;
+  std::string pool;
+  WorkflowView view;
+  std::shared_ptr<const std::string> json_text;
+};
+
+}  // namespace
+
+// The decoded configs of the last LoadSnapshot, reused while the store's config generation is
+// unchanged; likewise the decoded nodes and the node generation, and each read workflow and its
+// version. A generation is read before what it keys: a write committed in between leaves a
+// snapshot newer than its key, which only costs a reload at the next call, never a stale answer.
+// Workflows are revalidated by version (Store::GetWorkflowIfChanged) at every read.
+struct Service::SnapshotCache {
+  static constexpr size_t kMaxWorkflows = 10000;  // cleared when it grows past this
+
+  std::mutex mu;
+  int64_t generation = -1;
+  SnapshotPtr snapshot;
+  int64_t node_generation = -1;
+  NodesPtr nodes;
+  std::unordered_map<std::string, std::shared_ptr<const CachedWorkflow>> workflows;
+
+  Result<SnapshotPtr> Get(store::Store& store) {
+    ASSIGN_OR_RETURN(int64_t now, store.ConfigGeneration());
+    return ConfigsAt(store, now);
+  }
+
+  // The configs and the nodes, with one read of both generations.
+  Result<std::pair<SnapshotPtr, NodesPtr>> GetWithNodes(store::Store& store) {
+    ASSIGN_OR_RETURN(store::Store::Generations now, store.GetGenerations());
+    ASSIGN_OR_RETURN(SnapshotPtr snap, ConfigsAt(store, now.configs));
+    ASSIGN_OR_RETURN(NodesPtr current_nodes, NodesAt(store, now.nodes));
+    return std::make_pair(std::move(snap), std::move(current_nodes));
+  }
+
+  Result<SnapshotPtr> ConfigsAt(store::Store& store, int64_t now) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (snapshot != nullptr && generation == now) return snapshot;
+    }
+    ASSIGN_OR_RETURN(Snapshot loaded, LoadSnapshot(store));
+    auto fresh = std::make_shared<const Snapshot>(std::move(loaded));
+    std::lock_guard<std::mutex> lock(mu);
+    if (now >= generation) {
+      generation = now;
+      snapshot = fresh;
+    }
+    return fresh;
+  }
+
+  Result<NodesPtr> NodesAt(store::Store& store, int64_t now) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (nodes != nullptr && node_generation == now) return nodes;
+    }
+    ASSIGN_OR_RETURN(std::vector<model::Node> loaded, LoadNodes(store));
+    auto fresh = std::make_shared<const std::vector<model::Node>>(std::move(loaded));
+    std::lock_guard<std::mutex> lock(mu);
+    if (now >= node_generation) {
+      node_generation = now;
+      nodes = fresh;
+    }
+    return fresh;
+  }
+
+  // The workflow, current as of this call (one version check when cached).
+  Result<std::shared_ptr<const CachedWorkflow>> Workflow(store::Store& store, std::string_view id) {
+    std::shared_ptr<const CachedWorkflow> cached;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      auto it = workflows.find(std::string(id));
+      if (it != workflows.end()) cached = it->second;
+    }
+    auto changed = store.GetWorkflowIfChanged(id, cached != nullptr ? cached->version : 0);
+    if (!changed.ok()) {
+      if (changed.status().code() == StatusCode::kNotFound) {
+        return NotFoundError("workflow " + Quoted(id) + " does not exist");
+      }
+      return changed.status();
+    }
+    if (!changed->has_value()) return cached;
+    const store::WorkflowRecord& wf = **changed;
+    auto fresh = std::make_shared<CachedWorkflow>();
+    fresh->version = wf.version;
+    fresh->user = wf.user;
+    fresh->pool = wf.pool;
+    fresh->view = ToView(wf);
+    fresh->json_text = std::make_shared<const std::string>(ToJson(fresh->view).dump() + "\n");
+    std::lock_guard<std::mutex> lock(mu);
+    auto& slot = workflows[std::string(id)];
+    if (slot == nullptr || slot->version <= fresh->version) {
+      if (workflows.size() > kMaxWorkflows) {
+        workflows.clear();
+        workflows[std::string(id)] = fresh;
+      } else {
+        slot = fresh;
+      }
+    }
+    return std::shared_ptr<const CachedWorkflow>(std::move(fresh));
+  }
+};
+
+namespace {
 
 Status CheckConfigWriteAccess(const Caller& caller, Kind kind, std::string_view name,
                               std::string_view method, const config::ConfigSet& set) {
@@ -690,9 +772,9 @@ Result<NodeImportResult> Service::ImportNodes(const Caller& caller, std::string_
 }
 
 Result<std::vector<PoolRow>> Service::ListPools(const Caller& caller) {
-  ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
-  const Snapshot& snap = *snap_ptr;
-  ASSIGN_OR_RETURN(auto nodes, LoadNodes(store_));
+  ASSIGN_OR_RETURN(auto state, cache_->GetWithNodes(store_));
+  const Snapshot& snap = *state.first;
+  const std::vector<model::Node>& nodes = *state.second;
   ASSIGN_OR_RETURN(auto membership, config::ComputeMembership(snap.set, nodes));
   store::WorkflowFilter filter;
   filter.unfinished_only = true;
@@ -744,8 +826,8 @@ Result<std::vector<PoolRow>> Service::ListPools(const Caller& caller) {
 Result<std::vector<ResourceRow>> Service::ListResources(const Caller& caller,
                                                         const ResourceFilter& filter) {
   (void)caller;
-  ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
-  const Snapshot& snap = *snap_ptr;
+  ASSIGN_OR_RETURN(auto state, cache_->GetWithNodes(store_));
+  const Snapshot& snap = *state.first;
   if (filter.pool.has_value()) {
     const config::Pool* pool = snap.set.FindPool(*filter.pool);
     if (pool == nullptr) {
@@ -759,7 +841,7 @@ Result<std::vector<ResourceRow>> Service::ListResources(const Caller& caller,
                            "; the pool's platforms: " + Join(pool->PlatformNames(), ", "));
     }
   }
-  ASSIGN_OR_RETURN(auto nodes, LoadNodes(store_));
+  const std::vector<model::Node>& nodes = *state.second;
   ASSIGN_OR_RETURN(auto membership, config::ComputeMembership(snap.set, nodes));
   store::WorkflowFilter wf_filter;
   wf_filter.unfinished_only = true;
@@ -812,9 +894,9 @@ Result<std::vector<ResourceRow>> Service::ListResources(const Caller& caller,
 Result<SubmitResult> Service::SubmitWorkflow(const Caller& caller, const SubmitRequest& request) {
   ASSIGN_OR_RETURN(submit::WorkflowSpec spec,
                    submit::ParseWorkflow(request.spec_text, request.file_name, request.set_values));
-  ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
-  const Snapshot& snap = *snap_ptr;
-  ASSIGN_OR_RETURN(auto nodes, LoadNodes(store_));
+  ASSIGN_OR_RETURN(auto state, cache_->GetWithNodes(store_));
+  const Snapshot& snap = *state.first;
+  const std::vector<model::Node>& nodes = *state.second;
   submit::SubmitOptions options;
   if (request.dry_run) {
     options.workflow_id = spec.name;
@@ -869,31 +951,53 @@ Result<SubmitResult> Service::SubmitWorkflow(const Caller& caller, const SubmitR
     task.status_changed_ms = record.submitted_ms;
     record.tasks.push_back(std::move(task));
   }
-  ASSIGN_OR_RETURN(store::WorkflowRecord stored, store_.CreateWorkflow(record));
+  // The audit record is written in the workflow's transaction (group-committed with concurrent
+  // submissions); the HTTP layer writes no second record for a successful submission.
+  store::AuditRecord audit;
+  audit.user = caller.user;
+  audit.source = caller.source;
+  audit.action = "workflow submit";
+  audit.target = record.id;
+  audit.detail = "pool " + plan.pool;
+  ASSIGN_OR_RETURN(store::WorkflowRecord stored, store_.CreateWorkflowWithAudit(record, audit));
   result.workflow_id = stored.id;
   result.status = stored.status;
-  Audit(store_, caller, "workflow submit", stored.id, "pool " + plan.pool);
   return result;
 }
 
+namespace {
+
+// Access to one workflow: one's own workflows need no configs; the HTTP layer may have checked
+// the request already (Caller::access_checked_pool).
+Status CheckWorkflowAccess(store::Store& store, Service::SnapshotCache& cache, const Caller& caller,
+                           std::string_view method, const std::string& path,
+                           const std::string& user, const std::string& pool) {
+  if (user == caller.user) return OkStatus();
+  if (caller.access_checked_pool && *caller.access_checked_pool == pool) return OkStatus();
+  ASSIGN_OR_RETURN(SnapshotPtr snap, cache.Get(store));
+  config::AccessRequest req{std::string(method), path, pool};
+  Status s = config::CheckAccess(caller.roles, req, snap->set);
+  if (!s.ok()) {
+    return PermissionDeniedError("access denied: user " + Quoted(caller.user) + ": " + s.message());
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<WorkflowView> Service::QueryWorkflow(const Caller& caller, std::string_view id) {
-  auto wf = store_.GetWorkflow(id);
-  if (!wf.ok()) {
-    if (wf.status().code() == StatusCode::kNotFound) {
-      return NotFoundError("workflow " + Quoted(id) + " does not exist");
-    }
-    return wf.status();
-  }
-  if (wf->user != caller.user) {  // one's own workflows need no configs
-    ASSIGN_OR_RETURN(SnapshotPtr snap, cache_->Get(store_));
-    config::AccessRequest req{"GET", "/api/workflow/" + std::string(id), wf->pool};
-    Status s = config::CheckAccess(caller.roles, req, snap->set);
-    if (!s.ok()) {
-      return PermissionDeniedError("access denied: user " + Quoted(caller.user) + ": " +
-                                   s.message());
-    }
-  }
-  return ToView(*wf);
+  ASSIGN_OR_RETURN(auto wf, cache_->Workflow(store_, id));
+  RETURN_IF_ERROR(CheckWorkflowAccess(store_, *cache_, caller, "GET",
+                                      "/api/workflow/" + std::string(id), wf->user, wf->pool));
+  return wf->view;
+}
+
+Result<std::shared_ptr<const std::string>> Service::QueryWorkflowJson(const Caller& caller,
+                                                                      std::string_view id) {
+  ASSIGN_OR_RETURN(auto wf, cache_->Workflow(store_, id));
+  RETURN_IF_ERROR(CheckWorkflowAccess(store_, *cache_, caller, "GET",
+                                      "/api/workflow/" + std::string(id), wf->user, wf->pool));
+  return wf->json_text;
 }
 
 Result<std::vector<WorkflowView>> Service::ListWorkflows(const Caller& caller,

@@ -5,8 +5,9 @@
 // below give the one JSON shape both the CLI's `-o json` and the REST API return).
 //
 // Thread contract: safe to call from several threads when the Store is (store::Store is). The only
-// state of a Service is a cache of the decoded configs keyed by store::Store::ConfigGeneration()
-// (so writes by other processes are seen at the next call); copies share it.
+// state of a Service is a cache of the decoded configs and nodes keyed by the store's generations
+// (store::Store::GetGenerations) and of read workflows keyed by their version, so writes by other
+// processes are seen at the next call; copies share it.
 //
 // Errors: kInvalidArgument (bad input, failed validation), kNotFound, kPermissionDenied,
 // kFailedPrecondition (in use, maintenance), kAborted (revision changed underneath).
@@ -35,6 +36,10 @@ struct Caller {
   std::string user;
   std::vector<std::string> roles;
   std::string source = "cli";  // "cli", or the client address for HTTP
+  // Set by the HTTP layer when it has already checked this request's access (method and path)
+  // for a workflow of this pool against the current roles: a workflow read of that pool then
+  // skips the service's own check.
+  std::optional<std::string> access_checked_pool;
 };
 
 // Config kinds as the CLI spells them: POOL, POD_TEMPLATE, RESOURCE_VALIDATION, ROLE, BACKEND.
@@ -256,7 +261,13 @@ class Service {
   // `workflow submit FILE --pool P [--set k=v] [--dry-run]`: runs the submission pipeline
   // (submit::Submit) and, unless dry_run, stores the workflow PENDING with its pods.
   Result<SubmitResult> SubmitWorkflow(const Caller& caller, const SubmitRequest& request);
+  // Workflow reads are served from a cache of decoded workflows, revalidated by version at each
+  // call (Store::GetWorkflowIfChanged: one cheap statement when unchanged).
   Result<WorkflowView> QueryWorkflow(const Caller& caller, std::string_view id);
+  // QueryWorkflow's result as the JSON text of ToJson(WorkflowView) plus a newline (the REST
+  // response body), encoded once per workflow version.
+  Result<std::shared_ptr<const std::string>> QueryWorkflowJson(const Caller& caller,
+                                                               std::string_view id);
   Result<std::vector<WorkflowView>> ListWorkflows(const Caller& caller,
                                                   const WorkflowFilter& filter);
   // Marks every unfinished task and the workflow CANCELED; kFailedPrecondition when finished.

@@ -79,7 +79,7 @@ class PostgresConnection final : public SqlConnection {
     return OkStatus();
   }
 
-  Status Begin(bool write) override {
+  Status Ready() override {
     if (PQstatus(conn_) != CONNECTION_OK) {
       statements_.clear();  // prepared statements die with the session
       PQreset(conn_);
@@ -90,6 +90,12 @@ class PostgresConnection final : public SqlConnection {
       Configure();
     }
     if (PQtransactionStatus(conn_) != PQTRANS_IDLE) Rollback();
+    failure_ = {};
+    return OkStatus();
+  }
+
+  Status Begin(bool write) override {
+    RETURN_IF_ERROR(Ready());
     return Script(write ? "BEGIN ISOLATION LEVEL READ COMMITTED"
                         : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
   }

@@ -3,7 +3,8 @@
 // both SQLite and PostgreSQL accept, with positional parameters $1, $2, ... (the SQLite driver
 // rewrites them to ?1, ?2, ...). Values travel as text (or NULL) and 64-bit integers.
 //
-// Thread contract: a connection is used by one thread at a time (SqlStore holds a mutex).
+// Thread contract: a connection is used by one thread at a time (SqlStore hands each connection to
+// one transaction at a time).
 
 #include <cstdint>
 #include <memory>
@@ -55,6 +56,10 @@ class SqlConnection {
   virtual Result<std::vector<SqlRow>> Query(std::string_view sql, const SqlParams& params) = 0;
   // Runs a parameterless script of one or more statements (migrations).
   virtual Status Script(std::string_view sql) = 0;
+
+  // Makes the connection usable for a statement outside a transaction: re-establishes a lost
+  // connection and ends a transaction left open. Begin calls it too.
+  virtual Status Ready() = 0;
 
   // Transactions. Begin(write=true) takes the write lock up front where the database has one
   // (SQLite BEGIN IMMEDIATE); Begin(write=false) gives a consistent read snapshot. Begin also

@@ -146,39 +146,84 @@ int64_t SqlRow::Int(size_t i) const {
   return value;
 }
 
+SqlStore::SqlStore(std::unique_ptr<SqlConnection> connection, ConnectionFactory open_reader,
+                   int max_readers, const Clock& clock)
+    : connection_(std::move(connection)),
+      open_reader_(std::move(open_reader)),
+      max_readers_(open_reader_ ? std::max(0, max_readers) : 0),
+      clock_(clock) {}
+
+SqlStore::~SqlStore() = default;
+
 Result<std::unique_ptr<Store>> SqlStore::Open(std::unique_ptr<SqlConnection> connection,
+                                              ConnectionFactory open_reader, int max_readers,
                                               const Clock& clock) {
-  std::unique_ptr<SqlStore> store(new SqlStore(std::move(connection), clock));
+  std::unique_ptr<SqlStore> store(
+      new SqlStore(std::move(connection), std::move(open_reader), max_readers, clock));
   RETURN_IF_ERROR(store->Migrate());
   return std::unique_ptr<Store>(std::move(store));
 }
 
+SqlConnection* SqlStore::AcquireReader() {
+  if (max_readers_ == 0) return nullptr;
+  std::unique_lock lock(readers_mu_);
+  for (;;) {
+    if (readers_failed_) return nullptr;
+    if (!idle_readers_.empty()) {
+      SqlConnection* reader = idle_readers_.back();
+      idle_readers_.pop_back();
+      return reader;
+    }
+    if (static_cast<int>(readers_.size()) + opening_readers_ < max_readers_) break;
+    readers_cv_.wait(lock);  // all readers busy
+  }
+  // Open a new reader outside the lock (a PostgreSQL connection takes a round trip or more).
+  ++opening_readers_;
+  lock.unlock();
+  auto opened = open_reader_();
+  lock.lock();
+  --opening_readers_;
+  if (!opened.ok()) {
+    readers_failed_ = true;
+    readers_cv_.notify_all();
+    return nullptr;
+  }
+  readers_.push_back(std::move(*opened));
+  return readers_.back().get();
+}
+
+void SqlStore::ReleaseReader(SqlConnection* reader) {
+  {
+    std::lock_guard lock(readers_mu_);
+    idle_readers_.push_back(reader);
+  }
+  readers_cv_.notify_one();
+}
+
 template <typename Body>
-auto SqlStore::InTransaction(bool write, Body&& body) -> decltype(body()) {
-  std::lock_guard lock(mu_);
+auto SqlStore::RunOn(SqlConnection& db, Mode mode, Body& body) -> decltype(body(db)) {
   Status last;
   for (int attempt = 1; attempt <= kMaxAttempts; ++attempt) {
     if (attempt > 1) std::this_thread::sleep_for(std::chrono::milliseconds(2 * attempt));
-    last = connection_->Begin(write);
+    last = mode == Mode::kStatement ? db.Ready() : db.Begin(mode == Mode::kWrite);
     if (!last.ok()) {
-      if (connection_->LastFailure().transient || connection_->LastFailure().connection_lost) {
-        continue;
-      }
+      if (db.LastFailure().transient || db.LastFailure().connection_lost) continue;
       return last;
     }
-    auto result = body();
+    auto result = body(db);
     if (result.ok()) {
-      last = connection_->Commit();
+      if (mode == Mode::kStatement) return result;
+      last = db.Commit();
       if (last.ok()) return result;
-      SqlFailure failure = connection_->LastFailure();
-      connection_->Rollback();
+      SqlFailure failure = db.LastFailure();
+      db.Rollback();
       // A commit whose outcome is unknown (connection lost) is not retried: it may have applied.
       if (failure.transient && !failure.connection_lost) continue;
       return last;
     }
-    SqlFailure failure = connection_->LastFailure();
-    connection_->Rollback();
-    if constexpr (std::is_same_v<decltype(body()), Status>) {
+    SqlFailure failure = db.LastFailure();
+    db.Rollback();
+    if constexpr (std::is_same_v<decltype(body(db)), Status>) {
       last = result;
     } else {
       last = result.status();
@@ -188,14 +233,30 @@ auto SqlStore::InTransaction(bool write, Body&& body) -> decltype(body()) {
   return last;
 }
 
+template <typename Body>
+auto SqlStore::Run(Mode mode, Body&& body) -> decltype(body(std::declval<SqlConnection&>())) {
+  if (mode != Mode::kWrite) {
+    if (SqlConnection* reader = AcquireReader(); reader != nullptr) {
+      struct Release {
+        SqlStore* store;
+        SqlConnection* reader;
+        ~Release() { store->ReleaseReader(reader); }
+      } release{this, reader};
+      return RunOn(*reader, mode, body);
+    }
+  }
+  std::lock_guard lock(mu_);
+  return RunOn(*connection_, mode, body);
+}
+
 Status SqlStore::Migrate() {
   const std::vector<Migration>& migrations = connection_->Migrations();
-  return InTransaction(true, [&]() -> Status {
-    RETURN_IF_ERROR(connection_->LockForMigration());
-    RETURN_IF_ERROR(connection_->Script(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, "
-        "name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)"));
-    ASSIGN_OR_RETURN(auto rows, connection_->Query("SELECT version FROM schema_migrations", {}));
+  return Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
+    RETURN_IF_ERROR(db.LockForMigration());
+    RETURN_IF_ERROR(
+        db.Script("CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, "
+                  "name TEXT NOT NULL, applied_at_ms BIGINT NOT NULL)"));
+    ASSIGN_OR_RETURN(auto rows, db.Query("SELECT version FROM schema_migrations", {}));
     std::set<int64_t> applied;
     for (const SqlRow& row : rows) applied.insert(row.Int(0));
     int64_t newest_known = migrations.empty() ? 0 : migrations.back().version;
@@ -206,16 +267,15 @@ Status SqlStore::Migrate() {
     }
     for (const Migration& migration : migrations) {
       if (applied.count(migration.version)) continue;
-      Status status = connection_->Script(migration.sql);
+      Status status = db.Script(migration.sql);
       if (!status.ok()) {
         return status.WithContext("store: migration " + std::to_string(migration.version) + "_" +
                                   std::string(migration.name));
       }
       RETURN_IF_ERROR(
-          connection_
-              ->Query("INSERT INTO schema_migrations (version, name, applied_at_ms) "
-                      "VALUES ($1, $2, $3)",
-                      {int64_t{migration.version}, std::string(migration.name), clock_.NowMillis()})
+          db.Query("INSERT INTO schema_migrations (version, name, applied_at_ms) "
+                   "VALUES ($1, $2, $3)",
+                   {int64_t{migration.version}, std::string(migration.name), clock_.NowMillis()})
               .status());
     }
     return OkStatus();
@@ -252,13 +312,12 @@ Result<std::vector<int64_t>> SqlStore::WriteConfigs(const std::vector<ConfigWrit
   bool changes = std::any_of(writes.begin(), writes.end(),
                              [](const ConfigWrite& w) { return w.op != ConfigWrite::Op::kCheck; });
   int64_t now = clock_.NowMillis();
-  return InTransaction(true, [&]() -> Result<std::vector<int64_t>> {
+  return Run(Mode::kWrite, [&](SqlConnection& db) -> Result<std::vector<int64_t>> {
     // First statement: the row lock it takes serialises config writers until commit, so the
     // revision checks below cannot race with another writer.
     if (changes) {
       RETURN_IF_ERROR(
-          connection_->Query("UPDATE config_generation SET value = value + 1 WHERE id = 1", {})
-              .status());
+          db.Query("UPDATE config_generation SET value = value + 1 WHERE id = 1", {}).status());
     }
     std::vector<int64_t> revisions;
     revisions.reserve(writes.size());
@@ -266,9 +325,9 @@ Result<std::vector<int64_t>> SqlStore::WriteConfigs(const std::vector<ConfigWrit
       const ConfigWrite& w = writes[i];
       const std::string key = ConfigKey(w.kind, w.name);
       ASSIGN_OR_RETURN(auto current_rows,
-                       connection_->Query("SELECT revision FROM configs WHERE kind = $1 AND "
-                                          "name = $2",
-                                          {w.kind, w.name}));
+                       db.Query("SELECT revision FROM configs WHERE kind = $1 AND "
+                                "name = $2",
+                                {w.kind, w.name}));
       int64_t current = current_rows.empty() ? 0 : current_rows[0].Int(0);
       if (w.expected_revision && *w.expected_revision != current) {
         return AbortedError("config " + key + ": expected revision " +
@@ -283,40 +342,37 @@ Result<std::vector<int64_t>> SqlStore::WriteConfigs(const std::vector<ConfigWrit
       if (w.op == ConfigWrite::Op::kDelete && current == 0) {
         return NotFoundError("config " + key + " does not exist");
       }
-      ASSIGN_OR_RETURN(
-          auto head, connection_->Query("INSERT INTO config_heads (kind, name, last_revision) "
-                                        "VALUES ($1, $2, 1) ON CONFLICT (kind, name) DO UPDATE SET "
-                                        "last_revision = config_heads.last_revision + 1 "
-                                        "RETURNING last_revision",
-                                        {w.kind, w.name}));
+      ASSIGN_OR_RETURN(auto head,
+                       db.Query("INSERT INTO config_heads (kind, name, last_revision) "
+                                "VALUES ($1, $2, 1) ON CONFLICT (kind, name) DO UPDATE SET "
+                                "last_revision = config_heads.last_revision + 1 "
+                                "RETURNING last_revision",
+                                {w.kind, w.name}));
       if (head.size() != 1) return InternalError("store: config head of " + key + " not returned");
       int64_t revision = head[0].Int(0);
       std::string action = w.action;
       if (w.op == ConfigWrite::Op::kPut) {
         if (action.empty()) action = "update";
         RETURN_IF_ERROR(
-            connection_
-                ->Query("INSERT INTO configs (kind, name, body, revision, updated_by, "
-                        "updated_at_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kind, name) "
-                        "DO UPDATE SET body = excluded.body, revision = excluded.revision, "
-                        "updated_by = excluded.updated_by, updated_at_ms = excluded.updated_at_ms",
-                        {w.kind, w.name, *bodies[i], revision, actor.user, now})
+            db.Query("INSERT INTO configs (kind, name, body, revision, updated_by, "
+                     "updated_at_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kind, name) "
+                     "DO UPDATE SET body = excluded.body, revision = excluded.revision, "
+                     "updated_by = excluded.updated_by, updated_at_ms = excluded.updated_at_ms",
+                     {w.kind, w.name, *bodies[i], revision, actor.user, now})
                 .status());
       } else {
         if (action.empty()) action = "delete";
         RETURN_IF_ERROR(
-            connection_
-                ->Query("DELETE FROM configs WHERE kind = $1 AND name = $2", {w.kind, w.name})
+            db.Query("DELETE FROM configs WHERE kind = $1 AND name = $2", {w.kind, w.name})
                 .status());
       }
       SqlParam body = bodies[i] ? SqlParam(*bodies[i]) : SqlParam(nullptr);
       RETURN_IF_ERROR(
-          connection_
-              ->Query("INSERT INTO config_revisions (kind, name, revision, action, author, "
-                      "source, created_at_ms, description, body) "
-                      "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                      {w.kind, w.name, revision, action, actor.user, actor.source, now,
-                       w.description, body})
+          db.Query("INSERT INTO config_revisions (kind, name, revision, action, author, "
+                   "source, created_at_ms, description, body) "
+                   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                   {w.kind, w.name, revision, action, actor.user, actor.source, now, w.description,
+                    body})
               .status());
       revisions.push_back(revision);
     }
@@ -325,11 +381,10 @@ Result<std::vector<int64_t>> SqlStore::WriteConfigs(const std::vector<ConfigWrit
 }
 
 Result<ConfigRecord> SqlStore::GetConfig(std::string_view kind, std::string_view name) {
-  return InTransaction(false, [&]() -> Result<ConfigRecord> {
-    ASSIGN_OR_RETURN(auto rows,
-                     connection_->Query("SELECT " + std::string(kConfigColumns) +
-                                            " FROM configs WHERE kind = $1 AND name = $2",
-                                        {std::string(kind), std::string(name)}));
+  return Run(Mode::kRead, [&](SqlConnection& db) -> Result<ConfigRecord> {
+    ASSIGN_OR_RETURN(auto rows, db.Query("SELECT " + std::string(kConfigColumns) +
+                                             " FROM configs WHERE kind = $1 AND name = $2",
+                                         {std::string(kind), std::string(name)}));
     if (rows.empty()) return NotFoundError("config " + ConfigKey(kind, name) + " not found");
     return ConfigFromRow(rows[0]);
   });
@@ -340,8 +395,8 @@ Result<std::vector<ConfigRecord>> SqlStore::ListConfigs(std::optional<std::strin
   std::string sql = "SELECT " + std::string(kConfigColumns) + " FROM configs";
   if (kind) sql += " WHERE kind = " + Param(params, std::string(*kind));
   sql += " ORDER BY kind, name";
-  return InTransaction(false, [&]() -> Result<std::vector<ConfigRecord>> {
-    ASSIGN_OR_RETURN(auto rows, connection_->Query(sql, params));
+  return Run(Mode::kRead, [&](SqlConnection& db) -> Result<std::vector<ConfigRecord>> {
+    ASSIGN_OR_RETURN(auto rows, db.Query(sql, params));
     std::vector<ConfigRecord> records;
     records.reserve(rows.size());
     for (const SqlRow& row : rows) {
@@ -362,8 +417,8 @@ Result<std::vector<RevisionRecord>> SqlStore::History(std::optional<std::string_
   if (name) sql += " AND name = " + Param(params, std::string(*name));
   sql += " ORDER BY seq DESC";
   if (limit > 0) sql += " LIMIT " + Param(params, int64_t{limit});
-  return InTransaction(false, [&]() -> Result<std::vector<RevisionRecord>> {
-    ASSIGN_OR_RETURN(auto rows, connection_->Query(sql, params));
+  return Run(Mode::kRead, [&](SqlConnection& db) -> Result<std::vector<RevisionRecord>> {
+    ASSIGN_OR_RETURN(auto rows, db.Query(sql, params));
     std::vector<RevisionRecord> records;
     records.reserve(rows.size());
     for (const SqlRow& row : rows) {
@@ -376,12 +431,11 @@ Result<std::vector<RevisionRecord>> SqlStore::History(std::optional<std::string_
 
 Result<RevisionRecord> SqlStore::GetRevision(std::string_view kind, std::string_view name,
                                              int64_t revision) {
-  return InTransaction(false, [&]() -> Result<RevisionRecord> {
-    ASSIGN_OR_RETURN(auto rows,
-                     connection_->Query("SELECT " + std::string(kRevisionColumns) +
-                                            " FROM config_revisions WHERE kind = $1 AND "
-                                            "name = $2 AND revision = $3",
-                                        {std::string(kind), std::string(name), revision}));
+  return Run(Mode::kRead, [&](SqlConnection& db) -> Result<RevisionRecord> {
+    ASSIGN_OR_RETURN(auto rows, db.Query("SELECT " + std::string(kRevisionColumns) +
+                                             " FROM config_revisions WHERE kind = $1 AND "
+                                             "name = $2 AND revision = $3",
+                                         {std::string(kind), std::string(name), revision}));
     if (rows.empty()) {
       return NotFoundError("config " + ConfigKey(kind, name) + " has no revision " +
                            std::to_string(revision));
@@ -391,11 +445,20 @@ Result<RevisionRecord> SqlStore::GetRevision(std::string_view kind, std::string_
 }
 
 Result<int64_t> SqlStore::ConfigGeneration() {
-  return InTransaction(false, [&]() -> Result<int64_t> {
-    ASSIGN_OR_RETURN(auto rows,
-                     connection_->Query("SELECT value FROM config_generation WHERE id = 1", {}));
+  return Run(Mode::kStatement, [&](SqlConnection& db) -> Result<int64_t> {
+    ASSIGN_OR_RETURN(auto rows, db.Query("SELECT value FROM config_generation WHERE id = 1", {}));
     if (rows.size() != 1) return InternalError("store: config_generation has no row");
     return rows[0].Int(0);
+  });
+}
+
+Result<Store::Generations> SqlStore::GetGenerations() {
+  return Run(Mode::kStatement, [&](SqlConnection& db) -> Result<Generations> {
+    ASSIGN_OR_RETURN(auto rows, db.Query("SELECT c.value, n.value FROM config_generation c, "
+                                         "node_generation n WHERE c.id = 1 AND n.id = 1",
+                                         {}));
+    if (rows.size() != 1) return InternalError("store: a generation row is missing");
+    return Generations{rows[0].Int(0), rows[0].Int(1)};
   });
 }
 
@@ -409,13 +472,14 @@ Status SqlStore::UpsertNodes(const std::vector<NodeRecord>& nodes, bool replace_
     ASSIGN_OR_RETURN(std::string object, DumpJson(node.object, "node " + node.name));
     objects.push_back(std::move(object));
   }
-  return InTransaction(true, [&]() -> Status {
-    if (replace_all) RETURN_IF_ERROR(connection_->Query("DELETE FROM nodes", {}).status());
+  return Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
+    RETURN_IF_ERROR(
+        db.Query("UPDATE node_generation SET value = value + 1 WHERE id = 1", {}).status());
+    if (replace_all) RETURN_IF_ERROR(db.Query("DELETE FROM nodes", {}).status());
     for (size_t i = 0; i < nodes.size(); ++i) {
-      RETURN_IF_ERROR(connection_
-                          ->Query("INSERT INTO nodes (name, object) VALUES ($1, $2) "
-                                  "ON CONFLICT (name) DO UPDATE SET object = excluded.object",
-                                  {nodes[i].name, objects[i]})
+      RETURN_IF_ERROR(db.Query("INSERT INTO nodes (name, object) VALUES ($1, $2) "
+                               "ON CONFLICT (name) DO UPDATE SET object = excluded.object",
+                               {nodes[i].name, objects[i]})
                           .status());
     }
     return OkStatus();
@@ -423,18 +487,20 @@ Status SqlStore::UpsertNodes(const std::vector<NodeRecord>& nodes, bool replace_
 }
 
 Status SqlStore::DeleteNodes(const std::vector<std::string>& names) {
-  return InTransaction(true, [&]() -> Status {
+  if (names.empty()) return OkStatus();
+  return Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
+    RETURN_IF_ERROR(
+        db.Query("UPDATE node_generation SET value = value + 1 WHERE id = 1", {}).status());
     for (const std::string& name : names) {
-      RETURN_IF_ERROR(connection_->Query("DELETE FROM nodes WHERE name = $1", {name}).status());
+      RETURN_IF_ERROR(db.Query("DELETE FROM nodes WHERE name = $1", {name}).status());
     }
     return OkStatus();
   });
 }
 
 Result<std::vector<NodeRecord>> SqlStore::ListNodes() {
-  return InTransaction(false, [&]() -> Result<std::vector<NodeRecord>> {
-    ASSIGN_OR_RETURN(auto rows,
-                     connection_->Query("SELECT name, object FROM nodes ORDER BY name", {}));
+  return Run(Mode::kRead, [&](SqlConnection& db) -> Result<std::vector<NodeRecord>> {
+    ASSIGN_OR_RETURN(auto rows, db.Query("SELECT name, object FROM nodes ORDER BY name", {}));
     std::vector<NodeRecord> nodes;
     nodes.reserve(rows.size());
     for (const SqlRow& row : rows) {
@@ -449,16 +515,17 @@ Result<std::vector<NodeRecord>> SqlStore::ListNodes() {
 
 // ---- Workflows ----
 
-Result<WorkflowRecord> SqlStore::LoadWorkflow(std::string_view id) {
-  ASSIGN_OR_RETURN(auto rows, connection_->Query("SELECT " + std::string(kWorkflowColumns) +
-                                                     " FROM workflows WHERE id = $1",
-                                                 {std::string(id)}));
+Result<WorkflowRecord> SqlStore::LoadWorkflow(SqlConnection& db, std::string_view id) {
+  ASSIGN_OR_RETURN(auto rows, db.Query("SELECT " + std::string(kWorkflowColumns) +
+                                           " FROM workflows WHERE id = $1",
+                                       {std::string(id)}));
   if (rows.empty()) return NotFoundError("workflow " + std::string(id) + " not found");
   ASSIGN_OR_RETURN(WorkflowRecord workflow, WorkflowFromRow(rows[0]));
   ASSIGN_OR_RETURN(auto task_rows,
-                   connection_->Query("SELECT " + std::string(kTaskColumns) +
-                                          " FROM tasks WHERE workflow_id = $1 ORDER BY position",
-                                      {std::string(id)}));
+                   db.Query("SELECT " + std::string(kTaskColumns) +
+                                " FROM tasks WHERE workflow_id = $1 ORDER BY position",
+                            {std::string(id)}));
+  workflow.tasks.reserve(task_rows.size());
   for (const SqlRow& row : task_rows) {
     ASSIGN_OR_RETURN(TaskRecord task, TaskFromRow(row));
     workflow.tasks.push_back(std::move(task));
@@ -466,7 +533,8 @@ Result<WorkflowRecord> SqlStore::LoadWorkflow(std::string_view id) {
   return workflow;
 }
 
-Status SqlStore::InsertTasks(std::string_view workflow_id, const std::vector<TaskRecord>& tasks) {
+Status SqlStore::InsertTasks(SqlConnection& db, std::string_view workflow_id,
+                             const std::vector<TaskRecord>& tasks) {
   // Multi-row INSERTs of up to kTasksPerInsert rows (13 parameters each) save round trips.
   constexpr size_t kTasksPerInsert = 64;
   for (size_t begin = 0; begin < tasks.size(); begin += kTasksPerInsert) {
@@ -491,54 +559,176 @@ Status SqlStore::InsertTasks(std::string_view workflow_id, const std::vector<Tas
       }
       sql += ")";
     }
-    RETURN_IF_ERROR(connection_->Query(sql, params).status());
+    RETURN_IF_ERROR(db.Query(sql, params).status());
   }
   return OkStatus();
 }
 
-Result<WorkflowRecord> SqlStore::CreateWorkflow(const WorkflowRecord& workflow) {
-  RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
-  ASSIGN_OR_RETURN(std::string spec, DumpJson(workflow.spec, "workflow " + workflow.id));
+Result<SqlStore::CreateOutcome> SqlStore::CreateIn(SqlConnection& db,
+                                                   const WorkflowRecord& workflow,
+                                                   const std::string& spec) {
   SqlParam key =
       workflow.idempotency_key.empty() ? SqlParam(nullptr) : SqlParam(workflow.idempotency_key);
   auto find_by_key = [&]() -> Result<std::optional<WorkflowRecord>> {
     if (workflow.idempotency_key.empty()) return std::optional<WorkflowRecord>();
-    ASSIGN_OR_RETURN(auto rows, connection_->Query("SELECT id FROM workflows WHERE "
-                                                   "idempotency_key = $1",
-                                                   {workflow.idempotency_key}));
+    ASSIGN_OR_RETURN(auto rows, db.Query("SELECT id FROM workflows WHERE idempotency_key = $1",
+                                         {workflow.idempotency_key}));
     if (rows.empty()) return std::optional<WorkflowRecord>();
-    ASSIGN_OR_RETURN(WorkflowRecord existing, LoadWorkflow(rows[0].Text(0)));
+    ASSIGN_OR_RETURN(WorkflowRecord existing, LoadWorkflow(db, rows[0].Text(0)));
     return std::optional<WorkflowRecord>(std::move(existing));
   };
-  return InTransaction(true, [&]() -> Result<WorkflowRecord> {
-    ASSIGN_OR_RETURN(auto existing, find_by_key());
-    if (existing) return std::move(*existing);
-    // DO NOTHING on any conflict (id or idempotency key); with PostgreSQL it waits for a
-    // concurrent insert of the same key to commit, so the second lookup below sees it.
-    ASSIGN_OR_RETURN(auto inserted,
-                     connection_->Query(
-                         "INSERT INTO workflows (id, name, pool, user_name, status, finished, "
-                         "submitted_ms, spec, version, idempotency_key) "
-                         "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9) "
-                         "ON CONFLICT DO NOTHING RETURNING id",
-                         {workflow.id, workflow.name, workflow.pool, workflow.user, workflow.status,
-                          int64_t{IsFinishedWorkflowStatus(workflow.status) ? 1 : 0},
-                          workflow.submitted_ms, spec, key}));
-    if (inserted.empty()) {
-      ASSIGN_OR_RETURN(auto raced, find_by_key());
-      if (raced) return std::move(*raced);
-      return AlreadyExistsError("workflow " + workflow.id + " already exists");
+  CreateOutcome outcome;
+  ASSIGN_OR_RETURN(outcome.record, find_by_key());
+  if (outcome.record) return outcome;
+  // DO NOTHING on any conflict (id or idempotency key), so a taken id is a refusal that leaves
+  // the transaction (and the rest of its batch) usable. With PostgreSQL it waits for a concurrent
+  // insert of the same key to commit, so the second lookup below sees it.
+  ASSIGN_OR_RETURN(
+      auto inserted,
+      db.Query("INSERT INTO workflows (id, name, pool, user_name, status, finished, "
+               "submitted_ms, spec, version, idempotency_key) "
+               "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9) "
+               "ON CONFLICT DO NOTHING RETURNING id",
+               {workflow.id, workflow.name, workflow.pool, workflow.user, workflow.status,
+                int64_t{IsFinishedWorkflowStatus(workflow.status) ? 1 : 0}, workflow.submitted_ms,
+                spec, key}));
+  if (inserted.empty()) {
+    ASSIGN_OR_RETURN(outcome.record, find_by_key());
+    if (!outcome.record) {
+      outcome.refused = AlreadyExistsError("workflow " + workflow.id + " already exists");
     }
-    RETURN_IF_ERROR(InsertTasks(workflow.id, workflow.tasks));
-    WorkflowRecord stored = workflow;
-    stored.version = 1;
-    for (TaskRecord& task : stored.tasks) task.workflow_id = workflow.id;
-    return stored;
-  });
+    return outcome;
+  }
+  RETURN_IF_ERROR(InsertTasks(db, workflow.id, workflow.tasks));
+  outcome.record = workflow;
+  outcome.record->version = 1;
+  for (TaskRecord& task : outcome.record->tasks) task.workflow_id = workflow.id;
+  return outcome;
+}
+
+Status SqlStore::InsertAudit(SqlConnection& db, const AuditRecord& record, int64_t at_ms) {
+  return db
+      .Query(
+          "INSERT INTO audit_log (at_ms, user_name, source, action, target, detail) "
+          "VALUES ($1, $2, $3, $4, $5, $6)",
+          {at_ms, record.user, record.source, record.action, record.target, record.detail})
+      .status();
+}
+
+void SqlStore::GroupCommit(PendingWrite& write) {
+  // At most this many writes per transaction, so that one batch's latency stays bounded.
+  constexpr size_t kMaxBatch = 256;
+  std::unique_lock lock(queue_mu_);
+  queue_.push_back(&write);
+  while (!write.done) {
+    if (leader_) {
+      queue_cv_.wait(lock);
+      continue;
+    }
+    // Lead: write everything queued so far (this write may be in a later batch when the queue is
+    // longer than kMaxBatch; the loop then leads again or waits).
+    leader_ = true;
+    size_t n = std::min(queue_.size(), kMaxBatch);
+    std::vector<PendingWrite*> batch(queue_.begin(), queue_.begin() + static_cast<ptrdiff_t>(n));
+    queue_.erase(queue_.begin(), queue_.begin() + static_cast<ptrdiff_t>(n));
+    lock.unlock();
+    WriteBatch(batch);
+    lock.lock();
+    for (PendingWrite* done : batch) done->done = true;
+    leader_ = false;
+    queue_cv_.notify_all();
+  }
+}
+
+void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
+  std::vector<PendingWrite*> todo = batch;
+  while (!todo.empty()) {
+    std::vector<std::optional<Result<WorkflowRecord>>> created;
+    size_t failed = todo.size();  // the write whose statement failed, if one did
+    Status status = Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
+      created.assign(todo.size(), std::nullopt);
+      failed = todo.size();
+      for (size_t i = 0; i < todo.size(); ++i) {
+        const PendingWrite& write = *todo[i];
+        failed = i;
+        bool refused = false;
+        if (write.workflow != nullptr) {
+          ASSIGN_OR_RETURN(CreateOutcome outcome, CreateIn(db, *write.workflow, write.spec));
+          if (outcome.record) {
+            created[i] = std::move(*outcome.record);
+          } else {
+            created[i] = outcome.refused;
+            refused = true;
+          }
+        }
+        if (write.audit != nullptr && !refused) {
+          RETURN_IF_ERROR(InsertAudit(db, *write.audit, write.audit_at_ms));
+        }
+      }
+      failed = todo.size();
+      return OkStatus();
+    });
+    if (status.ok()) {
+      for (size_t i = 0; i < todo.size(); ++i) {
+        if (created[i]) {
+          todo[i]->status = created[i]->status();
+          todo[i]->created = std::move(created[i]);
+        }
+      }
+      return;
+    }
+    if (failed >= todo.size()) {
+      // Begin or commit failed: the whole batch failed (after the retries of Run).
+      for (PendingWrite* write : todo) write->status = status;
+      return;
+    }
+    // One write's statement failed: it fails alone; rerun the others without it.
+    todo[failed]->status = status;
+    todo.erase(todo.begin() + static_cast<ptrdiff_t>(failed));
+  }
+}
+
+Result<WorkflowRecord> SqlStore::CreateWorkflow(const WorkflowRecord& workflow) {
+  RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
+  PendingWrite write;
+  write.workflow = &workflow;
+  ASSIGN_OR_RETURN(write.spec, DumpJson(workflow.spec, "workflow " + workflow.id));
+  GroupCommit(write);
+  if (!write.status.ok()) return write.status;
+  return std::move(*write.created);
+}
+
+Result<WorkflowRecord> SqlStore::CreateWorkflowWithAudit(const WorkflowRecord& workflow,
+                                                         const AuditRecord& audit) {
+  RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
+  PendingWrite write;
+  write.workflow = &workflow;
+  ASSIGN_OR_RETURN(write.spec, DumpJson(workflow.spec, "workflow " + workflow.id));
+  write.audit = &audit;
+  write.audit_at_ms = audit.at_ms != 0 ? audit.at_ms : clock_.NowMillis();
+  GroupCommit(write);
+  if (!write.status.ok()) return write.status;
+  return std::move(*write.created);
 }
 
 Result<WorkflowRecord> SqlStore::GetWorkflow(std::string_view id) {
-  return InTransaction(false, [&]() { return LoadWorkflow(id); });
+  return Run(Mode::kRead, [&](SqlConnection& db) { return LoadWorkflow(db, id); });
+}
+
+Result<std::optional<WorkflowRecord>> SqlStore::GetWorkflowIfChanged(std::string_view id,
+                                                                     int64_t known_version) {
+  ASSIGN_OR_RETURN(
+      auto version, Run(Mode::kStatement, [&](SqlConnection& db) -> Result<int64_t> {
+        ASSIGN_OR_RETURN(
+            auto rows, db.Query("SELECT version FROM workflows WHERE id = $1", {std::string(id)}));
+        if (rows.empty()) {
+          return NotFoundError("workflow " + std::string(id) + " not found");
+        }
+        return rows[0].Int(0);
+      }));
+  if (version == known_version) return std::optional<WorkflowRecord>();
+  ASSIGN_OR_RETURN(WorkflowRecord workflow, GetWorkflow(id));
+  return std::optional<WorkflowRecord>(std::move(workflow));
 }
 
 Result<std::vector<WorkflowRecord>> SqlStore::ListWorkflows(const WorkflowFilter& filter) {
@@ -548,8 +738,8 @@ Result<std::vector<WorkflowRecord>> SqlStore::ListWorkflows(const WorkflowFilter
   std::string tasks_sql = "SELECT t." + std::string(kTaskColumns) +
                           " FROM tasks t JOIN (SELECT id FROM workflows" + where +
                           ") w ON t.workflow_id = w.id ORDER BY t.workflow_id, t.position";
-  return InTransaction(false, [&]() -> Result<std::vector<WorkflowRecord>> {
-    ASSIGN_OR_RETURN(auto rows, connection_->Query(workflows_sql, params));
+  return Run(Mode::kRead, [&](SqlConnection& db) -> Result<std::vector<WorkflowRecord>> {
+    ASSIGN_OR_RETURN(auto rows, db.Query(workflows_sql, params));
     std::vector<WorkflowRecord> workflows;
     workflows.reserve(rows.size());
     std::unordered_map<std::string, size_t> index;
@@ -559,7 +749,7 @@ Result<std::vector<WorkflowRecord>> SqlStore::ListWorkflows(const WorkflowFilter
       workflows.push_back(std::move(workflow));
     }
     if (workflows.empty()) return workflows;
-    ASSIGN_OR_RETURN(auto task_rows, connection_->Query(tasks_sql, params));
+    ASSIGN_OR_RETURN(auto task_rows, db.Query(tasks_sql, params));
     for (const SqlRow& row : task_rows) {
       ASSIGN_OR_RETURN(TaskRecord task, TaskFromRow(row));
       auto it = index.find(task.workflow_id);
@@ -572,54 +762,64 @@ Result<std::vector<WorkflowRecord>> SqlStore::ListWorkflows(const WorkflowFilter
 Status SqlStore::UpdateWorkflow(const WorkflowRecord& workflow) {
   RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
   ASSIGN_OR_RETURN(std::string spec, DumpJson(workflow.spec, "workflow " + workflow.id));
-  return InTransaction(true, [&]() -> Status {
+  return Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
     ASSIGN_OR_RETURN(
         auto updated,
-        connection_->Query(
+        db.Query(
             "UPDATE workflows SET name = $2, pool = $3, user_name = $4, "
             "status = $5, finished = $6, spec = $7, version = version + 1 "
             "WHERE id = $1 AND version = $8 RETURNING version",
             {workflow.id, workflow.name, workflow.pool, workflow.user, workflow.status,
              int64_t{IsFinishedWorkflowStatus(workflow.status) ? 1 : 0}, spec, workflow.version}));
     if (updated.empty()) {
-      ASSIGN_OR_RETURN(auto rows, connection_->Query("SELECT version FROM workflows WHERE id = $1",
-                                                     {workflow.id}));
+      ASSIGN_OR_RETURN(auto rows,
+                       db.Query("SELECT version FROM workflows WHERE id = $1", {workflow.id}));
       if (rows.empty()) return NotFoundError("workflow " + workflow.id + " not found");
       return AbortedError("workflow " + workflow.id + ": version " +
                           std::to_string(workflow.version) + " is stale (stored version is " +
                           std::to_string(rows[0].Int(0)) + "); reload and retry");
     }
-    RETURN_IF_ERROR(
-        connection_->Query("DELETE FROM tasks WHERE workflow_id = $1", {workflow.id}).status());
-    return InsertTasks(workflow.id, workflow.tasks);
+    RETURN_IF_ERROR(db.Query("DELETE FROM tasks WHERE workflow_id = $1", {workflow.id}).status());
+    return InsertTasks(db, workflow.id, workflow.tasks);
   });
 }
 
 Result<int64_t> SqlStore::NextSequence(std::string_view name) {
   RETURN_IF_ERROR(RequireNonEmpty(name, "sequence name"));
-  return InTransaction(true, [&]() -> Result<int64_t> {
-    ASSIGN_OR_RETURN(auto rows, connection_->Query(
-                                    "INSERT INTO sequences (name, value) VALUES ($1, 1) "
-                                    "ON CONFLICT (name) DO UPDATE SET value = sequences.value + 1 "
-                                    "RETURNING value",
-                                    {std::string(name)}));
-    if (rows.size() != 1) return InternalError("store: sequence " + std::string(name));
-    return rows[0].Int(0);
-  });
+  // Blocks start at one value (a CLI process that takes one id leaves no gap) and double with
+  // each reservation up to kMaxSequenceBlock (a busy server reserves rarely).
+  constexpr int64_t kMaxSequenceBlock = 128;
+  std::lock_guard lock(sequences_mu_);
+  SequenceBlock& block = sequences_[std::string(name)];
+  if (block.next >= block.end) {
+    int64_t size = std::clamp<int64_t>(block.size * 2, 1, kMaxSequenceBlock);
+    ASSIGN_OR_RETURN(int64_t last, Run(Mode::kWrite, [&](SqlConnection& db) -> Result<int64_t> {
+                       ASSIGN_OR_RETURN(auto rows,
+                                        db.Query("INSERT INTO sequences (name, value) "
+                                                 "VALUES ($1, $2) ON CONFLICT (name) DO UPDATE "
+                                                 "SET value = sequences.value + $2 "
+                                                 "RETURNING value",
+                                                 {std::string(name), size}));
+                       if (rows.size() != 1) {
+                         return InternalError("store: sequence " + std::string(name));
+                       }
+                       return rows[0].Int(0);
+                     }));
+    block.next = last - size + 1;
+    block.end = last + 1;
+    block.size = size;
+  }
+  return block.next++;
 }
 
 // ---- Audit ----
 
 Status SqlStore::AppendAudit(const AuditRecord& record) {
-  int64_t at = record.at_ms != 0 ? record.at_ms : clock_.NowMillis();
-  return InTransaction(true, [&]() -> Status {
-    return connection_
-        ->Query(
-            "INSERT INTO audit_log (at_ms, user_name, source, action, target, detail) "
-            "VALUES ($1, $2, $3, $4, $5, $6)",
-            {at, record.user, record.source, record.action, record.target, record.detail})
-        .status();
-  });
+  PendingWrite write;
+  write.audit = &record;
+  write.audit_at_ms = record.at_ms != 0 ? record.at_ms : clock_.NowMillis();
+  GroupCommit(write);
+  return write.status;
 }
 
 Result<std::vector<AuditRecord>> SqlStore::ListAudit(int limit) {
@@ -627,8 +827,8 @@ Result<std::vector<AuditRecord>> SqlStore::ListAudit(int limit) {
   std::string sql =
       "SELECT at_ms, user_name, source, action, target, detail FROM audit_log ORDER BY id DESC";
   if (limit > 0) sql += " LIMIT " + Param(params, int64_t{limit});
-  return InTransaction(false, [&]() -> Result<std::vector<AuditRecord>> {
-    ASSIGN_OR_RETURN(auto rows, connection_->Query(sql, params));
+  return Run(Mode::kRead, [&](SqlConnection& db) -> Result<std::vector<AuditRecord>> {
+    ASSIGN_OR_RETURN(auto rows, db.Query(sql, params));
     std::vector<AuditRecord> records;
     records.reserve(rows.size());
     for (const SqlRow& row : rows) {
@@ -646,24 +846,23 @@ Result<bool> SqlStore::TryAcquireLease(std::string_view name, std::string_view h
   RETURN_IF_ERROR(RequireNonEmpty(name, "lease name"));
   RETURN_IF_ERROR(RequireNonEmpty(holder, "lease holder"));
   if (ttl_ms <= 0) return InvalidArgumentError("lease ttl must be positive");
-  return InTransaction(true, [&]() -> Result<bool> {
-    ASSIGN_OR_RETURN(
-        auto rows,
-        connection_->Query("INSERT INTO leases (name, holder, expires_ms) VALUES ($1, $2, $3) "
-                           "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
-                           "expires_ms = excluded.expires_ms "
-                           "WHERE leases.holder = excluded.holder OR leases.expires_ms <= $4 "
-                           "RETURNING holder",
-                           {std::string(name), std::string(holder), now_ms + ttl_ms, now_ms}));
+  return Run(Mode::kWrite, [&](SqlConnection& db) -> Result<bool> {
+    ASSIGN_OR_RETURN(auto rows,
+                     db.Query("INSERT INTO leases (name, holder, expires_ms) VALUES ($1, $2, $3) "
+                              "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+                              "expires_ms = excluded.expires_ms "
+                              "WHERE leases.holder = excluded.holder OR leases.expires_ms <= $4 "
+                              "RETURNING holder",
+                              {std::string(name), std::string(holder), now_ms + ttl_ms, now_ms}));
     return !rows.empty();
   });
 }
 
 Status SqlStore::ReleaseLease(std::string_view name, std::string_view holder) {
-  return InTransaction(true, [&]() -> Status {
-    return connection_
-        ->Query("DELETE FROM leases WHERE name = $1 AND holder = $2",
-                {std::string(name), std::string(holder)})
+  return Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
+    return db
+        .Query("DELETE FROM leases WHERE name = $1 AND holder = $2",
+               {std::string(name), std::string(holder)})
         .status();
   });
 }

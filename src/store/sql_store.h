@@ -2,16 +2,29 @@
 // SqlStore: the one Store implementation, written against SqlConnection so that SQLite and
 // PostgreSQL run the same statements and the same transaction logic.
 //
-// Concurrency: one connection per SqlStore, guarded by a mutex (calls from several threads are
-// serialised). Between processes, correctness comes from the database: every write method is one
+// Concurrency: one writer connection, guarded by a mutex (write transactions of one SqlStore are
+// serialised), and a pool of reader connections opened on demand (up to max_readers) for read
+// transactions, so that reads run beside the writer and beside each other (SQLite WAL readers;
+// PostgreSQL sessions). Workflow creates and audit appends are group-committed: a caller queues
+// its write; whoever finds no batch running becomes the leader, writes everything queued in one
+// transaction and wakes the others once it committed (or failed). A write whose statement fails
+// is dropped from the batch and the batch rerun without it, so it fails alone. Sequence values
+// are handed out from blocks reserved in a write transaction.
+//
+// Between processes, correctness comes from the database: every write method is one
 // transaction; a config write first bumps the one-row config_generation (serialising config
 // writers store-wide), then config_heads (the revision counter of each written config), then checks
 // the expected revision; workflow updates are `UPDATE ... WHERE version = $n`;
 // leases are one conditional upsert. Transient failures (SQLite busy, PostgreSQL serialization
 // failure or deadlock, a connection lost before commit) rerun the whole transaction a few times.
 
+#include <condition_variable>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "store/sql_connection.h"
 #include "store/store.h"
@@ -20,9 +33,15 @@ namespace gpupool::store {
 
 class SqlStore final : public Store {
  public:
-  // Runs pending migrations on `connection` first. `clock` must outlive the store.
+  using ConnectionFactory = std::function<Result<std::unique_ptr<SqlConnection>>()>;
+
+  // Runs pending migrations on `connection` (the writer) first. `open_reader` opens a reader
+  // connection to the same database (null: reads use the writer); at most `max_readers` are
+  // opened. `clock` must outlive the store.
   static Result<std::unique_ptr<Store>> Open(std::unique_ptr<SqlConnection> connection,
+                                             ConnectionFactory open_reader, int max_readers,
                                              const Clock& clock);
+  ~SqlStore() override;
 
   std::string_view Backend() const override { return connection_->Backend(); }
 
@@ -36,13 +55,18 @@ class SqlStore final : public Store {
   Result<RevisionRecord> GetRevision(std::string_view kind, std::string_view name,
                                      int64_t revision) override;
   Result<int64_t> ConfigGeneration() override;
+  Result<Generations> GetGenerations() override;
 
   Status UpsertNodes(const std::vector<NodeRecord>& nodes, bool replace_all) override;
   Status DeleteNodes(const std::vector<std::string>& names) override;
   Result<std::vector<NodeRecord>> ListNodes() override;
 
   Result<WorkflowRecord> CreateWorkflow(const WorkflowRecord& workflow) override;
+  Result<WorkflowRecord> CreateWorkflowWithAudit(const WorkflowRecord& workflow,
+                                                 const AuditRecord& audit) override;
   Result<WorkflowRecord> GetWorkflow(std::string_view id) override;
+  Result<std::optional<WorkflowRecord>> GetWorkflowIfChanged(std::string_view id,
+                                                             int64_t known_version) override;
   Result<std::vector<WorkflowRecord>> ListWorkflows(const WorkflowFilter& filter) override;
   Status UpdateWorkflow(const WorkflowRecord& workflow) override;
   Result<int64_t> NextSequence(std::string_view name) override;
@@ -55,23 +79,80 @@ class SqlStore final : public Store {
   Status ReleaseLease(std::string_view name, std::string_view holder) override;
 
  private:
-  SqlStore(std::unique_ptr<SqlConnection> connection, const Clock& clock)
-      : connection_(std::move(connection)), clock_(clock) {}
+  SqlStore(std::unique_ptr<SqlConnection> connection, ConnectionFactory open_reader,
+           int max_readers, const Clock& clock);
+
+  // How a body runs: in a write transaction on the writer; in a read transaction (a consistent
+  // snapshot) on a reader; or as one read statement outside any transaction, on a reader.
+  enum class Mode { kWrite, kRead, kStatement };
 
   Status Migrate();
 
-  // Runs `body` (returning Status or Result<T>) in one transaction, committing when it succeeds
-  // and rerunning it on transient failures. Holds mu_.
+  // Runs `body(SqlConnection&)` (returning Status or Result<T>) as `mode` says, committing when it
+  // succeeds and rerunning it on transient failures.
   template <typename Body>
-  auto InTransaction(bool write, Body&& body) -> decltype(body());
+  auto Run(Mode mode, Body&& body) -> decltype(body(std::declval<SqlConnection&>()));
+  template <typename Body>
+  auto RunOn(SqlConnection& db, Mode mode, Body& body) -> decltype(body(db));
+
+  // A reader connection for one transaction (nullptr: none available, use the writer).
+  SqlConnection* AcquireReader();
+  void ReleaseReader(SqlConnection* reader);
+
+  // One queued write of the group commit.
+  struct PendingWrite {
+    const WorkflowRecord* workflow = nullptr;  // create this workflow
+    std::string spec;                          // workflow->spec, encoded
+    const AuditRecord* audit = nullptr;        // append this record
+    int64_t audit_at_ms = 0;
+    std::optional<Result<WorkflowRecord>> created;  // the outcome of the create
+    Status status;                                  // the outcome of the whole write
+    bool done = false;
+  };
+  // Queues `write` and returns once a batch holding it has committed or failed.
+  void GroupCommit(PendingWrite& write);
+  void WriteBatch(const std::vector<PendingWrite*>& batch);
 
   // Helpers that run inside a transaction.
-  Result<WorkflowRecord> LoadWorkflow(std::string_view id);
-  Status InsertTasks(std::string_view workflow_id, const std::vector<TaskRecord>& tasks);
+  Result<WorkflowRecord> LoadWorkflow(SqlConnection& db, std::string_view id);
+  Status InsertTasks(SqlConnection& db, std::string_view workflow_id,
+                     const std::vector<TaskRecord>& tasks);
+  // The outcome of one create: the stored (or, by idempotency key, existing) workflow, or a
+  // refusal that left the transaction usable (kAlreadyExists). The Result fails on a statement
+  // error (the transaction must be rolled back).
+  struct CreateOutcome {
+    std::optional<WorkflowRecord> record;
+    Status refused;
+  };
+  Result<CreateOutcome> CreateIn(SqlConnection& db, const WorkflowRecord& workflow,
+                                 const std::string& spec);
+  Status InsertAudit(SqlConnection& db, const AuditRecord& record, int64_t at_ms);
 
-  const std::unique_ptr<SqlConnection> connection_;
+  const std::unique_ptr<SqlConnection> connection_;  // the writer
+  const ConnectionFactory open_reader_;
+  const int max_readers_;
   const Clock& clock_;
   std::mutex mu_;  // guards connection_ use
+
+  std::mutex readers_mu_;
+  std::condition_variable readers_cv_;
+  std::vector<std::unique_ptr<SqlConnection>> readers_;  // all opened readers
+  std::vector<SqlConnection*> idle_readers_;
+  int opening_readers_ = 0;
+  bool readers_failed_ = false;  // opening a reader failed once: use the writer
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<PendingWrite*> queue_;
+  bool leader_ = false;  // a batch is being written
+
+  struct SequenceBlock {
+    int64_t next = 0;  // the next value to return
+    int64_t end = 0;   // one past the last reserved value
+    int64_t size = 0;  // the size of the last reservation
+  };
+  std::mutex sequences_mu_;
+  std::unordered_map<std::string, SequenceBlock> sequences_;
 };
 
 }  // namespace gpupool::store

@@ -103,8 +103,16 @@ class SqliteConnection final : public SqlConnection {
     return OkStatus();
   }
 
-  Status Begin(bool write) override { return Script(write ? "BEGIN IMMEDIATE" : "BEGIN"); }
-  Status Commit() override { return Script("COMMIT"); }
+  Status Ready() override {
+    Rollback();
+    return OkStatus();
+  }
+  // BEGIN and COMMIT run as cached prepared statements (sqlite3_exec would parse them each time).
+  Status Begin(bool write) override {
+    Rollback();
+    return Query(write ? "BEGIN IMMEDIATE" : "BEGIN", {}).status();
+  }
+  Status Commit() override { return Query("COMMIT", {}).status(); }
   void Rollback() override {
     if (!sqlite3_get_autocommit(db_)) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }

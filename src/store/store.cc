@@ -21,7 +21,10 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const StoreOption
   if (url.starts_with("postgresql://") || url.starts_with("postgres://")) {
 #ifdef GPUPOOL_WITH_POSTGRES
     ASSIGN_OR_RETURN(auto connection, OpenPostgresConnection(std::string(url)));
-    return SqlStore::Open(std::move(connection), clock);
+    std::string reader_url(url);
+    return SqlStore::Open(
+        std::move(connection), [reader_url] { return OpenPostgresConnection(reader_url); },
+        options.max_readers, clock);
 #else
     return InvalidArgumentError("store: this gpupool was built without PostgreSQL support");
 #endif
@@ -47,7 +50,12 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const StoreOption
     }
   }
   ASSIGN_OR_RETURN(auto connection, OpenSqliteConnection(path));
-  return SqlStore::Open(std::move(connection), clock);
+  SqlStore::ConnectionFactory open_reader;
+  if (path != ":memory:") {
+    // WAL readers of the same file (the writer has set journal_mode=WAL, which persists).
+    open_reader = [path] { return OpenSqliteConnection(path); };
+  }
+  return SqlStore::Open(std::move(connection), std::move(open_reader), options.max_readers, clock);
 }
 
 }  // namespace gpupool::store

@@ -1,9 +1,10 @@
 #pragma once
 // The persistence layer: configs with full revision history, nodes, workflows with their tasks, an
 // audit log, leader leases and named sequences. Two implementations sit behind one interface:
-// SQLite (default; WAL, one connection guarded by a mutex) and PostgreSQL (libpq). Select one with
-// OpenStore(url). The store treats config bodies, node objects, pods and workflow specs as opaque
-// JSON: it knows nothing of their semantics (validation lives in config/ and service/).
+// SQLite (default; WAL: one writer connection plus a small pool of reader connections) and
+// PostgreSQL (libpq; likewise one writer connection and a pool of reader connections). Select one
+// with OpenStore(url). The store treats config bodies, node objects, pods and workflow specs as
+// opaque JSON: it knows nothing of their semantics (validation lives in config/ and service/).
 //
 // Thread contract: every Store method may be called from any thread; every write method is one
 // database transaction (all or nothing). Several processes may share one database (a SQLite file
@@ -166,6 +167,14 @@ class Store {
   // (also by other processes). Cheap: poll it to know when cached configs must be reloaded.
   virtual Result<int64_t> ConfigGeneration() = 0;
 
+  // The config generation and the node generation (which grows with every committed UpsertNodes
+  // or DeleteNodes, also by other processes), read together in one cheap statement.
+  struct Generations {
+    int64_t configs = 0;
+    int64_t nodes = 0;
+  };
+  virtual Result<Generations> GetGenerations() = 0;
+
   // ---- Nodes ----
   // Inserts or replaces each node by name. replace_all: afterwards the store holds exactly these
   // nodes (others are deleted), in one transaction.
@@ -179,8 +188,23 @@ class Store {
   // Stores a new workflow with version 1 and returns it as stored. If idempotency_key is non-empty
   // and matches an existing workflow, returns that workflow unchanged (whatever its id). Otherwise
   // kAlreadyExists when the id is taken.
+  //
+  // Group commit: concurrent CreateWorkflow, CreateWorkflowWithAudit and AppendAudit calls of one
+  // Store are written in one transaction (whoever finds no transaction running writes everything
+  // queued meanwhile), and each call returns only after that transaction committed: an OK result
+  // is durable as before. A call that fails (id taken, or a statement error for its row) fails
+  // alone: the others of its batch are written without it.
   virtual Result<WorkflowRecord> CreateWorkflow(const WorkflowRecord& workflow) = 0;
+  // CreateWorkflow and AppendAudit(audit) in one transaction (the record is appended also when the
+  // idempotency key returns an existing workflow; not when the create fails).
+  virtual Result<WorkflowRecord> CreateWorkflowWithAudit(const WorkflowRecord& workflow,
+                                                         const AuditRecord& audit) = 0;
   virtual Result<WorkflowRecord> GetWorkflow(std::string_view id) = 0;  // kNotFound
+  // The workflow when its stored version differs from `known_version`; nullopt when it is equal
+  // (a cache holding that version is current). kNotFound when missing. One cheap statement when
+  // unchanged.
+  virtual Result<std::optional<WorkflowRecord>> GetWorkflowIfChanged(std::string_view id,
+                                                                     int64_t known_version) = 0;
   virtual Result<std::vector<WorkflowRecord>> ListWorkflows(const WorkflowFilter& filter) = 0;
   // Compare-and-set: succeeds only when the stored version equals workflow.version (else kAborted;
   // kNotFound when missing), then stores every field (name, pool, user, status, spec; id,
@@ -188,8 +212,12 @@ class Store {
   // success the caller's copy is stale by one: bump workflow.version or re-read.
   virtual Status UpdateWorkflow(const WorkflowRecord& workflow) = 0;
 
-  // A per-name counter: returns 1, 2, 3, ... on successive calls (across processes), e.g. for
-  // workflow ids "<name>-<n>".
+  // A per-name counter, e.g. for workflow ids "<name>-<n>": every value is returned once only,
+  // across processes and restarts, and successive calls on one Store return increasing values
+  // starting at 1 for a new name. Values are reserved transactionally in blocks (like a
+  // PostgreSQL sequence cache): the first reservation of a Store takes 1 value, each further one
+  // twice the last, up to 128. Values reserved but not returned before the Store is closed are
+  // never used (gaps), and two Stores on one database interleave.
   virtual Result<int64_t> NextSequence(std::string_view name) = 0;
 
   // ---- Audit ----
@@ -212,6 +240,10 @@ struct StoreOptions {
   // Source of timestamps for revisions, configs and audit records. nullptr: the system clock.
   // Must outlive the store.
   const Clock* clock = nullptr;
+  // Most connections opened (lazily) for read transactions beside the one writer connection, so
+  // reads neither wait for the writer nor for each other. 0: reads use the writer connection.
+  // An in-memory SQLite database has no readers (its data lives in the writer connection).
+  int max_readers = 4;
 };
 
 // Opens (creating if needed) a store and runs pending migrations. url: "sqlite:PATH", a plain

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <numeric>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -687,6 +688,50 @@ TYPED_TEST(StoreContractTest, WorkflowIdempotencyKey) {
   EXPECT_EQ(s.ListWorkflows({})->size(), 3u);
 }
 
+TYPED_TEST(StoreContractTest, GetWorkflowIfChangedComparesVersions) {
+  Store& s = this->store();
+  EXPECT_EQ(s.GetWorkflowIfChanged("nope", 0).status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(s.CreateWorkflow(MakeWorkflow("wf-1", "p", "u", "PENDING", 1)).ok());
+  auto fresh = s.GetWorkflowIfChanged("wf-1", 0);  // no cached copy yet
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  ASSERT_TRUE(fresh->has_value());
+  EXPECT_EQ((*fresh)->version, 1);
+  EXPECT_EQ((*fresh)->tasks.size(), 2u);
+  auto same = s.GetWorkflowIfChanged("wf-1", 1);
+  ASSERT_TRUE(same.ok());
+  EXPECT_FALSE(same->has_value());
+  WorkflowRecord next = **fresh;
+  next.status = "RUNNING";
+  ASSERT_TRUE(this->Open()->UpdateWorkflow(next).ok());  // by another store
+  auto changed = s.GetWorkflowIfChanged("wf-1", 1);
+  ASSERT_TRUE(changed.ok());
+  ASSERT_TRUE(changed->has_value());
+  EXPECT_EQ((*changed)->version, 2);
+  EXPECT_EQ((*changed)->status, "RUNNING");
+}
+
+TYPED_TEST(StoreContractTest, NodeGenerationGrowsWithNodeWrites) {
+  Store& s = this->store();
+  auto g0 = s.GetGenerations();
+  ASSERT_TRUE(g0.ok()) << g0.status().ToString();
+  ASSERT_TRUE(s.UpsertNodes({{"n1", NodeObject("n1", 8)}}, false).ok());
+  auto g1 = s.GetGenerations();
+  ASSERT_TRUE(g1.ok());
+  EXPECT_GT(g1->nodes, g0->nodes);
+  EXPECT_EQ(g1->configs, g0->configs);
+  auto other = this->Open();
+  ASSERT_TRUE(other->DeleteNodes({"n1"}).ok());
+  auto g2 = s.GetGenerations();
+  ASSERT_TRUE(g2.ok());
+  EXPECT_GT(g2->nodes, g1->nodes);
+  this->Put("POOL", "a", {{"v", 1}});
+  auto g3 = s.GetGenerations();
+  ASSERT_TRUE(g3.ok());
+  EXPECT_EQ(g3->nodes, g2->nodes);
+  EXPECT_GT(g3->configs, g2->configs);
+  EXPECT_EQ(g3->configs, *s.ConfigGeneration());
+}
+
 TYPED_TEST(StoreContractTest, Sequences) {
   Store& s = this->store();
   EXPECT_EQ(*s.NextSequence("workflow"), 1);
@@ -869,12 +914,54 @@ TYPED_TEST(StoreContractTest, ConcurrentWorkflowUpdatesAndSequences) {
   ASSERT_TRUE(w.ok());
   EXPECT_EQ(w->tasks[0].retry, kThreads * kUpdates);
   EXPECT_EQ(w->version, 1 + kThreads * kUpdates);
+  // Every value once only across the stores (blocks leave gaps), increasing per store.
   std::vector<int64_t> all;
-  for (const auto& v : sequences) all.insert(all.end(), v.begin(), v.end());
+  for (const auto& v : sequences) {
+    EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));
+    all.insert(all.end(), v.begin(), v.end());
+  }
   std::sort(all.begin(), all.end());
-  std::vector<int64_t> expected(kThreads * kUpdates);
-  std::iota(expected.begin(), expected.end(), 1);
-  EXPECT_EQ(all, expected);
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end());
+  EXPECT_EQ(all.size(), size_t{kThreads * kUpdates});
+}
+
+TYPED_TEST(StoreContractTest, SequenceValuesAreUniqueAcrossStoresAndRestarts) {
+  constexpr int kStores = 2;
+  constexpr int kThreadsPerStore = 3;
+  constexpr int kValues = 150;  // per thread: several block reservations each
+  std::vector<std::unique_ptr<Store>> stores;
+  for (int i = 0; i < kStores; ++i) stores.push_back(this->Open());
+  std::vector<std::vector<int64_t>> values(kStores * kThreadsPerStore);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kStores * kThreadsPerStore; ++t) {
+    threads.emplace_back([&, t] {
+      Store& s = *stores[t % kStores];
+      for (int i = 0; i < kValues; ++i) {
+        auto value = s.NextSequence("workflow");
+        ASSERT_TRUE(value.ok()) << value.status().ToString();
+        values[t].push_back(*value);
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::vector<int64_t> all;
+  for (const auto& v : values) {
+    EXPECT_TRUE(std::is_sorted(v.begin(), v.end()));  // one store hands out increasing values
+    all.insert(all.end(), v.begin(), v.end());
+  }
+  std::sort(all.begin(), all.end());
+  ASSERT_EQ(all.size(), size_t{kStores * kThreadsPerStore * kValues});
+  EXPECT_EQ(std::adjacent_find(all.begin(), all.end()), all.end())
+      << "a value was handed out twice";
+  EXPECT_GE(all.front(), 1);
+  // A store opened after the others were closed continues above every value they reserved.
+  int64_t highest = all.back();
+  stores.clear();
+  auto reopened = this->Open();
+  ASSERT_NE(reopened, nullptr);
+  auto next = reopened->NextSequence("workflow");
+  ASSERT_TRUE(next.ok());
+  EXPECT_GT(*next, highest);
 }
 
 TYPED_TEST(StoreContractTest, ConcurrentCreateWithOneIdempotencyKeyMakesOneWorkflow) {
@@ -898,6 +985,101 @@ TYPED_TEST(StoreContractTest, ConcurrentCreateWithOneIdempotencyKeyMakesOneWorkf
   ASSERT_TRUE(listed.ok());
   ASSERT_EQ(listed->size(), 1u);
   EXPECT_EQ(listed->at(0).id, ids[0]);
+}
+
+TYPED_TEST(StoreContractTest, ConcurrentCreatesAreEachCommittedExactlyOnce) {
+  // Many threads on one store: their creates and audit appends are group-committed.
+  constexpr int kThreads = 16;
+  constexpr int kPerThread = 20;
+  Store& s = this->store();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        std::string id = "wf-" + std::to_string(t) + "-" + std::to_string(i);
+        WorkflowRecord w = MakeWorkflow(id, "p", "u" + std::to_string(t), "PENDING", t * 100 + i);
+        AuditRecord audit{0, "u" + std::to_string(t), "test", "workflow submit", id, "pool p"};
+        auto created = i % 2 == 0 ? s.CreateWorkflowWithAudit(w, audit) : s.CreateWorkflow(w);
+        if (!created.ok() || created->id != id || created->version != 1) ++failures;
+        if (i % 2 == 1 && !s.AppendAudit(audit).ok()) ++failures;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(failures, 0);
+  auto listed = s.ListWorkflows({.limit = 0});
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->size(), size_t{kThreads * kPerThread});
+  std::set<std::string> ids;
+  for (const WorkflowRecord& w : *listed) {
+    ids.insert(w.id);
+    EXPECT_EQ(w.tasks.size(), 2u) << w.id;
+  }
+  EXPECT_EQ(ids.size(), size_t{kThreads * kPerThread});
+  auto audit = s.ListAudit(0);
+  ASSERT_TRUE(audit.ok());
+  EXPECT_EQ(audit->size(), size_t{kThreads * kPerThread});  // one record per create
+  // A second store on the same database sees every acknowledged create (they are committed).
+  auto other = this->Open();
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->ListWorkflows({.limit = 0})->size(), size_t{kThreads * kPerThread});
+}
+
+TYPED_TEST(StoreContractTest, AFailingCreateInABatchFailsAlone) {
+  constexpr int kThreads = 12;
+  constexpr int kPerThread = 10;
+  Store& s = this->store();
+  for (int i = 0; i < kPerThread; ++i) {
+    ASSERT_TRUE(
+        s.CreateWorkflow(MakeWorkflow("taken-" + std::to_string(i), "p", "u", "DONE", i)).ok());
+  }
+  const bool postgres = s.Backend() == "postgresql";
+  // Thread t % 3: 0 creates new workflows (must succeed), 1 creates taken ids (kAlreadyExists,
+  // a refusal inside the batch), 2 creates workflows whose name is not valid UTF-8, which
+  // PostgreSQL rejects with a statement error (the batch is rerun without it); SQLite stores it.
+  std::vector<std::vector<Status>> results(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        std::string id = "wf-" + std::to_string(t) + "-" + std::to_string(i);
+        if (t % 3 == 1) id = "taken-" + std::to_string(i);
+        WorkflowRecord w = MakeWorkflow(id, "p", "u", "PENDING", i);
+        if (t % 3 == 2) w.name = "bad\xff\xfename";
+        AuditRecord audit{0, "u", "test", "workflow submit", id, ""};
+        results[t].push_back(s.CreateWorkflowWithAudit(w, audit).status());
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  int expected_rows = kPerThread;  // the taken ones
+  int expected_audit = 0;
+  for (int t = 0; t < kThreads; ++t) {
+    for (const Status& status : results[t]) {
+      SCOPED_TRACE("thread " + std::to_string(t) + ": " + status.ToString());
+      if (t % 3 == 0) {
+        EXPECT_TRUE(status.ok());
+      } else if (t % 3 == 1) {
+        EXPECT_EQ(status.code(), StatusCode::kAlreadyExists);
+      } else if (postgres) {
+        EXPECT_FALSE(status.ok());
+      }
+      if (status.ok()) {
+        ++expected_rows;
+        ++expected_audit;
+      }
+    }
+  }
+  auto listed = s.ListWorkflows({.limit = 0});
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->size(), size_t(expected_rows));
+  for (const WorkflowRecord& w : *listed) {
+    if (w.id.starts_with("taken-")) {
+      EXPECT_EQ(w.status, "DONE");  // untouched by the refused creates
+    }
+  }
+  EXPECT_EQ(s.ListAudit(0)->size(), size_t(expected_audit));  // no record for a failed create
 }
 
 TYPED_TEST(StoreContractTest, OneLeaseHolderAmongContenders) {

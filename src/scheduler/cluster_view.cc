@@ -263,6 +263,13 @@ StaticList& ClusterView::Static(int signature, int pool, const model::PodSchedul
     list.positions.push_back(static_cast<int>(position));
   }
   list.num_classes = static_cast<int>(classes.size());
+  list.candidate_at.assign(members.size(), -1);
+  list.candidate_bits.assign((members.size() + 63) / 64, 0);
+  for (size_t i = 0; i < list.positions.size(); ++i) {
+    const int position = list.positions[i];
+    list.candidate_at[position] = static_cast<int>(i);
+    list.candidate_bits[position / 64] |= uint64_t{1} << (position % 64);
+  }
   return list;
 }
 

@@ -67,8 +67,9 @@ struct StaticList {
   std::vector<FailedShape> failed;
   size_t next_start = 0;  // rotating start, like kube-scheduler's nextStartNodeIndex
   // Index into `candidates` of each node of the pool (by position in PoolNodes), -1 when not a
-  // candidate; filled by the scheduler when first needed.
+  // candidate, and the same as a bit set (bit i of word i / 64).
   std::vector<int> candidate_at;
+  std::vector<uint64_t> candidate_bits;
 };
 
 class ClusterView {

@@ -171,8 +171,9 @@ class Cycle {
              const std::vector<int>* exact_devices = nullptr);
   void Remove(int pod, bool record);
   void Rollback(size_t checkpoint);
-  // Fit of the candidates [begin, begin + count) of `list` (count <= 64), bit i for begin + i.
-  uint64_t FitMask(const PodState& p, int pool, const StaticList& list, size_t begin, size_t count);
+  // Which nodes of `pool` (bit per position in PoolNodes) fit pods of p's shape now: kept per
+  // shape and pool, brought up to date from the pool's change log when asked.
+  const std::vector<uint64_t>& ShapeFitBits(const PodState& p, int pool);
   bool GpuFits(const PodState& p, int node, int* device) const;
   void UpdateMaxDeviceFree(int node);
   bool Fits(const PodState& p, int node, int* device);
@@ -284,6 +285,11 @@ class Cycle {
     std::vector<char> empty;  // no pods on the node
   };
   std::vector<PoolFit> pool_fit_;
+  struct ShapeFit {
+    std::vector<uint64_t> bits;  // empty = not built
+    size_t log_pos = 0;          // pool_log_[pool].size() when last brought up to date
+  };
+  std::vector<ShapeFit> shape_fit_;  // by shape * pools_ + pool
   void SyncPoolFit(int node);
   // Keyed by (signature, pool, shape): everything that decides a single pod's fit.
   std::unordered_map<FailureKey, CachedFailure, FailureKeyHash> failure_cache_;
@@ -700,9 +706,11 @@ void Cycle::SyncPoolFit(int node) {
   fit.empty[at] = node_pods_[node].empty();
 }
 
-uint64_t Cycle::FitMask(const PodState& p, int pool, const StaticList& list, size_t begin,
-                        size_t count) {
-  // Requests outside cpu/memory/pods: the general check, node by node.
+const std::vector<uint64_t>& Cycle::ShapeFitBits(const PodState& p, int pool) {
+  const size_t key = static_cast<size_t>(p.shape) * pools_ + pool;
+  if (key >= shape_fit_.size()) shape_fit_.resize(key + 1);
+  ShapeFit& sf = shape_fit_[key];
+  // Requests outside cpu/memory/pods: the general check through the view.
   int64_t cpu = std::numeric_limits<int64_t>::min(), memory = cpu, pods = cpu;
   bool general = false;
   for (const auto& [dim, amount] : p.req) {
@@ -716,27 +724,33 @@ uint64_t Cycle::FitMask(const PodState& p, int pool, const StaticList& list, siz
       general = true;
     }
   }
-  uint64_t mask = 0;
-  if (general) {
-    for (size_t i = 0; i < count; ++i) {
-      int device = -1;
-      if (Fits(p, list.candidates[begin + i].node, &device)) mask |= uint64_t{1} << i;
-    }
-    return mask;
-  }
   // Same verdict as Fits: a whole-GPU pod needs full_free >= gpu_whole, a fraction needs one
   // device with that much left (max_device_free), other pods need nothing (both are >= 0).
+  const std::vector<int>& nodes = view_.PoolNodes(pool);
   const FitEntry* entries = pool_fit_[pool].entries.data();
   const int gpu = p.gpu_whole > 0 ? 0 : 1;
   const int32_t gpu_req = p.gpu_whole > 0 ? p.gpu_whole : p.gpu_fraction;
-  const int* positions = list.positions.data() + begin;
-  for (size_t i = 0; i < count; ++i) {
-    const FitEntry& e = entries[positions[i]];
-    const bool fits =
-        (e.cpu >= cpu) & (e.memory >= memory) & (e.pods >= pods) & (e.gpu[gpu] >= gpu_req);
-    mask |= uint64_t{fits} << i;
+  auto set = [&](int at) {
+    bool fits;
+    if (general) {
+      int device = -1;
+      fits = Fits(p, nodes[at], &device);
+    } else {
+      const FitEntry& e = entries[at];
+      fits = (e.cpu >= cpu) & (e.memory >= memory) & (e.pods >= pods) & (e.gpu[gpu] >= gpu_req);
+    }
+    const uint64_t bit = uint64_t{1} << (at % 64);
+    sf.bits[at / 64] = fits ? sf.bits[at / 64] | bit : sf.bits[at / 64] & ~bit;
+  };
+  const std::vector<int>& log = pool_log_[pool];
+  if (sf.bits.empty()) {
+    sf.bits.assign((nodes.size() + 63) / 64, 0);
+    for (size_t at = 0; at < nodes.size(); ++at) set(static_cast<int>(at));
+  } else {
+    for (size_t i = sf.log_pos; i < log.size(); ++i) set(pool_position_[log[i]]);
   }
-  return mask;
+  sf.log_pos = log.size();
+  return sf.bits;
 }
 
 void Cycle::Apply(int pod, int node, int device, bool record,
@@ -1120,9 +1134,6 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
   class_slot_.assign(list.num_classes, kClassUnseen);
   int feasible = 0;
   size_t processed = 0;
-  size_t index = n == 0 ? 0 : list.next_start % n;
-  // Candidates in the rotating window, 64 at a time: a fit mask for the chunk, then only its
-  // feasible nodes, up to the one that makes `to_find`.
   const PoolFit& fit = pool_fit_[pool];
   auto visit = [&](const StaticCandidate& c, int at) {
     ++feasible;
@@ -1143,25 +1154,41 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
                         c.intolerable_prefer_no_schedule, c.preferred_affinity,
                         topology ? TopologyScore(pool, c.node, gang_nodes) : 0, dev});
   };
-  while (processed < n && feasible < to_find) {
-    const size_t count = std::min<size_t>({64, n - index, n - processed});
-    uint64_t mask = FitMask(p, pool, list, index, count);
-    size_t used = count;
-    const int found = std::popcount(mask);
-    if (feasible + found >= to_find) {
-      // The window ends at the (to_find - feasible)-th feasible node of this chunk.
-      uint64_t rest = mask;
-      for (int i = 1; i < to_find - feasible; ++i) rest &= rest - 1;
-      used = static_cast<size_t>(std::countr_zero(rest)) + 1;
-      if (used < 64) mask &= (uint64_t{1} << used) - 1;
+  // The rotating window over the candidates (in pool position order, from the candidate at
+  // next_start, wrapping once), a 64-position word at a time: candidate bits AND the pod shape's
+  // fit bits, up to the feasible node that makes `to_find`.
+  if (n > 0) {
+    const std::vector<uint64_t>& fits = ShapeFitBits(p, pool);
+    const std::vector<uint64_t>& candidates = list.candidate_bits;
+    const int start = list.positions[list.next_start % n];
+    const int words = static_cast<int>(candidates.size());
+    const int first_word = start / 64;
+    const uint64_t from_start = ~uint64_t{0} << (start % 64);
+    // Steps: first word from `start`, the following words, wrap, the words before, and the
+    // first word's bits before `start`.
+    for (int step = 0; step <= words && feasible < to_find; ++step) {
+      const int w = (first_word + step) % words;
+      uint64_t range = ~uint64_t{0};
+      if (step == 0) range = from_start;
+      if (step == words) range = ~from_start;
+      uint64_t in_window = candidates[w] & range;
+      uint64_t found = fits[w] & in_window;
+      const int count = std::popcount(found);
+      if (feasible + count >= to_find) {
+        // The window ends at the (to_find - feasible)-th feasible node of this word.
+        uint64_t rest = found;
+        for (int k = 1; k < to_find - feasible; ++k) rest &= rest - 1;
+        const int last = std::countr_zero(rest);
+        const uint64_t upto = last == 63 ? ~uint64_t{0} : (uint64_t{2} << last) - 1;
+        in_window &= upto;
+        found &= upto;
+      }
+      processed += static_cast<size_t>(std::popcount(in_window));
+      for (; found != 0; found &= found - 1) {
+        const int at = w * 64 + std::countr_zero(found);
+        visit(list.candidates[list.candidate_at[at]], at);
+      }
     }
-    for (; mask != 0; mask &= mask - 1) {
-      const size_t i = index + std::countr_zero(mask);
-      visit(list.candidates[i], list.positions[i]);
-    }
-    processed += used;
-    index += used;
-    if (index == n) index = 0;
   }
   if (n > 0) list.next_start = (list.next_start + processed) % n;
   if (scratch_.empty()) {

@@ -1,6 +1,7 @@
 #include "autoscaler/autoscaler.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <set>
 
@@ -46,6 +47,11 @@ std::string PoolPrefix(const std::string& pool) {
 
 // ---- Pods -----------------------------------------------------------------------------------
 
+// The resources a template node has besides GPUs (a pod asking for anything else fits no
+// template: StaticMisfit says "Insufficient <resource>").
+constexpr std::array<const char*, 4> kDims = {"cpu", "memory", "ephemeral-storage", "pods"};
+using DimVector = std::array<int64_t, kDims.size()>;
+
 struct PodNeed {
   const model::PodScheduling* pod = nullptr;
   std::string key;
@@ -53,6 +59,7 @@ struct PodNeed {
   int64_t gpu_whole = 0;                 // devices
   int64_t gpu_fraction = 0;              // milli of one device, 0 = none
   std::map<std::string, int64_t> milli;  // every other resource, plus "pods"
+  DimVector dims{};                      // milli of kDims, for packing
 };
 
 PodNeed NeedOf(const model::PodScheduling& pod) {
@@ -74,6 +81,10 @@ PodNeed NeedOf(const model::PodScheduling& pod) {
     }
   }
   need.milli["pods"] += 1000;
+  for (size_t d = 0; d < kDims.size(); ++d) {
+    auto it = need.milli.find(kDims[d]);
+    need.dims[d] = it == need.milli.end() ? 0 : it->second;
+  }
   auto fraction = pod.annotations.find(scheduler::kGpuFractionAnnotation);
   if (fraction != pod.annotations.end()) {
     auto f = model::Quantity::Parse(fraction->second);
@@ -111,7 +122,7 @@ std::string NodePoolOf(const model::Node& node, const std::vector<model::NodePoo
 // A node the plan adds: what is left of it while pods are packed.
 struct NewNode {
   std::string name;
-  std::map<std::string, int64_t> free_milli;
+  DimVector free{};                  // milli of kDims
   std::vector<int64_t> device_free;  // milli per GPU device
   std::string reason;                // "pending pods" | "min_replicas"
 };
@@ -176,8 +187,9 @@ NewNode EmptyNode(const PoolState& state, std::string name, std::string reason) 
   NewNode node;
   node.name = std::move(name);
   node.reason = std::move(reason);
-  for (const auto& [res, q] : state.template_node.allocatable) {
-    if (res != kGpu) node.free_milli[res] = q.MilliValue();
+  for (size_t d = 0; d < kDims.size(); ++d) {
+    auto it = state.template_node.allocatable.find(kDims[d]);
+    node.free[d] = it == state.template_node.allocatable.end() ? 0 : it->second.MilliValue();
   }
   node.device_free.assign(static_cast<size_t>(state.type->gpu.count), 1000);
   return node;
@@ -186,9 +198,8 @@ NewNode EmptyNode(const PoolState& state, std::string name, std::string reason) 
 // Puts `need` on `node` if it fits: whole GPUs on fully free devices, a fraction on the fullest
 // device that still has room (best fit).
 bool TryPut(const PodNeed& need, NewNode& node) {
-  for (const auto& [name, milli] : need.milli) {
-    auto it = node.free_milli.find(name);
-    if (it == node.free_milli.end() || it->second < milli) return false;
+  for (size_t d = 0; d < kDims.size(); ++d) {
+    if (node.free[d] < need.dims[d]) return false;
   }
   std::vector<size_t> whole;
   for (size_t d = 0; d < node.device_free.size() && whole.size() < size_t(need.gpu_whole); ++d) {
@@ -205,7 +216,7 @@ bool TryPut(const PodNeed& need, NewNode& node) {
     }
     if (best < 0) return false;
   }
-  for (const auto& [name, milli] : need.milli) node.free_milli[name] -= milli;
+  for (size_t d = 0; d < kDims.size(); ++d) node.free[d] -= need.dims[d];
   for (size_t d : whole) node.device_free[d] = 0;
   if (best >= 0) node.device_free[size_t(best)] -= need.gpu_fraction;
   return true;
@@ -221,28 +232,36 @@ std::string FreshName(const PoolState& state, std::set<std::string>& taken) {
 }
 
 // Packs a job (one pod or a whole gang) into one pool, first fit over the pool's new nodes, adding
-// nodes up to max_replicas. All or nothing: on failure the pool is left as it was.
+// nodes up to max_replicas. All or nothing: on failure the pool is left as it was (the nodes the
+// job touched are restored from copies; only gangs touch more than one).
 bool PackJob(const std::vector<const PodNeed*>& job, PoolState& state,
              std::set<std::string>& taken) {
-  PoolState trial = state;
-  std::set<std::string> trial_taken = taken;
+  const size_t added_before = state.added.size();
+  std::vector<std::pair<size_t, NewNode>> originals;
+  auto rollback = [&] {
+    for (auto it = originals.rbegin(); it != originals.rend(); ++it) {
+      state.added[it->first] = std::move(it->second);
+    }
+    for (size_t i = added_before; i < state.added.size(); ++i) taken.erase(state.added[i].name);
+    state.added.resize(added_before);
+    return false;
+  };
   for (const PodNeed* need : job) {
     bool placed = false;
-    for (NewNode& node : trial.added) {
-      if (TryPut(*need, node)) {
+    for (size_t i = 0; i < state.added.size() && !placed; ++i) {
+      NewNode before = job.size() > 1 && i < added_before ? state.added[i] : NewNode{};
+      if (TryPut(*need, state.added[i])) {
         placed = true;
-        break;
+        if (job.size() > 1 && i < added_before) originals.emplace_back(i, std::move(before));
       }
     }
     if (placed) continue;
-    if (trial.current + static_cast<int32_t>(trial.added.size()) >= trial.pool->max_replicas) {
-      return false;
+    if (state.current + static_cast<int32_t>(state.added.size()) >= state.pool->max_replicas) {
+      return rollback();
     }
-    trial.added.push_back(EmptyNode(trial, FreshName(trial, trial_taken), "pending pods"));
-    if (!TryPut(*need, trial.added.back())) return false;
+    state.added.push_back(EmptyNode(state, FreshName(state, taken), "pending pods"));
+    if (!TryPut(*need, state.added.back())) return rollback();
   }
-  state = std::move(trial);
-  taken = std::move(trial_taken);
   return true;
 }
 

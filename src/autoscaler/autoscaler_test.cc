@@ -371,6 +371,34 @@ status: {allocatable: {cpu: "8", memory: 61Gi, pods: "110", nvidia.com/gpu: "1"}
             StatusCode::kInvalidArgument);
 }
 
+TEST(AutoscalerTest, NewNodesJoinTheNodePoolTheirLabelsSelect) {
+  std::string text = R"(
+apiVersion: gpupool.io/v1
+kind: NodePool
+metadata: {name: a100-80}
+spec: {label_key: node-pool, label_value: a100-80}
+---
+apiVersion: gpupool.io/v1
+kind: MachinePool
+metadata: {name: a100}
+spec: {instance_type: p4de.24xlarge, max_replicas: 2, labels: {node-pool: a100-80}}
+)";
+  std::string wants_pool = TrainingPod("wants-a100", 8);
+  wants_pool.replace(wants_pool.find("metadata: {name: wants-a100}"),
+                     std::string("metadata: {name: wants-a100}").size(),
+                     "metadata: {name: wants-a100, labels: {gpupool.io/node-pool: a100-80}}");
+  SimRun run = Simulated(text + wants_pool + TrainingPod("no-pool", 8));
+  const ScaleUp* up = UpOf(run.result, "a100");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->pods, std::vector<std::string>{"wants-a100"});
+  ASSERT_EQ(run.result.cycle.bindings.size(), 1u);
+  EXPECT_EQ(run.result.cycle.bindings[0].node_pool, "a100-80");
+  EXPECT_NE(NotScaledReason(run.result, "no-pool")
+                .find("a100: its nodes are in node pool a100-80, the pod asks for default"),
+            std::string::npos)
+      << NotScaledReason(run.result, "no-pool");
+}
+
 TEST(AutoscalerTest, UnknownInstanceTypeIsAnError) {
   scheduler::Scenario scenario;
   ASSERT_TRUE(scheduler::AddScenarioText(R"(

@@ -5,6 +5,7 @@ if(TARGET gpupool)
     GTest::gtest_main)
   target_compile_definitions(gpupool_scheduler_e2e_test PRIVATE
     GPUPOOL_BIN="$<TARGET_FILE:gpupool>" GPUPOOL_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
+  target_include_directories(gpupool_scheduler_e2e_test PRIVATE ${CMAKE_CURRENT_SOURCE_DIR})
   add_dependencies(gpupool_scheduler_e2e_test gpupool)
   gpupool_warnings(gpupool_scheduler_e2e_test)
   gtest_discover_tests(gpupool_scheduler_e2e_test DISCOVERY_TIMEOUT 60)

@@ -260,6 +260,12 @@ TEST(AutoscalerTest, GangsScaleAllOrNothing) {
   EXPECT_EQ(fits.result.cycle.bindings.size(), 4u);
 }
 
+std::string IdleNode(const std::string& name) {
+  return "---\napiVersion: v1\nkind: Node\nmetadata: {name: " + name +
+         ", labels: {node.kubernetes.io/machinepool: idle}}\n"
+         "status: {allocatable: {cpu: \"4\", memory: 16Gi, pods: \"110\"}}\n";
+}
+
 TEST(AutoscalerTest, MinReplicasAndScaleDown) {
   std::string text = R"(
 apiVersion: gpupool.io/v1
@@ -271,22 +277,8 @@ apiVersion: gpupool.io/v1
 kind: MachinePool
 metadata: {name: idle}
 spec: {instance_type: m5.xlarge, min_replicas: 1, max_replicas: 5}
----
-apiVersion: v1
-kind: Node
-metadata: {name: idle-1, labels: {node.kubernetes.io/machinepool: idle}}
-status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: idle-2, labels: {node.kubernetes.io/machinepool: idle}}
-status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
----
-apiVersion: v1
-kind: Node
-metadata: {name: idle-3, labels: {node.kubernetes.io/machinepool: idle}}
-status: {allocatable: {cpu: "4", memory: 16Gi, pods: "110"}}
----
+)" + IdleNode("idle-1") +
+                     IdleNode("idle-2") + IdleNode("idle-3") + R"(---
 apiVersion: v1
 kind: Pod
 metadata: {name: busy}

@@ -1,33 +1,21 @@
 // `gpupool schedule` end to end: the Run:ai organisation example through the real binary.
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdio>
-#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/run_command.h"
+
 namespace {
 
-struct Outcome {
-  int code = -1;
-  std::string out;
-};
+using gpupool::testing::Outcome;
 
 Outcome RunGpupool(const std::string& args) {
   const std::string dir = std::string(GPUPOOL_SOURCE_DIR) + "/examples/runai-org";
   const std::string command = "cd '" + dir + "' && GPUPOOL_DB=sqlite:/tmp/gpupool-sched-e2e.db '" +
                               std::string(GPUPOOL_BIN) + "' " + args + " 2>&1";
-  Outcome outcome;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return outcome;
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) outcome.out.append(buffer, n);
-  const int status = pclose(pipe);
-  outcome.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return outcome;
+  return gpupool::testing::RunCommand(command);
 }
 
 TEST(ScheduleCommandTest, ReclaimScenarioAsJson) {

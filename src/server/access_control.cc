@@ -36,17 +36,34 @@ void AccessControl::Invalidate() {
 
 std::shared_ptr<const config::ConfigSet> AccessControl::Configs() {
   int64_t now = clock_.NowMillis();
-  std::lock_guard lock(mu_);
-  if (configs_ == nullptr || stale_ || now - loaded_at_ms_ >= max_age_ms_) {
-    auto set = LoadConfigSet(store_);
-    if (set.ok()) {
-      configs_ = std::make_shared<const config::ConfigSet>(std::move(*set));
-      loaded_at_ms_ = now;
-      stale_ = false;
-    } else if (configs_ == nullptr) {
-      configs_ = std::make_shared<const config::ConfigSet>();  // deny everything until it loads
-    }
+  std::unique_lock lock(mu_);
+  bool must = configs_ == nullptr || stale_;  // the caller needs the current roles
+  if (!must && now - checked_at_ms_ < max_age_ms_) return configs_;
+  if (!must && reloading_) return configs_;  // another thread is refreshing; use the last set
+  // Reload outside the lock, one thread at a time; the others keep using the last set (or, when
+  // they must see the current roles, wait for this reload).
+  while (reloading_) reloaded_.wait(lock);
+  if (configs_ != nullptr && !stale_ && now - checked_at_ms_ < max_age_ms_) return configs_;
+  reloading_ = true;
+  stale_ = false;  // an Invalidate() from now on asks for another reload
+  int64_t known_generation = loaded_generation_;
+  bool have = configs_ != nullptr;
+  lock.unlock();
+  // The generation is read before the configs: a write committed in between only costs another
+  // reload later.
+  auto generation = store_.ConfigGeneration();
+  std::optional<Result<config::ConfigSet>> set;
+  if (!have || !generation.ok() || *generation != known_generation) set = LoadConfigSet(store_);
+  lock.lock();
+  if (set && set->ok()) {
+    configs_ = std::make_shared<const config::ConfigSet>(std::move(**set));
+    loaded_generation_ = generation.ok() ? *generation : -1;
+  } else if (configs_ == nullptr) {
+    configs_ = std::make_shared<const config::ConfigSet>();  // deny everything until it loads
   }
+  if (!set || set->ok()) checked_at_ms_ = now;
+  reloading_ = false;
+  reloaded_.notify_all();
   return configs_;
 }
 

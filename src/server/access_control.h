@@ -1,11 +1,13 @@
 #pragma once
 // Access control for HTTP requests: config::CheckAccess against the roles stored as ROLE configs.
-// The decoded configs are cached and reloaded from the store when older than `max_age_ms` or
-// after Invalidate() (called after every config write through this server), so several servers
-// on one database converge within max_age_ms.
+// The decoded configs are cached: every `max_age_ms` one caller checks the store's config
+// generation (and reloads only when it changed) while the others keep using the cached set, and
+// after Invalidate() (called after every config write through this server) the next callers wait
+// for a reload; so several servers on one database converge within max_age_ms.
 //
 // Thread contract: thread-safe; readers share one immutable snapshot (shared_ptr swap).
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -39,9 +41,12 @@ class AccessControl {
   const int64_t max_age_ms_;
 
   std::mutex mu_;
+  std::condition_variable reloaded_;
   std::shared_ptr<const config::ConfigSet> configs_;
-  int64_t loaded_at_ms_ = 0;
+  int64_t loaded_generation_ = -1;  // the store's config generation when configs_ was loaded
+  int64_t checked_at_ms_ = 0;
   bool stale_ = true;
+  bool reloading_ = false;
 };
 
 // Decodes every OSMO-kind config of the store into a ConfigSet; configs that fail to decode are

@@ -10,9 +10,10 @@
 namespace gpupool::scheduler {
 namespace {
 
+// Length-prefixed (raw bytes of the length), so the key is unambiguous without escaping.
 void AppendField(std::string& key, std::string_view text) {
-  key += std::to_string(text.size());
-  key += ':';
+  const uint32_t size = static_cast<uint32_t>(text.size());
+  key.append(reinterpret_cast<const char*>(&size), sizeof size);
   key += text;
 }
 

@@ -92,6 +92,24 @@ struct Candidate {
   int device;  // chosen fraction device
 };
 
+// Label keys as strings: Labels is a std::map<std::string, ...> without heterogeneous lookup.
+const std::string& QueueLabelKey() {
+  static const std::string key(kQueueLabel);
+  return key;
+}
+const std::string& NodePoolLabelKey() {
+  static const std::string key(kNodePoolLabel);
+  return key;
+}
+const std::string& GangLabelKey() {
+  static const std::string key(kGangLabel);
+  return key;
+}
+const std::string& GpuFractionAnnotationKey() {
+  static const std::string key(kGpuFractionAnnotation);
+  return key;
+}
+
 struct FailureKey {
   int signature;
   int pool;
@@ -192,6 +210,7 @@ class Cycle {
   // follows from them), so it is kept per node for a few shapes until the node changes.
   double CachedResourceScore(const PodState& p, int node, int device);
   double Fragmentation(int node, const int32_t* devices, int64_t cpu_free, int64_t mem_free) const;
+  void FragmentationTerms(int node, const int32_t* devices, int64_t* fit_terms, int64_t* all) const;
   int TopologyScore(int pool, int node, const std::vector<int>& gang_nodes) const;
   std::string FailureReason(const PodState& p, int pool, StaticList& list);
   // `insufficient`: nodes short of each dimension (last entry: nvidia.com/gpu).
@@ -257,6 +276,12 @@ class Cycle {
     size_t log_pos = 0;
   };
   std::unordered_map<std::string, int> shape_ids_;
+  struct ParsedPools {
+    std::vector<int> pools;
+    std::string error;  // the first unknown node pool
+  };
+  std::unordered_map<std::string, ParsedPools> pool_labels_;  // by gpupool.io/node-pool value
+  std::unordered_map<std::string, int32_t> fractions_;        // by gpupool.io/gpu-fraction value
   // Resource score of each node for each pod shape, valid while the entry's version equals the
   // node's (node_version_ moves on every Apply/Remove of the node; 0 = never scored).
   struct ShapeScore {
@@ -300,6 +325,12 @@ class Cycle {
   std::vector<int64_t> decision_latency_ns_;
   std::vector<double> frag_before_;  // FGD: fragmentation of each node now (cache)
   std::vector<char> frag_valid_;
+  // FGD, with frag_before_: per node and task type, the fragmentation term when the task type's
+  // cpu/memory fit (it depends on the devices only; when they do not fit the term is
+  // frag_all_), so a pod without GPUs, which leaves the devices alone, is scored without walking
+  // them.
+  std::vector<int64_t> frag_fit_;  // node * task_types_.size() + type
+  std::vector<int64_t> frag_all_;
   std::vector<Candidate> scratch_;
 };
 
@@ -318,7 +349,7 @@ void Cycle::BuildQueues() {
   }
   bool need_default = false;
   for (const auto& pod : snapshot_.pods) {
-    auto it = pod.labels.find(kQueueLabel);
+    auto it = pod.labels.find(QueueLabelKey());
     if (it == pod.labels.end() || it->second == kDefaultQueue) need_default = true;
   }
   if (need_default && !queue_index_.count(kDefaultQueue)) {
@@ -409,7 +440,7 @@ void Cycle::BuildPod(int index, PodState& p) {
     p.priority = *priority;
   }
   p.preemptible = p.priority < kNonPreemptiblePriority;
-  auto queue_label = pod.labels.find(kQueueLabel);
+  auto queue_label = pod.labels.find(QueueLabelKey());
   std::string queue = queue_label == pod.labels.end() ? kDefaultQueue : queue_label->second;
   auto qit = queue_index_.find(queue);
   if (qit == queue_index_.end()) {
@@ -422,23 +453,32 @@ void Cycle::BuildPod(int index, PodState& p) {
       p.error = "queue " + queue + " is a department; submit to one of its projects";
     }
   }
-  auto pool_label = pod.labels.find(kNodePoolLabel);
+  auto pool_label = pod.labels.find(NodePoolLabelKey());
   if (pool_label == pod.labels.end() || Trim(pool_label->second).empty()) {
     p.pools = {0};
   } else {
-    for (const std::string& part : Split(pool_label->second, ',')) {
-      std::string name(Trim(part));
-      int pool = view_.FindPool(name);
-      if (pool < 0) {
-        std::vector<std::string> names;
-        for (int i = 0; i < view_.NumPools(); ++i) names.push_back(view_.PoolName(i));
-        if (p.error.empty()) {
-          p.error = "node pool \"" + name + "\" not found" + DidYouMean(name, names);
+    // Parsed once per distinct label value.
+    auto [it, inserted] = pool_labels_.try_emplace(pool_label->second);
+    ParsedPools& parsed = it->second;
+    if (inserted) {
+      for (const std::string& part : Split(pool_label->second, ',')) {
+        std::string name(Trim(part));
+        int pool = view_.FindPool(name);
+        if (pool < 0) {
+          std::vector<std::string> names;
+          for (int i = 0; i < view_.NumPools(); ++i) names.push_back(view_.PoolName(i));
+          if (parsed.error.empty()) {
+            parsed.error = "node pool \"" + name + "\" not found" + DidYouMean(name, names);
+          }
+          continue;
         }
-        continue;
+        if (std::find(parsed.pools.begin(), parsed.pools.end(), pool) == parsed.pools.end()) {
+          parsed.pools.push_back(pool);
+        }
       }
-      if (std::find(p.pools.begin(), p.pools.end(), pool) == p.pools.end()) p.pools.push_back(pool);
     }
+    p.pools = parsed.pools;
+    if (p.error.empty()) p.error = parsed.error;
   }
   for (const auto& [name, q] : pod.requests) {
     if (name == kGpuResource) {
@@ -451,9 +491,12 @@ void Cycle::BuildPod(int index, PodState& p) {
   }
   p.req.push_back({kPodsDim, 1});
   std::sort(p.req.begin(), p.req.end());
-  auto fraction = pod.annotations.find(kGpuFractionAnnotation);
+  auto fraction = pod.annotations.find(GpuFractionAnnotationKey());
   if (fraction != pod.annotations.end()) {
-    Result<int32_t> f = ParseFraction(fraction->second);
+    auto known = fractions_.find(fraction->second);
+    Result<int32_t> f = known != fractions_.end() ? Result<int32_t>(known->second)
+                                                  : ParseFraction(fraction->second);
+    if (f.ok() && known == fractions_.end()) fractions_.emplace(fraction->second, *f);
     if (!f.ok()) {
       if (p.error.empty()) p.error = f.status().message();
     } else if (p.gpu_whole > 1) {
@@ -508,7 +551,7 @@ void Cycle::BuildGangs() {
   std::map<std::tuple<int, std::string, std::string>, int> gangs;  // (queue, ns, name) -> gang
   for (size_t i = 0; i < pods_.size(); ++i) {
     PodState& p = pods_[i];
-    auto g = p.pod->labels.find(kGangLabel);
+    auto g = p.pod->labels.find(GangLabelKey());
     if (g == p.pod->labels.end() || g->second.empty() || p.queue < 0) continue;
     auto key = std::make_tuple(p.queue, p.pod->namespace_, g->second);
     auto [it, inserted] = gangs.try_emplace(key, static_cast<int>(gang_members_.size()));
@@ -730,22 +773,28 @@ const std::vector<uint64_t>& Cycle::ShapeFitBits(const PodState& p, int pool) {
   const FitEntry* entries = pool_fit_[pool].entries.data();
   const int gpu = p.gpu_whole > 0 ? 0 : 1;
   const int32_t gpu_req = p.gpu_whole > 0 ? p.gpu_whole : p.gpu_fraction;
-  auto set = [&](int at) {
-    bool fits;
+  auto fits = [&](size_t at) -> bool {
     if (general) {
       int device = -1;
-      fits = Fits(p, nodes[at], &device);
-    } else {
-      const FitEntry& e = entries[at];
-      fits = (e.cpu >= cpu) & (e.memory >= memory) & (e.pods >= pods) & (e.gpu[gpu] >= gpu_req);
+      return Fits(p, nodes[at], &device);
     }
+    const FitEntry& e = entries[at];
+    return (e.cpu >= cpu) & (e.memory >= memory) & (e.pods >= pods) & (e.gpu[gpu] >= gpu_req);
+  };
+  auto set = [&](int at) {
     const uint64_t bit = uint64_t{1} << (at % 64);
-    sf.bits[at / 64] = fits ? sf.bits[at / 64] | bit : sf.bits[at / 64] & ~bit;
+    sf.bits[at / 64] = fits(at) ? sf.bits[at / 64] | bit : sf.bits[at / 64] & ~bit;
   };
   const std::vector<int>& log = pool_log_[pool];
-  if (sf.bits.empty()) {
+  // Replaying many changes costs more than checking every node (a tight loop).
+  if (sf.bits.empty() || log.size() - sf.log_pos > nodes.size() / 8) {
     sf.bits.assign((nodes.size() + 63) / 64, 0);
-    for (size_t at = 0; at < nodes.size(); ++at) set(static_cast<int>(at));
+    for (size_t word = 0; word < sf.bits.size(); ++word) {
+      const size_t begin = word * 64, end = std::min(nodes.size(), begin + 64);
+      uint64_t bits = 0;
+      for (size_t at = begin; at < end; ++at) bits |= uint64_t{fits(at)} << (at - begin);
+      sf.bits[word] = bits;
+    }
   } else {
     for (size_t i = sf.log_pos; i < log.size(); ++i) set(pool_position_[log[i]]);
   }
@@ -910,6 +959,40 @@ double Cycle::Fragmentation(int node, const int32_t* devices, int64_t cpu_free,
   return frag;
 }
 
+void Cycle::FragmentationTerms(int node, const int32_t* devices, int64_t* fit_terms,
+                               int64_t* all_out) const {
+  const int n = view_.node(node).gpu_devices;
+  int64_t all = 0, partial = 0;
+  int full = 0;
+  int32_t max_free = 0;
+  for (int d = 0; d < n; ++d) {
+    all += devices[d];
+    if (devices[d] >= 1000) {
+      ++full;
+    } else {
+      partial += devices[d];
+    }
+    max_free = std::max(max_free, devices[d]);
+  }
+  *all_out = all;
+  for (size_t t = 0; t < task_types_.size(); ++t) {
+    const TaskType& type = task_types_[t];
+    int64_t f = 0;
+    if (type.gpu_whole > 0) {
+      f = full >= type.gpu_whole ? partial : all;
+    } else if (type.gpu_fraction > 0) {
+      if (max_free >= type.gpu_fraction) {
+        for (int d = 0; d < n; ++d) {
+          if (devices[d] < type.gpu_fraction) f += devices[d];
+        }
+      } else {
+        f = all;
+      }
+    }
+    fit_terms[t] = f;
+  }
+}
+
 double Cycle::CachedResourceScore(const PodState& p, int node, int device) {
   if (static_cast<size_t>(p.shape) >= shape_scores_.size()) shape_scores_.resize(p.shape + 1);
   std::vector<ShapeScore>& scores = shape_scores_[p.shape];
@@ -932,32 +1015,54 @@ double Cycle::ResourceScore(const PodState& p, int node, int device) {
     if (dim == kMemoryDim) mem_req = amount;
   }
   const int64_t cpu_free = view_.Free(node, kCpuDim), mem_free = view_.Free(node, kMemoryDim);
-  // Devices after placing the pod.
-  int32_t after[64];
+  // Devices after placing the pod (the node's own when the pod takes no GPU).
+  int32_t after_copy[64];
   const int n = std::min(v.gpu_devices, 64);
-  int64_t gpu_free_after = 0;
-  std::copy(dev, dev + n, after);
-  if (p.gpu_whole > 0) {
-    int left = p.gpu_whole;
-    for (int d = 0; d < n && left > 0; ++d) {
-      if (after[d] == 1000) {
-        after[d] = 0;
-        --left;
+  const bool takes_gpu = p.gpu_whole > 0 || (p.gpu_fraction > 0 && device >= 0 && device < n);
+  const int32_t* after = takes_gpu ? after_copy : dev;
+  if (takes_gpu) {
+    std::copy(dev, dev + n, after_copy);
+    if (p.gpu_whole > 0) {
+      int left = p.gpu_whole;
+      for (int d = 0; d < n && left > 0; ++d) {
+        if (after_copy[d] == 1000) {
+          after_copy[d] = 0;
+          --left;
+        }
       }
+    } else {
+      after_copy[device] -= p.gpu_fraction;
     }
-  } else if (p.gpu_fraction > 0 && device >= 0 && device < n) {
-    after[device] -= p.gpu_fraction;
   }
+  int64_t gpu_free_after = 0;
   for (int d = 0; d < n; ++d) gpu_free_after += after[d];
   const int64_t gpu_total = int64_t{n} * 1000;
   switch (options_.policy) {
     case PlacementPolicy::kFgd: {
+      const size_t types = task_types_.size();
+      int64_t* fit_terms = &frag_fit_[node * types];
       if (!frag_valid_[node]) {
         frag_before_[node] = Fragmentation(node, dev, cpu_free, mem_free);
+        FragmentationTerms(node, dev, fit_terms, &frag_all_[node]);
         frag_valid_[node] = 1;
       }
       const double before = frag_before_[node];
-      double later = Fragmentation(node, after, cpu_free - cpu_req, mem_free - mem_req);
+      double later;
+      if (p.gpu_whole == 0 && p.gpu_fraction == 0) {
+        // Same sum as Fragmentation(node, after, ...), term by term in the same order.
+        const int64_t all = frag_all_[node], cpu_after = cpu_free - cpu_req,
+                      mem_after = mem_free - mem_req;
+        later = 0;
+        if (v.gpu_devices > 0 && all != 0) {
+          for (size_t t = 0; t < types; ++t) {
+            const TaskType& type = task_types_[t];
+            const bool fits = cpu_after >= type.cpu && mem_after >= type.memory;
+            later += type.weight * static_cast<double>(fits ? fit_terms[t] : all);
+          }
+        }
+      } else {
+        later = Fragmentation(node, after, cpu_free - cpu_req, mem_free - mem_req);
+      }
       // Less fragmentation growth is better; ties go to the node whose GPUs are more used.
       const double used = gpu_total == 0 ? 0.0
                                          : static_cast<double>(gpu_total - gpu_free_after) /
@@ -1815,6 +1920,8 @@ CycleResult Cycle::Run() {
   if (options_.policy == PlacementPolicy::kFgd) BuildTaskTypes();
   frag_before_.assign(view_.NumNodes(), 0);
   frag_valid_.assign(view_.NumNodes(), 0);
+  frag_fit_.assign(static_cast<size_t>(view_.NumNodes()) * task_types_.size(), 0);
+  frag_all_.assign(view_.NumNodes(), 0);
   node_version_.assign(view_.NumNodes(), 1);
   pool_epoch_.assign(pools_, 1);
   pool_log_.assign(pools_, {});

@@ -527,6 +527,71 @@ void Report(const scheduler::ClusterSnapshot& snapshot, const Plan& plan, Autosc
   }
 }
 
+int64_t RequestMilli(const model::PodScheduling& pod, const char* resource) {
+  auto it = pod.requests.find(resource);
+  return it == pod.requests.end() ? 0 : it->second.MilliValue();
+}
+
+// The pod's dominant share of the node, in parts per million (at most one million).
+int64_t DominantSharePpm(const model::PodScheduling& pod, const model::Node& node) {
+  int64_t share = 0;
+  for (const char* resource : {kGpu, "cpu", "memory"}) {
+    auto it = node.allocatable.find(resource);
+    int64_t have = it == node.allocatable.end() ? 0 : it->second.MilliValue();
+    int64_t want = RequestMilli(pod, resource);
+    if (resource == std::string_view(kGpu)) {
+      auto fraction = pod.annotations.find(scheduler::kGpuFractionAnnotation);
+      auto f = fraction == pod.annotations.end() ? Result<model::Quantity>(NotFoundError(""))
+                                                 : model::Quantity::Parse(fraction->second);
+      if (f.ok()) want = f->MilliValue();
+    }
+    if (have > 0 && want > 0) {
+      // Memory in milli-bytes reaches 1e15: scale both down before multiplying by a million.
+      while (want > INT64_MAX / 1'000'000) {
+        want >>= 10;
+        have >>= 10;
+      }
+      if (have > 0) share = std::max(share, want * 1'000'000 / have);
+    }
+  }
+  return std::min<int64_t>(share, 1'000'000);
+}
+
+std::vector<QueueCost> CostByQueue(const scheduler::ClusterSnapshot& cluster, const Plan& plan,
+                                   const scheduler::CycleResult& cycle) {
+  std::map<std::string, int64_t> price_of_pool;
+  for (const PoolState& state : plan.pools) price_of_pool[state.pool->name] = state.price_micros;
+  std::map<std::string, const model::PodScheduling*> pods;
+  for (const auto& pod : cluster.pods) pods[scheduler::PodKey(pod)] = &pod;
+  std::set<std::string> evicted;
+  for (const auto& e : cycle.evictions) evicted.insert(e.pod);
+  // Node -> (queue, pod) running there after the cycle.
+  std::map<std::string, std::vector<std::pair<std::string, const model::PodScheduling*>>> on_node;
+  for (const auto& pod : cluster.pods) {
+    if (pod.node_name.empty() || evicted.contains(scheduler::PodKey(pod))) continue;
+    auto queue = pod.labels.find(scheduler::kQueueLabel);
+    on_node[pod.node_name].push_back(
+        {queue == pod.labels.end() ? std::string(scheduler::kDefaultQueue) : queue->second, &pod});
+  }
+  for (const auto& b : cycle.bindings) on_node[b.node].push_back({b.queue, pods[b.pod]});
+  std::map<std::string, int64_t> cost;
+  for (const model::Node& node : cluster.nodes) {
+    auto label = node.labels.find(model::kMachinePoolLabel);
+    if (label == node.labels.end() || !price_of_pool.contains(label->second)) continue;
+    const int64_t price = price_of_pool[label->second];
+    int64_t paid = 0;
+    for (const auto& [queue, pod] : on_node[node.name]) {
+      int64_t share = price * DominantSharePpm(*pod, node) / 1'000'000;
+      cost[queue] += share;
+      paid += share;
+    }
+    cost[kIdleCostQueue] += std::max<int64_t>(0, price - paid);
+  }
+  std::vector<QueueCost> out;
+  for (const auto& [queue, micros] : cost) out.push_back({queue, micros});
+  return out;  // "(idle)" sorts first: '(' is below every letter and digit
+}
+
 }  // namespace
 
 model::Node TemplateNode(const model::MachinePool& pool, const model::InstanceType& type,
@@ -638,6 +703,7 @@ Result<AutoscaleResult> Simulate(const scheduler::ClusterSnapshot& snapshot,
   }
   result.cycle.evictions.insert(result.cycle.evictions.begin(), evictions.begin(), evictions.end());
   Report(base, plan, result);
+  result.queue_cost = CostByQueue(WithAdded(base, plan), plan, result.cycle);
   return result;
 }
 
@@ -698,7 +764,12 @@ Json AutoscaleResultToJson(const AutoscaleResult& result) {
     total += c.hourly_micros;
     on_demand += c.on_demand_hourly_micros;
   }
+  Json queues = Json::object();
+  for (const QueueCost& q : result.queue_cost) {
+    queues[q.queue] = model::FormatPriceMicros(q.hourly_micros);
+  }
   out["cost"] = {{"machinePools", std::move(cost)},
+                 {"queues", std::move(queues)},
                  {"hourly", model::FormatPriceMicros(total)},
                  {"onDemandHourly", model::FormatPriceMicros(on_demand)},
                  {"hourlySaving", model::FormatPriceMicros(on_demand - total)}};
@@ -748,6 +819,11 @@ std::string AutoscaleResultToTable(const AutoscaleResult& result) {
                   model::FormatPriceMicros(on_demand),
                   model::FormatPriceMicros(on_demand - total)});
   out += "\nCOST\n" + FormatTable(rows);
+  rows = {{"QUEUE", "$/H"}};
+  for (const QueueCost& q : result.queue_cost) {
+    rows.push_back({q.queue, model::FormatPriceMicros(q.hourly_micros)});
+  }
+  out += "\nCOST BY QUEUE (dominant share of machine-pool nodes)\n" + FormatTable(rows);
   return out;
 }
 

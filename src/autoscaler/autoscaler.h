@@ -26,7 +26,8 @@
 //      min_replicas, are reported as removable once unneeded for 10 minutes (cluster-autoscaler's
 //      scale-down-unneeded-time); the newest node goes first.
 //   6. Cost per pool: nodes x hourly price, and for spot pools the on-demand price of the same
-//      nodes (the saving).
+//      nodes (the saving); cost per queue (QueueCost) for the pods on machine-pool nodes after the
+//      final cycle.
 // Pods that stay pending and fit no machine pool get cluster-autoscaler's "pod didn't trigger
 // scale-up" reason, naming each pool and why it did not fit.
 //
@@ -129,6 +130,15 @@ struct PoolCost {
   int64_t on_demand_hourly_micros = 0;  // the same nodes on demand
 };
 
+// What a queue's pods cost per hour on machine-pool nodes: each pod pays its node's price times its
+// dominant share of the node (the largest of its GPU, cpu and memory requests over the node's
+// allocatable). The part of a node no pod pays for is reported as queue "(idle)".
+struct QueueCost {
+  std::string queue;
+  int64_t hourly_micros = 0;
+};
+inline constexpr char kIdleCostQueue[] = "(idle)";
+
 struct AutoscaleResult {
   bool has_machine_pools = false;  // false: a plain scheduling cycle, nothing else to report
   scheduler::CycleResult cycle;    // the final cycle, over existing plus added nodes
@@ -137,6 +147,7 @@ struct AutoscaleResult {
   std::vector<ScaleDown> scale_down;
   std::vector<NotScaled> not_scaled;  // by pod
   std::vector<PoolCost> cost;         // by machine pool name
+  std::vector<QueueCost> queue_cost;  // by queue name, "(idle)" first
 };
 
 // Errors: an interrupted node that does not exist or is not in a spot machine pool; a machine

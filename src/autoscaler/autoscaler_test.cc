@@ -391,6 +391,29 @@ spec: {instance_type: p4de.24xlarge, max_replicas: 2, labels: {node-pool: a100-8
       << NotScaledReason(run.result, "no-pool");
 }
 
+TEST(AutoscalerTest, QueuesPayTheirDominantShareOfMachinePoolNodes) {
+  std::string text = std::string(kSeedPools) +
+                     "---\napiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: a}\nspec: {}\n"
+                     "---\napiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: b}\nspec: {}\n";
+  for (const char* queue : {"a", "b"}) {
+    std::string pod = BatchPod(std::string("pod-") + queue, true, "2");
+    std::string meta = std::string("metadata: {name: pod-") + queue + "}";
+    pod.replace(pod.find(meta), meta.size(),
+                std::string("metadata: {name: pod-") + queue +
+                    ", labels: {gpupool.io/queue: " + queue + "}}");
+    text += pod;
+  }
+  SimRun run = Simulated(text);
+  ASSERT_EQ(run.result.cycle.bindings.size(), 2u);
+  // One m5.2xlarge (0.384/h, 7910m cpu): each 2-cpu pod pays 2000/7910 of it (252,844 ppm).
+  ASSERT_EQ(run.result.queue_cost.size(), 3u);
+  EXPECT_EQ(run.result.queue_cost[0].queue, "(idle)");
+  EXPECT_EQ(run.result.queue_cost[0].hourly_micros, 384'000 - 2 * 97'092);
+  EXPECT_EQ(run.result.queue_cost[1].queue, "a");
+  EXPECT_EQ(run.result.queue_cost[1].hourly_micros, 97'092);
+  EXPECT_EQ(run.json["cost"]["queues"]["b"], "0.097092");
+}
+
 TEST(AutoscalerTest, UnknownInstanceTypeIsAnError) {
   scheduler::Scenario scenario;
   ASSERT_TRUE(scheduler::AddScenarioText(R"(

@@ -292,6 +292,18 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
     ASSIGN_OR_RETURN(auto result, ctx.service->UpdateConfig(CallerOf(r), request));
     return Reply::Json(service::ToJson(result));
   });
+  // JSON merge patch (RFC 7396), e.g. `{"description": "x", "enable_maintenance": true}`;
+  // If-Match / expected_revision as for PUT.
+  router.Add("PATCH", "/api/configs/{kind}/{name}", [&svc](const RouteRequest& r) -> Result<Reply> {
+    service::PatchConfigRequest request;
+    request.kind = r.Param("kind");
+    request.name = r.Param("name");
+    ASSIGN_OR_RETURN(request.patch, DecodeBody(r));
+    ASSIGN_OR_RETURN(request.expected_revision, ExpectedRevision(r));
+    request.description = Description(r, "");
+    ASSIGN_OR_RETURN(auto result, svc.PatchConfig(CallerOf(r), request));
+    return Reply::Json(service::ToJson(result));
+  });
   router.Add("DELETE", "/api/configs/{kind}/{name}",
              [&svc](const RouteRequest& r) -> Result<Reply> {
                ASSIGN_OR_RETURN(std::string kind, service::NormalizeKind(r.Param("kind")));

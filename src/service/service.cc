@@ -500,6 +500,60 @@ Result<WriteResult> Service::UpdateConfig(const Caller& caller,
                           request.file_name);
 }
 
+json MergePatch(json target, const json& patch) {
+  if (!patch.is_object()) return patch;
+  if (!target.is_object()) target = json::object();
+  for (const auto& [key, value] : patch.items()) {
+    if (value.is_null()) {
+      target.erase(key);
+    } else {
+      auto it = target.find(key);
+      json merged = MergePatch(it != target.end() ? *it : json(), value);
+      target[key] = std::move(merged);
+    }
+  }
+  return target;
+}
+
+Result<WriteResult> Service::PatchConfig(const Caller& caller, const PatchConfigRequest& request) {
+  ASSIGN_OR_RETURN(std::string kind, NormalizeKind(request.kind));
+  if (!request.patch.is_object()) {
+    return InvalidArgumentError("merge patch of " + kind + " " + Quoted(request.name) +
+                                ": expected a JSON object, got " +
+                                model::JsonTypeName(request.patch));
+  }
+  constexpr int kAttempts = 5;
+  for (int attempt = 1;; ++attempt) {
+    auto current = store_.GetConfig(kind, request.name);
+    if (!current.ok()) {
+      if (current.status().code() == StatusCode::kNotFound) {
+        return NotFoundError(kind + " " + Quoted(request.name) +
+                             " does not exist (a merge patch changes an existing config)");
+      }
+      return current.status();
+    }
+    if (request.expected_revision && *request.expected_revision != current->revision) {
+      return AbortedError("config " + kind + "/" + request.name + ": expected revision " +
+                          std::to_string(*request.expected_revision) + " but it is " +
+                          std::to_string(current->revision) +
+                          " (changed concurrently; reload and retry)");
+    }
+    UpdateConfigRequest update;
+    update.kind = kind;
+    update.name = request.name;
+    update.body = MergePatch(current->body, request.patch);
+    update.file_name = "merge patch";
+    update.description = request.description;
+    update.expected_revision = current->revision;  // the body the patch was applied to
+    auto result = UpdateConfig(caller, update);
+    // Without If-Match, a concurrent change only means: apply the patch to the newer body.
+    if (result.ok() || result.status().code() != StatusCode::kAborted ||
+        request.expected_revision || attempt == kAttempts) {
+      return result;
+    }
+  }
+}
+
 Result<WriteResult> Service::SetPoolRole(const Caller& caller, std::string_view role_name,
                                          std::string_view description) {
   ASSIGN_OR_RETURN(config::Role role, config::GeneratePoolRole(role_name));

@@ -71,6 +71,23 @@ struct UpdateConfigRequest {
   std::optional<int64_t> expected_revision;
 };
 
+// `PATCH /api/configs/{kind}/{name}`: a JSON merge patch (RFC 7396) of one config's body, e.g.
+// `{"description": "x", "default_exec_timeout": null}` sets one field and removes another.
+struct PatchConfigRequest {
+  std::string kind;
+  std::string name;
+  nlohmann::ordered_json patch;  // must be an object (a config body is one)
+  // The revision the patch was written against (If-Match): kAborted unless the config is at it.
+  // Unset: the patch applies to the current body (reapplied if that changes concurrently).
+  std::optional<int64_t> expected_revision;
+  std::string description;  // default "gpupool config update KIND NAME"
+};
+
+// RFC 7396: objects merge recursively, null removes a member, anything else replaces. Members
+// keep their order; new ones are appended.
+nlohmann::ordered_json MergePatch(nlohmann::ordered_json target,
+                                  const nlohmann::ordered_json& patch);
+
 struct DeleteConfigRequest {
   std::string kind;
   std::string name;
@@ -225,6 +242,10 @@ class Service {
   // unfinished workflows use may change (with a warning naming them) unless the change removes a
   // platform they use (kFailedPrecondition; no --force for updates: delete with --force instead).
   Result<WriteResult> UpdateConfig(const Caller& caller, const UpdateConfigRequest& request);
+
+  // Applies a merge patch to an existing config (kNotFound otherwise) and writes the result like
+  // UpdateConfig (validated, one revision), checked against the revision it was applied to.
+  Result<WriteResult> PatchConfig(const Caller& caller, const PatchConfigRequest& request);
 
   // `config set ROLE osmo-<prefix> pool`: writes the generated pool role.
   Result<WriteResult> SetPoolRole(const Caller& caller, std::string_view role_name,

@@ -205,6 +205,52 @@ TEST_F(ApiTest, ConfigRoutesWithRevisionsHistoryRollbackAndConflicts) {
   EXPECT_TRUE(admin.ShowConfig("POOL", "bulk-2").ok());
 }
 
+TEST_F(ApiTest, ConfigMergePatchWithIfMatch) {
+  CreatePool("team-p");
+  auto patch = [&](const std::string& body, const std::string& if_match = "",
+                   const std::string& name = "team-p") {
+    httplib::Client http("127.0.0.1", std::stoi(server_->url().substr(17)));
+    httplib::Headers headers{{"Authorization", std::string("Bearer ") + kAdmin}};
+    if (!if_match.empty()) headers.emplace("If-Match", if_match);
+    return http.Patch(("/api/configs/POOL/" + name).c_str(), headers, body,
+                      "application/merge-patch+json");
+  };
+  struct Case {
+    std::string name;
+    std::string body;
+    std::string if_match;
+    int want_status;
+  };
+  // Applied in order: each case sees the effect of the previous ones.
+  std::vector<Case> cases = {
+      {"sets a field", R"({"description": "patched"})", "", 200},
+      {"stale If-Match", R"({"description": "lost"})", "1", 409},
+      {"current If-Match", R"({"enable_maintenance": true})", "2", 200},
+      {"null removes a field", R"({"enable_maintenance": null})", "", 200},
+      {"not an object", R"(["description"])", "", 400},
+      {"invalid result is refused", R"({"no_such_field": 1})", "", 400},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto res = patch(c.body, c.if_match);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, c.want_status) << res->body;
+  }
+  EXPECT_EQ(patch(R"({"description": "x"})", "", "no-such-pool")->status, 404);
+  auto shown = server_->As(kAdmin).ShowConfig("POOL", "team-p");
+  ASSERT_TRUE(shown.ok());
+  EXPECT_EQ((*shown)["revision"], 4);  // create + three accepted patches
+  const Json& body = (*shown)["body"];
+  EXPECT_EQ(body["description"], "patched");
+  EXPECT_FALSE(body.contains("enable_maintenance"));
+  EXPECT_FALSE(body.contains("no_such_field"));
+  // Everything else is the default pool's, in the same order.
+  Json expected = default_pool_;
+  expected["description"] = "patched";
+  expected.erase("enable_maintenance");
+  EXPECT_EQ(body.dump(), expected.dump());
+}
+
 TEST_F(ApiTest, BadInputIs400WithTheFieldPathNever500) {
   struct Case {
     std::string name;

@@ -913,6 +913,23 @@ void Cycle::Commit(size_t checkpoint, int pool) {
 
 constexpr int kClassUnseen = -2;
 
+// Position of the k-th (from 1) set bit of x; x has at least k set bits.
+int NthSetBit(uint64_t x, int k) {
+  int position = 0;
+  for (int width = 32; width > 0; width /= 2) {
+    const uint64_t low = x & ((uint64_t{1} << width) - 1);
+    const int count = std::popcount(low);
+    if (count < k) {
+      k -= count;
+      x >>= width;
+      position += width;
+    } else {
+      x = low;
+    }
+  }
+  return position;
+}
+
 int NumFeasibleNodesToFind(int pool_nodes, int percentage) {
   if (pool_nodes < 100 || percentage >= 100) return pool_nodes;
   int adaptive = percentage;
@@ -1281,9 +1298,7 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
       const int count = std::popcount(found);
       if (feasible + count >= to_find) {
         // The window ends at the (to_find - feasible)-th feasible node of this word.
-        uint64_t rest = found;
-        for (int k = 1; k < to_find - feasible; ++k) rest &= rest - 1;
-        const int last = std::countr_zero(rest);
+        const int last = NthSetBit(found, to_find - feasible);
         const uint64_t upto = last == 63 ? ~uint64_t{0} : (uint64_t{2} << last) - 1;
         in_window &= upto;
         found &= upto;

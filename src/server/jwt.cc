@@ -281,8 +281,45 @@ Result<KeySet> LoadKeySet(const std::string& file_or_url) {
   return keys;
 }
 
-JwtVerifier::JwtVerifier(JwtOptions options, KeySet keys, const Clock& clock)
-    : options_(std::move(options)), keys_(std::move(keys)), clock_(clock) {}
+JwtVerifier::JwtVerifier(JwtOptions options, KeySet keys, const Clock& clock,
+                         std::optional<JwksRefresh> refresh)
+    : options_(std::move(options)),
+      clock_(clock),
+      refresh_(std::move(refresh)),
+      keys_(std::make_shared<const KeySet>(std::move(keys))),
+      loaded_at_ms_(clock.NowMillis()),
+      attempted_at_ms_(clock.NowMillis()) {}
+
+std::shared_ptr<const KeySet> JwtVerifier::Keys() const {
+  if (refresh_) {
+    bool old;
+    {
+      std::lock_guard lock(mu_);
+      old = clock_.NowMillis() - loaded_at_ms_ >= refresh_->max_age_ms;
+    }
+    if (old) Refresh();
+  }
+  std::lock_guard lock(mu_);
+  return keys_;
+}
+
+bool JwtVerifier::Refresh() const {
+  if (!refresh_ || !refresh_->fetch) return false;
+  {
+    std::lock_guard lock(mu_);
+    int64_t now = clock_.NowMillis();
+    if (fetching_ || now - attempted_at_ms_ < refresh_->min_interval_ms) return false;
+    fetching_ = true;
+    attempted_at_ms_ = now;
+  }
+  Result<KeySet> fetched = refresh_->fetch();
+  std::lock_guard lock(mu_);
+  fetching_ = false;
+  if (!fetched.ok()) return false;  // keep the last good set; retried after min_interval_ms
+  keys_ = std::make_shared<const KeySet>(std::move(*fetched));
+  loaded_at_ms_ = clock_.NowMillis();
+  return true;
+}
 
 Result<Identity> JwtVerifier::Verify(std::string_view token) const {
   size_t dot1 = token.find('.');
@@ -312,25 +349,30 @@ Result<Identity> JwtVerifier::Verify(std::string_view token) const {
   } else {
     der = *signature;
   }
-  std::vector<const KeySet::Key*> candidates;
-  if (header.contains("kid") && header["kid"].is_string()) {
-    const KeySet::Key* key = keys_.Find(header["kid"].get<std::string>());
-    if (key == nullptr) {
-      return UnauthenticatedError("token key id \"" + header["kid"].get<std::string>() +
-                                  "\" is not in the JWKS");
-    }
-    candidates.push_back(key);
-  } else {
-    candidates = keys_.All();
-  }
   std::string_view signed_part = token.substr(0, dot2);
-  bool verified = false;
-  for (const KeySet::Key* key : candidates) {
-    if (key->type != want) continue;
-    if (VerifySha256(key->pkey, signed_part, der)) {
-      verified = true;
-      break;
+  std::optional<std::string> kid;
+  if (header.contains("kid") && header["kid"].is_string()) kid = header["kid"].get<std::string>();
+  // Whether `keys` verifies the signature; `unknown` tells a key the set lacks from a bad
+  // signature by a key it has.
+  auto verify_with = [&](const KeySet& keys, bool* unknown) {
+    std::vector<const KeySet::Key*> candidates;
+    if (kid) {
+      const KeySet::Key* key = keys.Find(*kid);
+      if (key != nullptr) candidates.push_back(key);
+    } else {
+      candidates = keys.All();
     }
+    for (const KeySet::Key* key : candidates) {
+      if (key->type == want && VerifySha256(key->pkey, signed_part, der)) return true;
+    }
+    *unknown = kid ? candidates.empty() : true;  // without a kid any key may be new
+    return false;
+  };
+  bool unknown = false;
+  bool verified = verify_with(*Keys(), &unknown);
+  if (!verified && unknown && Refresh()) verified = verify_with(*Keys(), &unknown);
+  if (!verified && kid && unknown) {
+    return UnauthenticatedError("token key id \"" + *kid + "\" is not in the JWKS");
   }
   if (!verified) return UnauthenticatedError("token signature does not verify");
 

@@ -1,16 +1,22 @@
 #pragma once
 // Bearer JWT verification for `--auth oidc`: RS256 and ES256 signatures checked against a JWKS
-// (a file, or a URL fetched once at start-up), then issuer, audience, expiry and not-before with a
-// clock skew allowance. `alg: none`, HS256 (the "HMAC with the public key" confusion attack) and
-// every other algorithm are refused. Roles come from a claim path such as `roles` or Keycloak's
-// `realm_access.roles`.
+// (a file, or a URL fetched at start-up and re-fetched when a token names an unknown key id and
+// when the keys are older than a maximum age, so an identity provider's key rotation is seen), then
+// issuer, audience, expiry and not-before with a clock skew allowance. `alg: none`, HS256 (the
+// "HMAC with the public key" confusion attack) and every other algorithm are refused. Roles come
+// from a claim path such as `roles` or Keycloak's `realm_access.roles`.
 //
-// Thread contract: a JwtVerifier is immutable after construction; Verify may run on any thread.
+// Thread contract: Verify may run on any thread. With a JwksRefresh, the key set is swapped
+// atomically; one thread at a time re-fetches (in its Verify call) while the others keep using
+// the last set.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,10 +69,22 @@ struct JwtOptions {
   int64_t skew_seconds = 60;
 };
 
+// How a verifier re-fetches its JWKS (`--jwks URL`).
+struct JwksRefresh {
+  std::function<Result<KeySet>()> fetch;  // e.g. LoadKeySet(url)
+  // At most one fetch per this interval, whatever triggers it (unknown key ids in tokens cannot
+  // make the server hammer the identity provider).
+  int64_t min_interval_ms = 30'000;
+  // Keys older than this are re-fetched at the next Verify (a key removed from the JWKS stops
+  // being accepted).
+  int64_t max_age_ms = 15 * 60'000;
+};
+
 class JwtVerifier {
  public:
-  // `clock` must outlive the verifier.
-  JwtVerifier(JwtOptions options, KeySet keys, const Clock& clock);
+  // `clock` must outlive the verifier. Without `refresh` the keys never change.
+  JwtVerifier(JwtOptions options, KeySet keys, const Clock& clock,
+              std::optional<JwksRefresh> refresh = std::nullopt);
 
   // Verifies a compact JWS ("header.payload.signature"). kUnauthenticated with the reason for a
   // malformed token, a refused algorithm, an unknown key, a bad signature, a wrong issuer or
@@ -74,9 +92,20 @@ class JwtVerifier {
   Result<Identity> Verify(std::string_view token) const;
 
  private:
+  // The current key set (re-fetched first when older than max_age_ms).
+  std::shared_ptr<const KeySet> Keys() const;
+  // Fetches the JWKS unless the rate limit forbids it or another thread is fetching; true when a
+  // new set was installed.
+  bool Refresh() const;
+
   const JwtOptions options_;
-  const KeySet keys_;
   const Clock& clock_;
+  const std::optional<JwksRefresh> refresh_;
+  mutable std::mutex mu_;
+  mutable std::shared_ptr<const KeySet> keys_;
+  mutable int64_t loaded_at_ms_ = 0;
+  mutable int64_t attempted_at_ms_ = 0;
+  mutable bool fetching_ = false;
 };
 
 // base64url without padding (RFC 7515 §2). Exposed for tests and token minting.

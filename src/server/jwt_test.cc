@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <mutex>
 #include <thread>
 
 #include "server/auth.h"
@@ -176,6 +177,98 @@ TEST_F(JwtTest, LoadsJwksFromLoopbackUrl) {
   ASSERT_TRUE(keys.ok()) << keys.status().ToString();
   EXPECT_EQ(keys->size(), 1u);
   EXPECT_EQ(missing.status().code(), StatusCode::kUnavailable);
+}
+
+TEST_F(JwtTest, RefetchesTheJwksOnUnknownKeyIdsRateLimitedAndWhenOld) {
+  // An identity provider over loopback whose JWKS the test rotates.
+  httplib::Server idp;
+  std::mutex mu;
+  std::string jwks = testing::JwksOf({rsa_});
+  int fetches = 0;
+  idp.Get("/certs", [&](const httplib::Request&, httplib::Response& res) {
+    std::lock_guard lock(mu);
+    ++fetches;
+    res.set_content(jwks, "application/json");
+  });
+  int port = idp.bind_to_any_port("127.0.0.1");
+  std::thread thread([&] { idp.listen_after_bind(); });
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/certs";
+  auto set_jwks = [&](std::vector<const SigningKey*> keys) {
+    std::lock_guard lock(mu);
+    jwks = testing::JwksOf(keys);
+  };
+  auto fetch_count = [&] {
+    std::lock_guard lock(mu);
+    return fetches;
+  };
+
+  auto keys = LoadKeySet(url);
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  JwtOptions options;
+  options.issuer = "https://idp.example/realms/gpupool";
+  options.audience = "gpupool";
+  JwtVerifier verifier(options, std::move(*keys), clock_,
+                       JwksRefresh{.fetch = [&] { return LoadKeySet(url); },
+                                   .min_interval_ms = 30'000,
+                                   .max_age_ms = 600'000});
+  SigningKey rotated = SigningKey::Generate(SigningKey::Type::kEc, "ec-rotated");
+  SigningKey later = SigningKey::Generate(SigningKey::Type::kRsa, "rsa-later");
+  Json claims = Claims();
+  claims["exp"] = kNow + 86'400;  // the test moves the clock by minutes
+  const std::string old_token = rsa_->Mint(claims);
+  const std::string rotated_token = rotated.Mint(claims);
+  const std::string later_token = later.Mint(claims);
+  EXPECT_TRUE(verifier.Verify(old_token).ok());
+  EXPECT_EQ(fetch_count(), 1);  // the start-up load only
+
+  struct Case {
+    std::string name;
+    int64_t advance_ms;
+    std::vector<const SigningKey*> jwks;  // served from now on
+    const std::string* token;
+    bool want_ok;
+    int want_fetches;
+  };
+  std::vector<Case> cases = {
+      // Within the rate limit of the start-up load: an unknown kid fetches nothing.
+      {"unknown kid, too soon", 1'000, {rsa_, &rotated}, &rotated_token, false, 1},
+      {"unknown kid after the interval re-fetches",
+       30'000,
+       {rsa_, &rotated},
+       &rotated_token,
+       true,
+       2},
+      {"known kid fetches nothing", 1'000, {rsa_, &rotated}, &old_token, true, 2},
+      {"another new kid, rate-limited", 1'000, {rsa_, &rotated, &later}, &later_token, false, 2},
+      {"garbage kids cannot force fetches",
+       1'000,
+       {rsa_, &rotated, &later},
+       &later_token,
+       false,
+       2},
+      {"after the interval it is found", 30'000, {rsa_, &rotated, &later}, &later_token, true, 3},
+      // The provider drops the old key: accepted until the keys are max_age old, then refused.
+      {"dropped key still cached", 1'000, {&rotated, &later}, &old_token, true, 3},
+      {"keys older than max_age are re-fetched", 600'000, {&rotated, &later}, &old_token, false, 4},
+      {"rotated key still good", 1'000, {&rotated, &later}, &rotated_token, true, 4},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    clock_.Advance(c.advance_ms);
+    set_jwks(c.jwks);
+    auto identity = verifier.Verify(*c.token);
+    EXPECT_EQ(identity.ok(), c.want_ok) << identity.status().ToString();
+    if (!identity.ok()) {
+      EXPECT_NE(identity.status().message().find("is not in the JWKS"), std::string::npos)
+          << identity.status().ToString();
+    }
+    EXPECT_EQ(fetch_count(), c.want_fetches);
+  }
+  // The provider is down: the last good keys stay in use.
+  idp.stop();
+  thread.join();
+  clock_.Advance(600'000);
+  EXPECT_TRUE(verifier.Verify(rotated_token).ok());
 }
 
 TEST(Base64UrlTest, RoundTrips) {

@@ -83,7 +83,14 @@ Result<std::unique_ptr<Authenticator>> MakeAuthenticator(const ServeOptions& o,
   jwt.issuer = o.issuer;
   jwt.audience = o.audience;
   jwt.roles_claim = o.roles_claim;
-  return MakeOidcAuthenticator(std::make_unique<JwtVerifier>(jwt, std::move(keys), clock));
+  std::optional<JwksRefresh> refresh;
+  if (StartsWith(o.jwks, "http://") || StartsWith(o.jwks, "https://")) {
+    // An identity provider rotates its keys: re-fetch on an unknown key id (at most every 30 s)
+    // and every 15 minutes.
+    refresh = JwksRefresh{.fetch = [url = o.jwks] { return LoadKeySet(url); }};
+  }
+  return MakeOidcAuthenticator(
+      std::make_unique<JwtVerifier>(jwt, std::move(keys), clock, std::move(refresh)));
 }
 
 Result<std::pair<std::string, int>> ParseListen(const std::string& listen) {

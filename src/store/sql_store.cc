@@ -167,15 +167,19 @@ Result<std::unique_ptr<Store>> SqlStore::Open(std::unique_ptr<SqlConnection> con
 SqlConnection* SqlStore::AcquireReader() {
   if (max_readers_ == 0) return nullptr;
   std::unique_lock lock(readers_mu_);
-  for (;;) {
-    if (readers_failed_) return nullptr;
-    if (!idle_readers_.empty()) {
-      SqlConnection* reader = idle_readers_.back();
-      idle_readers_.pop_back();
-      return reader;
-    }
-    if (static_cast<int>(readers_.size()) + opening_readers_ < max_readers_) break;
-    readers_cv_.wait(lock);  // all readers busy
+  if (readers_failed_) return nullptr;
+  // Readers are handed out first come, first served: a released reader goes to the longest
+  // waiting caller, so a caller that just released one cannot overtake the waiters.
+  if (!idle_readers_.empty() && reader_waiters_.empty()) {
+    SqlConnection* reader = idle_readers_.back();
+    idle_readers_.pop_back();
+    return reader;
+  }
+  if (static_cast<int>(readers_.size()) + opening_readers_ >= max_readers_) {
+    ReaderWaiter waiter;
+    reader_waiters_.push_back(&waiter);
+    waiter.cv.wait(lock, [&] { return waiter.reader != nullptr || waiter.failed; });
+    return waiter.reader;
   }
   // Open a new reader outside the lock (a PostgreSQL connection takes a round trip or more).
   ++opening_readers_;
@@ -184,8 +188,13 @@ SqlConnection* SqlStore::AcquireReader() {
   lock.lock();
   --opening_readers_;
   if (!opened.ok()) {
+    // Use the writer from now on; wake everyone waiting for a reader.
     readers_failed_ = true;
-    readers_cv_.notify_all();
+    for (ReaderWaiter* waiter : reader_waiters_) {
+      waiter->failed = true;
+      waiter->cv.notify_one();
+    }
+    reader_waiters_.clear();
     return nullptr;
   }
   readers_.push_back(std::move(*opened));
@@ -193,11 +202,15 @@ SqlConnection* SqlStore::AcquireReader() {
 }
 
 void SqlStore::ReleaseReader(SqlConnection* reader) {
-  {
-    std::lock_guard lock(readers_mu_);
-    idle_readers_.push_back(reader);
+  std::lock_guard lock(readers_mu_);
+  if (!reader_waiters_.empty()) {
+    ReaderWaiter* waiter = reader_waiters_.front();
+    reader_waiters_.pop_front();
+    waiter->reader = reader;
+    waiter->cv.notify_one();
+    return;
   }
-  readers_cv_.notify_one();
+  idle_readers_.push_back(reader);
 }
 
 template <typename Body>

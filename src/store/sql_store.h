@@ -134,10 +134,16 @@ class SqlStore final : public Store {
   const Clock& clock_;
   std::mutex mu_;  // guards connection_ use
 
+  // A caller waiting for a reader (FIFO).
+  struct ReaderWaiter {
+    std::condition_variable cv;
+    SqlConnection* reader = nullptr;  // handed over by ReleaseReader
+    bool failed = false;              // readers are given up: use the writer
+  };
   std::mutex readers_mu_;
-  std::condition_variable readers_cv_;
   std::vector<std::unique_ptr<SqlConnection>> readers_;  // all opened readers
   std::vector<SqlConnection*> idle_readers_;
+  std::deque<ReaderWaiter*> reader_waiters_;
   int opening_readers_ = 0;
   bool readers_failed_ = false;  // opening a reader failed once: use the writer
 

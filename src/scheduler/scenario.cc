@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "common/clock.h"
 #include "common/strings.h"
 #include "model/json_io.h"
 
@@ -56,6 +57,17 @@ Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario
   } else if (kind == "Pod") {
     Result<model::PodScheduling> pod = model::PodSchedulingFromJson(doc);
     if (!pod.ok()) return fail(pod.status());
+    // A bound pod's status.startTime is its binding time for NoExecute tolerationSeconds.
+    if (!pod->node_name.empty() && doc.contains("status") && doc["status"].is_object() &&
+        doc["status"].contains("startTime") && doc["status"]["startTime"].is_string()) {
+      const std::string text = doc["status"]["startTime"].get<std::string>();
+      std::optional<int64_t> started = ParseTimestampMillis(text);
+      if (!started) {
+        return fail(InvalidArgumentError("status.startTime: expected an RFC 3339 time, got \"" +
+                                         text + "\""));
+      }
+      scenario.snapshot.bound_at_ms[PodKey(*pod)] = *started;
+    }
     scenario.snapshot.pods.push_back(std::move(pod).value());
   } else if (kind == "Queue") {
     Result<model::Queue> queue = model::QueueFromManifest(doc);
@@ -206,6 +218,18 @@ Json ScheduleResultToJson(const ScheduleResult& result) {
                          {"message", e.message}});
   }
   out["evictions"] = std::move(evictions);
+  if (!result.no_execute_deadlines.empty()) {
+    Json deadlines = Json::array();
+    for (const NoExecuteDeadline& d : result.no_execute_deadlines) {
+      deadlines.push_back(
+          {{"pod", d.pod},
+           {"node", d.node},
+           {"taint", d.taint},
+           {"tolerationSeconds", d.toleration_seconds},
+           {"deadline", d.deadline_ms ? Json(FormatTimestamp(*d.deadline_ms)) : Json(nullptr)}});
+    }
+    out["noExecuteDeadlines"] = std::move(deadlines);
+  }
   Json fair_share = Json::object();
   for (const QueueShare& s : result.fair_share) {
     Json pool = Json::object();
@@ -237,6 +261,15 @@ std::string ScheduleResultToTable(const ScheduleResult& result) {
     rows.push_back({e.pod, e.node, std::string(EvictionReasonName(e.reason)), e.message});
   }
   out += "\nEVICTIONS (" + std::to_string(result.evictions.size()) + ")\n" + FormatTable(rows);
+  if (!result.no_execute_deadlines.empty()) {
+    rows = {{"POD", "NODE", "TAINT", "TOLERATION SECONDS", "DEADLINE"}};
+    for (const NoExecuteDeadline& d : result.no_execute_deadlines) {
+      rows.push_back({d.pod, d.node, d.taint, std::to_string(d.toleration_seconds),
+                      d.deadline_ms ? FormatTimestamp(*d.deadline_ms) : "unknown (no time)"});
+    }
+    out += "\nNOEXECUTE DEADLINES (" + std::to_string(result.no_execute_deadlines.size()) + ")\n" +
+           FormatTable(rows);
+  }
   rows = {{"QUEUE", "NODE POOL", "GPU DESERVED", "GPU FAIR SHARE", "GPU ALLOCATED", "GPU LIMIT"}};
   for (const QueueShare& s : result.fair_share) {
     const ResourceShare& g = s.resources[0];

@@ -4,8 +4,9 @@
 // Kubernetes `Node`s and `Pod`s (bound pods carry spec.nodeName), and gpupool manifests
 // (`apiVersion: gpupool.io/v1`, kind `Queue` or `NodePool`; `MachinePool` is accepted and ignored
 // for now). `List`, `NodeList` and `PodList` are unpacked; a JSON top-level array is a list of
-// documents. Pending pods arrive in file order (earlier = older). This is the only file of the
-// scheduler module that does I/O.
+// documents. Pending pods arrive in file order (earlier = older). A bound pod's status.startTime
+// is its binding time (ClusterSnapshot::bound_at_ms). This is the only file of the scheduler
+// module that does I/O.
 
 #include <nlohmann/json.hpp>
 #include <string>
@@ -39,6 +40,10 @@ ScheduleResult Schedule(const Scenario& scenario, const SchedulerOptions& option
 
 // {"placements": [{"pod", "node", "nodePool", "queue"}], "unschedulable": [{"pod", "reason"}],
 //  "evictions": [{"pod", "node", "reason", "message"}],
+//  "noExecuteDeadlines": [{"pod", "node", "taint", "tolerationSeconds", "deadline"}] (only when
+//  a bound pod tolerates its node's NoExecute taints for a bounded time; "deadline" is RFC 3339
+//  UTC, or null when neither the taint's timeAdded, the pod's status.startTime nor the
+//  snapshot's now_ms is known; a passed deadline is an eviction with reason "NoExecute"),
 //  "fairShare": {"<queue>": {"<node pool>": {"gpu": {"deserved", "fairShare", "allocated",
 //  "limit"}, "cpu": {...}, "memory": {...}}}}}. GPUs are numbers of devices (0.5 for half a
 // device); cpu and memory are Kubernetes quantity strings ("500m", "64Gi"); -1 = unlimited.

@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "common/clock.h"
 #include "common/strings.h"
 #include "model/match.h"
 #include "scheduler/cluster_view.h"
@@ -260,6 +261,8 @@ class Cycle {
   std::vector<Op> undo_;
   std::vector<Binding> bindings_;
   std::vector<Eviction> evictions_;
+  std::vector<NoExecuteDeadline> no_execute_deadlines_;
+  std::vector<int> no_execute_pods_;  // the pod of each no_execute_deadlines_ entry
   std::vector<int> failed_jobs_;
   std::vector<TaskType> task_types_;
   // Single pods that found no node, by exact request: the reason and the pool's epoch when it
@@ -1847,19 +1850,123 @@ void Cycle::ReclaimAndPreempt() {
 // ---------------------------------------------------------------------------------------------
 // NoExecute and results
 
+// timeAdded of a taint as the node object carries it (spec.taints[] with the same key, value and
+// effect); nullopt when absent or malformed.
+std::optional<int64_t> TaintTimeAdded(const model::Node& node, const model::Taint& taint) {
+  const auto& raw = node.raw;
+  if (!raw.is_object() || !raw.contains("spec") || !raw["spec"].is_object()) return std::nullopt;
+  const auto& spec = raw["spec"];
+  if (!spec.contains("taints") || !spec["taints"].is_array()) return std::nullopt;
+  for (const auto& t : spec["taints"]) {
+    if (!t.is_object()) continue;
+    auto text = [&t](const char* field) {
+      return t.contains(field) && t[field].is_string() ? t[field].get<std::string>() : "";
+    };
+    if (text("key") != taint.key || text("value") != taint.value ||
+        text("effect") != model::TaintEffectName(taint.effect)) {
+      continue;
+    }
+    const std::string added = text("timeAdded");
+    if (added.empty()) return std::nullopt;
+    return ParseTimestampMillis(added);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+NoExecuteVerdict NoExecuteDeadlineOf(const model::PodScheduling& pod, const model::Node& node,
+                                     std::optional<int64_t> bound_at_ms, int64_t now_ms) {
+  NoExecuteVerdict verdict;
+  bool have_deadline = false;
+  for (const model::Taint& taint : node.taints) {
+    if (taint.effect != model::TaintEffect::kNoExecute) continue;
+    // Kubernetes' taint manager: the pod's first toleration that tolerates the taint.
+    const model::Toleration* toleration = nullptr;
+    for (const model::Toleration& t : pod.tolerations) {
+      if (model::ToleratesTaint(t, taint)) {
+        toleration = &t;
+        break;
+      }
+    }
+    if (toleration == nullptr) {
+      verdict.untolerated = &taint;
+      return verdict;
+    }
+    if (!toleration->toleration_seconds) continue;  // tolerated forever
+    const int64_t seconds = *toleration->toleration_seconds;
+    if (seconds <= 0) {  // Kubernetes: <= 0 means evict now
+      verdict.bounded = true;
+      verdict.immediate = true;
+      verdict.taint = &taint;
+      verdict.toleration_seconds = seconds;
+      continue;
+    }
+    std::optional<int64_t> start = TaintTimeAdded(node, taint);
+    if (bound_at_ms && (!start || *bound_at_ms > *start)) start = bound_at_ms;
+    if (!start && now_ms > 0) start = now_ms;
+    const bool first = !verdict.bounded;
+    verdict.bounded = true;
+    if (verdict.immediate) continue;
+    if (!start) {
+      if (first) {
+        verdict.taint = &taint;
+        verdict.toleration_seconds = seconds;
+      }
+      continue;
+    }
+    constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+    const int64_t deadline = seconds > (kMax - *start) / 1000 ? kMax : *start + seconds * 1000;
+    if (!have_deadline || deadline < *verdict.deadline_ms) {
+      have_deadline = true;
+      verdict.deadline_ms = deadline;
+      verdict.taint = &taint;
+      verdict.toleration_seconds = seconds;
+    }
+  }
+  if (verdict.immediate) verdict.deadline_ms.reset();
+  return verdict;
+}
+
+namespace {
+
 void Cycle::EvictNoExecute() {
   std::set<int> broken_gangs;
+  const int64_t now = snapshot_.now_ms;
   for (size_t i = 0; i < pods_.size(); ++i) {
     PodState& p = pods_[i];
     if (!p.bound_initially || p.node < 0) continue;
     const model::Node& node = *view_.node(p.node).node;
-    const model::Taint* taint = model::FindUntoleratedTaintPtr(
-        node.taints, p.pod->tolerations, model::TaintEffectSet::NoExecuteOnly());
-    if (taint == nullptr) continue;
+    std::optional<int64_t> bound_at;
+    auto bound = snapshot_.bound_at_ms.find(p.key);
+    if (bound != snapshot_.bound_at_ms.end()) bound_at = bound->second;
+    const NoExecuteVerdict verdict = NoExecuteDeadlineOf(*p.pod, node, bound_at, now);
+    if (verdict.untolerated != nullptr) {
+      const model::Taint* taint = verdict.untolerated;
+      p.evict_message = "node " + node.name + " has taint {" + taint->key + ": " + taint->value +
+                        "} with effect NoExecute that the pod does not tolerate";
+    } else if (verdict.bounded && verdict.immediate) {
+      const model::Taint* taint = verdict.taint;
+      p.evict_message = "node " + node.name + " has taint {" + taint->key + ": " + taint->value +
+                        "} with effect NoExecute that the pod tolerates for " +
+                        std::to_string(verdict.toleration_seconds) +
+                        " s (tolerationSeconds <= 0: not at all)";
+    } else if (verdict.bounded && verdict.deadline_ms && now > 0 && *verdict.deadline_ms <= now) {
+      const model::Taint* taint = verdict.taint;
+      p.evict_message = "node " + node.name + " has taint {" + taint->key + ": " + taint->value +
+                        "} with effect NoExecute that the pod tolerates for " +
+                        std::to_string(verdict.toleration_seconds) +
+                        " s (tolerationSeconds), until " + FormatTimestamp(*verdict.deadline_ms);
+    } else {
+      if (verdict.bounded) {
+        no_execute_deadlines_.push_back({p.key, node.name, verdict.taint->ToString(),
+                                         verdict.toleration_seconds, verdict.deadline_ms});
+        no_execute_pods_.push_back(static_cast<int>(i));
+      }
+      continue;
+    }
     p.evicted = true;
     p.evict_reason = EvictionReason::kNoExecute;
-    p.evict_message = "node " + node.name + " has taint {" + taint->key + ": " + taint->value +
-                      "} with effect NoExecute that the pod does not tolerate";
     Remove(static_cast<int>(i), false);
     evictions_.push_back({p.key, node.name, p.evict_reason, p.evict_message});
     if (p.gang >= 0) broken_gangs.insert(p.gang);
@@ -1880,12 +1987,21 @@ void Cycle::EvictNoExecute() {
       evictions_.push_back({p.key, node, p.evict_reason, p.evict_message});
     }
   }
+  // A pod evicted with its gang has no deadline left.
+  size_t kept = 0;
+  for (size_t d = 0; d < no_execute_deadlines_.size(); ++d) {
+    if (pods_[no_execute_pods_[d]].evicted) continue;
+    if (kept != d) no_execute_deadlines_[kept] = std::move(no_execute_deadlines_[d]);
+    ++kept;
+  }
+  no_execute_deadlines_.resize(kept);
 }
 
 CycleResult Cycle::Collect() {
   CycleResult result;
   result.bindings = std::move(bindings_);
   result.evictions = std::move(evictions_);
+  result.no_execute_deadlines = std::move(no_execute_deadlines_);
   result.decision_latency_ns = std::move(decision_latency_ns_);
   for (PodState& p : pods_) {
     if (p.node >= 0) continue;
@@ -2006,6 +2122,61 @@ std::string_view EvictionReasonName(EvictionReason reason) {
       return "NoExecute";
   }
   return "reclaim";
+}
+
+std::optional<int64_t> ParseTimestampMillis(std::string_view text) {
+  // YYYY-MM-DDTHH:MM:SS[.fraction](Z|+hh:mm|-hh:mm)
+  auto digits = [&text](size_t at, size_t count, int64_t* out) {
+    if (at + count > text.size()) return false;
+    int64_t value = 0;
+    for (size_t i = at; i < at + count; ++i) {
+      if (text[i] < '0' || text[i] > '9') return false;
+      value = value * 10 + (text[i] - '0');
+    }
+    *out = value;
+    return true;
+  };
+  int64_t year, month, day, hour, minute, second;
+  if (!digits(0, 4, &year) || text.size() < 20 || text[4] != '-' || !digits(5, 2, &month) ||
+      text[7] != '-' || !digits(8, 2, &day) || (text[10] != 'T' && text[10] != 't') ||
+      !digits(11, 2, &hour) || text[13] != ':' || !digits(14, 2, &minute) || text[16] != ':' ||
+      !digits(17, 2, &second)) {
+    return std::nullopt;
+  }
+  if (month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 || second > 60) {
+    return std::nullopt;
+  }
+  size_t at = 19;
+  int64_t millis = 0;
+  if (text[at] == '.') {
+    size_t count = 0;
+    for (++at; at < text.size() && text[at] >= '0' && text[at] <= '9'; ++at, ++count) {
+      if (count < 3) millis = millis * 10 + (text[at] - '0');
+    }
+    if (count == 0) return std::nullopt;
+    for (; count < 3; ++count) millis *= 10;
+  }
+  int64_t offset_minutes = 0;
+  if (at < text.size() && (text[at] == 'Z' || text[at] == 'z') && at + 1 == text.size()) {
+    offset_minutes = 0;
+  } else if (at + 6 == text.size() && (text[at] == '+' || text[at] == '-') && text[at + 3] == ':') {
+    int64_t oh, om;
+    if (!digits(at + 1, 2, &oh) || !digits(at + 4, 2, &om) || oh > 23 || om > 59) {
+      return std::nullopt;
+    }
+    offset_minutes = (text[at] == '+' ? 1 : -1) * (oh * 60 + om);
+  } else {
+    return std::nullopt;
+  }
+  // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+  const int64_t y = year - (month <= 2 ? 1 : 0);
+  const int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const int64_t yoe = y - era * 400;
+  const int64_t doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1;
+  const int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  const int64_t days = era * 146097 + doe - 719468;
+  const int64_t seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
+  return seconds * 1000 + millis;
 }
 
 std::string PodKey(const model::PodScheduling& pod) {

@@ -4,9 +4,15 @@
 //
 // A cycle (DESIGN section 4, KAI-Scheduler style):
 //   0. Evict bound pods whose node has a NoExecute taint they do not tolerate (a gang that
-//      drops below its gang-min goes whole). A toleration with tolerationSeconds still counts
-//      as tolerated: the snapshot carries no taint timestamps, so the deadline is the caller's
-//      (the server's loop) to enforce.
+//      drops below its gang-min goes whole). A pod that tolerates all of its node's NoExecute
+//      taints but some only for tolerationSeconds (Kubernetes' taint manager: for each taint the
+//      pod's first toleration that tolerates it; the smallest tolerationSeconds wins) has a
+//      deadline: per taint, tolerationSeconds after the later of the taint's timeAdded (the
+//      node's spec.taints[].timeAdded) and the pod's binding (ClusterSnapshot::bound_at_ms),
+//      or after ClusterSnapshot::now_ms when neither is known; the earliest over the taints.
+//      tolerationSeconds <= 0 means now (as Kubernetes). A pod whose deadline is at or before
+//      now_ms (or immediate) is evicted (reason NoExecute, same gang rule); the others are
+//      reported in CycleResult::no_execute_deadlines. Without now_ms, nothing positive expires.
 //   1. Fair share per node pool and per resource (gpu, cpu, memory) over the queue tree
 //      (fair_share.h). Demand of a queue in a node pool = its bound pods there + its pending pods
 //      whose first-choice node pool it is.
@@ -45,7 +51,10 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -97,6 +106,11 @@ struct ClusterSnapshot {
   std::vector<model::PodScheduling> pods;
   std::vector<model::Queue> queues;
   std::vector<model::NodePool> node_pools;
+  // Time of the cycle, Unix milliseconds; 0 = not known (then only tolerationSeconds <= 0
+  // evicts). Used for NoExecute deadlines only: the decisions do not depend on it otherwise.
+  int64_t now_ms = 0;
+  // When each bound pod was bound, Unix milliseconds, by PodKey; absent = not known.
+  std::map<std::string, int64_t> bound_at_ms;
 };
 
 enum class EvictionReason { kReclaim, kPreempt, kNoExecute };
@@ -115,6 +129,18 @@ struct Eviction {
   std::string node;
   EvictionReason reason = EvictionReason::kReclaim;
   std::string message;  // e.g. "reclaimed by queue rnd-1 for pod train-3"
+};
+
+// A bound pod that tolerates its node's NoExecute taints only for a while (tolerationSeconds):
+// it may stay until `deadline_ms`, then it is evicted (reason NoExecute).
+// JSON (scenario.h): {"pod", "node", "taint": "key=value:NoExecute", "tolerationSeconds",
+// "deadline": RFC 3339 UTC or null when no time is known}.
+struct NoExecuteDeadline {
+  std::string pod;
+  std::string node;
+  std::string taint;  // the taint whose toleration ends first, "key=value:NoExecute"
+  int64_t toleration_seconds = 0;
+  std::optional<int64_t> deadline_ms;  // Unix ms; nullopt: no timeAdded, binding time or now
 };
 
 struct PendingPod {
@@ -136,11 +162,12 @@ struct QueueShare {
 };
 
 struct CycleResult {
-  std::vector<Binding> bindings;             // in decision order
-  std::vector<PendingPod> unschedulable;     // pending pods left unplaced (incl. requeued), by name
-  std::vector<Eviction> evictions;           // in decision order
-  std::vector<QueueShare> fair_share;        // by queue name, then node pool name
-  std::vector<int64_t> decision_latency_ns;  // with options.record_decision_latency
+  std::vector<Binding> bindings;          // in decision order
+  std::vector<PendingPod> unschedulable;  // pending pods left unplaced (incl. requeued), by name
+  std::vector<Eviction> evictions;        // in decision order
+  std::vector<QueueShare> fair_share;     // by queue name, then node pool name
+  std::vector<NoExecuteDeadline> no_execute_deadlines;  // in snapshot order of the pods
+  std::vector<int64_t> decision_latency_ns;             // with options.record_decision_latency
 };
 
 class Scheduler {
@@ -159,6 +186,23 @@ class Scheduler {
 
 // The pod key used in results: name, or namespace/name outside namespace "default".
 std::string PodKey(const model::PodScheduling& pod);
+
+// The NoExecute verdict for a pod on a node (step 0 of a cycle; exposed for tests and callers
+// that want the deadline without a cycle). Pointers point into `node.taints`.
+struct NoExecuteVerdict {
+  const model::Taint* untolerated = nullptr;  // a NoExecute taint no toleration tolerates
+  bool bounded = false;    // some NoExecute taint is tolerated only for tolerationSeconds
+  bool immediate = false;  // ... and one of them with tolerationSeconds <= 0
+  const model::Taint* taint = nullptr;  // the taint whose toleration ends first
+  int64_t toleration_seconds = 0;
+  std::optional<int64_t> deadline_ms;  // Unix ms, when a time is known and not immediate
+};
+NoExecuteVerdict NoExecuteDeadlineOf(const model::PodScheduling& pod, const model::Node& node,
+                                     std::optional<int64_t> bound_at_ms, int64_t now_ms);
+
+// Unix milliseconds of an RFC 3339 time ("2026-11-22T01:02:03Z", fractional seconds and a
+// +hh:mm / -hh:mm offset allowed); nullopt when malformed.
+std::optional<int64_t> ParseTimestampMillis(std::string_view text);
 
 // Priority: spec.priority if set, else priorityClassName high 125, normal 100, low 50, none 0.
 Result<int32_t> PodPriority(const model::PodScheduling& pod);

@@ -43,6 +43,12 @@ class NodeBuilder {
     json_["spec"]["taints"].push_back(t);
     return *this;
   }
+  NodeBuilder& TaintAddedAt(const std::string& key, const std::string& value,
+                            const std::string& effect, const std::string& time_added) {
+    Taint(key, value, effect);
+    json_["spec"]["taints"].back()["timeAdded"] = time_added;
+    return *this;
+  }
   NodeBuilder& Unschedulable() {
     json_["spec"]["unschedulable"] = true;
     return *this;

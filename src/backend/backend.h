@@ -54,6 +54,11 @@ class Backend {
 
   // Tasks started and not yet reported by Poll.
   virtual size_t RunningCount() const = 0;
+
+  // The nodes the control plane knows now (the store's: imported over the API, or launched by a
+  // machine pool), given by the scheduling loop every step. A real cluster reports its own nodes
+  // and ignores this; the simulated cluster runs tasks on its file's nodes and these.
+  virtual void SetKnownNodes(const std::vector<std::string>& names) { (void)names; }
 };
 
 // Opens a backend from its command-line spec: "sim:CLUSTER_FILE" (a file or a directory of

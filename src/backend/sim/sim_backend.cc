@@ -118,7 +118,7 @@ SimBackend::SimBackend(std::vector<Json> nodes) : nodes_(std::move(nodes)) {
 Result<std::vector<Json>> SimBackend::ListNodes() const { return nodes_; }
 
 Status SimBackend::Launch(const TaskLaunch& launch) {
-  if (!node_names_.contains(launch.node)) {
+  if (!node_names_.contains(launch.node) && !known_nodes_.contains(launch.node)) {
     return InvalidArgumentError("sim backend: unknown node \"" + launch.node + "\" for task " +
                                 launch.key);
   }
@@ -128,6 +128,10 @@ Status SimBackend::Launch(const TaskLaunch& launch) {
   std::lock_guard lock(mu_);
   running_.try_emplace(launch.key, launch);
   return OkStatus();
+}
+
+void SimBackend::SetKnownNodes(const std::vector<std::string>& names) {
+  known_nodes_ = std::set<std::string, std::less<>>(names.begin(), names.end());
 }
 
 Status SimBackend::Kill(std::string_view key) {

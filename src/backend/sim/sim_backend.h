@@ -25,10 +25,12 @@ class SimBackend final : public Backend {
   Status Kill(std::string_view key) override;
   std::vector<TaskExit> Poll(int64_t now_ms) override;
   size_t RunningCount() const override;
+  void SetKnownNodes(const std::vector<std::string>& names) override;
 
  private:
   const std::vector<nlohmann::ordered_json> nodes_;
-  std::set<std::string, std::less<>> node_names_;
+  std::set<std::string, std::less<>> node_names_;   // the cluster file's
+  std::set<std::string, std::less<>> known_nodes_;  // the control plane's (SetKnownNodes)
 
   mutable std::mutex mu_;
   std::map<std::string, TaskLaunch, std::less<>> running_;  // by key

@@ -83,6 +83,15 @@ TEST(SimBackendTest, RejectsUnknownNodeAndNegativeDuration) {
   EXPECT_EQ(sim.Launch({"a", "n1", 0, -1, 0}).code(), StatusCode::kInvalidArgument);
 }
 
+TEST(SimBackendTest, RunsOnNodesTheControlPlaneKnows) {
+  SimBackend sim(std::vector<Json>{MakeNode("n1")});
+  sim.SetKnownNodes({"launched-1"});  // e.g. a machine pool's new node
+  EXPECT_TRUE(sim.Launch({"a", "launched-1", 0, 100, 0}).ok());
+  EXPECT_TRUE(sim.Launch({"b", "n1", 0, 100, 0}).ok());  // the file's nodes stay
+  sim.SetKnownNodes({});                                 // removed again
+  EXPECT_EQ(sim.Launch({"c", "launched-1", 0, 100, 0}).code(), StatusCode::kInvalidArgument);
+}
+
 TEST(LoadClusterNodesTest, ReadsYamlJsonListsAndDirectories) {
   TempDir dir;
   dir.Write("a.yaml",

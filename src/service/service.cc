@@ -1013,7 +1013,8 @@ Result<SubmitResult> Service::SubmitWorkflow(const Caller& caller, const SubmitR
   audit.action = "workflow submit";
   audit.target = record.id;
   audit.detail = "pool " + plan.pool;
-  ASSIGN_OR_RETURN(store::WorkflowRecord stored, store_.CreateWorkflowWithAudit(record, audit));
+  ASSIGN_OR_RETURN(store::WorkflowRecord stored,
+                   store_.CreateWorkflowWithAudit(std::move(record), audit));
   result.workflow_id = stored.id;
   result.status = stored.status;
   return result;

@@ -591,8 +591,8 @@ Result<SqlStore::CreateOutcome> SqlStore::CreateIn(SqlConnection& db,
     return std::optional<WorkflowRecord>(std::move(existing));
   };
   CreateOutcome outcome;
-  ASSIGN_OR_RETURN(outcome.record, find_by_key());
-  if (outcome.record) return outcome;
+  ASSIGN_OR_RETURN(outcome.existing, find_by_key());
+  if (outcome.existing) return outcome;
   // DO NOTHING on any conflict (id or idempotency key), so a taken id is a refusal that leaves
   // the transaction (and the rest of its batch) usable. With PostgreSQL it waits for a concurrent
   // insert of the same key to commit, so the second lookup below sees it.
@@ -606,26 +606,34 @@ Result<SqlStore::CreateOutcome> SqlStore::CreateIn(SqlConnection& db,
                 int64_t{IsFinishedWorkflowStatus(workflow.status) ? 1 : 0}, workflow.submitted_ms,
                 spec, key}));
   if (inserted.empty()) {
-    ASSIGN_OR_RETURN(outcome.record, find_by_key());
-    if (!outcome.record) {
+    ASSIGN_OR_RETURN(outcome.existing, find_by_key());
+    if (!outcome.existing) {
       outcome.refused = AlreadyExistsError("workflow " + workflow.id + " already exists");
     }
     return outcome;
   }
   RETURN_IF_ERROR(InsertTasks(db, workflow.id, workflow.tasks));
-  outcome.record = workflow;
-  outcome.record->version = 1;
-  for (TaskRecord& task : outcome.record->tasks) task.workflow_id = workflow.id;
+  outcome.inserted = true;
   return outcome;
 }
 
-Status SqlStore::InsertAudit(SqlConnection& db, const AuditRecord& record, int64_t at_ms) {
-  return db
-      .Query(
-          "INSERT INTO audit_log (at_ms, user_name, source, action, target, detail) "
-          "VALUES ($1, $2, $3, $4, $5, $6)",
-          {at_ms, record.user, record.source, record.action, record.target, record.detail})
-      .status();
+Status SqlStore::InsertAudits(SqlConnection& db, const std::vector<const PendingWrite*>& writes) {
+  constexpr size_t kRowsPerInsert = 64;  // 6 parameters each
+  for (size_t begin = 0; begin < writes.size(); begin += kRowsPerInsert) {
+    size_t end = std::min(writes.size(), begin + kRowsPerInsert);
+    SqlParams params;
+    std::string sql =
+        "INSERT INTO audit_log (at_ms, user_name, source, action, target, detail) VALUES ";
+    for (size_t i = begin; i < end; ++i) {
+      const AuditRecord& a = *writes[i]->audit;
+      sql += i == begin ? "(" : ", (";
+      sql += Param(params, writes[i]->audit_at_ms) + ", " + Param(params, a.user) + ", " +
+             Param(params, a.source) + ", " + Param(params, a.action) + ", " +
+             Param(params, a.target) + ", " + Param(params, a.detail) + ")";
+    }
+    RETURN_IF_ERROR(db.Query(sql, params).status());
+  }
+  return OkStatus();
 }
 
 void SqlStore::GroupCommit(PendingWrite& write) {
@@ -655,40 +663,49 @@ void SqlStore::GroupCommit(PendingWrite& write) {
 
 void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
   std::vector<PendingWrite*> todo = batch;
+  // The batch's audit records go in multi-row INSERTs; if one of those fails, the batch is
+  // rerun with one INSERT per record to find the write it belongs to.
+  bool audits_one_by_one = false;
   while (!todo.empty()) {
-    std::vector<std::optional<Result<WorkflowRecord>>> created;
+    std::vector<CreateOutcome> outcomes;
     size_t failed = todo.size();  // the write whose statement failed, if one did
+    bool audits_failed = false;
     Status status = Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
-      created.assign(todo.size(), std::nullopt);
+      outcomes.assign(todo.size(), CreateOutcome{});
       failed = todo.size();
+      audits_failed = false;
+      std::vector<const PendingWrite*> audited;
       for (size_t i = 0; i < todo.size(); ++i) {
         const PendingWrite& write = *todo[i];
         failed = i;
-        bool refused = false;
         if (write.workflow != nullptr) {
-          ASSIGN_OR_RETURN(CreateOutcome outcome, CreateIn(db, *write.workflow, write.spec));
-          if (outcome.record) {
-            created[i] = std::move(*outcome.record);
-          } else {
-            created[i] = outcome.refused;
-            refused = true;
-          }
+          ASSIGN_OR_RETURN(outcomes[i], CreateIn(db, *write.workflow, write.spec));
+          if (!outcomes[i].refused.ok()) continue;  // no audit record for a refused create
         }
-        if (write.audit != nullptr && !refused) {
-          RETURN_IF_ERROR(InsertAudit(db, *write.audit, write.audit_at_ms));
+        if (write.audit == nullptr) continue;
+        if (audits_one_by_one) {
+          RETURN_IF_ERROR(InsertAudits(db, {&write}));
+        } else {
+          audited.push_back(&write);
         }
       }
       failed = todo.size();
-      return OkStatus();
+      Status audits = InsertAudits(db, audited);
+      audits_failed = !audits.ok();
+      return audits;
     });
     if (status.ok()) {
       for (size_t i = 0; i < todo.size(); ++i) {
-        if (created[i]) {
-          todo[i]->status = created[i]->status();
-          todo[i]->created = std::move(created[i]);
-        }
+        CreateOutcome& outcome = outcomes[i];
+        todo[i]->status = outcome.refused;
+        todo[i]->inserted = outcome.inserted;
+        todo[i]->existing = std::move(outcome.existing);
       }
       return;
+    }
+    if (audits_failed && !audits_one_by_one) {
+      audits_one_by_one = true;
+      continue;
     }
     if (failed >= todo.size()) {
       // Begin or commit failed: the whole batch failed (after the retries of Run).
@@ -701,6 +718,14 @@ void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
   }
 }
 
+Result<WorkflowRecord> SqlStore::Created(PendingWrite& write, WorkflowRecord workflow) {
+  if (!write.status.ok()) return write.status;
+  if (write.existing) return std::move(*write.existing);
+  workflow.version = 1;
+  for (TaskRecord& task : workflow.tasks) task.workflow_id = workflow.id;
+  return workflow;
+}
+
 Result<WorkflowRecord> SqlStore::CreateWorkflow(const WorkflowRecord& workflow) {
   RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
   PendingWrite write;
@@ -708,10 +733,11 @@ Result<WorkflowRecord> SqlStore::CreateWorkflow(const WorkflowRecord& workflow) 
   ASSIGN_OR_RETURN(write.spec, DumpJson(workflow.spec, "workflow " + workflow.id));
   GroupCommit(write);
   if (!write.status.ok()) return write.status;
-  return std::move(*write.created);
+  if (write.existing) return std::move(*write.existing);
+  return Created(write, workflow);
 }
 
-Result<WorkflowRecord> SqlStore::CreateWorkflowWithAudit(const WorkflowRecord& workflow,
+Result<WorkflowRecord> SqlStore::CreateWorkflowWithAudit(WorkflowRecord workflow,
                                                          const AuditRecord& audit) {
   RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
   PendingWrite write;
@@ -720,8 +746,7 @@ Result<WorkflowRecord> SqlStore::CreateWorkflowWithAudit(const WorkflowRecord& w
   write.audit = &audit;
   write.audit_at_ms = audit.at_ms != 0 ? audit.at_ms : clock_.NowMillis();
   GroupCommit(write);
-  if (!write.status.ok()) return write.status;
-  return std::move(*write.created);
+  return Created(write, std::move(workflow));
 }
 
 Result<WorkflowRecord> SqlStore::GetWorkflow(std::string_view id) {

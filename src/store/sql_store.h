@@ -62,7 +62,7 @@ class SqlStore final : public Store {
   Result<std::vector<NodeRecord>> ListNodes() override;
 
   Result<WorkflowRecord> CreateWorkflow(const WorkflowRecord& workflow) override;
-  Result<WorkflowRecord> CreateWorkflowWithAudit(const WorkflowRecord& workflow,
+  Result<WorkflowRecord> CreateWorkflowWithAudit(WorkflowRecord workflow,
                                                  const AuditRecord& audit) override;
   Result<WorkflowRecord> GetWorkflow(std::string_view id) override;
   Result<std::optional<WorkflowRecord>> GetWorkflowIfChanged(std::string_view id,
@@ -105,8 +105,11 @@ class SqlStore final : public Store {
     std::string spec;                          // workflow->spec, encoded
     const AuditRecord* audit = nullptr;        // append this record
     int64_t audit_at_ms = 0;
-    std::optional<Result<WorkflowRecord>> created;  // the outcome of the create
-    Status status;                                  // the outcome of the whole write
+    // The outcome of the create: `inserted` (the caller's workflow was stored as given), or the
+    // existing workflow an idempotency key named, or a refusal (kAlreadyExists).
+    bool inserted = false;
+    std::optional<WorkflowRecord> existing;
+    Status status;  // the outcome of the whole write
     bool done = false;
   };
   // Queues `write` and returns once a batch holding it has committed or failed.
@@ -117,16 +120,21 @@ class SqlStore final : public Store {
   Result<WorkflowRecord> LoadWorkflow(SqlConnection& db, std::string_view id);
   Status InsertTasks(SqlConnection& db, std::string_view workflow_id,
                      const std::vector<TaskRecord>& tasks);
-  // The outcome of one create: the stored (or, by idempotency key, existing) workflow, or a
-  // refusal that left the transaction usable (kAlreadyExists). The Result fails on a statement
-  // error (the transaction must be rolled back).
+  // The outcome of one create: inserted as given, the existing workflow of the same idempotency
+  // key, or a refusal that left the transaction usable (kAlreadyExists). The Result fails on a
+  // statement error (the transaction must be rolled back).
   struct CreateOutcome {
-    std::optional<WorkflowRecord> record;
+    bool inserted = false;
+    std::optional<WorkflowRecord> existing;
     Status refused;
   };
   Result<CreateOutcome> CreateIn(SqlConnection& db, const WorkflowRecord& workflow,
                                  const std::string& spec);
-  Status InsertAudit(SqlConnection& db, const AuditRecord& record, int64_t at_ms);
+  // Appends the audit records of `writes` in multi-row INSERTs.
+  Status InsertAudits(SqlConnection& db, const std::vector<const PendingWrite*>& writes);
+  // Stores a queued create's result in a Result (the given workflow as stored, or what the
+  // batch found).
+  static Result<WorkflowRecord> Created(PendingWrite& write, WorkflowRecord workflow);
 
   const std::unique_ptr<SqlConnection> connection_;  // the writer
   const ConnectionFactory open_reader_;

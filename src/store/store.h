@@ -197,7 +197,8 @@ class Store {
   virtual Result<WorkflowRecord> CreateWorkflow(const WorkflowRecord& workflow) = 0;
   // CreateWorkflow and AppendAudit(audit) in one transaction (the record is appended also when the
   // idempotency key returns an existing workflow; not when the create fails).
-  virtual Result<WorkflowRecord> CreateWorkflowWithAudit(const WorkflowRecord& workflow,
+  // Takes the workflow by value: a caller that moves it in saves a copy of its pods.
+  virtual Result<WorkflowRecord> CreateWorkflowWithAudit(WorkflowRecord workflow,
                                                          const AuditRecord& audit) = 0;
   virtual Result<WorkflowRecord> GetWorkflow(std::string_view id) = 0;  // kNotFound
   // The workflow when its stored version differs from `known_version`; nullopt when it is equal

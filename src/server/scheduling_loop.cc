@@ -428,6 +428,9 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
 
   // 5. One scheduler cycle.
   scheduler::ClusterSnapshot snapshot;
+  // NoExecute taints tolerated for tolerationSeconds expire against this step's time; a bound
+  // task's binding time is when it became SCHEDULED (RUNNING: its launch, right after).
+  snapshot.now_ms = now;
   ASSIGN_OR_RETURN(auto nodes, store_.ListNodes());
   for (const auto& node : nodes) {
     auto parsed = model::NodeFromJson(node.object);
@@ -472,6 +475,12 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
           continue;
         }
         pod_index[name] = {w, t};
+        if (bound) {
+          const int64_t bound_at = task.status == kRunning && task.started_ms > 0
+                                       ? task.started_ms
+                                       : task.status_changed_ms;
+          if (bound_at > 0) snapshot.bound_at_ms[name] = bound_at;
+        }
         snapshot.pods.push_back(std::move(*parsed));
       }
     }

@@ -15,7 +15,10 @@
 //      no longer RUNNING in the store (canceled through the API);
 //   5. runs one scheduler::Scheduler cycle over all nodes, bound pods (SCHEDULED and RUNNING
 //      tasks) and pending pods (in submission order): bindings PENDING -> SCHEDULED (launched
-//      next step), evictions back to PENDING; unschedulable reasons go to the task message;
+//      next step), evictions back to PENDING; unschedulable reasons go to the task message.
+//      The cycle gets the step's time and each bound task's binding time, so a task that
+//      tolerates a node's NoExecute taint only for tolerationSeconds is evicted (reason
+//      NoExecute, back to PENDING) at the first step after its deadline;
 //   6. derives each workflow's status from its tasks and writes every changed workflow with
 //      compare-and-set (a concurrent cancel wins; the loop re-reads next step).
 // Every decision is persisted before it acts on the backend, so a crash at any point leaves the

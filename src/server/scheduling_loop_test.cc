@@ -250,6 +250,50 @@ TEST_F(SchedulingLoopTest, OneLeaderAndTakeoverAfterTheLeaseExpires) {
   EXPECT_FALSE(Step(*loop_).leader);
 }
 
+TEST_F(SchedulingLoopTest, NoExecuteTolerationSecondsEvictsAtTheDeadline) {
+  // The task tolerates a NoExecute taint for 60 s; n1 gets that taint after the submission.
+  std::string id = Submit(Workflow("tol", "1", "", ", sim_duration: 1h"));
+  store::WorkflowRecord wf = Get(id);
+  wf.tasks[0].pod["spec"]["tolerations"] = Json::array({{{"key", "maintenance"},
+                                                         {"operator", "Exists"},
+                                                         {"effect", "NoExecute"},
+                                                         {"tolerationSeconds", 60}}});
+  ASSERT_TRUE(store_->UpdateWorkflow(wf).ok());
+  Json node = CpuNode("n1", "4");
+  node["spec"]["taints"] = Json::array({{{"key", "maintenance"},
+                                         {"effect", "NoExecute"},
+                                         {"timeAdded", FormatTimestamp(clock_.NowMillis())}}});
+  ASSERT_TRUE(store_->UpsertNodes({{"n1", node}}, true).ok());
+  // Bound 10 s after the taint appeared: the 60 s run from the binding.
+  clock_.Advance(10'000);
+  EXPECT_EQ(Step(*loop_).bound, 1);
+  EXPECT_EQ(Step(*loop_).launched, 1);
+  EXPECT_EQ(Get(id).tasks[0].status, "RUNNING");
+  clock_.Advance(59'000);
+  EXPECT_EQ(Step(*loop_).evicted, 0);
+  EXPECT_EQ(Get(id).tasks[0].status, "RUNNING");
+  clock_.Advance(1'000);
+  EXPECT_EQ(Step(*loop_).evicted, 1);
+  wf = Get(id);
+  EXPECT_EQ(wf.tasks[0].status, "PENDING");
+  EXPECT_NE(wf.tasks[0].message.find("eviction (NoExecute)"), std::string::npos)
+      << wf.tasks[0].message;
+  EXPECT_NE(wf.tasks[0].message.find("tolerationSeconds"), std::string::npos)
+      << wf.tasks[0].message;
+  // Bound again; the taint is removed and added back 20 s later: the 60 s run from the taint.
+  EXPECT_EQ(Step(*loop_).bound, 1);
+  EXPECT_EQ(Step(*loop_).launched, 1);
+  ASSERT_TRUE(store_->UpsertNodes({{"n1", CpuNode("n1", "4")}}, true).ok());
+  clock_.Advance(20'000);
+  node["spec"]["taints"][0]["timeAdded"] = FormatTimestamp(clock_.NowMillis());
+  ASSERT_TRUE(store_->UpsertNodes({{"n1", node}}, true).ok());
+  clock_.Advance(59'000);
+  EXPECT_EQ(Step(*loop_).evicted, 0);
+  EXPECT_EQ(Get(id).tasks[0].status, "RUNNING");
+  clock_.Advance(1'000);
+  EXPECT_EQ(Step(*loop_).evicted, 1);
+}
+
 TEST_F(SchedulingLoopTest, ExportsGauges) {
   Submit(Workflow("g", "1", "", ", sim_duration: 1h"));
   Submit(Workflow("h", "2", "", ", sim_duration: 1h"));

@@ -214,5 +214,26 @@ TEST(ScenarioExamplesTest, AllExampleScenariosLoad) {
   EXPECT_TRUE(found) << out.dump(1);
 }
 
+TEST(ScenarioExamplesTest, NoExecuteDeadlines) {
+  Result<Scenario> scenario = LoadScenarioFiles({Example("scenarios/no-execute.yaml")});
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  nlohmann::ordered_json out = ScheduleResultToJson(Schedule(*scenario, SchedulerOptions{}));
+  ASSERT_EQ(out["evictions"].size(), 1u) << out.dump(1);
+  EXPECT_EQ(out["evictions"][0]["pod"], "drain-now");
+  EXPECT_EQ(out["evictions"][0]["reason"], "NoExecute");
+  ASSERT_EQ(out["noExecuteDeadlines"].size(), 2u) << out.dump(1);
+  EXPECT_EQ(out["noExecuteDeadlines"][0]["pod"], "drain-1h");
+  EXPECT_EQ(out["noExecuteDeadlines"][0]["deadline"], "2026-11-22T09:30:00Z");
+  EXPECT_EQ(out["noExecuteDeadlines"][1]["pod"], "several-taints");
+  EXPECT_EQ(out["noExecuteDeadlines"][1]["taint"], "spot-reclaim:NoExecute");
+  EXPECT_EQ(out["noExecuteDeadlines"][1]["deadline"], "2026-11-22T08:52:00Z");
+  // With the cycle's time at 09:00, several-taints' deadline has passed.
+  scenario->snapshot.now_ms = *ParseTimestampMillis("2026-11-22T09:00:00Z");
+  out = ScheduleResultToJson(Schedule(*scenario, SchedulerOptions{}));
+  ASSERT_EQ(out["evictions"].size(), 2u) << out.dump(1);
+  EXPECT_EQ(out["evictions"][1]["pod"], "several-taints");
+  EXPECT_EQ(out["noExecuteDeadlines"].size(), 1u) << out.dump(1);
+}
+
 }  // namespace
 }  // namespace gpupool::scheduler

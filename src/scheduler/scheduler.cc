@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -1536,21 +1537,46 @@ void Cycle::Allocate() {
     });
   }
   share_cache_.assign(queues_.size(), 0);
-  // KAI-style order of the queues with jobs left: queues at or below their fair share first; then
-  // queues whose next job stays within their deserved quota (in its first node pool); then higher
-  // queue priority; then the smaller dominant share; ties by name (index). Only the queue whose
-  // job was just decided changes rank: its next job, and its allocation when the job was placed
-  // (queues with jobs are leaves, so no other queue with jobs shares that allocation).
-  std::set<QueueRank> order;
+  // KAI-style order, hierarchical like KAI's: among the top-level queues (departments, and
+  // projects without a parent) with jobs left below them, the first by rank; then among its
+  // children the same way, down to a leaf queue, whose next job goes. Rank (RankQueue): at or
+  // below its fair share first; then whose next job (a department: the next job of its first
+  // descendant) stays within its deserved quota (in the job's first node pool); then higher queue
+  // priority; then the smaller dominant share; ties by name (index). A department's allocation
+  // and shares include its projects'. A decision only changes the rank of its queue and of the
+  // queue's ancestors (queues with jobs are leaves).
+  const int root = static_cast<int>(queues_.size());
+  std::vector<std::set<QueueRank>> children(queues_.size() + 1);  // by parent; root = top level
+  std::vector<std::optional<QueueRank>> entered(queues_.size());  // rank in its parent's set
+  std::vector<size_t> next(queues_.size(), 0);
+  auto parent_of = [&](int q) { return queues_[q].parent >= 0 ? queues_[q].parent : root; };
+  auto first_leaf = [&](int q) {
+    while (queues_[q].has_children) q = children[q].begin()->queue;
+    return q;
+  };
+  // (Re)enters q in its parent's set with its current rank, or leaves it out when nothing is left
+  // below it.
+  auto refresh = [&](int q) {
+    std::set<QueueRank>& siblings = children[parent_of(q)];
+    if (entered[q]) siblings.erase(*entered[q]);
+    entered[q].reset();
+    const bool has_jobs =
+        queues_[q].has_children ? !children[q].empty() : next[q] < per_queue[q].size();
+    if (!has_jobs) return;
+    const int leaf = first_leaf(q);
+    entered[q] = RankQueue(q, jobs_[per_queue[leaf][next[leaf]]]);
+    siblings.insert(*entered[q]);
+  };
+  auto refresh_up = [&](int q) {
+    for (int a = q; a >= 0; a = queues_[a].parent) refresh(a);
+  };
   for (size_t q = 0; q < queues_.size(); ++q) share_cache_[q] = QueueShareKey(static_cast<int>(q));
   for (size_t q = 0; q < queues_.size(); ++q) {
-    if (!per_queue[q].empty()) order.insert(RankQueue(static_cast<int>(q), jobs_[per_queue[q][0]]));
+    if (!per_queue[q].empty()) refresh_up(static_cast<int>(q));
   }
-  std::vector<size_t> next(queues_.size(), 0);
   std::vector<std::string> reasons;
-  while (!order.empty()) {
-    const int q = order.begin()->queue;
-    order.erase(order.begin());
+  while (!children[root].empty()) {
+    const int q = first_leaf(children[root].begin()->queue);
     const int j = per_queue[q][next[q]++];
     reasons.clear();
     const auto start = options_.record_decision_latency ? std::chrono::steady_clock::now()
@@ -1568,9 +1594,9 @@ void Cycle::Allocate() {
       pods_[job_pods.back()].reason = std::move(reason);
       failed_jobs_.push_back(j);
     } else {
-      share_cache_[q] = QueueShareKey(q);
+      for (int a = q; a >= 0; a = queues_[a].parent) share_cache_[a] = QueueShareKey(a);
     }
-    if (next[q] < per_queue[q].size()) order.insert(RankQueue(q, jobs_[per_queue[q][next[q]]]));
+    refresh_up(q);
   }
 }
 

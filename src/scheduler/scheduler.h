@@ -18,10 +18,12 @@
 //      whose first-choice node pool it is.
 //   2. Allocate: jobs (a single pod, or a gang: pods sharing label gpupool.io/gang in one queue,
 //      all or nothing, at least gpupool.io/gang-min of them counting those already running) are
-//      taken queue by queue; the next queue is the one with the smallest dominant
-//      allocated/fairShare (queues at or below their fair share first, then higher queue
-//      priority, then name); inside a queue by pod priority (desc), then arrival (the order of
-//      pods in the snapshot), then name. Each job tries its node pools in order
+//      taken queue by queue, hierarchically as KAI does: the first top-level queue (department)
+//      by rank, then the first of its children by rank, down to a leaf queue (project). Rank:
+//      at or below its fair share first, then whose next job stays within its deserved quota,
+//      then higher queue priority, then the smaller dominant allocated/fairShare, then name (a
+//      department's allocation includes its projects'); inside a queue by pod priority (desc),
+//      then arrival (the order of pods in the snapshot), then name. Each job tries its node pools in order
 //      (gpupool.io/node-pool, comma list; none = "default"), checking quota (limit of the queue
 //      and its parent; non-preemptible jobs, priority >= 100, only within deserved), then places
 //      every pod (filters and scores below).

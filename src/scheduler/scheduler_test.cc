@@ -262,3 +262,58 @@ TEST(SchedulerTest, SameInputSameOutput) {
 
 }  // namespace
 }  // namespace gpupool::scheduler
+
+namespace gpupool::scheduler {
+namespace {
+
+// Departments are ordered before their projects (KAI): here the leaf order and the hierarchical
+// order disagree on who gets the one free GPU.
+//   Node n: 7 GPUs. Department A (deserved 4) has projects a1 (deserved 2) and a2 (deserved 2);
+//   department B (deserved 4) has b1 (deserved 4). Running: 4 GPUs of a2, 2 of b1. Pending, in
+//   arrival order: a1-new (1 GPU), b1-new (1 GPU).
+//   GPU fair shares (capacity 7, demand a1 1, a2 4, b1 3): A gets min(4, 5) = 4, B min(4, 3) = 3;
+//   inside A, a1 min(2, 1) = 1, a2 min(2, 4) = 2 plus A's leftover 1 = 3.
+//   Leaf order: a1 (share 0) before b1 (2/3), both within deserved -> a1-new gets the GPU.
+//   Hierarchical: A (4/4 = 1, not over its fair share) with a1-new would hold 5 > deserved 4;
+//   B (2/3) with b1-new holds 3 <= 4 -> B first, b1-new gets the GPU.
+TEST(QueueOrderTest, DepartmentsFirstThenProjects) {
+  ClusterSnapshot s;
+  s.nodes = {testing::NodeBuilder("n").Gpus(7).Build()};
+  s.queues = {testing::MakeQueue("A", "", {{"default", 4}}),
+              testing::MakeQueue("a1", "A", {{"default", 2}}),
+              testing::MakeQueue("a2", "A", {{"default", 2}}),
+              testing::MakeQueue("B", "", {{"default", 4}}),
+              testing::MakeQueue("b1", "B", {{"default", 4}})};
+  for (int i = 0; i < 4; ++i) {
+    s.pods.push_back(
+        testing::PodBuilder("a2-run-" + std::to_string(i)).Queue("a2").Gpus(1).On("n").Build());
+  }
+  for (int i = 0; i < 2; ++i) {
+    s.pods.push_back(
+        testing::PodBuilder("b1-run-" + std::to_string(i)).Queue("b1").Gpus(1).On("n").Build());
+  }
+  s.pods.push_back(testing::PodBuilder("a1-new").Queue("a1").Gpus(1).Build());
+  s.pods.push_back(testing::PodBuilder("b1-new").Queue("b1").Gpus(1).Build());
+  SchedulerOptions options;
+  options.enable_reclaim = false;
+  options.enable_preempt = false;
+  CycleResult r = Scheduler(options).RunCycle(s);
+  struct Case {
+    std::string queue;
+    int64_t fair_share_gpus;
+  };
+  for (const Case& c : {Case{"A", 4}, Case{"a1", 1}, Case{"a2", 3}, Case{"B", 3}, Case{"b1", 3}}) {
+    SCOPED_TRACE(c.queue);
+    const QueueShare* share = testing::FindShare(r, c.queue, "default");
+    ASSERT_NE(share, nullptr);
+    EXPECT_EQ(share->resources[0].fair_share, c.fair_share_gpus * 1000);
+  }
+  ASSERT_EQ(r.bindings.size(), 1u);
+  EXPECT_EQ(r.bindings[0].pod, "b1-new");
+  const PendingPod* pending = testing::FindPending(r, "a1-new");
+  ASSERT_NE(pending, nullptr);
+  EXPECT_EQ(pending->reason, "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
+}
+
+}  // namespace
+}  // namespace gpupool::scheduler

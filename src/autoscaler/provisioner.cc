@@ -108,6 +108,19 @@ struct Lifecycle {
 
 }  // namespace
 
+scheduler::ClusterSnapshot AfterCycle(const scheduler::ClusterSnapshot& before,
+                                      const scheduler::CycleResult& cycle) {
+  scheduler::ClusterSnapshot after = before;
+  std::map<std::string, std::string> bound;
+  for (const auto& b : cycle.bindings) bound[b.pod] = b.node;
+  for (const auto& e : cycle.evictions) bound[e.pod] = "";
+  for (auto& pod : after.pods) {
+    auto it = bound.find(scheduler::PodKey(pod));
+    if (it != bound.end()) pod.node_name = it->second;
+  }
+  return after;
+}
+
 Result<ProvisionDecision> Reconcile(const scheduler::ClusterSnapshot& cluster,
                                     const std::vector<model::MachinePool>& pools,
                                     const Catalog& catalog, int64_t now_ms,

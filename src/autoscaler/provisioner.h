@@ -53,6 +53,11 @@ struct ProvisionDecision {
   std::vector<NodeEvent> events;     // what happened, for logs and the audit trail
 };
 
+// The snapshot as the cycle leaves it: bound pods bound, evicted pods pending (what Reconcile
+// expects).
+scheduler::ClusterSnapshot AfterCycle(const scheduler::ClusterSnapshot& before,
+                                      const scheduler::CycleResult& cycle);
+
 // One reconciliation step. `cluster` holds every node and every pod after this step's scheduling
 // cycle (bound pods with spec.nodeName; the rest pending). Errors: an unknown instance type.
 Result<ProvisionDecision> Reconcile(const scheduler::ClusterSnapshot& cluster,

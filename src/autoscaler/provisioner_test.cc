@@ -182,6 +182,27 @@ TEST(ProvisionerTest, SpotInterruptionReplacesThenTerminates) {
   EXPECT_EQ(cluster.NodeNames(), (std::vector<std::string>{"compute-1", "ml-training-2"}));
 }
 
+TEST(ProvisionerTest, AfterCycleBindsAndEvicts) {
+  scheduler::ClusterSnapshot before;
+  model::PodScheduling placed, evicted, other;
+  placed.name = "placed";
+  placed.namespace_ = "default";
+  evicted.name = "evicted";
+  evicted.namespace_ = "default";
+  evicted.node_name = "n1";
+  other.name = "other";
+  other.namespace_ = "team";
+  other.node_name = "n2";
+  before.pods = {placed, evicted, other};
+  scheduler::CycleResult cycle;
+  cycle.bindings.push_back({"placed", "n3", "default", "q", -1});
+  cycle.evictions.push_back({"evicted", "n1", scheduler::EvictionReason::kNoExecute, ""});
+  scheduler::ClusterSnapshot after = AfterCycle(before, cycle);
+  EXPECT_EQ(after.pods[0].node_name, "n3");
+  EXPECT_EQ(after.pods[1].node_name, "");
+  EXPECT_EQ(after.pods[2].node_name, "n2");
+}
+
 TEST(ProvisionerTest, OnlySpotMachinePoolNodesGetNotices) {
   Cluster cluster("");
   cluster.Step(0);

@@ -311,6 +311,35 @@ TEST_F(ApiTest, BadInputIs400WithTheFieldPathNever500) {
   }
 }
 
+TEST_F(ApiTest, OneAuditRecordPerSubmission) {
+  Client admin = server_->As(kAdmin);
+  auto submitted =
+      Raw("POST", "/api/pool/default/workflow", kAdmin, kQuickWorkflow, "application/yaml");
+  ASSERT_TRUE(submitted);
+  ASSERT_EQ(submitted->status, 200) << submitted->body;
+  std::string id = Json::parse(submitted->body)["workflow_id"];
+  auto dry = Raw("POST", "/api/pool/default/workflow?dry_run=true", kAdmin, kQuickWorkflow,
+                 "application/yaml");
+  ASSERT_EQ(dry->status, 200);
+  auto refused = Raw("POST", "/api/pool/nope/workflow", kAdmin, kQuickWorkflow, "application/yaml");
+  ASSERT_EQ(refused->status, 404);
+  auto audit = admin.Call("GET", "/api/audit?limit=100");
+  ASSERT_TRUE(audit.ok());
+  int submits = 0, hook_records = 0;
+  for (const auto& record : (*audit)["audit"]) {
+    if (record["action"] == "workflow submit") {
+      ++submits;
+      EXPECT_EQ(record["target"], id);  // written in the workflow's own transaction
+      EXPECT_EQ(record["user"], "root");
+      EXPECT_EQ(record["source"], "127.0.0.1");
+    }
+    if (record["action"] == "POST /api/pool/{pool}/workflow") ++hook_records;
+  }
+  EXPECT_EQ(submits, 1) << (*audit).dump();
+  // The HTTP hook records what the service did not: the dry run and the refused submission.
+  EXPECT_EQ(hook_records, 2) << (*audit).dump();
+}
+
 TEST_F(ApiTest, AuthenticationAndConfigWritesNeedAdmin) {
   EXPECT_EQ(Raw("GET", "/api/pool", "")->status, 401);
   EXPECT_EQ(Raw("GET", "/api/pool", "not-a-dev-token")->status, 401);

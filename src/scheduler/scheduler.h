@@ -23,10 +23,10 @@
 //      at or below its fair share first, then whose next job stays within its deserved quota,
 //      then higher queue priority, then the smaller dominant allocated/fairShare, then name (a
 //      department's allocation includes its projects'); inside a queue by pod priority (desc),
-//      then arrival (the order of pods in the snapshot), then name. Each job tries its node pools in order
-//      (gpupool.io/node-pool, comma list; none = "default"), checking quota (limit of the queue
-//      and its parent; non-preemptible jobs, priority >= 100, only within deserved), then places
-//      every pod (filters and scores below).
+//      then arrival (the order of pods in the snapshot), then name. Each job tries its node pools
+//      in order (gpupool.io/node-pool, comma list; none = "default"), checking quota (limit of the
+//      queue and its parent; non-preemptible jobs, priority >= 100, only within deserved), then
+//      places every pod (filters and scores below).
 //   3. Reclaim, for jobs still pending whose queue stays within its fair share with the job:
 //      evicts preemptible pods (priority < 100) of other queues that are above their fair share,
 //      never taking a queue below its deserved quota; compared at the level where the two queues'

@@ -44,24 +44,25 @@ std::string Description(const RouteRequest& request, const std::string& fallback
 // pool, so answers are cached (bounded: the cache is cleared when it grows past kMaxEntries).
 class WorkflowPoolCache {
  public:
-  explicit WorkflowPoolCache(store::Store& store) : store_(store) {}
+  explicit WorkflowPoolCache(service::Service& service) : service_(service) {}
   std::optional<std::string> Find(const std::string& id) {
     {
       std::lock_guard lock(mu_);
       auto it = pools_.find(id);
       if (it != pools_.end()) return it->second;
     }
-    auto workflow = store_.GetWorkflow(id);
-    if (!workflow.ok()) return std::nullopt;  // the handler reports NotFound
+    // Through the service's workflow cache: the handler's read that follows finds it there.
+    auto pool = service_.WorkflowPool(id);
+    if (!pool.ok()) return std::nullopt;  // the handler reports NotFound
     std::lock_guard lock(mu_);
     if (pools_.size() >= kMaxEntries) pools_.clear();
-    pools_[id] = workflow->pool;
-    return workflow->pool;
+    pools_[id] = *pool;
+    return *pool;
   }
 
  private:
   static constexpr size_t kMaxEntries = 100000;
-  store::Store& store_;
+  service::Service& service_;
   std::mutex mu_;
   std::unordered_map<std::string, std::string> pools_;
 };
@@ -165,7 +166,7 @@ AuditHook MakeAuditHook(const ApiContext& ctx) {
 void AddApiRoutes(Router& router, const ApiContext& ctx) {
   service::Service& svc = *ctx.service;
   store::Store& store = *ctx.store;
-  auto pool_cache = std::make_shared<WorkflowPoolCache>(store);
+  auto pool_cache = std::make_shared<WorkflowPoolCache>(svc);
   RouteOptions workflow_scoped;
   workflow_scoped.resource_pool = [pool_cache](const RouteRequest& r) {
     return pool_cache->Find(r.Param("id"));

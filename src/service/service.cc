@@ -1047,6 +1047,11 @@ Result<WorkflowView> Service::QueryWorkflow(const Caller& caller, std::string_vi
   return wf->view;
 }
 
+Result<std::string> Service::WorkflowPool(std::string_view id) {
+  ASSIGN_OR_RETURN(auto wf, cache_->Workflow(store_, id));
+  return wf->pool;
+}
+
 Result<std::shared_ptr<const std::string>> Service::QueryWorkflowJson(const Caller& caller,
                                                                       std::string_view id) {
   ASSIGN_OR_RETURN(auto wf, cache_->Workflow(store_, id));

@@ -289,6 +289,10 @@ class Service {
   // response body), encoded once per workflow version.
   Result<std::shared_ptr<const std::string>> QueryWorkflowJson(const Caller& caller,
                                                                std::string_view id);
+  // The pool of a workflow, for access checks before a workflow request (no access check here).
+  // Reads through the same cache as QueryWorkflow, so a check followed by a query loads the
+  // workflow once. kNotFound when it does not exist.
+  Result<std::string> WorkflowPool(std::string_view id);
   Result<std::vector<WorkflowView>> ListWorkflows(const Caller& caller,
                                                   const WorkflowFilter& filter);
   // Marks every unfinished task and the workflow CANCELED; kFailedPrecondition when finished.

@@ -8,7 +8,9 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <istream>
 #include <sstream>
+#include <streambuf>
 #include <unordered_set>
 
 #include "common/strings.h"
@@ -33,6 +35,15 @@ class YamlSourceMapBuilder {
   }
   static void AddItem(JsonSourceMap& map, int parent, int child) {
     map.entries_[parent].items.push_back(child);
+  }
+  // An alias shares the children of the node it refers to (the map is a tree of indexes, so
+  // shared subtrees are fine).
+  static void CopyChildren(JsonSourceMap& map, int from, int to) {
+    if (from < 0) return;
+    JsonSourceMap::Entry& target = map.entries_[to];
+    const JsonSourceMap::Entry& source = map.entries_[from];
+    target.members = source.members;
+    target.items = source.items;
   }
 };
 
@@ -194,120 +205,298 @@ ordered_json PlainScalar(const std::string& s) {
   return s;
 }
 
-// Counts parser events. yaml-cpp 0.7 never terminates on some malformed inputs (a document that
-// starts with ',' emits events forever), so a first pass stops it after a budget.
-class YamlEventBudget : public YAML::EventHandler {
+// A std::streambuf over a string_view, so yaml-cpp reads the text without a copy.
+class ViewStreamBuf : public std::streambuf {
  public:
-  explicit YamlEventBudget(int64_t budget) : budget_(budget) {}
+  explicit ViewStreamBuf(std::string_view text) {
+    char* begin = const_cast<char*>(text.data());
+    setg(begin, begin, begin + text.size());
+  }
+};
+
+// Builds the JSON values and source maps of a YAML stream directly from yaml-cpp's events, in
+// one pass. Guards: an event budget (yaml-cpp 0.7 never terminates on some malformed inputs, e.g.
+// a document that starts with ',' emits events forever), a bound on values after expanding
+// aliases ("billion laughs", recursive aliases), a nesting bound, and duplicate keys. After the
+// first semantic error it keeps reading (building nothing) so that a syntax error later in the
+// stream is reported first, as a parser that reads everything before converting would.
+class YamlJsonBuilder : public YAML::EventHandler {
+ public:
   struct Exhausted {
     YAML::Mark mark;
   };
 
-  void OnDocumentStart(const YAML::Mark& mark) override { Tick(mark); }
-  void OnDocumentEnd() override { Tick(last_); }
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Tick(mark); }
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Tick(mark); }
-  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
-                const std::string&) override {
+  YamlJsonBuilder(std::string_view file_name, int64_t budget)
+      : file_name_(file_name), events_left_(budget), values_left_(budget) {}
+
+  const std::optional<Status>& error() const { return error_; }
+  std::vector<YamlDocument> TakeDocuments() { return std::move(documents_); }
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
     Tick(mark);
+    if (error_) return;
+    doc_ = YamlDocument();
+    has_root_ = false;
+    root_is_null_ = false;
+    stack_.clear();
+    anchors_.clear();
   }
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+
+  void OnDocumentEnd() override {
+    Tick(last_);
+    if (error_ || !has_root_ || root_is_null_) return;
+    documents_.push_back(std::move(doc_));
+  }
+
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    Tick(mark);
+    if (error_) return;
+    if (AtKey()) {
+      SetKey(mark, "null");
+      if (anchor != YAML::NullAnchor) Remember(anchor, nullptr, -1, mark, 1, 0, "null", true);
+      return;
+    }
+    if (stack_.empty()) root_is_null_ = true;
+    int entry = BeginNode(mark, 1, 0);
+    if (entry < 0) return;
+    Finish(ordered_json(nullptr), entry, mark, anchor, 1, 0, std::nullopt, true);
+  }
+
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    Tick(mark);
+    if (error_) return;
+    if (anchor >= anchors_.size() || !anchors_[anchor].complete) {
+      Fail(mark, "too many values after expanding aliases (is an alias used recursively?)");
+      return;
+    }
+    // Copies: anchors_ may not grow here, but Finish moves the value it is given.
+    const Anchored& a = anchors_[anchor];
+    if (AtKey()) {
+      if (!a.scalar) {
+        Fail(a.mark, "mapping keys must be scalars");
+        return;
+      }
+      SetKey(mark, *a.scalar);
+      return;
+    }
+    if (stack_.empty()) root_is_null_ = a.null_node;
+    int entry = BeginNode(a.mark, a.count, a.height);
+    if (entry < 0) return;
+    YamlSourceMapBuilder::CopyChildren(doc_.source_map, a.entry, entry);
+    ordered_json value = a.value;
+    Finish(std::move(value), entry, a.mark, YAML::NullAnchor, a.count, a.height, std::nullopt,
+           a.null_node);
+  }
+
+  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
+                const std::string& value) override {
+    Tick(mark);
+    if (error_) return;
+    if (AtKey()) {
+      SetKey(mark, value);
+      if (anchor != YAML::NullAnchor && !error_) {
+        auto typed = TypedScalar(mark, tag, value);
+        if (typed) Remember(anchor, std::move(*typed), -1, mark, 1, 0, value, false);
+      }
+      return;
+    }
+    int entry = BeginNode(mark, 1, 0);
+    if (entry < 0) return;
+    auto typed = TypedScalar(mark, tag, value);
+    if (!typed) return;
+    Finish(std::move(*typed), entry, mark, anchor, 1, 0, value, false);
+  }
+
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                        YAML::EmitterStyle::value) override {
-    Tick(mark);
+    Start(mark, anchor, ordered_json::array());
   }
-  void OnSequenceEnd() override { Tick(last_); }
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+  void OnSequenceEnd() override { End(); }
+
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
                   YAML::EmitterStyle::value) override {
-    Tick(mark);
+    Start(mark, anchor, ordered_json::object());
   }
-  void OnMapEnd() override { Tick(last_); }
+  void OnMapEnd() override { End(); }
 
  private:
+  struct Frame {
+    ordered_json value;  // array or object being filled
+    int entry = 0;       // its source-map entry
+    YAML::Mark mark;
+    YAML::anchor_t anchor = YAML::NullAnchor;
+    int64_t count = 1;  // values in the subtree, this one included
+    int height = 0;     // levels below this one
+    bool have_key = false;
+    std::string key;
+    YAML::Mark key_mark;
+  };
+  struct Anchored {
+    bool complete = false;
+    ordered_json value;
+    int entry = -1;  // source-map entry whose children an alias shares
+    YAML::Mark mark;
+    int64_t count = 0;
+    int height = 0;
+    std::optional<std::string> scalar;  // the raw text, for aliases used as keys
+    bool null_node = false;
+  };
+
   void Tick(const YAML::Mark& mark) {
     last_ = mark;
-    if (--budget_ < 0) throw Exhausted{mark};
+    if (--events_left_ < 0) throw Exhausted{mark};
   }
-  int64_t budget_;
+
+  void Fail(const YAML::Mark& mark, std::string_view what) {
+    if (!error_) {
+      error_ = InvalidArgumentError(Located(file_name_, mark.line + 1, mark.column + 1, what));
+    }
+  }
+
+  bool AtKey() const {
+    return !stack_.empty() && stack_.back().value.is_object() && !stack_.back().have_key;
+  }
+
+  void SetKey(const YAML::Mark& mark, std::string name) {
+    Frame& top = stack_.back();
+    if (top.value.contains(name)) {
+      Fail(mark, "duplicate key \"" + name + "\"");
+      return;
+    }
+    top.have_key = true;
+    top.key = std::move(name);
+    top.key_mark = mark;
+  }
+
+  // Checks the bounds for a node (or an alias expanding to `count` values `height` levels deep)
+  // at the current position and adds its source-map entry. -1 after an error.
+  int BeginNode(const YAML::Mark& mark, int64_t count, int height) {
+    if (static_cast<int64_t>(stack_.size()) + height > kMaxYamlDepth) {
+      Fail(mark, "nesting too deep");
+      return -1;
+    }
+    values_left_ -= count;
+    if (values_left_ < 0) {
+      Fail(mark, "too many values after expanding aliases (is an alias used recursively?)");
+      return -1;
+    }
+    if (stack_.empty()) {
+      has_root_ = true;
+      doc_.line = mark.line + 1;
+      return YamlSourceMapBuilder::Add(doc_.source_map, mark, -1);
+    }
+    Frame& top = stack_.back();
+    if (top.value.is_array()) {
+      int entry = YamlSourceMapBuilder::Add(doc_.source_map, mark, top.entry);
+      YamlSourceMapBuilder::AddItem(doc_.source_map, top.entry, entry);
+      return entry;
+    }
+    int entry = YamlSourceMapBuilder::Add(doc_.source_map, top.key_mark, top.entry);
+    YamlSourceMapBuilder::AddMember(doc_.source_map, top.entry, top.key, entry);
+    return entry;
+  }
+
+  std::optional<ordered_json> TypedScalar(const YAML::Mark& mark, const std::string& tag,
+                                          const std::string& s) {
+    if (tag == "!" || tag == "tag:yaml.org,2002:str") return ordered_json(s);
+    if (tag == "tag:yaml.org,2002:int") {
+      if (auto i = CoreInteger(s)) return *i;
+      Fail(mark, "!!int value \"" + s + "\" is not an integer");
+      return std::nullopt;
+    }
+    if (tag == "tag:yaml.org,2002:float") {
+      if (auto i = CoreInteger(s)) return ordered_json(i->get<double>());
+      if (auto f = CoreFloat(s)) return *f;
+      Fail(mark, "!!float value \"" + s + "\" is not a number");
+      return std::nullopt;
+    }
+    if (tag == "tag:yaml.org,2002:bool") {
+      if (IsCoreTrue(s)) return ordered_json(true);
+      if (IsCoreFalse(s)) return ordered_json(false);
+      Fail(mark, "!!bool value \"" + s + "\" is not true or false");
+      return std::nullopt;
+    }
+    if (tag == "tag:yaml.org,2002:null") return ordered_json(nullptr);
+    return PlainScalar(s);
+  }
+
+  void Start(const YAML::Mark& mark, YAML::anchor_t anchor, ordered_json empty) {
+    Tick(mark);
+    if (error_) return;
+    if (AtKey()) {
+      Fail(mark, "mapping keys must be scalars");
+      return;
+    }
+    int entry = BeginNode(mark, 1, 0);
+    if (entry < 0) return;
+    if (anchor != YAML::NullAnchor) {
+      if (anchor >= anchors_.size()) anchors_.resize(anchor + 1);
+      anchors_[anchor] = Anchored();  // open: an alias to it now is recursive
+    }
+    Frame frame;
+    frame.value = std::move(empty);
+    frame.entry = entry;
+    frame.mark = mark;
+    frame.anchor = anchor;
+    stack_.push_back(std::move(frame));
+  }
+
+  void End() {
+    Tick(last_);
+    if (error_) return;
+    Frame frame = std::move(stack_.back());
+    stack_.pop_back();
+    Finish(std::move(frame.value), frame.entry, frame.mark, frame.anchor, frame.count, frame.height,
+           std::nullopt, false);
+  }
+
+  void Remember(YAML::anchor_t anchor, ordered_json value, int entry, const YAML::Mark& mark,
+                int64_t count, int height, std::optional<std::string> scalar, bool null_node) {
+    if (anchor >= anchors_.size()) anchors_.resize(anchor + 1);
+    Anchored& a = anchors_[anchor];
+    a.complete = true;
+    a.value = std::move(value);
+    a.entry = entry;
+    a.mark = mark;
+    a.count = count;
+    a.height = height;
+    a.scalar = std::move(scalar);
+    a.null_node = null_node;
+  }
+
+  // Places a finished value in its parent (or as the document's root).
+  void Finish(ordered_json value, int entry, const YAML::Mark& mark, YAML::anchor_t anchor,
+              int64_t count, int height, std::optional<std::string> scalar, bool null_node) {
+    if (anchor != YAML::NullAnchor) {
+      Remember(anchor, value, entry, mark, count, height, std::move(scalar), null_node);
+    }
+    if (stack_.empty()) {
+      doc_.value = std::move(value);
+      return;
+    }
+    Frame& top = stack_.back();
+    top.count += count;
+    top.height = std::max(top.height, height + 1);
+    if (top.value.is_array()) {
+      top.value.push_back(std::move(value));
+    } else {
+      top.value.get_ref<ordered_json::object_t&>().emplace(std::move(top.key), std::move(value));
+      top.have_key = false;
+    }
+  }
+
+  std::string_view file_name_;
+  int64_t events_left_;
+  int64_t values_left_;
   YAML::Mark last_;
+  std::optional<Status> error_;
+  YamlDocument doc_;
+  bool has_root_ = false;
+  bool root_is_null_ = false;
+  std::vector<Frame> stack_;
+  std::vector<Anchored> anchors_;  // by yaml-cpp anchor id (1-based) within the document
+  std::vector<YamlDocument> documents_;
 };
-
-struct YamlContext {
-  std::string_view file_name;
-  // Values left to convert: aliases can expand a small text exponentially ("billion laughs")
-  // or refer to an enclosing node.
-  int64_t budget = 0;
-};
-
-Status YamlError(const YamlContext& ctx, const YAML::Mark& mark, std::string_view what) {
-  return InvalidArgumentError(Located(ctx.file_name, mark.line + 1, mark.column + 1, what));
-}
-
-Result<ordered_json> ConvertYaml(YamlContext& ctx, const YAML::Node& node, int depth,
-                                 JsonSourceMap& map, int entry) {
-  if (depth > kMaxYamlDepth) return YamlError(ctx, node.Mark(), "nesting too deep");
-  if (--ctx.budget < 0) {
-    return YamlError(ctx, node.Mark(),
-                     "too many values after expanding aliases (is an alias used recursively?)");
-  }
-  switch (node.Type()) {
-    case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      return ordered_json(nullptr);
-    case YAML::NodeType::Scalar: {
-      const std::string tag = node.Tag();
-      const std::string s = node.Scalar();
-      if (tag == "!" || tag == "tag:yaml.org,2002:str") return ordered_json(s);
-      if (tag == "tag:yaml.org,2002:int") {
-        if (auto i = CoreInteger(s)) return *i;
-        return YamlError(ctx, node.Mark(), "!!int value \"" + s + "\" is not an integer");
-      }
-      if (tag == "tag:yaml.org,2002:float") {
-        if (auto i = CoreInteger(s)) return ordered_json(i->get<double>());
-        if (auto f = CoreFloat(s)) return *f;
-        return YamlError(ctx, node.Mark(), "!!float value \"" + s + "\" is not a number");
-      }
-      if (tag == "tag:yaml.org,2002:bool") {
-        if (IsCoreTrue(s)) return ordered_json(true);
-        if (IsCoreFalse(s)) return ordered_json(false);
-        return YamlError(ctx, node.Mark(), "!!bool value \"" + s + "\" is not true or false");
-      }
-      if (tag == "tag:yaml.org,2002:null") return ordered_json(nullptr);
-      return PlainScalar(s);
-    }
-    case YAML::NodeType::Sequence: {
-      ordered_json out = ordered_json::array();
-      for (const YAML::Node& item : node) {
-        int child = YamlSourceMapBuilder::Add(map, item.Mark(), entry);
-        YamlSourceMapBuilder::AddItem(map, entry, child);
-        ASSIGN_OR_RETURN(ordered_json value, ConvertYaml(ctx, item, depth + 1, map, child));
-        out.push_back(std::move(value));
-      }
-      return out;
-    }
-    case YAML::NodeType::Map: {
-      ordered_json out = ordered_json::object();
-      for (auto it = node.begin(); it != node.end(); ++it) {
-        // Copies: the iterator's pair is a temporary proxy.
-        const YAML::Node key = it->first;
-        const YAML::Node value = it->second;
-        if (!key.IsScalar() && !key.IsNull()) {
-          return YamlError(ctx, key.Mark(), "mapping keys must be scalars");
-        }
-        std::string name = key.IsNull() ? std::string() : key.Scalar();
-        if (key.IsNull() && key.Tag() != "!") name = "null";
-        if (out.contains(name)) {
-          return YamlError(ctx, key.Mark(), "duplicate key \"" + name + "\"");
-        }
-        int child = YamlSourceMapBuilder::Add(map, key.Mark(), entry);
-        YamlSourceMapBuilder::AddMember(map, entry, name, child);
-        ASSIGN_OR_RETURN(ordered_json converted, ConvertYaml(ctx, value, depth + 1, map, child));
-        out[name] = std::move(converted);
-      }
-      return out;
-    }
-  }
-  return ordered_json(nullptr);
-}
 
 // ---- JSON -> YAML ----
 
@@ -686,45 +875,29 @@ Result<std::string> ReadFile(const std::string& path) {
 
 Result<std::vector<YamlDocument>> ParseYamlDocuments(std::string_view text,
                                                      std::string_view file_name) {
-  YamlContext ctx{file_name, kYamlValuesPerByte * static_cast<int64_t>(text.size()) + 10000};
-  std::vector<YAML::Node> nodes;
+  YamlJsonBuilder builder(file_name,
+                          kYamlValuesPerByte * static_cast<int64_t>(text.size()) + 10000);
   try {
-    std::string copy(text);
-    {
-      std::istringstream in(copy);
-      YAML::Parser parser(in);
-      YamlEventBudget budget(kYamlValuesPerByte * static_cast<int64_t>(text.size()) + 10000);
-      try {
-        while (parser.HandleNextDocument(budget)) {
-        }
-      } catch (const YamlEventBudget::Exhausted& e) {
-        if (e.mark.is_null())
-          return InvalidArgumentError(std::string(file_name) + ": malformed YAML");
-        return InvalidArgumentError(Located(file_name, e.mark.line + 1, e.mark.column + 1,
-                                            "malformed YAML (unexpected ',' or flow indicator?)"));
+    ViewStreamBuf buffer(text);
+    std::istream in(&buffer);
+    YAML::Parser parser(in);
+    try {
+      while (parser.HandleNextDocument(builder)) {
       }
+    } catch (const YamlJsonBuilder::Exhausted& e) {
+      if (e.mark.is_null())
+        return InvalidArgumentError(std::string(file_name) + ": malformed YAML");
+      return InvalidArgumentError(Located(file_name, e.mark.line + 1, e.mark.column + 1,
+                                          "malformed YAML (unexpected ',' or flow indicator?)"));
     }
-    nodes = YAML::LoadAll(copy);
   } catch (const YAML::Exception& e) {
     if (e.mark.is_null()) return InvalidArgumentError(std::string(file_name) + ": " + e.msg);
     return InvalidArgumentError(Located(file_name, e.mark.line + 1, e.mark.column + 1, e.msg));
   } catch (const std::exception& e) {
     return InvalidArgumentError(std::string(file_name) + ": " + e.what());
   }
-  std::vector<YamlDocument> documents;
-  try {
-    for (const YAML::Node& node : nodes) {
-      if (node.IsNull() || !node.IsDefined()) continue;
-      YamlDocument doc;
-      doc.line = node.Mark().line + 1;
-      int root = YamlSourceMapBuilder::Add(doc.source_map, node.Mark(), -1);
-      ASSIGN_OR_RETURN(doc.value, ConvertYaml(ctx, node, 0, doc.source_map, root));
-      documents.push_back(std::move(doc));
-    }
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(std::string(file_name) + ": " + e.what());
-  }
-  return documents;
+  if (builder.error()) return *builder.error();
+  return builder.TakeDocuments();
 }
 
 Result<std::vector<ordered_json>> ParseJsonOrYamlDocuments(std::string_view text,

@@ -304,6 +304,102 @@ TEST(ParseYamlTest, ReportsErrorsWithPosition) {
   }
 }
 
+TEST(ParseYamlTest, ResolvesAnchorsAndAliases) {
+  struct Case {
+    std::string yaml;
+    ordered_json expected;
+  };
+  const Case cases[] = {
+      {"a: &x [1, 2]\nb: *x\n", {{"a", {1, 2}}, {"b", {1, 2}}}},
+      {"- &s hello\n- *s\n", {"hello", "hello"}},
+      {"a: &n 5\nb: *n\n", {{"a", 5}, {"b", 5}}},
+      {"a: &q '5'\nb: *q\n", {{"a", "5"}, {"b", "5"}}},
+      {"a: &z\nb: *z\n", {{"a", nullptr}, {"b", nullptr}}},
+      {"a: &k name\n*k : 2\n", {{"a", "name"}, {"name", 2}}},
+      {"a: &m {x: &i 1, y: [*i]}\nb: [*m, *m]\n",
+       {{"a", {{"x", 1}, {"y", {1}}}}, {"b", {{{"x", 1}, {"y", {1}}}, {{"x", 1}, {"y", {1}}}}}}},
+      // Merge keys are not applied (as yaml-cpp's own loader does not): "<<" is a plain key.
+      {"base: &b {x: 1}\nd:\n  <<: *b\n  y: 2\n",
+       {{"base", {{"x", 1}}}, {"d", {{"<<", {{"x", 1}}}, {"y", 2}}}}},
+      // A redefined anchor refers to its latest definition.
+      {"a: &x 1\nb: &x 2\nc: *x\n", {{"a", 1}, {"b", 2}, {"c", 2}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.yaml);
+    auto docs = ParseYamlDocuments(c.yaml, "f.yaml");
+    ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+    ASSERT_EQ(docs->size(), 1u);
+    EXPECT_EQ((*docs)[0].value, c.expected) << (*docs)[0].value.dump();
+  }
+
+  // An alias's members are found at the anchored node's positions; a member holding an alias
+  // is found at its own key.
+  auto docs = ParseYamlDocuments(
+      "defaults: &d\n  image: x\n  env: [a]\ntasks:\n- *d\n- name: t\n  "
+      "opts: *d\n",
+      "w");
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  const JsonSourceMap& map = (*docs)[0].source_map;
+  EXPECT_EQ(map.Prefix("w", "tasks[0].image"), "w:2:3: ");
+  EXPECT_EQ(map.Prefix("w", "tasks[0].env[0]"), "w:3:9: ");
+  EXPECT_EQ(map.Prefix("w", "tasks[1].opts"), "w:7:3: ");
+  EXPECT_EQ(map.Prefix("w", "tasks[1].opts.env"), "w:3:3: ");
+  EXPECT_EQ(map.Prefix("w", "tasks[0].missing"), "w: ");
+}
+
+std::string RepeatText(std::string_view piece, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += piece;
+  return out;
+}
+
+TEST(ParseYamlTest, RefusesBadAliasesAndDeepNesting) {
+  struct Case {
+    std::string name;
+    std::string yaml;
+    std::string prefix;
+    std::string message_part;
+  };
+  const Case cases[] = {
+      {"recursive alias", "a: &a [1, *a]\n", "w.yaml:1:11: ", "used recursively"},
+      {"recursive alias in a map", "a: &a\n  b: *a\n", "w.yaml:2:6: ", "used recursively"},
+      {"map alias as a key", "a: &m {x: 1}\n? *m\n: 2\n", "w.yaml:1:4: ", "keys must be scalars"},
+      {"duplicate key through an alias", "a: &k b\nb: 1\n*k : 2\n",
+       "w.yaml:3:1: ", "duplicate key \"b\""},
+      {"duplicate null keys", "~: 1\nnull: 2\n", "w.yaml:2:1: ", "duplicate key \"null\""},
+      {"undefined alias", "a: *nope\n", "w.yaml:1:4: ", "anchor"},
+      // yaml-cpp itself refuses nesting deeper than 500; aliases can nest deeper still.
+      {"nesting too deep", RepeatText("- ", 600) + "x\n", "w.yaml:1:", ""},
+      {"alias expanding too deep",
+       "a: &a " + std::string(300, '[') + std::string(300, ']') + "\nb: " + std::string(300, '[') +
+           "*a" + std::string(300, ']') + "\n",
+       "w.yaml:", "nesting too deep"},
+      // A syntax error anywhere in the stream wins over a semantic error earlier on.
+      {"syntax error after a duplicate key", "a: 1\na: 2\n---\n,\n", "w.yaml:", "malformed YAML"},
+      {"bad !!bool", "a: !!bool maybe\n", "w.yaml:1:4: ", "not true or false"},
+      {"bad !!float", "a: !!float x\n", "w.yaml:1:4: ", "not a number"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto docs = ParseYamlDocuments(c.yaml, "w.yaml");
+    ASSERT_FALSE(docs.ok()) << (docs->empty() ? "" : (*docs)[0].value.dump());
+    std::string message = docs.status().message();
+    EXPECT_EQ(message.substr(0, c.prefix.size()), c.prefix) << message;
+    EXPECT_NE(message.find(c.message_part), std::string::npos) << message;
+  }
+}
+
+TEST(ParseYamlTest, MalformedStreamsTerminateWithAnError) {
+  // Inputs on which yaml-cpp 0.7's event stream never ends: the event budget stops them.
+  const std::string cases[] = {",\n", "- a\n,\n", "a: 1\n---\n,{\n}\n", ",,,,\n", "[a]\n,\n"};
+  for (const std::string& yaml : cases) {
+    SCOPED_TRACE(yaml);
+    auto docs = ParseYamlDocuments(yaml, "w.yaml");
+    ASSERT_FALSE(docs.ok());
+    EXPECT_EQ(docs.status().message().rfind("w.yaml:", 0), 0u) << docs.status().message();
+  }
+}
+
 TEST(ParseJsonOrYamlTest, ChoosesByContent) {
   struct Case {
     std::string name;

@@ -991,7 +991,7 @@ Result<SubmitResult> Service::SubmitWorkflow(const Caller& caller, const SubmitR
                          {"sim_duration_seconds", t.sim_duration_seconds},
                          {"sim_exit_code", t.sim_exit_code}});
   }
-  record.spec = json{{"workflow", spec.document},
+  record.spec = json{{"workflow", std::move(spec.document)},
                      {"priority", std::string(submit::PriorityName(plan.priority))},
                      {"exec_timeout_seconds", plan.exec_timeout_seconds},
                      {"queue_timeout_seconds", plan.queue_timeout_seconds},

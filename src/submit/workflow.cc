@@ -452,10 +452,30 @@ Result<std::pair<std::string, std::string>> ParseSetValue(std::string_view text)
 
 Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_name,
                                    const std::map<std::string, std::string>& set_values) {
-  ASSIGN_OR_RETURN(auto values, DefaultValues(text, file_name));
-  for (const auto& [k, v] : set_values) values[k] = v;
-  ASSIGN_OR_RETURN(std::string rendered, Substitute(text, file_name, values));
-  ASSIGN_OR_RETURN(auto docs, model::ParseJsonOrYamlDocuments(rendered, file_name));
+  std::vector<json> docs;
+  // Without a "{{" there is nothing to substitute: the text is parsed once, for its
+  // default-values and the workflow alike. (When it does not parse, the full path below reports
+  // the same errors as before.)
+  bool parsed = false;
+  if (text.find("{{") == std::string_view::npos) {
+    auto once = model::ParseJsonOrYamlDocuments(text, file_name);
+    if (once.ok()) {
+      docs = std::move(once).value();
+      if (!docs.empty() && docs[0].is_object()) {
+        auto it = docs[0].find("default-values");
+        if (it != docs[0].end() && !it->is_null() && !it->is_object()) {
+          return FieldError(file_name, "default-values", "expected a map of name: value");
+        }
+      }
+      parsed = true;
+    }
+  }
+  if (!parsed) {
+    ASSIGN_OR_RETURN(auto values, DefaultValues(text, file_name));
+    for (const auto& [k, v] : set_values) values[k] = v;
+    ASSIGN_OR_RETURN(std::string rendered, Substitute(text, file_name, values));
+    ASSIGN_OR_RETURN(docs, model::ParseJsonOrYamlDocuments(rendered, file_name));
+  }
   if (docs.size() != 1) {
     return InvalidArgumentError(Prefix(file_name) + "expected one document, found " +
                                 std::to_string(docs.size()));
@@ -473,7 +493,6 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
       {"name", "resources", "tasks", "groups", "timeout", "priority", "labels", "pool", "backend"},
       file_name));
   WorkflowSpec spec;
-  spec.document = wf;
   if (!wf_obj->contains("name")) {
     return FieldError(file_name, "workflow", "missing required field name");
   }
@@ -593,6 +612,8 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
       }
     }
   }
+  // Last: `wf` and the pointers into it are not used after this.
+  spec.document = std::move(docs[0]["workflow"]);
   return spec;
 }
 

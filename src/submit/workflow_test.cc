@@ -138,6 +138,46 @@ TEST(ParseWorkflowTest, Errors) {
   }
 }
 
+TEST(ParseWorkflowTest, TextWithoutVariablesIsParsedOnceWithTheSameResult) {
+  struct Case {
+    std::string name;
+    std::string text;
+    std::string error_part;  // "" when it parses
+  };
+  const Case cases[] = {
+      {"yaml", "workflow:\n  name: w\n  tasks:\n  - {name: t, image: img}\n", ""},
+      {"yaml with default-values",
+       "workflow:\n  name: w\n  tasks:\n  - {name: t, image: img}\n"
+       "default-values: {unused: 1}\n",
+       ""},
+      {"json", R"({"workflow": {"name": "w", "tasks": [{"name": "t", "image": "img"}]}})", ""},
+      {"bom", "\xEF\xBB\xBFworkflow:\n  name: w\n  tasks:\n  - {name: t, image: img}\n", ""},
+      {"default-values not a map",
+       "workflow:\n  name: w\n  tasks:\n  - {name: t, image: img}\ndefault-values: [a]\n",
+       "expected a map of name: value"},
+      {"default-values not a map (json)",
+       R"({"workflow": {"name": "w", "tasks": [{"name": "t", "image": "img"}]}, "default-values": 3})",
+       "expected a map of name: value"},
+      {"broken yaml", "workflow:\n  name: w\n name: x\n", "wf.yaml:3:"},
+      {"two documents", "workflow: {name: a}\n---\nworkflow: {name: b}\n", "expected one document"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto wf = ParseWorkflow(c.text, "wf.yaml", {{"unused", "2"}});
+    if (!c.error_part.empty()) {
+      ASSERT_FALSE(wf.ok());
+      EXPECT_THAT(std::string(wf.status().message()), HasSubstr(c.error_part));
+      continue;
+    }
+    ASSERT_TRUE(wf.ok()) << wf.status().ToString();
+    EXPECT_EQ(wf->name, "w");
+    ASSERT_EQ(wf->TaskCount(), 1u);
+    EXPECT_EQ(wf->groups[0].tasks[0].image, "img");
+    // The workflow document is kept as written.
+    EXPECT_EQ(wf->document.dump(), R"({"name":"w","tasks":[{"name":"t","image":"img"}]})");
+  }
+}
+
 TEST(ParseSetValueTest, Forms) {
   auto kv = ParseSetValue("a=b=c");
   ASSERT_TRUE(kv.ok());

@@ -112,9 +112,30 @@ void BM_ParseWorkflow(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * tasks);
 }
 
+// The one-task workflow that scripts/bench-http.sh submits (what one HTTP submission parses).
+void BM_ParseWorkflowOneTask(benchmark::State& state) {
+  const std::string text = R"(workflow:
+  name: bench
+  resources:
+    default: {cpu: 1, memory: 1Gi, storage: 1Gi}
+  tasks:
+  - {name: t, image: busybox, sim_duration: 1h}
+)";
+  for (auto _ : state) {
+    auto wf = ParseWorkflow(text, "request body");
+    if (!wf.ok()) {
+      state.SkipWithError(wf.status().message().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(wf);
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 BENCHMARK(BM_SubmitSharedResource)->Arg(1)->Arg(16)->Arg(256);
 BENCHMARK(BM_SubmitDistinctResources)->Arg(16)->Arg(256);
 BENCHMARK(BM_ParseWorkflow)->Arg(256);
+BENCHMARK(BM_ParseWorkflowOneTask);
 
 }  // namespace
 }  // namespace gpupool::submit

@@ -158,6 +158,9 @@ class PostgresConnection final : public SqlConnection {
       return AbortedError(std::move(message));
     }
     if (state == "23505") return AlreadyExistsError(std::move(message));
+    // Class 22, data exception (invalid UTF-8, a value out of range): the value is at fault, not
+    // the server; callers validate first, this keeps a value they missed from becoming a 500.
+    if (state.starts_with("22")) return InvalidArgumentError(std::move(message));
     return InternalError(std::move(message));
   }
 

@@ -511,6 +511,53 @@ Status SqlStore::DeleteNodes(const std::vector<std::string>& names) {
   });
 }
 
+// One conditional statement per change; RETURNING tells whether it matched (both databases).
+Status SqlStore::ChangeNodesIfUnchanged(const std::vector<NodeChange>& changes) {
+  struct Texts {
+    std::string expected, next;
+  };
+  std::vector<Texts> texts(changes.size());
+  for (size_t i = 0; i < changes.size(); ++i) {
+    RETURN_IF_ERROR(RequireNonEmpty(changes[i].name, "node name"));
+    const std::string what = "node " + changes[i].name;
+    if (changes[i].expected) {
+      ASSIGN_OR_RETURN(texts[i].expected, DumpJson(*changes[i].expected, what));
+    }
+    if (changes[i].next) {
+      ASSIGN_OR_RETURN(texts[i].next, DumpJson(*changes[i].next, what));
+    }
+  }
+  if (changes.empty()) return OkStatus();
+  return Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
+    RETURN_IF_ERROR(
+        db.Query("UPDATE node_generation SET value = value + 1 WHERE id = 1", {}).status());
+    for (size_t i = 0; i < changes.size(); ++i) {
+      const NodeChange& change = changes[i];
+      Result<std::vector<SqlRow>> rows = std::vector<SqlRow>{};
+      if (!change.expected) {
+        rows = db.Query(
+            "INSERT INTO nodes (name, object) VALUES ($1, $2) "
+            "ON CONFLICT (name) DO NOTHING RETURNING name",
+            {change.name, texts[i].next});
+      } else if (change.next) {
+        rows = db.Query(
+            "UPDATE nodes SET object = $3 WHERE name = $1 AND object = $2 "
+            "RETURNING name",
+            {change.name, texts[i].expected, texts[i].next});
+      } else {
+        rows = db.Query("DELETE FROM nodes WHERE name = $1 AND object = $2 RETURNING name",
+                        {change.name, texts[i].expected});
+      }
+      if (!rows.ok()) return rows.status();
+      if (rows->empty()) {
+        return AbortedError("node \"" + change.name +
+                            "\" changed since it was read; nothing was written");
+      }
+    }
+    return OkStatus();
+  });
+}
+
 Result<std::vector<NodeRecord>> SqlStore::ListNodes() {
   return Run(Mode::kRead, [&](SqlConnection& db) -> Result<std::vector<NodeRecord>> {
     ASSIGN_OR_RETURN(auto rows, db.Query("SELECT name, object FROM nodes ORDER BY name", {}));
@@ -798,9 +845,28 @@ Result<std::vector<WorkflowRecord>> SqlStore::ListWorkflows(const WorkflowFilter
 }
 
 Status SqlStore::UpdateWorkflow(const WorkflowRecord& workflow) {
+  return WriteWorkflow(workflow, nullptr);
+}
+
+Status SqlStore::UpdateWorkflowAsLeader(const WorkflowRecord& workflow, const LeaseFence& fence) {
+  return WriteWorkflow(workflow, &fence);
+}
+
+Status SqlStore::WriteWorkflow(const WorkflowRecord& workflow, const LeaseFence* fence) {
   RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
   ASSIGN_OR_RETURN(std::string spec, DumpJson(workflow.spec, "workflow " + workflow.id));
   return Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
+    if (fence != nullptr) {
+      // A no-op UPDATE rather than a SELECT: it takes the lease row's lock (PostgreSQL) until
+      // commit; SQLite's write transaction already excludes every other writer.
+      ASSIGN_OR_RETURN(auto held, db.Query("UPDATE leases SET holder = holder "
+                                           "WHERE name = $1 AND holder = $2 RETURNING holder",
+                                           {fence->lease, fence->holder}));
+      if (held.empty()) {
+        return FailedPreconditionError("lease " + fence->lease + " is no longer held by " +
+                                       fence->holder + "; the write was fenced off");
+      }
+    }
     ASSIGN_OR_RETURN(
         auto updated,
         db.Query(

@@ -60,6 +60,7 @@ class SqlStore final : public Store {
   Status UpsertNodes(const std::vector<NodeRecord>& nodes, bool replace_all) override;
   Status DeleteNodes(const std::vector<std::string>& names) override;
   Result<std::vector<NodeRecord>> ListNodes() override;
+  Status ChangeNodesIfUnchanged(const std::vector<NodeChange>& changes) override;
 
   Result<WorkflowRecord> CreateWorkflow(const WorkflowRecord& workflow) override;
   Result<WorkflowRecord> CreateWorkflowWithAudit(WorkflowRecord workflow,
@@ -69,6 +70,7 @@ class SqlStore final : public Store {
                                                              int64_t known_version) override;
   Result<std::vector<WorkflowRecord>> ListWorkflows(const WorkflowFilter& filter) override;
   Status UpdateWorkflow(const WorkflowRecord& workflow) override;
+  Status UpdateWorkflowAsLeader(const WorkflowRecord& workflow, const LeaseFence& fence) override;
   Result<int64_t> NextSequence(std::string_view name) override;
 
   Status AppendAudit(const AuditRecord& record) override;
@@ -81,6 +83,9 @@ class SqlStore final : public Store {
  private:
   SqlStore(std::unique_ptr<SqlConnection> connection, ConnectionFactory open_reader,
            int max_readers, const Clock& clock);
+
+  // UpdateWorkflow, fenced by a lease when `fence` is given.
+  Status WriteWorkflow(const WorkflowRecord& workflow, const LeaseFence* fence);
 
   // How a body runs: in a write transaction on the writer; in a read transaction (a consistent
   // snapshot) on a reader; or as one read statement outside any transaction, on a reader.

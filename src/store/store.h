@@ -183,6 +183,16 @@ class Store {
   virtual Status DeleteNodes(const std::vector<std::string>& names) = 0;
   // Sorted by name.
   virtual Result<std::vector<NodeRecord>> ListNodes() = 0;
+  // Compare-and-set for controllers that read nodes, decide, then write (the machine-pool step):
+  // every change applies only if its node is still exactly as `expected` (nullopt: the node must
+  // not exist); `next` nullopt deletes it. All changes commit in one transaction, or none:
+  // kAborted names the first node that someone else changed since it was read.
+  struct NodeChange {
+    std::string name;
+    std::optional<nlohmann::ordered_json> expected;
+    std::optional<nlohmann::ordered_json> next;
+  };
+  virtual Status ChangeNodesIfUnchanged(const std::vector<NodeChange>& changes) = 0;
 
   // ---- Workflows ----
   // Stores a new workflow with version 1 and returns it as stored. If idempotency_key is non-empty
@@ -212,6 +222,16 @@ class Store {
   // submitted_ms and idempotency_key are kept), replaces the task list and sets version + 1. On
   // success the caller's copy is stale by one: bump workflow.version or re-read.
   virtual Status UpdateWorkflow(const WorkflowRecord& workflow) = 0;
+  // UpdateWorkflow by a leader, fenced by its lease: commits only while `holder` still holds lease
+  // `lease` (else kFailedPrecondition, nothing written). The check locks the lease row inside the
+  // write's transaction, so a new leader's TryAcquireLease waits for this write to commit and
+  // then reads it: a leader that stalled past its lease can never bind what its successor binds.
+  struct LeaseFence {
+    std::string lease;
+    std::string holder;
+  };
+  virtual Status UpdateWorkflowAsLeader(const WorkflowRecord& workflow,
+                                        const LeaseFence& fence) = 0;
 
   // A per-name counter, e.g. for workflow ids "<name>-<n>": every value is returned once only,
   // across processes and restarts, and successive calls on one Store return increasing values

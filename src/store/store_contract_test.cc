@@ -519,6 +519,40 @@ TYPED_TEST(StoreContractTest, NodesUpsertReplaceDelete) {
   EXPECT_THAT(NodeNames(*nodes), ElementsAre("n2"));
 }
 
+TYPED_TEST(StoreContractTest, ChangeNodesIfUnchangedIsACompareAndSet) {
+  Store& s = this->store();
+  ASSERT_TRUE(
+      s.UpsertNodes({{"n1", NodeObject("n1", 8)}, {"n2", NodeObject("n2", 8)}}, false).ok());
+  auto g0 = s.GetGenerations();
+  ASSERT_TRUE(g0.ok());
+  // As read: insert n3, change n1, delete n2, all in one transaction.
+  ASSERT_TRUE(s.ChangeNodesIfUnchanged({{"n3", std::nullopt, NodeObject("n3", 1)},
+                                        {"n1", NodeObject("n1", 8), NodeObject("n1", 4)},
+                                        {"n2", NodeObject("n2", 8), std::nullopt}})
+                  .ok());
+  auto nodes = s.ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_THAT(NodeNames(*nodes), ElementsAre("n1", "n3"));
+  EXPECT_EQ(nodes->at(0).object, NodeObject("n1", 4));
+  EXPECT_GT(s.GetGenerations()->nodes, g0->nodes);
+
+  // Another process changed n1 since: nothing of the batch is written, not even the insert.
+  ASSERT_TRUE(this->Open()->UpsertNodes({{"n1", NodeObject("n1", 2)}}, false).ok());
+  Status stale = s.ChangeNodesIfUnchanged(
+      {{"n5", std::nullopt, NodeObject("n5", 1)}, {"n1", NodeObject("n1", 4), std::nullopt}});
+  EXPECT_EQ(stale.code(), StatusCode::kAborted) << stale.ToString();
+  EXPECT_NE(stale.message().find("\"n1\""), std::string::npos) << stale.message();
+  nodes = s.ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_THAT(NodeNames(*nodes), ElementsAre("n1", "n3"));
+  EXPECT_EQ(nodes->at(0).object, NodeObject("n1", 2));
+  // An insert of a node that exists, and a change of one that is gone, are stale too.
+  EXPECT_EQ(s.ChangeNodesIfUnchanged({{"n3", std::nullopt, NodeObject("n3", 9)}}).code(),
+            StatusCode::kAborted);
+  EXPECT_EQ(s.ChangeNodesIfUnchanged({{"n2", NodeObject("n2", 8), NodeObject("n2", 1)}}).code(),
+            StatusCode::kAborted);
+}
+
 // ---- Workflows ----
 
 WorkflowRecord MakeWorkflow(const std::string& id, const std::string& pool, const std::string& user,
@@ -661,6 +695,34 @@ TYPED_TEST(StoreContractTest, WorkflowCompareAndSet) {
   WorkflowRecord missing = update;
   missing.id = "wf-404";
   EXPECT_EQ(s.UpdateWorkflow(missing).code(), StatusCode::kNotFound);
+}
+
+TYPED_TEST(StoreContractTest, LeaderWritesAreFencedByTheLease) {
+  Store& s = this->store();
+  ASSERT_TRUE(s.CreateWorkflow(MakeWorkflow("wf-1", "p", "u", "PENDING", 1)).ok());
+  ASSERT_TRUE(*s.TryAcquireLease("scheduler", "A", 0, 10));
+  auto w = s.GetWorkflow("wf-1");
+  ASSERT_TRUE(w.ok());
+  WorkflowRecord bind = *w;
+  bind.status = "RUNNING";
+  ASSERT_TRUE(s.UpdateWorkflowAsLeader(bind, {"scheduler", "A"}).ok());
+  EXPECT_EQ(s.GetWorkflow("wf-1")->version, 2);
+
+  // A stalls past its lease; B takes it from another process. A's next write is refused and
+  // leaves the workflow as it was; B's goes through.
+  ASSERT_TRUE(*this->Open()->TryAcquireLease("scheduler", "B", 20, 10));
+  bind.version = 2;
+  bind.status = "COMPLETED";
+  Status fenced = s.UpdateWorkflowAsLeader(bind, {"scheduler", "A"});
+  EXPECT_EQ(fenced.code(), StatusCode::kFailedPrecondition) << fenced.ToString();
+  EXPECT_EQ(s.GetWorkflow("wf-1")->status, "RUNNING");
+  EXPECT_EQ(s.GetWorkflow("wf-1")->version, 2);
+  ASSERT_TRUE(s.UpdateWorkflowAsLeader(bind, {"scheduler", "B"}).ok());
+  EXPECT_EQ(s.GetWorkflow("wf-1")->status, "COMPLETED");
+  // A lease nobody holds fences everyone off.
+  bind.version = 3;
+  EXPECT_EQ(s.UpdateWorkflowAsLeader(bind, {"no-such-lease", "B"}).code(),
+            StatusCode::kFailedPrecondition);
 }
 
 TYPED_TEST(StoreContractTest, WorkflowIdempotencyKey) {

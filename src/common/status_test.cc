@@ -56,6 +56,32 @@ TEST(StringsTest, DidYouMean) {
   }
 }
 
+TEST(StringsTest, IsValidUtf8) {
+  struct Case {
+    std::string text;
+    bool want;
+  };
+  const std::vector<Case> cases = {
+      {"", true},
+      {"alice", true},
+      {"Zo\xC3\xAB", true},            // U+00EB
+      {"\xE2\x82\xAC", true},          // U+20AC
+      {"\xF0\x9F\x9A\x80", true},      // U+1F680
+      {"\xF4\x8F\xBF\xBF", true},      // U+10FFFF, the last code point
+      {"\xFF", false},                 // never valid
+      {"\x80", false},                 // continuation without a lead
+      {"\xC0\xAF", false},             // overlong '/'
+      {"\xE0\x80\xAF", false},         // overlong '/'
+      {"\xED\xA0\x80", false},         // surrogate U+D800
+      {"\xF4\x90\x80\x80", false},     // above U+10FFFF
+      {"\xC3", false},                 // truncated
+      {"ab\xE2\x82", false},           // truncated at the end
+      {std::string("a\0b", 3), true},  // NUL is a code point
+  };
+  for (const Case& c : cases)
+    EXPECT_EQ(IsValidUtf8(c.text), c.want) << testing::PrintToString(c.text);
+}
+
 TEST(StringsTest, SplitJoinTrim) {
   EXPECT_EQ(Split("a,b,,c", ','), (std::vector<std::string>{"a", "b", "", "c"}));
   EXPECT_EQ(Join({"a", "b"}, ", "), "a, b");

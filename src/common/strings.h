@@ -14,6 +14,10 @@ bool StartsWith(std::string_view text, std::string_view prefix);
 bool EndsWith(std::string_view text, std::string_view suffix);
 std::string ToLower(std::string_view text);
 
+// Well-formed UTF-8 (no overlong forms, surrogates or code points above U+10FFFF). Text that
+// reaches a database or a JSON document must be: PostgreSQL refuses anything else.
+bool IsValidUtf8(std::string_view text);
+
 // Levenshtein distance, for did-you-mean suggestions.
 size_t EditDistance(std::string_view a, std::string_view b);
 

@@ -52,6 +52,8 @@ Result<Identity> ParseDevToken(std::string_view token) {
     return UnauthenticatedError("dev auth expects a bearer token dev:<user>:<role,role>");
   }
   std::string_view rest = token.substr(4);
+  // The user name goes into the audit log and the store: refuse what a database would refuse.
+  if (!IsValidUtf8(rest)) return UnauthenticatedError("dev token is not valid UTF-8");
   size_t colon = rest.find(':');
   Identity identity;
   identity.user = std::string(rest.substr(0, colon));

@@ -301,6 +301,8 @@ TEST(DevAuthTest, ParsesBearerDevTokens) {
       {"basic auth", "Basic YWxpY2U6cHc=", false, "", {}},
       {"not dev", "Bearer eyJhbGciOi", false, "", {}},
       {"empty user", "Bearer dev::osmo-admin", false, "", {}},
+      {"invalid UTF-8 user", "Bearer dev:\xC0\xAFroot:osmo-admin", false, "", {}},
+      {"UTF-8 user", "Bearer dev:zo\xC3\xAB:osmo-user", true, "zo\xC3\xAB", {"osmo-user"}},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

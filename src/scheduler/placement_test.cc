@@ -185,7 +185,7 @@ TEST(PlacementTest, ResourceFit) {
       {"too many gpus", N().Gpus(4), P().Gpus(8), false, "1 Insufficient nvidia.com/gpu"},
       {"no gpu node", N(), P().Gpus(1), false, "1 Insufficient nvidia.com/gpu"},
       {"fraction", N().Gpus(1), P().Fraction("0.5"), true, ""},
-      {"pods limit", N().Alloc("pods", "0"), P(), false, "1 Insufficient pods"},
+      {"pods limit", N().Alloc("pods", "0"), P(), false, "1 Too many pods"},
   };
   RunCases(cases);
 }

@@ -1159,10 +1159,16 @@ std::string Cycle::FormatFailureReason(const std::vector<int>& insufficient, int
   for (const auto& [text, count] : list.static_reasons) entries.push_back({count, text});
   for (int d = 0; d <= view_.Dims(); ++d) {
     if (insufficient[d] == 0) continue;
-    entries.push_back(
-        {insufficient[d],
-         "Insufficient " + (d == view_.Dims() ? std::string(kGpuResource) : view_.DimName(d))});
+    // NodeResourcesFit's wording: ErrReasonTooManyPods for the pod count, else "Insufficient".
+    std::string text = d == kPodsDim       ? "Too many pods"
+                       : d == view_.Dims() ? "Insufficient " + std::string(kGpuResource)
+                                           : "Insufficient " + view_.DimName(d);
+    entries.push_back({insufficient[d], std::move(text)});
   }
+  // kube-scheduler (FitError.Error) sorts the "<count> <reason>" strings with sort.Strings, i.e.
+  // by their text ("1 Insufficient cpu" before "8 node(s) had untolerated taint"). gpupool orders
+  // by count on purpose, most common first and then by text, so the reason that blocks most
+  // nodes leads (DESIGN section 4: "8 node(s) had untolerated taint ..., 4 Insufficient ...").
   std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
     return a.first != b.first ? a.first > b.first : a.second < b.second;
   });

@@ -30,6 +30,15 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
+# The server prints its --auth dev warning on stderr, which goes to the log: repeat it here, where
+# it is seen (the log's own line, or this one if the server's wording ever changes).
+warning=$(grep -m1 '^WARNING: --auth dev' "$run_dir/server.log" || true)
+if [ -z "$warning" ]; then
+  warning="WARNING: --auth dev accepts any bearer token dev:<user>:<role,role> WITHOUT verification."
+fi
+bar=$(printf '%*s' 78 '' | tr ' ' '!')
+printf '\n%s\n%s\n%s\n' "$bar" "$warning" "$bar" >&2
+
 cat <<MSG
 
 ==> gpupool server: $url   (log: .run/server.log)

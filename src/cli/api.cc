@@ -158,6 +158,19 @@ Result<std::vector<T>> ListFromJson(Result<json> response, const char* key, F co
   return out;
 }
 
+// The server names the text it was sent "request body"; the user knows it as `file`, and the
+// line and column numbers that follow are the file's (its text is sent as written).
+Status NameTheFile(const Status& status, std::string_view file) {
+  if (status.ok() || file.empty()) return status;
+  static constexpr std::string_view kSent = "request body:";
+  std::string message = status.message();
+  for (size_t at = message.find(kSent); at != std::string::npos;
+       at = message.find(kSent, at + file.size())) {
+    message.replace(at, kSent.size() - 1, file);
+  }
+  return Status(status.code(), std::move(message));
+}
+
 class Remote final : public Api {
  public:
   explicit Remote(std::unique_ptr<server::Client> client) : client_(std::move(client)) {}
@@ -214,8 +227,10 @@ class Remote final : public Api {
         });
   }
   Result<service::NodeImportResult> ImportNodes(const service::Caller&, std::string_view text,
-                                                std::string_view, bool replace) override {
-    ASSIGN_OR_RETURN(json j, client_->ImportNodes(std::string(text), replace));
+                                                std::string_view file, bool replace) override {
+    auto response = client_->ImportNodes(std::string(text), replace);
+    if (!response.ok()) return NameTheFile(response.status(), file);
+    const json& j = *response;
     return service::NodeImportResult{static_cast<int>(Int(j, "imported")),
                                      Strings(Field(j, "nodes"))};
   }
@@ -258,8 +273,10 @@ class Remote final : public Api {
   }
   Result<service::SubmitResult> SubmitWorkflow(const service::Caller&,
                                                const service::SubmitRequest& r) override {
-    ASSIGN_OR_RETURN(json j, client_->SubmitWorkflow(r.pool, r.spec_text, r.set_values, r.dry_run,
-                                                     r.idempotency_key));
+    auto response =
+        client_->SubmitWorkflow(r.pool, r.spec_text, r.set_values, r.dry_run, r.idempotency_key);
+    if (!response.ok()) return NameTheFile(response.status(), r.file_name);
+    const json& j = *response;
     service::SubmitResult result;
     result.workflow_id = Str(j, "workflow_id");
     result.name = Str(j, "name");

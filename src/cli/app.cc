@@ -472,6 +472,30 @@ Status Schedule(const ScheduleFlags& flags, const Env& env) {
   return OkStatus();
 }
 
+// Prints a failed command's error and returns the exit code. Over --server a request refused for
+// want of a valid token says what to set, and a denied one says so with its HTTP status.
+int Failed(const Status& status, const Options& o) {
+  if (!o.server.empty() && status.code() == StatusCode::kUnauthenticated) {
+    const char* token = std::getenv("GPUPOOL_TOKEN");
+    if (token == nullptr || *token == '\0') {
+      std::cerr << "error: " << o.server
+                << " needs a token (HTTP 401): set GPUPOOL_TOKEN to a bearer token it accepts "
+                   "(server: "
+                << status.message() << ")\n";
+    } else {
+      std::cerr << "error: " << o.server
+                << " refused the token in GPUPOOL_TOKEN (HTTP 401): " << status.message() << "\n";
+    }
+    return kExitFailure;
+  }
+  if (!o.server.empty() && status.code() == StatusCode::kPermissionDenied) {
+    std::cerr << "error: permission denied (HTTP 403): " << status.message() << "\n";
+    return kExitFailure;
+  }
+  std::cerr << "error: " << status.message() << "\n";
+  return kExitFailure;
+}
+
 }  // namespace
 
 int RunCli(int argc, char** argv) {
@@ -663,11 +687,7 @@ int RunCli(int argc, char** argv) {
   }
   if (schedule_chosen) {
     Status s = Schedule(schedule_flags, env);
-    if (!s.ok()) {
-      std::cerr << "error: " << s.message() << "\n";
-      return kExitFailure;
-    }
-    return kExitOk;
+    return s.ok() ? kExitOk : Failed(s, o);
   }
   if (!command) {
     std::cerr << "error: no command given; see gpupool --help\n";
@@ -677,11 +697,7 @@ int RunCli(int argc, char** argv) {
     // Online: the server decides who the caller is (GPUPOOL_TOKEN), not --user/--roles.
     auto api = RemoteApi(server::Client::FromEnvironment(o.server));
     Status status = command(*api, env);
-    if (!status.ok()) {
-      std::cerr << "error: " << status.message() << "\n";
-      return kExitFailure;
-    }
-    return kExitOk;
+    return status.ok() ? kExitOk : Failed(status, o);
   }
 
   std::string url = o.db;

@@ -690,17 +690,46 @@ TEST_F(CliTest, PoolListColumnsAndMaintenance) {
 
 // The same commands against a server (`gpupool serve --auth dev`) with --server and
 // GPUPOOL_TOKEN: the caller is the token's user, not --user.
-TEST_F(CliTest, ServerMode) {
-  const std::string port = std::to_string(20000 + (getpid() % 20000));
-  const std::string url = "http://127.0.0.1:" + port;
-  std::string start = "cd " + ShellQuote(dir_.string()) + " && (" + ShellQuote(GPUPOOL_BIN) +
-                      " serve --listen 127.0.0.1:" + port + " --db " +
-                      ShellQuote("sqlite:" + (dir_ / "server.db").string()) +
-                      " --auth dev >serve.out 2>serve.err & echo $! >serve.pid)";
-  ASSERT_EQ(std::system(start.c_str()), 0);
-  auto remote = [&](std::vector<std::string> args) {
-    std::string cmd = "cd " + ShellQuote(dir_.string()) + " && GPUPOOL_TOKEN=dev:erin:osmo-admin " +
-                      ShellQuote(GPUPOOL_BIN) + " --server " + url;
+// ---- --server: every verb against the real `gpupool serve` on loopback --------------------
+
+class ServerModeTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    // Port 0: the server picks a free port and prints it.
+    std::string start = "cd " + ShellQuote(dir_.string()) + " && (" + ShellQuote(GPUPOOL_BIN) +
+                        " serve --listen 127.0.0.1:0 --db " +
+                        ShellQuote("sqlite:" + (dir_ / "server.db").string()) +
+                        " --auth dev >serve.out 2>serve.err & echo $! >serve.pid)";
+    ASSERT_EQ(std::system(start.c_str()), 0);
+    const std::string marker = "listening on ";
+    for (int i = 0; i < 200 && url_.empty(); ++i) {
+      std::string out = ReadAll(dir_ / "serve.out");
+      size_t at = out.find(marker);
+      if (at != std::string::npos) {
+        url_ =
+            out.substr(at + marker.size(), out.find(' ', at + marker.size()) - at - marker.size());
+      } else {
+        usleep(50 * 1000);
+      }
+    }
+    ASSERT_FALSE(url_.empty()) << ReadAll(dir_ / "serve.err");
+  }
+  void TearDown() override {
+    std::string pid = std::to_string(std::stol(ReadAll(dir_ / "serve.pid")));
+    std::string stop = "kill " + pid + " && for i in $(seq 1 100); do kill -0 " + pid +
+                       " 2>/dev/null || exit 0; sleep 0.05; done; exit 1";
+    EXPECT_EQ(std::system(stop.c_str()), 0) << "gpupool serve did not stop";
+    CliTest::TearDown();
+  }
+
+  // `gpupool --server URL ARGS...` with GPUPOOL_TOKEN=token (unset when empty).
+  Outcome Remote(const std::vector<std::string>& args,
+                 const std::string& token = "dev:erin:osmo-admin") {
+    std::string cmd = "cd " + ShellQuote(dir_.string()) + " && " +
+                      (token.empty() ? std::string("env -u GPUPOOL_TOKEN ")
+                                     : "GPUPOOL_TOKEN=" + ShellQuote(token) + " ") +
+                      ShellQuote(GPUPOOL_BIN) + " --server " + url_;
     for (const auto& a : args) cmd += " " + ShellQuote(a);
     cmd += " >out 2>err";
     int status = std::system(cmd.c_str());
@@ -709,31 +738,214 @@ TEST_F(CliTest, ServerMode) {
     r.out = ReadAll(dir_ / "out");
     r.err = ReadAll(dir_ / "err");
     return r;
-  };
-  Outcome ready;
-  for (int i = 0; i < 100; ++i) {
-    ready = remote({"pool", "list"});
-    if (ready.code == 0) break;
-    usleep(100 * 1000);
   }
-  ASSERT_EQ(ready.code, 0) << ready.err << ReadAll(dir_ / "serve.err");
-  EXPECT_THAT(ready.out, HasSubstr("default"));
-  Outcome update = remote({"config", "update", "POD_TEMPLATE", "l40s", "--file",
-                           kFixtures + "/seed000/l40s_pod_template.json"});
-  EXPECT_EQ(update.code, 0) << update.err;
+  // Runs over --server and expects exit code 0.
+  Outcome RemoteOk(const std::vector<std::string>& args) {
+    Outcome r = Remote(args);
+    std::string joined;
+    for (const auto& a : args) joined += a + " ";
+    EXPECT_EQ(r.code, 0) << "gpupool --server " << joined << "\nstdout: " << r.out
+                         << "\nstderr: " << r.err;
+    return r;
+  }
+  json RemoteJson(const std::vector<std::string>& args) {
+    Outcome r = RemoteOk(args);
+    json out = json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(out.is_discarded()) << r.out;
+    return out;
+  }
+
+  std::string url_;
+};
+
+TEST_F(ServerModeTest, ConfigVerbs) {
+  const std::string l40s = kFixtures + "/seed000/l40s_pod_template.json";
+  json l40s_body = json::parse(ReadAll(l40s))["l40s"];  // the file is in map form
+  Outcome update = RemoteOk({"config", "update", "POD_TEMPLATE", "l40s", "--file", l40s});
   EXPECT_EQ(update.out, "updated POD_TEMPLATE l40s (revision 1)\n");
-  Outcome history = remote({"config", "history", "POD_TEMPLATE", "l40s"});
-  EXPECT_THAT(history.out, HasSubstr("erin"));
-  Outcome bad = remote({"config", "update", "POD_TEMPLATE", "a100", "--file",
-                        kFixtures + "/seed000/a100_pod_template.json"});
+  // Parsed before it is sent: the error names the file, line and column.
+  Outcome bad = Remote({"config", "update", "POD_TEMPLATE", "a100", "--file",
+                        CopyFixture("seed000/a100_pod_template.json", "a100_pod_template.json")});
   EXPECT_EQ(bad.code, 1);
-  EXPECT_THAT(bad.err, HasSubstr("error: "));
-  Outcome submit = remote({"workflow", "submit", kSource + "/examples/workflows/quick.yaml",
-                           "--pool", "default", "--dry-run", "-o", "json"});
-  EXPECT_EQ(submit.code, 1) << submit.out;  // no nodes yet: the node rules fail
-  EXPECT_THAT(submit.err, HasSubstr("validation failed"));
-  std::string stop = "kill $(cat " + ShellQuote((dir_ / "serve.pid").string()) + ")";
-  EXPECT_EQ(std::system(stop.c_str()), 0);
+  EXPECT_THAT(bad.err, HasSubstr("a100_pod_template.json:14:7:"));
+
+  json shown = RemoteJson({"config", "show", "POD_TEMPLATE", "l40s", "-o", "json"});
+  EXPECT_EQ(shown["body"], l40s_body);
+  EXPECT_EQ(shown["revision"], 1);
+  EXPECT_EQ(shown["updated_by"], "erin");
+  Outcome table = RemoteOk({"config", "show", "POD_TEMPLATE", "l40s"});
+  EXPECT_EQ(json::parse(table.out), l40s_body);
+
+  json changed = l40s_body;
+  changed["spec"]["nodeSelector"] = {{"gpu", "l40s"}};
+  EXPECT_NE(changed, l40s_body);
+  std::string changed_file = Write("l40s-2.json", changed.dump(2));
+  EXPECT_EQ(RemoteOk({"config", "update", "POD_TEMPLATE", "l40s", "--file", changed_file,
+                      "--description", "second"})
+                .out,
+            "updated POD_TEMPLATE l40s (revision 2)\n");
+  EXPECT_EQ(RemoteJson({"config", "show", "POD_TEMPLATE", "l40s", "--revision", "1", "-o",
+                        "json"})["body"],
+            l40s_body);
+
+  Outcome list = RemoteOk({"config", "list", "POD_TEMPLATE"});
+  EXPECT_THAT(list.out, HasSubstr("l40s"));
+  EXPECT_THAT(list.out, HasSubstr("erin"));
+  EXPECT_THAT(list.out, Not(HasSubstr("POOL")));
+  json all = RemoteJson({"config", "list", "-o", "json"});
+  bool has_default_pool = false, has_l40s = false;
+  for (const auto& c : all) {
+    has_default_pool |= c["kind"] == "POOL" && c["name"] == "default";
+    has_l40s |= c["kind"] == "POD_TEMPLATE" && c["name"] == "l40s" && c["revision"] == 2;
+  }
+  EXPECT_TRUE(has_default_pool && has_l40s) << all.dump();
+
+  Outcome history = RemoteOk({"config", "history", "POD_TEMPLATE", "l40s"});
+  EXPECT_THAT(history.out, HasSubstr("second"));
+  EXPECT_THAT(history.out, HasSubstr("erin"));
+  json revisions = RemoteJson({"config", "history", "POD_TEMPLATE", "l40s", "-o", "json"});
+  ASSERT_EQ(revisions.size(), 2u) << revisions.dump();
+  EXPECT_EQ(revisions[0]["revision"], 2);  // newest first
+  EXPECT_EQ(RemoteJson({"config", "history", "POD_TEMPLATE", "l40s", "--limit", "1", "-o", "json"})
+                .size(),
+            1u);
+
+  EXPECT_EQ(RemoteOk({"config", "rollback", "POD_TEMPLATE", "l40s", "--revision", "1"}).out,
+            "rolled back POD_TEMPLATE l40s (revision 3)\n");
+  EXPECT_EQ(RemoteJson({"config", "show", "POD_TEMPLATE", "l40s", "-o", "json"})["body"],
+            l40s_body);
+
+  // config set ROLE: from a file, and the generated pool role.
+  Outcome role = RemoteOk(
+      {"config", "set", "ROLE", "osmo-shared", "-f", kFixtures + "/seed000/role_config.json"});
+  EXPECT_EQ(role.out, "updated ROLE osmo-shared (revision 1)\n");
+  EXPECT_EQ(RemoteJson({"config", "show", "ROLE", "osmo-shared", "-o",
+                        "json"})["body"]["actions"][0]["path"],
+            "/api/pool/shared_simulation_training_pool*");
+  Outcome generated = RemoteOk({"config", "set", "ROLE", "osmo-team", "pool"});
+  EXPECT_EQ(generated.out, "updated ROLE osmo-team (revision 1)\n");
+  EXPECT_THAT(RemoteOk({"config", "show", "ROLE", "osmo-team"}).out, HasSubstr("pool/team*"));
+
+  Outcome deleted = RemoteOk({"config", "delete", "POD_TEMPLATE", "l40s"});
+  EXPECT_THAT(deleted.out, HasSubstr("deleted POD_TEMPLATE l40s"));
+  Outcome gone = Remote({"config", "show", "POD_TEMPLATE", "l40s"});
+  EXPECT_EQ(gone.code, 1);
+  EXPECT_THAT(gone.err, HasSubstr("POD_TEMPLATE \"l40s\" does not exist"));
+  EXPECT_EQ(Remote({"config", "delete", "POD_TEMPLATE", "l40s"}).code, 1);
+}
+
+TEST_F(ServerModeTest, ApplyNodesPoolsResourcesAndWorkflows) {
+  const std::string nodes = kSource + "/examples/cluster/gpu-nodes.yaml";
+  Outcome imported = RemoteOk({"node", "import", nodes});
+  EXPECT_THAT(imported.out, HasSubstr("nodes from " + nodes));
+  // The server names the text it got "request body"; the CLI puts the file's name back.
+  std::string bad_nodes = Write("bad-nodes.yaml", "kind: NodeList\nitems: [\n");
+  Outcome bad_import = Remote({"node", "import", bad_nodes});
+  EXPECT_EQ(bad_import.code, 1);
+  EXPECT_THAT(bad_import.err, HasSubstr(bad_nodes + ":"));
+  EXPECT_THAT(bad_import.err, Not(HasSubstr("request body")));
+
+  Write("manifests/pool.yaml", R"(apiVersion: gpupool.io/v1
+kind: PodTemplate
+metadata: {name: t4}
+spec:
+  spec:
+    nodeSelector: {nvidia.com/gpu.product: Tesla-T4}
+    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+---
+apiVersion: gpupool.io/v1
+kind: Pool
+metadata: {name: inference}
+spec:
+  backend: default
+  default_platform: t4
+  common_default_variables: {USER_CPU: 1, USER_GPU: 1, USER_MEMORY: 4Gi, USER_STORAGE: 10Gi}
+  common_pod_template: [default_user]
+  platforms:
+    t4: {override_pod_template: [t4]}
+)");
+  Write("manifests/node.yaml", R"(apiVersion: v1
+kind: Node
+metadata:
+  name: t4-a
+  labels: {nvidia.com/gpu.product: Tesla-T4}
+spec:
+  taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+status:
+  allocatable: {cpu: "16", memory: 64Gi, nvidia.com/gpu: "1", ephemeral-storage: 100Gi}
+)");
+  Outcome applied = RemoteOk({"apply", "-f", (dir_ / "manifests").string()});
+  EXPECT_THAT(applied.out, HasSubstr("applied POD_TEMPLATE t4 (revision 1)"));
+  EXPECT_THAT(applied.out, HasSubstr("applied POOL inference (revision 1)"));
+  EXPECT_THAT(applied.out, HasSubstr("imported 1 nodes"));
+
+  Outcome pools = RemoteOk({"pool", "list"});
+  EXPECT_THAT(pools.out, HasSubstr("inference"));
+  EXPECT_THAT(pools.out, HasSubstr("default"));
+  EXPECT_THAT(pools.out, HasSubstr("ONLINE"));
+  json rows = RemoteJson({"resource", "list", "--pool", "inference", "-o", "json"});
+  const json* t4 = nullptr;
+  for (const auto& row : rows) {
+    EXPECT_EQ(row["pool"], "inference");
+    if (row["node"] == "t4-a") t4 = &row;
+  }
+  ASSERT_NE(t4, nullptr) << rows.dump();
+  EXPECT_EQ((*t4)["type"], "RESERVED");
+  EXPECT_EQ((*t4)["cpu"]["capacity"], "16");
+  EXPECT_THAT(RemoteOk({"resource", "list"}).out, HasSubstr("t4-a"));
+
+  const std::string quick = kSource + "/examples/workflows/quick.yaml";
+  json dry =
+      RemoteJson({"workflow", "submit", quick, "--pool", "default", "--dry-run", "-o", "json"});
+  EXPECT_EQ(dry["pods"].size(), 1u) << dry.dump();
+  Outcome submitted = RemoteOk({"workflow", "submit", quick, "--pool", "default"});
+  EXPECT_THAT(submitted.out, HasSubstr("Workflow submit successful."));
+  const std::string id_marker = "Workflow ID - ";
+  size_t at = submitted.out.find(id_marker);
+  ASSERT_NE(at, std::string::npos) << submitted.out;
+  std::string id = submitted.out.substr(at + id_marker.size(),
+                                        submitted.out.find('\n', at) - at - id_marker.size());
+  std::string broken = Write("broken.yaml", "workflow:\n  name: [\n");
+  Outcome refused = Remote({"workflow", "submit", broken, "--pool", "default"});
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_THAT(refused.err, HasSubstr(broken + ":"));
+  EXPECT_THAT(refused.err, Not(HasSubstr("request body")));
+
+  Outcome query = RemoteOk({"workflow", "query", id});
+  EXPECT_THAT(query.out, HasSubstr("Status      : PENDING"));  // no backend: nothing schedules
+  EXPECT_THAT(query.out, HasSubstr("User        : erin"));
+  EXPECT_THAT(query.out, HasSubstr("hello"));
+  EXPECT_THAT(RemoteOk({"workflow", "list"}).out, HasSubstr(id));
+  json listed =
+      RemoteJson({"workflow", "list", "--pool", "default", "--status", "PENDING", "-o", "json"});
+  ASSERT_EQ(listed.size(), 1u) << listed.dump();
+  EXPECT_EQ(listed[0]["id"], id);
+  EXPECT_EQ(RemoteJson({"workflow", "list", "--pool", "inference", "-o", "json"}).size(), 0u);
+
+  EXPECT_EQ(RemoteOk({"workflow", "cancel", id}).out, "Workflow " + id + " canceled.\n");
+  EXPECT_EQ(RemoteJson({"workflow", "query", id, "-o", "json"})["status"], "CANCELED");
+  Outcome again = Remote({"workflow", "cancel", id});
+  EXPECT_EQ(again.code, 1);
+  EXPECT_THAT(again.err, HasSubstr("error: "));
+}
+
+TEST_F(ServerModeTest, TokensAndRoles) {
+  Outcome missing = Remote({"pool", "list"}, "");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_THAT(missing.err, HasSubstr("needs a token (HTTP 401): set GPUPOOL_TOKEN"));
+  EXPECT_EQ(missing.out, "");
+  Outcome refused = Remote({"pool", "list"}, "not-a-dev-token");
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_THAT(refused.err, HasSubstr("refused the token in GPUPOOL_TOKEN (HTTP 401)"));
+  // A valid token without osmo-admin may not write configs.
+  Outcome denied = Remote({"config", "update", "POD_TEMPLATE", "l40s", "--file",
+                           kFixtures + "/seed000/l40s_pod_template.json"},
+                          "dev:tina:osmo-team");
+  EXPECT_EQ(denied.code, 1);
+  EXPECT_THAT(denied.err, HasSubstr("tina"));
+  EXPECT_THAT(denied.err, HasSubstr("HTTP 403"));
+  EXPECT_EQ(Remote({"config", "show", "POD_TEMPLATE", "l40s"}).code, 1);  // nothing was written
+  EXPECT_EQ(Remote({"config", "set", "ROLE", "osmo-team", "pool"}, "dev:tina:osmo-team").code, 1);
 }
 
 }  // namespace

@@ -174,6 +174,112 @@ TEST(ReclaimTest, GangVictimGoesWhole) {
   ExpectEvictedArePending(r);
 }
 
+TEST(ReclaimTest, GangVictimNeverTakesItsQueueBelowDeserved) {
+  // mlops runs a 3-pod gang of 1 GPU each on n1 (and, in the third case, one more member on a
+  // V100 node); rnd (deserved 6 in a100, 5 running) asks for 1 more GPU. Evicting one gang pod
+  // evicts the whole gang, so the gang's sum per node pool is what must stay above deserved.
+  struct Case {
+    std::string name;
+    double mlops_deserved_a100;
+    double mlops_deserved_v100;
+    bool member_in_v100;
+    size_t evictions;
+  };
+  std::vector<Case> cases = {
+      // 3 - 3 = 0 < 2: the gang stays (checking one pod, 3 - 1 >= 2, let all 3 go).
+      {"deserved 2 of 3 running protects the gang", 2, 0, false, 0},
+      {"deserved 0: the gang goes whole", 0, 0, false, 3},
+      // The V100 member would take mlops from 1 to 0 in v100, below its deserved 1 there.
+      {"a member in another node pool counts there", 0, 1, true, 0},
+      {"another node pool without deserved quota", 0, 0, true, 4},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ClusterSnapshot s;
+    s.node_pools = {MakeNodePool("a100"), MakeNodePool("v100")};
+    s.nodes = {NodeBuilder("n1").Gpus(4).Label("node-pool", "a100").Build(),
+               NodeBuilder("n2").Gpus(4).Label("node-pool", "a100").Build(),
+               NodeBuilder("v1").Gpus(1).Label("node-pool", "v100").Build()};
+    s.queues = {
+        MakeQueue("rnd", "", {{"a100", 6}}),
+        MakeQueue("mlops", "", {{"a100", c.mlops_deserved_a100}, {"v100", c.mlops_deserved_v100}})};
+    for (int i = 0; i < 3; ++i) {
+      s.pods.push_back(PodBuilder("g" + std::to_string(i))
+                           .Gpus(1)
+                           .Queue("mlops")
+                           .NodePools("a100,v100")
+                           .Gang("job")
+                           .On("n1")
+                           .Build());
+    }
+    if (c.member_in_v100) {
+      s.pods.push_back(PodBuilder("g3")
+                           .Gpus(1)
+                           .Queue("mlops")
+                           .NodePools("a100,v100")
+                           .Gang("job")
+                           .On("v1")
+                           .Build());
+    }
+    s.pods.push_back(PodBuilder("r0").Gpus(1).Queue("rnd").NodePools("a100").On("n1").Build());
+    for (int i = 1; i < 5; ++i) {
+      s.pods.push_back(PodBuilder("r" + std::to_string(i))
+                           .Gpus(1)
+                           .Queue("rnd")
+                           .NodePools("a100")
+                           .On("n2")
+                           .Build());
+    }
+    s.pods.push_back(PodBuilder("new").Gpus(1).Queue("rnd").NodePools("a100").Build());
+    CycleResult r = Scheduler(SchedulerOptions{}).RunCycle(s);
+    EXPECT_EQ(r.evictions.size(), c.evictions);
+    EXPECT_EQ(FindBinding(r, "new") != nullptr, c.evictions > 0);
+    ExpectEvictedArePending(r);
+  }
+}
+
+TEST(ReclaimTest, GangWithAnUnevictablePeerStays) {
+  // A gang of two 1-GPU pods runs on n: "low" (priority 10) and "peer". The evictor needs one
+  // GPU; evicting "low" would take "peer" along, so "peer" must be evictable too: preemptible
+  // (priority < 100), and for preemption of lower priority than the preemptor (50).
+  struct Case {
+    std::string name;
+    bool reclaim;  // else preempt inside the queue
+    int peer_priority;
+    size_t evictions;
+  };
+  std::vector<Case> cases = {
+      {"reclaim: non-preemptible peer", true, 100, 0},
+      {"reclaim: preemptible peer", true, 10, 2},
+      {"preempt: peer not below the preemptor", false, 60, 0},
+      {"preempt: non-preemptible peer", false, 125, 0},
+      {"preempt: lower peer", false, 20, 2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ClusterSnapshot s;
+    s.nodes = {NodeBuilder("n").Gpus(2).Build()};
+    const std::string owner = c.reclaim ? "mlops" : "rnd";
+    s.queues = {MakeQueue("rnd", "", {{"default", 2}}), MakeQueue("mlops", "", {})};
+    s.pods = {PodBuilder("low").Gpus(1).Queue(owner).Gang("job").Priority(10).On("n").Build(),
+              PodBuilder("peer")
+                  .Gpus(1)
+                  .Queue(owner)
+                  .Gang("job")
+                  .Priority(c.peer_priority)
+                  .On("n")
+                  .Build(),
+              PodBuilder("hi").Gpus(1).Queue("rnd").Priority(50).Build()};
+    CycleResult r = Scheduler(SchedulerOptions{}).RunCycle(s);
+    EXPECT_EQ(r.evictions.size(), c.evictions);
+    for (const Eviction& e : r.evictions) {
+      EXPECT_EQ(e.reason, c.reclaim ? EvictionReason::kReclaim : EvictionReason::kPreempt);
+    }
+    EXPECT_EQ(FindBinding(r, "hi") != nullptr, c.evictions > 0);
+    ExpectEvictedArePending(r);
+  }
+}
+
 TEST(ReclaimTest, ReclaimAcrossProjectsOfOneDepartment) {
   ClusterSnapshot s;
   s.node_pools = {MakeNodePool("a100")};

@@ -240,8 +240,13 @@ class Cycle {
   // Reclaim / preempt.
   bool TryWithVictims(const Job& job, int pool, bool reclaim);
   bool SelectVictims(int pod, int node, int pool, bool reclaim, std::vector<int>& victims);
+  // Quota already freed by the victims chosen so far, by (queue, node pool), ancestors included.
+  using TakenQuota = std::map<std::pair<int, int>, QuotaVector>;
   bool VictimAllowed(const PodState& reclaimer, int victim, int pool,
-                     const std::map<int, QuotaVector>& taken) const;
+                     const TakenQuota& taken) const;
+  // Whether every pod that evicting `victim` takes along (WithGangPeers) may be evicted by
+  // `evictor`: preemptible, and for preemption of strictly lower priority.
+  bool GangEvictable(const PodState& evictor, int victim, bool reclaim) const;
   std::vector<int> WithGangPeers(int pod) const;
   int TopQueue(int q) const;
 
@@ -1635,8 +1640,23 @@ bool Cycle::ReclaimerEligible(const Job& job, int pool) const {
   return true;
 }
 
+bool Cycle::GangEvictable(const PodState& evictor, int victim, bool reclaim) const {
+  for (int m : WithGangPeers(victim)) {
+    const PodState& peer = pods_[m];
+    if (!peer.preemptible) return false;
+    if (!reclaim && peer.priority >= evictor.priority) return false;
+  }
+  return true;
+}
+
+// A victim leaves with its whole gang (WithGangPeers), whose running members may sit on other
+// nodes and in other node pools, so the quota checks add up what the gang holds in each node
+// pool: the victim's queue (and its department, when the reclaimer is in another one) must be
+// above its fair share in the reclaim pool, and stay at or above its deserved quota in every
+// node pool the gang leaves, in every resource the gang frees there (KAI never reclaims
+// deserved quota).
 bool Cycle::VictimAllowed(const PodState& reclaimer, int victim, int pool,
-                          const std::map<int, QuotaVector>& taken) const {
+                          const TakenQuota& taken) const {
   const PodState& v = pods_[victim];
   Cycle& self = const_cast<Cycle&>(*this);
   const bool gpu = reclaimer.quota[kGpuQ] > 0;
@@ -1645,17 +1665,31 @@ bool Cycle::VictimAllowed(const PodState& reclaimer, int victim, int pool,
     if (gpu == (r == kGpuQ) && v.quota[r] > 0) frees = true;
   }
   if (!frees) return false;
+  std::map<int, QuotaVector> freed;  // by node pool: the gang's running members there
+  for (int m : WithGangPeers(victim)) {
+    QuotaVector& sum = freed[view_.node(pods_[m].node).pool];
+    for (int r = 0; r < kQ; ++r) sum[r] += pods_[m].quota[r];
+  }
   const int top_v = TopQueue(v.queue), top_r = TopQueue(reclaimer.queue);
   std::vector<int> levels = {v.queue};
   if (top_v != top_r && top_v != v.queue) levels.push_back(top_v);
+  auto allocated = [&](int x, int in_pool, int r) {
+    auto it = taken.find({x, in_pool});
+    return self.Alloc(x, in_pool, r) - (it == taken.end() ? 0 : it->second[r]);
+  };
   for (int x : levels) {
-    auto it = taken.find(x);
     for (int r = 0; r < kQ; ++r) {
-      if (gpu != (r == kGpuQ) || v.quota[r] == 0) continue;
-      const int64_t a = self.Alloc(x, pool, r) - (it == taken.end() ? 0 : it->second[r]);
-      if (a <= FairShare(x, pool, r)) return false;  // not above its fair share
-      const int64_t deserved = Deserved(x, pool, r);
-      if (deserved == model::kUnlimited || a - v.quota[r] < deserved) return false;
+      if (gpu != (r == kGpuQ) || freed[pool][r] == 0) continue;
+      if (allocated(x, pool, r) <= FairShare(x, pool, r)) return false;  // not above fair share
+    }
+    for (const auto& [in_pool, amounts] : freed) {
+      for (int r = 0; r < kQ; ++r) {
+        if (amounts[r] == 0 || !QuotaApplies(x, in_pool, r)) continue;
+        const int64_t deserved = Deserved(x, in_pool, r);
+        if (deserved == model::kUnlimited || allocated(x, in_pool, r) - amounts[r] < deserved) {
+          return false;
+        }
+      }
     }
   }
   if (top_v != top_r) {
@@ -1678,7 +1712,7 @@ bool Cycle::SelectVictims(int pod, int node, int pool, bool reclaim, std::vector
     if (reclaim ? vp.queue == p.queue : (vp.queue != p.queue || vp.priority >= p.priority)) {
       continue;
     }
-    if (vp.gang >= 0 && vp.gang == p.gang) continue;
+    if (vp.gang >= 0 && (vp.gang == p.gang || !GangEvictable(p, v, reclaim))) continue;
     candidates.push_back(v);
   }
   if (candidates.empty()) return false;
@@ -1717,19 +1751,23 @@ bool Cycle::SelectVictims(int pod, int node, int pool, bool reclaim, std::vector
       for (int d : mp.devices) dev[d] += sign * (mp.gpu_whole > 0 ? 1000 : mp.gpu_fraction);
     }
   };
-  std::map<int, QuotaVector> taken;
+  TakenQuota taken;
   auto take = [&](int v, int sign) {
     for (int m : WithGangPeers(v)) {
-      if (view_.node(pods_[m].node).pool != pool) continue;
+      const int in_pool = view_.node(pods_[m].node).pool;
       for (int q = pods_[m].queue; q >= 0; q = queues_[q].parent) {
-        for (int r = 0; r < kQ; ++r) taken[q][r] += sign * pods_[m].quota[r];
+        for (int r = 0; r < kQ; ++r) taken[{q, in_pool}][r] += sign * pods_[m].quota[r];
       }
     }
   };
   std::vector<int> chosen;
   for (int v : candidates) {
     if (fits()) break;
-    if (std::find(chosen.begin(), chosen.end(), v) != chosen.end()) continue;
+    // A gang peer of a chosen victim already goes with it (and is already counted).
+    const bool gone = std::any_of(chosen.begin(), chosen.end(), [&](int c) {
+      return c == v || (pods_[v].gang >= 0 && pods_[c].gang == pods_[v].gang);
+    });
+    if (gone) continue;
     if (reclaim && !VictimAllowed(p, v, pool, taken)) continue;
     change(v, +1);
     take(v, +1);

@@ -31,8 +31,11 @@
 //      evicts preemptible pods (priority < 100) of other queues that are above their fair share,
 //      never taking a queue below its deserved quota; compared at the level where the two queues'
 //      paths diverge (sibling projects, or departments). Fewest victims first (then lowest
-//      priority, then node order). A victim that belongs to a gang takes its whole gang with it.
-//   4. Preempt: inside one queue, a job evicts strictly lower-priority preemptible pods.
+//      priority, then node order). A victim that belongs to a gang takes its whole gang with it:
+//      every running member must be evictable, and the deserved check adds up what the gang
+//      holds in each node pool it runs in.
+//   4. Preempt: inside one queue, a job evicts strictly lower-priority preemptible pods (for a
+//      gang victim: all of its running members).
 //   Evicted pods are reported in `evictions` and again as pending (requeued) in `unschedulable`;
 //   they are not placed again in the same cycle.
 //

@@ -280,6 +280,59 @@ TEST(ReclaimTest, GangWithAnUnevictablePeerStays) {
   }
 }
 
+TEST(ReclaimTest, ReclaimInAFallbackNodePool) {
+  // rnd deserves 4 V100s in `default`, borrowed by mlops; the A100-80s are full with mlops'
+  // non-preemptible pods. A pod listing `a100-80,default` competes in both node pools (its
+  // demand counts in each), so rnd's fair share in `default` covers it and it reclaims there.
+  // A pod listing only `a100-80` has no claim on `default`.
+  struct Case {
+    std::string name;
+    std::string pools;
+    bool placed;
+  };
+  std::vector<Case> cases = {
+      {"fallback pool reclaims", "a100-80,default", true},
+      {"no fallback: nothing to reclaim", "a100-80", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ClusterSnapshot s;
+    s.node_pools = {MakeNodePool("a100-80")};
+    s.nodes = {NodeBuilder("a1").Gpus(4).Label("node-pool", "a100-80").Build(),
+               NodeBuilder("v1").Gpus(4).Build(), NodeBuilder("v2").Gpus(4).Build()};
+    s.queues = {MakeQueue("rnd", "", {{"a100-80", 0}, {"default", 4}}),
+                MakeQueue("mlops", "", {{"a100-80", 4}, {"default", 0}})};
+    s.pods.push_back(PodBuilder("serve")
+                         .Gpus(4)
+                         .Queue("mlops")
+                         .NodePools("a100-80")
+                         .Priority(125)
+                         .On("a1")
+                         .Build());
+    for (int i = 0; i < 8; ++i) {
+      s.pods.push_back(PodBuilder("m" + std::to_string(i))
+                           .Gpus(1)
+                           .Queue("mlops")
+                           .On(i < 4 ? "v1" : "v2")
+                           .Build());
+    }
+    s.pods.push_back(PodBuilder("train").Gpus(1).Queue("rnd").NodePools(c.pools).Build());
+    CycleResult r = Scheduler(SchedulerOptions{}).RunCycle(s);
+    const Binding* b = FindBinding(r, "train");
+    ASSERT_EQ(b != nullptr, c.placed);
+    if (!c.placed) {
+      EXPECT_TRUE(r.evictions.empty());
+      continue;
+    }
+    EXPECT_EQ(b->node_pool, "default");
+    ASSERT_EQ(r.evictions.size(), 1u);
+    EXPECT_EQ(r.evictions[0].reason, EvictionReason::kReclaim);
+    EXPECT_EQ(r.evictions[0].pod[0], 'm');
+    EXPECT_EQ(FindShare(r, "rnd", "default")->resources[0].fair_share, 1000);
+    ExpectEvictedArePending(r);
+  }
+}
+
 TEST(ReclaimTest, ReclaimAcrossProjectsOfOneDepartment) {
   ClusterSnapshot s;
   s.node_pools = {MakeNodePool("a100")};

@@ -73,8 +73,7 @@ struct Job {
   int need = 1;  // pods that must be placed for success
   int gang_min = 0;
   int32_t priority = 0;
-  int arrival = 0;
-  int first_pool = 0;   // the first node pool of its pods (where deserved quota is checked)
+  int arrival = 0;      // of its oldest pending pod
   QuotaVector quota{};  // sum over the job's pending pods
 };
 
@@ -637,23 +636,28 @@ void Cycle::BuildJobs() {
   std::erase_if(jobs_, [&](const Job& job) { return !pods_[job.pods[0]].error.empty(); });
   for (Job& job : jobs_) {
     job.quota = JobQuota(job);
-    job.first_pool = pods_[job.pods[0]].pools[0];
   }
 }
 
+// Demand of a queue in a node pool: its running pods there, plus its pending pods that may go
+// there, i.e. that list the pool anywhere in gpupool.io/node-pool, not only first. A pending pod
+// thus asks in each of its node pools, as a KAI podgroup asks in its shard: a fallback pool is a
+// pool the job competes in, so the queue earns its deserved share there and may reclaim it
+// (otherwise its fair share in a fallback pool would be 0 and reclaim could never start there).
+// The price: a job that lists several pools weighs on the over-quota split of each of them.
 void Cycle::ComputeFairShare() {
   const int nq = static_cast<int>(queues_.size());
   std::vector<int64_t> demand(static_cast<size_t>(nq) * pools_ * kQ, 0);
+  auto add = [&](const PodState& p, int pool) {
+    for (int r = 0; r < kQ; ++r) demand[(p.queue * pools_ + pool) * kQ + r] += p.quota[r];
+  };
   for (const PodState& p : pods_) {
     if (p.queue < 0) continue;
-    int pool = -1;
     if (p.node >= 0) {
-      pool = view_.node(p.node).pool;
-    } else if (p.error.empty() && !p.pools.empty()) {
-      pool = p.pools[0];
+      add(p, view_.node(p.node).pool);
+    } else if (p.error.empty()) {
+      for (int pool : p.pools) add(p, pool);
     }
-    if (pool < 0) continue;
-    for (int r = 0; r < kQ; ++r) demand[(p.queue * pools_ + pool) * kQ + r] += p.quota[r];
   }
   for (int pool = 0; pool < pools_; ++pool) {
     for (int r = 0; r < kQ; ++r) {
@@ -1519,17 +1523,21 @@ double Cycle::QueueShareKey(int q) const {
   return share;
 }
 
+// Within deserved quota in at least one of the job's node pools: the job may go to any of them
+// (ComputeFairShare counts its demand in each), so a fallback pool where the queue still has
+// deserved quota left ranks the queue as one of those within deserved.
 bool Cycle::WithinDeserved(int q, const Job& job) const {
   Cycle& self = const_cast<Cycle&>(*this);
-  const int pool = job.first_pool;
-  for (int r = 0; r < kQ; ++r) {
-    if (job.quota[r] == 0 || !QuotaApplies(q, pool, r)) continue;
-    const int64_t deserved = Deserved(q, pool, r);
-    if (deserved != model::kUnlimited && self.Alloc(q, pool, r) + job.quota[r] > deserved) {
-      return false;
+  for (int pool : pods_[job.pods[0]].pools) {
+    bool within = true;
+    for (int r = 0; r < kQ && within; ++r) {
+      if (job.quota[r] == 0 || !QuotaApplies(q, pool, r)) continue;
+      const int64_t deserved = Deserved(q, pool, r);
+      within = deserved == model::kUnlimited || self.Alloc(q, pool, r) + job.quota[r] <= deserved;
     }
+    if (within) return true;
   }
-  return true;
+  return false;
 }
 
 Cycle::QueueRank Cycle::RankQueue(int q, const Job& next_job) const {
@@ -1552,10 +1560,10 @@ void Cycle::Allocate() {
   // projects without a parent) with jobs left below them, the first by rank; then among its
   // children the same way, down to a leaf queue, whose next job goes. Rank (RankQueue): at or
   // below its fair share first; then whose next job (a department: the next job of its first
-  // descendant) stays within its deserved quota (in the job's first node pool); then higher queue
-  // priority; then the smaller dominant share; ties by name (index). A department's allocation
-  // and shares include its projects'. A decision only changes the rank of its queue and of the
-  // queue's ancestors (queues with jobs are leaves).
+  // descendant) stays within its deserved quota (in one of the job's node pools); then higher
+  // queue priority; then the smaller dominant share; ties by name (index). A department's
+  // allocation and shares include its projects'. A decision only changes the rank of its queue and
+  // of the queue's ancestors (queues with jobs are leaves).
   const int root = static_cast<int>(queues_.size());
   std::vector<std::set<QueueRank>> children(queues_.size() + 1);  // by parent; root = top level
   std::vector<std::optional<QueueRank>> entered(queues_.size());  // rank in its parent's set

@@ -15,15 +15,18 @@
 //      reported in CycleResult::no_execute_deadlines. Without now_ms, nothing positive expires.
 //   1. Fair share per node pool and per resource (gpu, cpu, memory) over the queue tree
 //      (fair_share.h). Demand of a queue in a node pool = its bound pods there + its pending pods
-//      whose first-choice node pool it is.
+//      that list it in gpupool.io/node-pool (first choice or fallback: a pending pod asks in
+//      each of its node pools, so a queue earns, and may reclaim, its deserved quota in a
+//      fallback pool too).
 //   2. Allocate: jobs (a single pod, or a gang: pods sharing label gpupool.io/gang in one queue,
 //      all or nothing, at least gpupool.io/gang-min of them counting those already running) are
 //      taken queue by queue, hierarchically as KAI does: the first top-level queue (department)
 //      by rank, then the first of its children by rank, down to a leaf queue (project). Rank:
-//      at or below its fair share first, then whose next job stays within its deserved quota,
-//      then higher queue priority, then the smaller dominant allocated/fairShare, then name (a
-//      department's allocation includes its projects'); inside a queue by pod priority (desc),
-//      then arrival (the order of pods in the snapshot), then name. Each job tries its node pools
+//      at or below its fair share first, then whose next job stays within its deserved quota (in
+//      one of the job's node pools), then higher queue priority, then the smaller dominant
+//      allocated/fairShare, then name (a department's allocation includes its projects'); inside
+//      a queue by pod priority (desc), then arrival (the order of pods in the snapshot), then
+//      name. Each job tries its node pools
 //      in order (gpupool.io/node-pool, comma list; none = "default"), checking quota (limit of the
 //      queue and its parent; non-preemptible jobs, priority >= 100, only within deserved), then
 //      places every pod (filters and scores below).

@@ -1,0 +1,24 @@
+#include "server/what_if.h"
+
+#include "scheduler/scenario.h"
+
+namespace gpupool::server {
+
+WhatIf MakeWhatIf(scheduler::PlacementPolicy policy, const autoscaler::Catalog& catalog,
+                  const Clock& clock) {
+  return [policy, &catalog, &clock](
+             std::string_view text,
+             const std::vector<std::string>& interrupts) -> Result<nlohmann::ordered_json> {
+    scheduler::Scenario scenario;
+    RETURN_IF_ERROR(scheduler::AddScenarioText(text, "request body", scenario));
+    RETURN_IF_ERROR(scheduler::ValidateScenario(scenario));
+    scenario.snapshot.now_ms = clock.NowMillis();
+    autoscaler::AutoscaleOptions options;
+    options.scheduler.policy = policy;
+    options.interrupt_nodes = interrupts;
+    ASSIGN_OR_RETURN(auto result, autoscaler::SimulateScenario(scenario, catalog, options));
+    return autoscaler::AutoscaleResultToJson(result);
+  };
+}
+
+}  // namespace gpupool::server

@@ -616,6 +616,8 @@ Result<PodScheduling> PodSchedulingFromJson(const ordered_json& pod) {
   if (metadata != nullptr) {
     ASSIGN_OR_RETURN(out.name, StringField(*metadata, "name", "metadata"));
     ASSIGN_OR_RETURN(out.namespace_, StringField(*metadata, "namespace", "metadata"));
+    ASSIGN_OR_RETURN(out.creation_timestamp,
+                     StringField(*metadata, "creationTimestamp", "metadata"));
     if (const ordered_json* labels = Member(*metadata, "labels")) {
       ASSIGN_OR_RETURN(out.labels, LabelsFromJson(*labels, "metadata.labels"));
     }

@@ -136,6 +136,9 @@ struct PodScheduling {
   //   containers; each non-restartable init container needs its own request plus the sidecars
   //   started before it; result = max(that sum, each init container's need) + spec.overhead.
   ResourceList requests;
+  // metadata.creationTimestamp as written (RFC 3339, e.g. "2026-01-02T03:04:05Z"); "" = absent.
+  // Schedulers order pods of equal priority by it, older first.
+  std::string creation_timestamp;
 };
 
 // Reads a v1 Pod (also accepts a Pod template without metadata.name). Errors name field paths.

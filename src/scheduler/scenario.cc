@@ -57,6 +57,12 @@ Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario
   } else if (kind == "Pod") {
     Result<model::PodScheduling> pod = model::PodSchedulingFromJson(doc);
     if (!pod.ok()) return fail(pod.status());
+    // The scheduler orders pods by creationTimestamp: a bad one is reported here, with the file.
+    if (!pod->creation_timestamp.empty() && !ParseTimestampMillis(pod->creation_timestamp)) {
+      return fail(
+          InvalidArgumentError("metadata.creationTimestamp: expected an RFC 3339 time, got \"" +
+                               pod->creation_timestamp + "\""));
+    }
     // A bound pod's status.startTime is its binding time for NoExecute tolerationSeconds.
     if (!pod->node_name.empty() && doc.contains("status") && doc["status"].is_object() &&
         doc["status"].contains("startTime") && doc["status"]["startTime"].is_string()) {

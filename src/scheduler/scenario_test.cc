@@ -105,6 +105,11 @@ TEST(ScenarioTest, ErrorsNameFileLineAndObject) {
       {"missing kind", "metadata: {name: a}\n", "s.yaml:1: kind: required"},
       {"list items", "kind: NodeList\nitems:\n- metadata: {name: a}\n- kind: Pod\n  spec: 3\n",
        "s.yaml:1: items[1]: Pod"},
+      {"bad creationTimestamp",
+       "kind: Node\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {name: p, "
+       "creationTimestamp: yesterday}\n",
+       "s.yaml:4: Pod p: metadata.creationTimestamp: expected an RFC 3339 time, got "
+       "\"yesterday\""},
       {"json",
        "{\"kind\": \"Queue\", \"apiVersion\": \"gpupool.io/v1\", \"metadata\": {\"name\": "
        "\"q\"}, \"spec\": {\"prio\": 1}}",

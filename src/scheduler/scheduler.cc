@@ -34,8 +34,9 @@ struct PodState {
   int queue = -1;
   int32_t priority = 0;
   bool preemptible = true;
-  int arrival = 0;
-  std::vector<int> pools;  // preference order
+  int arrival = 0;                    // age rank among all pods, 0 = oldest (BuildPods)
+  std::optional<int64_t> created_ms;  // metadata.creationTimestamp
+  std::vector<int> pools;             // preference order
   int gang = -1;
   int signature = -1;
   int shape = -1;                            // equal requests (resources and GPUs) share a shape id
@@ -159,6 +160,7 @@ class Cycle {
   void BuildQueues();
   void BuildPods();
   void BuildPod(int index, PodState& p);
+  void RankByAge();
   void BuildGangs();
   int RunningMembers(int gang) const;
   void BuildJobs();
@@ -447,6 +449,13 @@ void Cycle::BuildPod(int index, PodState& p) {
   } else {
     p.priority = *priority;
   }
+  if (!pod.creation_timestamp.empty()) {
+    p.created_ms = ParseTimestampMillis(pod.creation_timestamp);
+    if (!p.created_ms && p.error.empty()) {
+      p.error = "metadata.creationTimestamp: expected an RFC 3339 time, got \"" +
+                pod.creation_timestamp + "\"";
+    }
+  }
   p.preemptible = p.priority < kNonPreemptiblePriority;
   auto queue_label = pod.labels.find(QueueLabelKey());
   std::string queue = queue_label == pod.labels.end() ? kDefaultQueue : queue_label->second;
@@ -540,6 +549,7 @@ void Cycle::BuildPod(int index, PodState& p) {
 void Cycle::BuildPods() {
   pods_.resize(snapshot_.pods.size());
   for (size_t i = 0; i < snapshot_.pods.size(); ++i) BuildPod(static_cast<int>(i), pods_[i]);
+  RankByAge();
   node_pods_.assign(view_.NumNodes(), {});
   // Bound pods take their capacity (devices: lowest free first for whole GPUs, best fit for
   // fractions), even if that over-commits the node.
@@ -570,7 +580,7 @@ void Cycle::BuildGangs() {
     p.gang = it->second;
     gang_members_[p.gang].push_back(static_cast<int>(i));
   }
-  // gang-min: the first member that sets it (in arrival order); default all members.
+  // gang-min: the first member that sets it (in snapshot order); default all members.
   for (size_t g = 0; g < gang_members_.size(); ++g) {
     const int members = static_cast<int>(gang_members_[g].size());
     gang_min_[g] = members;
@@ -591,6 +601,25 @@ void Cycle::BuildGangs() {
       }
       break;
     }
+  }
+}
+
+// Age order (PodState::arrival): by metadata.creationTimestamp, older first; pods without one
+// (or an unreadable one) after those with one, as if created now; ties and pods without a time
+// in snapshot order. A strict total order, so the decisions stay deterministic.
+void Cycle::RankByAge() {
+  std::vector<std::pair<int64_t, int>> order;  // (creation time or max, snapshot index)
+  order.reserve(pods_.size());
+  bool any = false;
+  for (size_t i = 0; i < pods_.size(); ++i) {
+    const std::optional<int64_t>& created = pods_[i].created_ms;
+    any |= created.has_value();
+    order.push_back({created.value_or(std::numeric_limits<int64_t>::max()), static_cast<int>(i)});
+  }
+  if (!any) return;  // snapshot order, as BuildPod set it
+  std::sort(order.begin(), order.end());
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    pods_[order[rank].second].arrival = static_cast<int>(rank);
   }
 }
 
@@ -627,6 +656,7 @@ void Cycle::BuildJobs() {
     Job& job = jobs_[gang_job[p.gang]];
     job.pods.push_back(static_cast<int>(i));
     job.priority = std::max(job.priority, p.priority);
+    job.arrival = std::min(job.arrival, p.arrival);  // a gang is as old as its oldest pod
   }
   for (Job& job : jobs_) {
     if (job.gang < 0) continue;

@@ -25,8 +25,9 @@
 //      at or below its fair share first, then whose next job stays within its deserved quota (in
 //      one of the job's node pools), then higher queue priority, then the smaller dominant
 //      allocated/fairShare, then name (a department's allocation includes its projects'); inside
-//      a queue by pod priority (desc), then arrival (the order of pods in the snapshot), then
-//      name. Each job tries its node pools
+//      a queue by pod priority (desc), then age: metadata.creationTimestamp, older first; pods
+//      without one after those with one; ties and the rest in snapshot order (a gang is as old
+//      as its oldest pending pod). Each job tries its node pools
 //      in order (gpupool.io/node-pool, comma list; none = "default"), checking quota (limit of the
 //      queue and its parent; non-preemptible jobs, priority >= 100, only within deserved), then
 //      places every pod (filters and scores below).
@@ -108,7 +109,9 @@ struct SchedulerOptions {
 Status Validate(const SchedulerOptions& options);
 
 // Everything a cycle looks at. Pods with spec.nodeName are bound (they use capacity and quota);
-// the others are pending, and their order in `pods` is their arrival order (earlier = older).
+// the others are pending. Age: a pod's metadata.creationTimestamp (PodScheduling::
+// creation_timestamp); pods without one are younger, and among them (and for equal times) the
+// order in `pods` is the arrival order (earlier = older).
 struct ClusterSnapshot {
   std::vector<model::Node> nodes;
   std::vector<model::PodScheduling> pods;

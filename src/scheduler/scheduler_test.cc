@@ -63,6 +63,60 @@ TEST(SchedulerTest, PriorityThenAgeInsideQueue) {
   EXPECT_NE(FindPending(r, "newer"), nullptr);
 }
 
+TEST(SchedulerTest, AgeIsCreationTimestampThenInputOrder) {
+  struct Case {
+    std::string name;
+    std::string a_created, b_created;  // "" = no metadata.creationTimestamp
+    int a_priority = 0;
+    std::string placed;  // one GPU: only the first pod of the queue's order runs
+  };
+  const std::string t = "2026-01-01T00:00:00Z";
+  std::vector<Case> cases = {
+      {"older creationTimestamp first", "2026-01-02T00:00:00Z", t, 0, "b"},
+      {"equal times: input order", t, t, 0, "a"},
+      {"without a time: after those with one", "", t, 0, "b"},
+      {"no times at all: input order", "", "", 0, "a"},
+      {"offsets compare as instants", "2026-01-01T02:00:00+03:00", t, 0, "a"},
+      {"fractional seconds", "2026-01-01T00:00:00.500Z", "2026-01-01T00:00:00.250Z", 0, "b"},
+      {"priority before age", "2026-01-02T00:00:00Z", t, 10, "a"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ClusterSnapshot s;
+    s.nodes = {NodeBuilder("n1").Gpus(1).Build()};
+    PodBuilder a = PodBuilder("a").Gpus(1).Priority(c.a_priority);
+    PodBuilder b = PodBuilder("b").Gpus(1);
+    if (!c.a_created.empty()) a.Created(c.a_created);
+    if (!c.b_created.empty()) b.Created(c.b_created);
+    s.pods = {a.Build(), b.Build()};
+    CycleResult r = Decide(s);
+    ASSERT_EQ(r.bindings.size(), 1u);
+    EXPECT_EQ(r.bindings[0].pod, c.placed);
+  }
+}
+
+TEST(SchedulerTest, GangIsAsOldAsItsOldestPod) {
+  ClusterSnapshot s;
+  s.nodes = {NodeBuilder("n1").Gpus(2).Build()};
+  s.pods = {PodBuilder("single").Gpus(2).Created("2026-01-01T00:00:10Z").Build(),
+            PodBuilder("g0").Gpus(1).Gang("g").Created("2026-01-01T00:00:20Z").Build(),
+            PodBuilder("g1").Gpus(1).Gang("g").Created("2026-01-01T00:00:05Z").Build()};
+  CycleResult r = Decide(s);
+  EXPECT_NE(FindBinding(r, "g0"), nullptr);
+  EXPECT_NE(FindBinding(r, "g1"), nullptr);
+  EXPECT_NE(FindPending(r, "single"), nullptr);
+}
+
+TEST(SchedulerTest, MalformedCreationTimestampIsReported) {
+  ClusterSnapshot s;
+  s.nodes = {NodeBuilder("n1").Gpus(1).Build()};
+  s.pods = {PodBuilder("p").Gpus(1).Created("yesterday").Build()};
+  CycleResult r = Decide(s);
+  ASSERT_NE(FindPending(r, "p"), nullptr);
+  EXPECT_EQ(FindPending(r, "p")->reason,
+            "metadata.creationTimestamp: expected an RFC 3339 time, got \"yesterday\"");
+}
+
 TEST(SchedulerTest, GangAllOrNothing) {
   ClusterSnapshot s;
   s.nodes = {NodeBuilder("n1").Gpus(4).Build(), NodeBuilder("n2").Gpus(4).Build()};

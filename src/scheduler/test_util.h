@@ -96,6 +96,10 @@ class PodBuilder {
     json_["metadata"]["annotations"][k] = v;
     return *this;
   }
+  PodBuilder& Created(const std::string& rfc3339) {
+    json_["metadata"]["creationTimestamp"] = rfc3339;
+    return *this;
+  }
   PodBuilder& Queue(const std::string& q) { return Label(kQueueLabel, q); }
   PodBuilder& NodePools(const std::string& pools) { return Label(kNodePoolLabel, pools); }
   PodBuilder& Gang(const std::string& name, int min = 0) {

@@ -93,22 +93,106 @@ Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario
   return OkStatus();
 }
 
+// End (one past) of the JSON value that starts at `start` (not blank): the matching bracket of
+// an object or array, the closing quote of a string, else the next blank or bracket. Only finds
+// the boundary; ParseJson checks the value. text.size() when it never ends.
+size_t JsonValueEnd(std::string_view text, size_t start) {
+  const char first = text[start];
+  if (first != '{' && first != '[' && first != '"') {
+    size_t end = start + 1;
+    while (end < text.size() &&
+           std::string_view(" \t\r\n{}[]\"").find(text[end]) == std::string_view::npos) {
+      ++end;
+    }
+    return end;
+  }
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = start; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+        if (depth == 0) return i + 1;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && --depth == 0) {
+      return i + 1;
+    }
+  }
+  return text.size();
+}
+
+// ParseJson's "<file>:<line>:<column>: " for a value parsed on its own, moved to where the value
+// starts in its file.
+Status Relocate(const Status& status, const std::string& file, model::SourcePosition start) {
+  std::string_view rest = status.message();
+  const std::string prefix = file + ":";
+  if ((start.line == 1 && start.column == 1) || !StartsWith(rest, prefix)) return status;
+  rest.remove_prefix(prefix.size());
+  auto number = [&rest](char separator) {
+    int value = 0;
+    size_t i = 0;
+    for (; i < rest.size() && i < 9 && rest[i] >= '0' && rest[i] <= '9'; ++i) {
+      value = value * 10 + (rest[i] - '0');
+    }
+    if (i == 0 || i >= rest.size() || rest[i] != separator) return -1;
+    rest.remove_prefix(i + 1);
+    return value;
+  };
+  const int line = number(':');
+  const int column = line < 0 ? -1 : number(':');
+  if (column < 0) return status;
+  const int at_line = start.line + line - 1;
+  const int at_column = line == 1 ? start.column + column - 1 : column;
+  return Status(status.code(), prefix + std::to_string(at_line) + ":" + std::to_string(at_column) +
+                                   ":" + std::string(rest));
+}
+
+// A JSON text holds one or more JSON values one after another (concatenated, or one per line as
+// in JSON Lines), each a document; a top-level array is a list of documents. Errors name the
+// file, and the line (and column) where the value starts.
+Status AddJsonStream(std::string_view text, const std::string& file, Scenario& scenario) {
+  model::SourcePosition at;  // of `offset`
+  size_t offset = 0;
+  auto advance = [&](size_t to) {
+    const model::SourcePosition step = model::PositionOfOffset(text.substr(offset), to - offset);
+    at.column = step.line == 1 ? at.column + step.column - 1 : step.column;
+    at.line += step.line - 1;
+    offset = to;
+  };
+  while (true) {
+    const size_t start = text.find_first_not_of(" \t\r\n", offset);
+    if (start == std::string_view::npos) return OkStatus();
+    advance(start);
+    const size_t end = JsonValueEnd(text, start);
+    Result<Json> doc = model::ParseJson(text.substr(start, end - start), file);
+    if (!doc.ok()) return Relocate(doc.status(), file, at);
+    const std::string where = file + ":" + std::to_string(at.line);
+    if (doc->is_array()) {
+      for (size_t i = 0; i < doc->size(); ++i) {
+        RETURN_IF_ERROR(AddDocument((*doc)[i], where + ": [" + std::to_string(i) + "]", scenario));
+      }
+    } else {
+      RETURN_IF_ERROR(AddDocument(*doc, where, scenario));
+    }
+    advance(end);
+  }
+}
+
 }  // namespace
 
 Status AddScenarioText(std::string_view text, std::string_view file_name, Scenario& scenario) {
   std::string_view trimmed = Trim(text);
-  const std::string file(file_name);
   if (!trimmed.empty() && (trimmed.front() == '{' || trimmed.front() == '[')) {
-    Result<Json> doc = model::ParseJson(text, file_name);
-    if (!doc.ok()) return doc.status();
-    if (doc->is_array()) {
-      for (size_t i = 0; i < doc->size(); ++i) {
-        RETURN_IF_ERROR(AddDocument((*doc)[i], file + ": [" + std::to_string(i) + "]", scenario));
-      }
-      return OkStatus();
-    }
-    return AddDocument(*doc, file + ":1", scenario);
+    return AddJsonStream(text, std::string(file_name), scenario);
   }
+  const std::string file(file_name);
   Result<std::vector<model::YamlDocument>> docs = model::ParseYamlDocuments(text, file_name);
   if (!docs.ok()) return docs.status();
   for (const model::YamlDocument& doc : *docs) {

@@ -3,11 +3,12 @@
 // (DESIGN section 7). A scenario is one or more multi-document YAML or JSON files holding
 // Kubernetes `Node`s and `Pod`s (bound pods carry spec.nodeName), and gpupool manifests
 // (`apiVersion: gpupool.io/v1`, kind `Queue` or `NodePool`; `MachinePool` is accepted and ignored
-// for now). `List`, `NodeList` and `PodList` are unpacked; a JSON top-level array is a list of
-// documents. Pods are as old as their metadata.creationTimestamp; pods without one are younger
-// than those with one, and arrive in file order (earlier = older). A bound pod's
-// status.startTime is its binding time (ClusterSnapshot::bound_at_ms). This is the only file of
-// the scheduler module that does I/O.
+// for now). `List`, `NodeList` and `PodList` are unpacked. A JSON file (first character `{` or
+// `[`) may hold several JSON values one after another (concatenated or one per line), each a
+// document; a JSON array is a list of documents. Pods are as old as their
+// metadata.creationTimestamp; pods without one are younger than those with one, and arrive in
+// file order (earlier = older). A bound pod's status.startTime is its binding time
+// (ClusterSnapshot::bound_at_ms). This is the only file of the scheduler module that does I/O.
 
 #include <nlohmann/json.hpp>
 #include <string>

@@ -124,6 +124,88 @@ TEST(ScenarioTest, ErrorsNameFileLineAndObject) {
   }
 }
 
+// DESIGN section 2: manifests are multi-document YAML or JSON. A JSON file may hold several
+// values one after another (concatenated, or JSON Lines), and arrays of manifests.
+TEST(ScenarioTest, JsonStreamOfDocuments) {
+  const std::string n1 = R"({"kind": "Node", "metadata": {"name": "n1"}})";
+  const std::string n2 = R"({"kind": "Node", "metadata": {"name": "n2"}})";
+  const std::string pod =
+      R"({"kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}})";
+  struct Case {
+    std::string name;
+    std::string text;
+    std::vector<std::string> nodes;
+    size_t pods;
+  };
+  std::vector<Case> cases = {
+      {"one object", n1, {"n1"}, 0},
+      {"concatenated", n1 + n2 + pod, {"n1", "n2"}, 1},
+      {"JSON Lines", n1 + "\n" + pod + "\n" + n2 + "\n", {"n1", "n2"}, 1},
+      {"pretty-printed, blank lines between",
+       "{\n  \"kind\": \"Node\",\n  \"metadata\": {\"name\": "
+       "\"n1\"}\n}\n\n" +
+           pod + "\n",
+       {"n1"},
+       1},
+      {"an array of manifests", "[" + n1 + ", " + pod + "]", {"n1"}, 1},
+      {"an array then an object", "[" + n1 + "]\n" + n2, {"n1", "n2"}, 0},
+      {"braces inside strings",
+       R"({"kind": "Node", "metadata": {"name": "n1", "annotations": )"
+       R"({"x": "}{\"]"}}})" +
+           n2,
+       {"n1", "n2"},
+       0},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Scenario scenario;
+    Status status = AddScenarioText(c.text, "s.json", scenario);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    std::vector<std::string> nodes;
+    for (const auto& n : scenario.snapshot.nodes) nodes.push_back(n.name);
+    EXPECT_EQ(nodes, c.nodes);
+    EXPECT_EQ(scenario.snapshot.pods.size(), c.pods);
+  }
+}
+
+TEST(ScenarioTest, JsonStreamErrorsNameFileLineAndColumn) {
+  const std::string n1 = R"({"kind": "Node", "metadata": {"name": "n1"}})";
+  struct Case {
+    std::string name;
+    std::string text;
+    std::string want;
+  };
+  std::vector<Case> cases = {
+      // Column 31 of line 3 is the '{' where ':' was expected.
+      {"syntax error in the third document",
+       n1 + "\n" + n1 + "\n" + R"(  {"kind": "Node", "metadata" {}})", "s.json:3:31: syntax error"},
+      // Same line as the document before it: the column counts from the line's start.
+      {"syntax error after another document on its line", n1 + R"( {"kind": ]})",
+       "s.json:1:55: syntax error"},
+      {"syntax error on a later line of a document",
+       n1 + "\n{\n  \"kind\": \"Node\",\n  \"metadata\": {\"name\" \"n2\"}\n}",
+       "s.json:4:23: syntax error"},
+      {"duplicate key", n1 + "\n" + R"({"kind": "Node", "kind": "Pod"})",
+       "s.json:2:18: duplicate key \"kind\""},
+      {"unterminated last document", n1 + "\n" + R"({"kind": "Node")", "s.json:2:16: syntax error"},
+      {"a scalar between documents", n1 + " 5 " + n1, "s.json:1: expected an object"},
+      {"object error names the document's line",
+       n1 + "\n\n" +
+           R"({"kind": "Queue", "apiVersion": "gpupool.io/v1", "metadata": {"name": "q"}, )"
+           R"("spec": {"prio": 1}})",
+       "s.json:3: Queue q: spec.prio: unknown field"},
+      {"array item", n1 + "\n[" + n1 + ", {\"kind\": \"Nod\"}]",
+       "s.json:2: [1]: kind \"Nod\" is not part of a scenario"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Scenario scenario;
+    Status status = AddScenarioText(c.text, "s.json", scenario);
+    ASSERT_FALSE(status.ok());
+    EXPECT_NE(status.message().find(c.want), std::string::npos) << status.message();
+  }
+}
+
 TEST(ScenarioTest, ValidateCatchesDanglingParentAndDuplicates) {
   Scenario scenario;
   ASSERT_TRUE(AddScenarioText("apiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: p1}\n"

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <random>
 #include <set>
@@ -49,6 +50,8 @@ class Generator {
     if (Chance(20)) n.Taint("spot", "", "PreferNoSchedule");
     if (Chance(5)) n.Unschedulable();
     if (Chance(10)) n.Alloc("pods", std::to_string(Int(1, 4)));
+    if (Chance(20)) n.Alloc("example.com/fpga", std::to_string(Int(0, 2)));
+    if (Chance(20)) n.Alloc("hugepages-2Mi", std::to_string(Int(0, 4) * 256) + "Mi");
     return n.Build();
   }
 
@@ -82,6 +85,17 @@ class Generator {
                                                       {"operator", Chance(50) ? "In" : "NotIn"},
                                                       {"values", {"r0", "r1"}}}})}}})}}}});
     }
+    if (Chance(5)) p.Request("example.com/fpga", "1");
+    if (Chance(5)) p.Request("hugepages-2Mi", std::to_string(Int(1, 4) * 256) + "Mi");
+    if (Chance(10)) {  // the pod needs max(init container, containers)
+      p.json()["spec"]["initContainers"] =
+          Json::array({{{"name", "init"},
+                        {"image", "busybox"},
+                        {"resources",
+                         {{"requests",
+                           {{"cpu", std::to_string(Int(1, 24000)) + "m"},
+                            {"memory", std::to_string(Int(1, 96)) + "Gi"}}}}}}});
+    }
     p.Priority(Pick(std::vector<int>{0, 0, 10, 50, 100, 125}));
     if (gang_size > 0) p.Gang(gang, gang_min);
     return p.Build();
@@ -107,6 +121,13 @@ class Generator {
         cpu.deserved_milli = int64_t{Int(0, 32)} * 1000;
         cpu.limit_milli =
             Chance(50) ? cpu.deserved_milli + int64_t{Int(0, 64)} * 1000 : model::kUnlimited;
+      }
+      if (Chance(30)) {  // memory quota is in milli-bytes
+        constexpr int64_t kGiMilli = int64_t{1000} << 30;
+        model::ResourceQuota& memory = q.resources[pool][model::QuotaResource::kMemory];
+        memory.deserved_milli = Int(0, 128) * kGiMilli;
+        memory.limit_milli =
+            Chance(50) ? memory.deserved_milli + Int(0, 256) * kGiMilli : model::kUnlimited;
       }
     }
     return q;
@@ -162,6 +183,112 @@ std::map<std::string, std::string> FinalPlacement(const ClusterSnapshot& s, cons
   }
   for (const Binding& b : r.bindings) where[b.pod] = b.node;
   return where;
+}
+
+using QuotaAmounts = std::array<int64_t, model::kNumQuotaResources>;  // gpu milli, cpu milli, bytes
+using QueuePool = std::pair<std::string, std::string>;                // (queue, node pool)
+
+QuotaAmounts PodQuota(const model::PodScheduling& pod) {
+  return {GpuMilli(pod), Dim(pod.requests, "cpu"), Dim(pod.requests, "memory")};
+}
+
+// A quota setting in the units of PodQuota (memory: milli-bytes rounded up to bytes).
+int64_t QuotaUnits(int r, int64_t milli) {
+  if (milli == model::kUnlimited || r != 2) return milli;
+  return (milli + 999) / 1000;
+}
+
+// The queue and its ancestors, leaf first.
+std::vector<const model::Queue*> QueuePath(const std::map<std::string, const model::Queue*>& queues,
+                                           const model::PodScheduling& pod) {
+  std::vector<const model::Queue*> path;
+  auto q = pod.labels.find(kQueueLabel);
+  if (q == pod.labels.end() || !queues.count(q->second)) return path;
+  for (const model::Queue* x = queues.at(q->second); x != nullptr;
+       x = x->parent.empty() ? nullptr : queues.at(x->parent)) {
+    path.push_back(x);
+  }
+  return path;
+}
+
+// What each queue (with its descendants) runs in each node pool after the cycle.
+std::map<QueuePool, QuotaAmounts> QueueUse(
+    const std::map<std::string, std::string>& where,
+    const std::map<std::string, const model::Node*>& nodes,
+    const std::map<std::string, const model::PodScheduling*>& pods,
+    const std::map<std::string, const model::Queue*>& queues) {
+  std::map<QueuePool, QuotaAmounts> use;
+  for (const auto& [key, node_name] : where) {
+    const model::PodScheduling& pod = *pods.at(key);
+    const QuotaAmounts amounts = PodQuota(pod);
+    const std::string pool = PoolOf(*nodes.at(node_name));
+    for (const model::Queue* x : QueuePath(queues, pod)) {
+      for (int r = 0; r < model::kNumQuotaResources; ++r) use[{x->name, pool}][r] += amounts[r];
+    }
+  }
+  return use;
+}
+
+// "reclaimed by queue <name> for pod <pod>" -> name.
+std::string ReclaimerQueue(const Eviction& e) {
+  const std::string prefix = "reclaimed by queue ";
+  if (e.message.rfind(prefix, 0) != 0) return "";
+  const size_t end = e.message.find(' ', prefix.size());
+  return e.message.substr(prefix.size(), end - prefix.size());
+}
+
+std::string TopQueue(const std::map<std::string, const model::Queue*>& queues,
+                     const std::string& name) {
+  const model::Queue* q = queues.at(name);
+  while (!q->parent.empty()) q = queues.at(q->parent);
+  return q->name;
+}
+
+// Reclaim and preempt never evict a pod of priority >= 100. Reclaim never takes a queue below
+// its deserved quota in a node pool, in a resource it takes: the victim's queue, and its
+// department when the reclaimer is in another one (KAI compares where the two paths diverge).
+// A queue's allocation only drops through evictions, each reclaim checked when made; later
+// preemptions inside the queue (and, for a department, reclaims between its own projects) may
+// lower it legitimately, so they are added back before comparing with deserved.
+void CheckEvictions(const CycleResult& r, const std::map<std::string, const model::Node*>& nodes,
+                    const std::map<std::string, const model::PodScheduling*>& pods,
+                    const std::map<std::string, const model::Queue*>& queues,
+                    const std::map<QueuePool, QuotaAmounts>& use) {
+  std::map<QueuePool, QuotaAmounts> reclaimed, slack;
+  for (const Eviction& e : r.evictions) {
+    if (e.reason == EvictionReason::kNoExecute) continue;
+    const model::PodScheduling& pod = *pods.at(e.pod);
+    EXPECT_LT(*PodPriority(pod), kNonPreemptiblePriority)
+        << e.pod << " is not preemptible but was evicted (" << EvictionReasonName(e.reason)
+        << "): " << e.message;
+    const std::vector<const model::Queue*> path = QueuePath(queues, pod);
+    if (path.empty()) continue;
+    const std::string pool = PoolOf(*nodes.at(e.node));
+    const QuotaAmounts amounts = PodQuota(pod);
+    const std::string reclaimer = ReclaimerQueue(e);
+    const bool cross_department = e.reason == EvictionReason::kReclaim && queues.count(reclaimer) &&
+                                  TopQueue(queues, reclaimer) != path.back()->name;
+    for (size_t level = 0; level < path.size(); ++level) {
+      const bool checked = e.reason == EvictionReason::kReclaim && (level == 0 || cross_department);
+      QuotaAmounts& into = (checked ? reclaimed : slack)[{path[level]->name, pool}];
+      for (int k = 0; k < model::kNumQuotaResources; ++k) into[k] += amounts[k];
+    }
+  }
+  for (const auto& [key, taken] : reclaimed) {
+    const model::NodePoolQuota& quota = queues.at(key.first)->QuotaIn(key.second);
+    auto u = use.find(key);
+    auto back = slack.find(key);
+    for (int k = 0; k < model::kNumQuotaResources; ++k) {
+      const int64_t deserved =
+          QuotaUnits(k, quota[static_cast<model::QuotaResource>(k)].deserved_milli);
+      if (taken[k] == 0 || deserved == model::kUnlimited) continue;
+      const int64_t left =
+          (u == use.end() ? 0 : u->second[k]) + (back == slack.end() ? 0 : back->second[k]);
+      EXPECT_GE(left, deserved) << "reclaim took queue " << key.first << " below its deserved "
+                                << model::kQuotaResourceK8sNames[k] << " in node pool "
+                                << key.second;
+    }
+  }
 }
 
 void CheckInvariants(const ClusterSnapshot& s, const CycleResult& r, bool initial_consistent) {
@@ -249,32 +376,22 @@ void CheckInvariants(const ClusterSnapshot& s, const CycleResult& r, bool initia
     }
   }
 
-  // Queue limits (queue and parent) per node pool, on gpu and cpu.
-  std::map<std::pair<std::string, std::string>, std::array<int64_t, 2>> queue_use;
-  for (const auto& [key, node_name] : where) {
-    const model::PodScheduling& pod = *pods.at(key);
-    auto q = pod.labels.find(kQueueLabel);
-    if (q == pod.labels.end() || !queues.count(q->second)) continue;
-    const std::string pool = PoolOf(*nodes.at(node_name));
-    for (const model::Queue* x = queues.at(q->second); x != nullptr;
-         x = x->parent.empty() ? nullptr : queues.at(x->parent)) {
-      queue_use[{x->name, pool}][0] += GpuMilli(pod);
-      queue_use[{x->name, pool}][1] += Dim(pod.requests, "cpu");
-    }
-  }
+  // Queue limits (queue and parent) per node pool, on gpu, cpu and memory.
+  const auto queue_use = QueueUse(where, nodes, pods, queues);
   if (initial_consistent) {
     for (const auto& [key, amounts] : queue_use) {
       const model::NodePoolQuota& quota = queues.at(key.first)->QuotaIn(key.second);
-      const int64_t gpu_limit = quota[model::QuotaResource::kGpu].limit_milli;
-      const int64_t cpu_limit = quota[model::QuotaResource::kCpu].limit_milli;
-      if (gpu_limit != model::kUnlimited) {
-        EXPECT_LE(amounts[0], gpu_limit) << key.first << " over its gpu limit in " << key.second;
-      }
-      if (cpu_limit != model::kUnlimited) {
-        EXPECT_LE(amounts[1], cpu_limit) << key.first << " over its cpu limit in " << key.second;
+      for (int r = 0; r < model::kNumQuotaResources; ++r) {
+        const int64_t limit =
+            QuotaUnits(r, quota[static_cast<model::QuotaResource>(r)].limit_milli);
+        if (limit == model::kUnlimited) continue;
+        EXPECT_LE(amounts[r], limit)
+            << key.first << " over its " << model::kQuotaResourceK8sNames[r] << " limit in "
+            << key.second;
       }
     }
   }
+  CheckEvictions(r, nodes, pods, queues, queue_use);
 
   // Gangs: running members are 0 or at least gang-min.
   std::map<std::string, std::pair<int, int>> gangs;  // gang -> (running, min)

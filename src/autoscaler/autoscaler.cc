@@ -627,6 +627,16 @@ model::Node TemplateNode(const model::MachinePool& pool, const model::InstanceTy
   return node;
 }
 
+Status CheckInstanceType(const model::MachinePool& pool, const Catalog& catalog,
+                         std::string_view prefix) {
+  if (catalog.Find(pool.instance_type) != nullptr) return OkStatus();
+  std::vector<std::string> known;
+  for (const auto& t : catalog.types()) known.push_back(t.name);
+  return InvalidArgumentError(std::string(prefix) + "instance_type: \"" + pool.instance_type +
+                              "\" is not in the instance catalog" +
+                              DidYouMean(pool.instance_type, known));
+}
+
 Result<std::vector<model::MachinePool>> MachinePoolsFromManifests(
     const std::vector<Json>& manifests, const Catalog& catalog) {
   std::vector<model::MachinePool> pools;
@@ -641,14 +651,8 @@ Result<std::vector<model::MachinePool>> MachinePoolsFromManifests(
     if (!pool.ok()) {
       return InvalidArgumentError("MachinePool " + name + ": " + pool.status().message());
     }
+    RETURN_IF_ERROR(CheckInstanceType(*pool, catalog, "MachinePool " + pool->name + ": spec."));
     const model::InstanceType* type = catalog.Find(pool->instance_type);
-    if (type == nullptr) {
-      std::vector<std::string> known;
-      for (const auto& t : catalog.types()) known.push_back(t.name);
-      return InvalidArgumentError("MachinePool " + pool->name + ": spec.instance_type: \"" +
-                                  pool->instance_type + "\" is not in the instance catalog" +
-                                  DidYouMean(pool->instance_type, known));
-    }
     if (!names.insert(pool->name).second) {
       return InvalidArgumentError("MachinePool " + pool->name + ": defined twice");
     }

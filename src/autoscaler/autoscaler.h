@@ -71,6 +71,11 @@ class Catalog {
 // A catalog file (JSON or YAML, see model::InstanceTypesFromJson). Errors name the file.
 Result<Catalog> LoadCatalogFile(const std::string& path);
 
+// InvalidArgument naming `prefix` + "instance_type" (with a did-you-mean) when the pool's instance
+// type is not in the catalog.
+Status CheckInstanceType(const model::MachinePool& pool, const Catalog& catalog,
+                         std::string_view prefix);
+
 // Decodes scenario MachinePool manifests, checks instance types against the catalog and applies
 // the GPU spot pool's default taints. Errors name the machine pool and the field.
 Result<std::vector<model::MachinePool>> MachinePoolsFromManifests(

@@ -13,6 +13,7 @@
 #include "config/membership.h"
 #include "model/json_io.h"
 #include "model/k8s.h"
+#include "model/machine_pool.h"
 #include "model/node_import.h"
 #include "model/node_pool.h"
 #include "model/queue.h"
@@ -55,10 +56,13 @@ struct Snapshot {
   std::map<std::pair<std::string, std::string>, int64_t> revisions;
   // Bodies of kinds the ConfigSet does not hold (NODE_POOL, QUEUE, MACHINE_POOL).
   std::map<std::pair<std::string, std::string>, json> other;
+  // The nodes machine pools would add (MachinePoolSupport::template_node), by pool name.
+  std::vector<model::Node> scale_up_nodes;
 };
 
-// The body of a non-OSMO kind, validated with its decoder.
-Result<json> CheckOtherKind(Kind kind, std::string_view name, const json& body) {
+// The body of a non-OSMO kind, validated with its decoder (and a machine pool with `check`).
+Result<json> CheckOtherKind(Kind kind, std::string_view name, const json& body,
+                            const MachinePoolSupport& machine_pools) {
   if (!body.is_object()) {
     return InvalidArgumentError(std::string(config::KindName(kind)) + " " + Quoted(name) +
                                 ": expected an object");
@@ -69,6 +73,9 @@ Result<json> CheckOtherKind(Kind kind, std::string_view name, const json& body) 
   } else if (kind == Kind::kNodePool) {
     ASSIGN_OR_RETURN(auto pool, model::NodePoolFromJson(body, name));
     (void)pool;
+  } else if (kind == Kind::kMachinePool) {
+    ASSIGN_OR_RETURN(auto pool, model::MachinePoolFromJson(body, name));
+    if (machine_pools.check) RETURN_IF_ERROR(machine_pools.check(pool));
   } else {
     RETURN_IF_ERROR(config::ValidateName(config::KindName(kind), name));
   }
@@ -159,7 +166,19 @@ bool IsUnfinishedStatus(std::string_view status) {
 
 namespace {
 
-Result<Snapshot> LoadSnapshot(store::Store& store) {
+// A machine pool that no longer decodes is skipped here: it adds no node, and the scheduling
+// loop reports it.
+void AddScaleUpNodes(const MachinePoolSupport& machine_pools, Snapshot& snap) {
+  if (!machine_pools.template_node) return;
+  for (const auto& [key, body] : snap.other) {
+    if (key.first != config::KindName(Kind::kMachinePool)) continue;
+    auto pool = model::MachinePoolFromJson(body, key.second);
+    if (!pool.ok()) continue;
+    if (auto node = machine_pools.template_node(*pool)) snap.scale_up_nodes.push_back(*node);
+  }
+}
+
+Result<Snapshot> LoadSnapshot(store::Store& store, const MachinePoolSupport& machine_pools) {
   Snapshot snap;
   ASSIGN_OR_RETURN(auto records, store.ListConfigs(std::nullopt));
   for (const auto& r : records) {
@@ -176,6 +195,7 @@ Result<Snapshot> LoadSnapshot(store::Store& store) {
                            std::to_string(r.revision) + ") no longer decodes: " + s.message());
     }
   }
+  AddScaleUpNodes(machine_pools, snap);
   return snap;
 }
 
@@ -223,6 +243,25 @@ struct Service::SnapshotCache {
   int64_t node_generation = -1;
   NodesPtr nodes;
   std::unordered_map<std::string, std::shared_ptr<const CachedWorkflow>> workflows;
+  MachinePoolSupport machine_pools;  // set before the cache is shared
+  // The nodes plus the snapshot's scale_up_nodes, for submissions, and what they were built from
+  // (held, so a pointer comparison cannot mistake a new object at an old address).
+  NodesPtr submit_nodes;
+  SnapshotPtr submit_nodes_snapshot;
+  NodesPtr submit_nodes_base;
+
+  NodesPtr NodesForSubmit(const SnapshotPtr& snap, const NodesPtr& base) {
+    if (snap->scale_up_nodes.empty()) return base;
+    std::lock_guard<std::mutex> lock(mu);
+    if (submit_nodes == nullptr || submit_nodes_snapshot != snap || submit_nodes_base != base) {
+      auto combined = std::make_shared<std::vector<model::Node>>(*base);
+      combined->insert(combined->end(), snap->scale_up_nodes.begin(), snap->scale_up_nodes.end());
+      submit_nodes = std::move(combined);
+      submit_nodes_snapshot = snap;
+      submit_nodes_base = base;
+    }
+    return submit_nodes;
+  }
 
   Result<SnapshotPtr> Get(store::Store& store) {
     ASSIGN_OR_RETURN(int64_t now, store.ConfigGeneration());
@@ -242,7 +281,7 @@ struct Service::SnapshotCache {
       std::lock_guard<std::mutex> lock(mu);
       if (snapshot != nullptr && generation == now) return snapshot;
     }
-    ASSIGN_OR_RETURN(Snapshot loaded, LoadSnapshot(store));
+    ASSIGN_OR_RETURN(Snapshot loaded, LoadSnapshot(store, machine_pools));
     auto fresh = std::make_shared<const Snapshot>(std::move(loaded));
     std::lock_guard<std::mutex> lock(mu);
     if (now >= generation) {
@@ -380,9 +419,9 @@ struct PendingPut {
 };
 
 Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache& cache,
-                                     const Caller& caller, const std::vector<PendingPut>& puts,
-                                     std::string_view action, std::string_view description,
-                                     std::string_view file_name) {
+                                     const MachinePoolSupport& machine_pools, const Caller& caller,
+                                     const std::vector<PendingPut>& puts, std::string_view action,
+                                     std::string_view description, std::string_view file_name) {
   ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache.Get(store));
   const Snapshot& snap = *snap_ptr;
   config::ConfigSet next = snap.set;
@@ -395,7 +434,7 @@ Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache
       RETURN_IF_ERROR(WithPrefix(config::PutConfig(next, put.kind, put.name, put.body), prefix));
       ASSIGN_OR_RETURN(stored, config::GetConfigBody(next, put.kind, put.name));
     } else {
-      auto checked = CheckOtherKind(put.kind, put.name, put.body);
+      auto checked = CheckOtherKind(put.kind, put.name, put.body, machine_pools);
       if (!checked.ok()) return WithPrefix(checked.status(), prefix);
       stored = std::move(*checked);
     }
@@ -450,6 +489,14 @@ Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache
 Service::Service(store::Store& store, const Clock& clock)
     : store_(store), clock_(clock), cache_(std::make_shared<SnapshotCache>()) {}
 
+void Service::SetMachinePoolSupport(MachinePoolSupport support) {
+  machine_pools_ = support;
+  std::lock_guard<std::mutex> lock(cache_->mu);
+  cache_->machine_pools = std::move(support);
+  cache_->generation = -1;  // a snapshot read before has no scale-up nodes
+  cache_->snapshot = nullptr;
+}
+
 Status Service::EnsureBuiltins() {
   ASSIGN_OR_RETURN(auto history, store_.History(std::nullopt, std::nullopt, 1));
   if (!history.empty()) return OkStatus();
@@ -496,8 +543,8 @@ Result<WriteResult> Service::UpdateConfig(const Caller& caller,
     puts.front().expected_revision = request.expected_revision;
   }
   // An empty description becomes "gpupool config update KIND NAME" per config.
-  return ValidateAndWrite(store_, *cache_, caller, puts, "update", request.description,
-                          request.file_name);
+  return ValidateAndWrite(store_, *cache_, machine_pools_, caller, puts, "update",
+                          request.description, request.file_name);
 }
 
 json MergePatch(json target, const json& patch) {
@@ -561,7 +608,7 @@ Result<WriteResult> Service::SetPoolRole(const Caller& caller, std::string_view 
   std::string desc = description.empty()
                          ? "gpupool config set ROLE " + std::string(role_name) + " pool"
                          : std::string(description);
-  return ValidateAndWrite(store_, *cache_, caller, puts, "update", desc, "");
+  return ValidateAndWrite(store_, *cache_, machine_pools_, caller, puts, "update", desc, "");
 }
 
 Result<WriteResult> Service::DeleteConfig(const Caller& caller,
@@ -634,8 +681,9 @@ Result<WriteResult> Service::Rollback(const Caller& caller, const RollbackReques
                                 ? "rollback " + kind_name + " " + request.name + " to revision " +
                                       std::to_string(request.revision)
                                 : request.description;
-  return ValidateAndWrite(store_, *cache_, caller, {PendingPut{kind, request.name, revision->body}},
-                          "rollback", description, "");
+  return ValidateAndWrite(store_, *cache_, machine_pools_, caller,
+                          {PendingPut{kind, request.name, revision->body}}, "rollback", description,
+                          "");
 }
 
 Result<ApplyResult> Service::Apply(const Caller& caller, const ApplyRequest& request) {
@@ -702,8 +750,8 @@ Result<ApplyResult> Service::Apply(const Caller& caller, const ApplyRequest& req
   if (!puts.empty()) {
     std::string description =
         request.description.empty() ? "gpupool apply -f " + request.file_name : request.description;
-    ASSIGN_OR_RETURN(result.configs, ValidateAndWrite(store_, *cache_, caller, puts, "update",
-                                                      description, request.file_name));
+    ASSIGN_OR_RETURN(result.configs, ValidateAndWrite(store_, *cache_, machine_pools_, caller, puts,
+                                                      "update", description, request.file_name));
   }
   if (!nodes.empty()) {
     ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
@@ -950,7 +998,8 @@ Result<SubmitResult> Service::SubmitWorkflow(const Caller& caller, const SubmitR
                    submit::ParseWorkflow(request.spec_text, request.file_name, request.set_values));
   ASSIGN_OR_RETURN(auto state, cache_->GetWithNodes(store_));
   const Snapshot& snap = *state.first;
-  const std::vector<model::Node>& nodes = *state.second;
+  NodesPtr submit_nodes = cache_->NodesForSubmit(state.first, state.second);
+  const std::vector<model::Node>& nodes = *submit_nodes;
   submit::SubmitOptions options;
   if (request.dry_run) {
     options.workflow_id = spec.name;

@@ -13,6 +13,7 @@
 // kFailedPrecondition (in use, maintenance), kAborted (revision changed underneath).
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -23,6 +24,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "model/machine_pool.h"
 
 namespace gpupool::store {
 class Store;
@@ -228,10 +230,26 @@ struct WorkflowFilter {
   int limit = 100;
 };
 
+// What the service needs to know of machine pools, from the autoscaler's instance catalog (the
+// server's --catalog, or the built-in one); the service itself does not depend on the autoscaler.
+struct MachinePoolSupport {
+  // Refuses a MACHINE_POOL config that could never launch (its instance type is not in the
+  // catalog) at write time, with the field named.
+  std::function<Status(const model::MachinePool&)> check;
+  // The node the pool would add (nullopt when it adds none). Submissions validate node rules
+  // (K8_*) against these too: a GPU spot pool that scales from zero has no node yet, and a task
+  // that only its nodes could run must be accepted and left pending for the autoscaler, as
+  // Karpenter users expect, not refused because no such node exists today.
+  std::function<std::optional<model::Node>(const model::MachinePool&)> template_node;
+};
+
 class Service {
  public:
   // `store` and `clock` must outlive the Service.
   Service(store::Store& store, const Clock& clock);
+
+  // Set once, before the Service is shared between threads.
+  void SetMachinePoolSupport(MachinePoolSupport support);
 
   // Writes the built-in configs (config::BuiltinConfigs()) as revision 1 by user `system` when
   // the store has no configs yet. Idempotent; called once after OpenStore.
@@ -301,6 +319,7 @@ class Service {
  private:
   store::Store& store_;
   const Clock& clock_;
+  MachinePoolSupport machine_pools_;
 
  public:
   struct SnapshotCache;  // defined in service.cc

@@ -117,6 +117,44 @@ TEST_F(ServiceCacheTest, SeesNodesWorkflowsAndConfigsWrittenByAnotherStore) {
   EXPECT_EQ(server_->SubmitWorkflow(admin_, submit).status().code(), StatusCode::kNotFound);
 }
 
+TEST_F(ServiceCacheTest, MachinePoolsAreCheckedAtWriteTime) {
+  auto put = [&](const std::string& body) {
+    UpdateConfigRequest request;
+    request.kind = "MACHINE_POOL";
+    request.name = "gpu-spot";
+    request.body = nlohmann::ordered_json::parse(body);
+    request.file_name = "pool.json";
+    return server_->UpdateConfig(admin_, request);
+  };
+  // Strict fields, with the field path and a suggestion.
+  auto typo = put(R"({"instance_type": "g4dn.xlarge", "max_replica": 3})");
+  ASSERT_EQ(typo.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(typo.status().message().find("pool.json: "), std::string::npos)
+      << typo.status().message();
+  EXPECT_NE(typo.status().message().find("max_replicas"), std::string::npos)
+      << typo.status().message();
+  // The server's check (its instance catalog) refuses an unknown instance type.
+  MachinePoolSupport support;
+  support.check = [](const model::MachinePool& pool) -> Status {
+    if (pool.instance_type == "g4dn.xlarge") return OkStatus();
+    return InvalidArgumentError(pool.name + ".instance_type: \"" + pool.instance_type +
+                                "\" is not in the instance catalog");
+  };
+  server_->SetMachinePoolSupport(support);
+  auto unknown = put(R"({"instance_type": "g4dn.xlarg", "max_replicas": 3})");
+  ASSERT_EQ(unknown.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("gpu-spot.instance_type"), std::string::npos)
+      << unknown.status().message();
+  auto stored = server_store_->ListConfigs("MACHINE_POOL");
+  ASSERT_TRUE(stored.ok());
+  EXPECT_TRUE(stored->empty());  // nothing half-written
+  auto ok = put(R"({"instance_type": "g4dn.xlarge", "capacity_type": "spot", "max_replicas": 3})");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  stored = server_store_->ListConfigs("MACHINE_POOL");
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->size(), 1u);
+}
+
 TEST(MergePatchTest, Rfc7396) {
   using Json = nlohmann::ordered_json;
   struct Case {

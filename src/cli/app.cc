@@ -24,6 +24,7 @@
 #include "model/quantity.h"
 #include "scheduler/scenario.h"
 #include "server/client.h"
+#include "server/machine_pools.h"
 #include "server/serve_command.h"
 #include "service/service.h"
 #include "store/store.h"
@@ -427,7 +428,8 @@ Status WorkflowCancel(Api& svc, const Env& env) {
 
 // `gpupool schedule -f SCENARIO...`: one scheduling cycle over the files, offline, and with
 // MachinePools in them the autoscaler's plan (autoscaler/autoscaler.h). With --server the scenario
-// goes to the server's what-if endpoint.
+// and the --interrupt nodes go to the server's what-if endpoint (the server's catalog applies), and
+// the answer prints as JSON (-o yaml: YAML).
 struct ScheduleFlags {
   std::vector<std::string> files;
   std::string catalog;                  // instance catalog file; "" = the built-in one
@@ -438,8 +440,10 @@ Status Schedule(const ScheduleFlags& flags, const Env& env) {
   const std::vector<std::string>& files = flags.files;
   nlohmann::ordered_json result;
   if (!env.opts.server.empty()) {
-    if (!flags.catalog.empty() || !flags.interrupts.empty()) {
-      return InvalidArgumentError("--catalog and --interrupt work offline only (without --server)");
+    if (!flags.catalog.empty()) {
+      return InvalidArgumentError(
+          "--catalog works offline only: with --server the server's catalog is used (gpupool "
+          "serve --catalog)");
     }
     std::string text;
     for (const auto& f : files) {
@@ -447,7 +451,10 @@ Status Schedule(const ScheduleFlags& flags, const Env& env) {
       text += "---\n" + t + "\n";
     }
     auto client = server::Client::FromEnvironment(env.opts.server);
-    ASSIGN_OR_RETURN(result, client->Schedule(text));
+    // POST /api/schedule?interrupt=NODE,...: the server's what-if (server/what_if.h).
+    std::string path =
+        "/api/schedule" + server::Client::Query({{"interrupt", Join(flags.interrupts, ",")}});
+    ASSIGN_OR_RETURN(result, client->Call("POST", path, text, "application/yaml"));
     std::cout << Render(
         result, env.format == OutputFormat::kYaml ? OutputFormat::kYaml : OutputFormat::kJson);
     return OkStatus();
@@ -722,6 +729,8 @@ int RunCli(int argc, char** argv) {
     return kExitFailure;
   }
   service::Service svc(**store, clock);
+  // Offline, machine pools are checked against the built-in instance catalog.
+  svc.SetMachinePoolSupport(server::MachinePoolSupportFor(autoscaler::Catalog::Builtin()));
   if (Status s = svc.EnsureBuiltins(); !s.ok()) {
     std::cerr << "error: cannot write the built-in configs: " << s.message() << "\n";
     return kExitFailure;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <unordered_map>
 
 #include "config/kinds.h"
@@ -10,6 +11,7 @@
 #include "model/node_pool.h"
 #include "model/queue.h"
 #include "server/access_control.h"
+#include "server/machine_pools.h"
 
 namespace gpupool::server {
 
@@ -243,6 +245,10 @@ SchedulingLoop::SchedulingLoop(store::Store& store, backend::Backend& backend, c
   transitions_ =
       registry.AddCounter("gpupool_task_transitions_total",
                           "Task status transitions made by the scheduling loop.", {"from", "to"});
+  step_errors_ = registry.AddCounter(
+      "gpupool_scheduling_step_errors_total",
+      "Scheduling steps that failed (step) or whose machine-pool part failed (machine_pools).",
+      {"part"});
 }
 
 SchedulingLoop::~SchedulingLoop() { Stop(); }
@@ -250,8 +256,15 @@ SchedulingLoop::~SchedulingLoop() { Stop(); }
 void SchedulingLoop::Start() {
   stop_ = false;
   thread_ = std::thread([this] {
+    std::string last_error;
     while (!stop_.load()) {
-      (void)Step();
+      auto stats = Step();
+      std::string error = !stats.ok() ? stats.status().message() : stats->machine_pool_error;
+      // Reported once per distinct message, so a lasting fault does not flood the log.
+      if (!error.empty() && error != last_error) {
+        std::cerr << "gpupool serve: scheduling step: " << error << "\n";
+      }
+      last_error = std::move(error);
       for (int64_t waited = 0; waited < options_.interval_ms && !stop_.load(); waited += 10) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
@@ -293,7 +306,10 @@ Result<StepStats> SchedulingLoop::Step() {
   Status status = LeaderStep(now, stats);
   cycle_seconds_->Observe(
       {}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  if (!status.ok()) return status;
+  if (!status.ok()) {
+    step_errors_->Increment({"step"});
+    return status;
+  }
   return stats;
 }
 
@@ -303,6 +319,11 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   filter.limit = 0;
   ASSIGN_OR_RETURN(std::vector<store::WorkflowRecord> workflows, store_.ListWorkflows(filter));
   ASSIGN_OR_RETURN(config::ConfigSet configs, LoadConfigSet(store_));
+  // The backend runs tasks on the nodes the store knows (imported, or launched by machine pools).
+  ASSIGN_OR_RETURN(std::vector<store::NodeRecord> node_records, store_.ListNodes());
+  std::vector<std::string> node_names;
+  for (const auto& record : node_records) node_names.push_back(record.name);
+  backend_.SetKnownNodes(node_names);
 
   // 1. Re-adopt running tasks after becoming leader.
   if (!adopted_) {
@@ -431,8 +452,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   // NoExecute taints tolerated for tolerationSeconds expire against this step's time; a bound
   // task's binding time is when it became SCHEDULED (RUNNING: its launch, right after).
   snapshot.now_ms = now;
-  ASSIGN_OR_RETURN(auto nodes, store_.ListNodes());
-  for (const auto& node : nodes) {
+  for (const auto& node : node_records) {
     auto parsed = model::NodeFromJson(node.object);
     if (parsed.ok()) snapshot.nodes.push_back(std::move(*parsed));
   }
@@ -532,7 +552,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
       changed[w] = true;
     }
     if (!changed[w]) continue;
-    Status written = store_.UpdateWorkflow(wf);
+    Status written = store_.UpdateWorkflowAsLeader(wf, {options_.lease_name, options_.holder});
     if (!written.ok()) {
       ++stats.conflicts;
       // Undo this step's launches of that workflow; the next step decides again from the store.
@@ -544,6 +564,8 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
           running_keys.erase(key);
         }
       }
+      // kFailedPrecondition: the lease is gone (this server stalled past it); stop here, the
+      // next step finds itself a follower.
       if (written.code() != StatusCode::kAborted && written.code() != StatusCode::kNotFound) {
         return written;
       }
@@ -553,6 +575,23 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
       if (IsFinishedTask(task.status)) exits_.erase(TaskKey(wf.id, task));
     }
   }
+  // 7. Machine pools: launch for what stays pending, mark ready, scale down, interruptions.
+  if (options_.machine_pools) {
+    // A failure here (a machine pool naming an instance type the catalog lacks) must not stop
+    // the rest of the step: it is reported and counted, and scheduling carries on.
+    auto step =
+        RunMachinePoolStep(store_, node_records, autoscaler::AfterCycle(snapshot, cycle),
+                           options_.catalog ? *options_.catalog : autoscaler::Catalog::Builtin(),
+                           now, options_.provision);
+    if (step.ok()) {
+      stats.nodes_launched = step->launched;
+      stats.nodes_removed = step->removed;
+    } else {
+      stats.machine_pool_error = step.status().message();
+      step_errors_->Increment({"machine_pools"});
+    }
+  }
+
   // Kill what runs on the backend but is no longer RUNNING in the store (canceled, failed).
   for (auto it = launched_.begin(); it != launched_.end();) {
     if (!running_keys.contains(*it)) {

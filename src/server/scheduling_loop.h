@@ -20,7 +20,10 @@
 //      tolerates a node's NoExecute taint only for tolerationSeconds is evicted (reason
 //      NoExecute, back to PENDING) at the first step after its deadline;
 //   6. derives each workflow's status from its tasks and writes every changed workflow with
-//      compare-and-set (a concurrent cancel wins; the loop re-reads next step).
+//      compare-and-set (a concurrent cancel wins; the loop re-reads next step);
+//   7. reconciles machine pools (server/machine_pools.h): nodes launched for the pods still
+//      pending, ready after the provisioning delay, removed when empty, spot interruptions.
+// The backend is told the store's nodes at the start of every step (Backend::SetKnownNodes).
 // Every decision is persisted before it acts on the backend, so a crash at any point leaves the
 // store consistent: a node is never counted twice, an acknowledged workflow is never lost.
 //
@@ -34,6 +37,7 @@
 #include <string>
 #include <thread>
 
+#include "autoscaler/provisioner.h"
 #include "backend/backend.h"
 #include "common/clock.h"
 #include "scheduler/scheduler.h"
@@ -50,6 +54,11 @@ struct LoopOptions {
   int64_t default_sim_duration_ms = 1000;  // a task without sim_duration
   int max_retries = 3;                     // RESCHEDULE at most this many times per task
   scheduler::SchedulerOptions scheduler;
+  // Machine pools (MACHINE_POOL configs): launch, ready, scale down, spot interruptions
+  // (server/machine_pools.h). Instance types from `catalog` (nullptr: the built-in one).
+  bool machine_pools = true;
+  const autoscaler::Catalog* catalog = nullptr;
+  autoscaler::ProvisionOptions provision;
 };
 
 struct StepStats {
@@ -61,7 +70,10 @@ struct StepStats {
   int evicted = 0;
   int pending = 0;
   int running = 0;
-  int conflicts = 0;  // CAS failures (a concurrent write won)
+  int conflicts = 0;       // CAS failures (a concurrent write won)
+  int nodes_launched = 0;  // by machine pools
+  int nodes_removed = 0;
+  std::string machine_pool_error;  // why the machine-pool part failed ("" when it did not)
 };
 
 class SchedulingLoop {
@@ -100,6 +112,7 @@ class SchedulingLoop {
   Gauge* deserved_gauge_;
   Histogram* cycle_seconds_;
   Counter* transitions_;
+  Counter* step_errors_;
 
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "backend/sim/sim_backend.h"
+#include "server/machine_pools.h"
 #include "service/service.h"
 
 namespace gpupool::server {
@@ -170,6 +171,44 @@ TEST_F(SchedulingLoopTest, ExitCodesAndExitActions) {
   }
 }
 
+TEST_F(SchedulingLoopTest, PoolDefaultExitActionsApplyAfterTheTasksOwn) {
+  service::PatchConfigRequest patch;
+  patch.kind = "POOL";
+  patch.name = "default";
+  patch.patch = Json::parse(R"({"default_exit_actions": {"RESCHEDULE": "42", "COMPLETE": "7"}})");
+  auto patched = service_->PatchConfig({"alice", {"osmo-admin"}, "test"}, patch);
+  ASSERT_TRUE(patched.ok()) << patched.status().ToString();
+  struct Case {
+    std::string name;
+    std::string task_extra;
+    std::vector<std::string> statuses;
+  };
+  std::vector<Case> cases = {
+      {"pool RESCHEDULE on 42, once (max_retries 1)",
+       ", sim_duration: 10s, sim_exit_code: 42",
+       {"RESCHEDULED", "FAILED"}},
+      {"pool COMPLETE on 7", ", sim_duration: 10s, sim_exit_code: 7", {"COMPLETED"}},
+      {"the task's own FAIL on 7 wins over the pool's COMPLETE",
+       ", sim_duration: 10s, sim_exit_code: 7, exitActions: {FAIL: \"7\"}",
+       {"FAILED"}},
+      {"no entry matches 3: FAILED", ", sim_duration: 10s, sim_exit_code: 3", {"FAILED"}},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string id = Submit(Workflow("p" + std::to_string(n++), "1", "", c.task_extra));
+    for (int i = 0; i < 3; ++i) {
+      Step(*loop_);  // bind
+      Step(*loop_);  // launch
+      clock_.Advance(10'000);
+      Step(*loop_);  // exit
+    }
+    std::vector<std::string> statuses;
+    for (const auto& task : Get(id).tasks) statuses.push_back(task.status);
+    EXPECT_EQ(statuses, c.statuses);
+  }
+}
+
 TEST_F(SchedulingLoopTest, ExecAndQueueTimeouts) {
   // n1 has 4 cpus: the long task takes them all (3 + 1 for the sidecar), the second waits.
   std::string running =
@@ -292,6 +331,59 @@ TEST_F(SchedulingLoopTest, NoExecuteTolerationSecondsEvictsAtTheDeadline) {
   EXPECT_EQ(Get(id).tasks[0].status, "RUNNING");
   clock_.Advance(1'000);
   EXPECT_EQ(Step(*loop_).evicted, 1);
+}
+
+TEST_F(SchedulingLoopTest, MachinePoolLaunchesANodeForPendingWorkAndRemovesItWhenEmpty) {
+  // n1 has 4 cpus; a 6-cpu task (7 with the sidecar) fits only an m5.2xlarge (8 cpus). The
+  // submission passes node validation on the node the machine pool would add.
+  service_->SetMachinePoolSupport(MachinePoolSupportFor(autoscaler::Catalog::Builtin()));
+  service::UpdateConfigRequest pool;
+  pool.kind = "MACHINE_POOL";
+  pool.name = "extra";
+  pool.body = Json::parse(
+      R"({"instance_type": "m5.2xlarge", "capacity_type": "on_demand", "min_replicas": 0,
+          "max_replicas": 2})");
+  ASSERT_TRUE(service_->UpdateConfig({"alice", {"osmo-admin"}, "test"}, pool).ok());
+  std::string id = Submit(Workflow("big", "6", "", ", sim_duration: 5m"));
+
+  StepStats launch = Step(*loop_);
+  EXPECT_EQ(launch.bound, 0);
+  EXPECT_EQ(launch.nodes_launched, 1);
+  auto nodes = store_->ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_EQ(nodes->size(), 2u);
+  std::string launched = (*nodes)[0].name == "n1" ? (*nodes)[1].name : (*nodes)[0].name;
+  // The node counts as capacity while it starts: a second step launches nothing more.
+  EXPECT_EQ(Step(*loop_).nodes_launched, 0);
+  EXPECT_EQ(Get(id).tasks[0].status, "PENDING");
+
+  // Ready after the provisioning delay; the task binds there and runs on the sim backend.
+  clock_.Advance(60'000);
+  Step(*loop_);
+  Step(*loop_);
+  Step(*loop_);
+  store::WorkflowRecord wf = Get(id);
+  EXPECT_EQ(wf.tasks[0].status, "RUNNING");
+  EXPECT_EQ(wf.tasks[0].node, launched);
+
+  // Finished, then empty for the scale-down delay above min_replicas 0: removed.
+  clock_.Advance(5 * 60'000);
+  Step(*loop_);
+  EXPECT_EQ(Get(id).tasks[0].status, "COMPLETED");
+  Step(*loop_);
+  clock_.Advance(10 * 60'000);
+  int removed = 0;
+  for (int i = 0; i < 3; ++i) removed += Step(*loop_).nodes_removed;
+  EXPECT_EQ(removed, 1);
+  nodes = store_->ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  ASSERT_EQ(nodes->size(), 1u);
+  EXPECT_EQ((*nodes)[0].name, "n1");
+  auto audit = store_->ListAudit(100);
+  ASSERT_TRUE(audit.ok());
+  int autoscaler_records = 0;
+  for (const auto& record : *audit) autoscaler_records += record.user == "autoscaler";
+  EXPECT_GE(autoscaler_records, 3);  // launched, ready, removed
 }
 
 TEST_F(SchedulingLoopTest, ExportsGauges) {

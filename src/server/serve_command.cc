@@ -8,19 +8,23 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <thread>
 
+#include "autoscaler/autoscaler.h"
 #include "backend/backend.h"
 #include "backend/sim/sim_backend.h"
 #include "common/strings.h"
 #include "model/duration.h"
-#include "scheduler/scenario.h"
+#include "scheduler/scheduler.h"
 #include "server/access_control.h"
 #include "server/api.h"
 #include "server/auth.h"
 #include "server/http_server.h"
+#include "server/machine_pools.h"
 #include "server/scheduling_loop.h"
+#include "server/what_if.h"
 #include "service/service.h"
 #include "store/store.h"
 
@@ -127,6 +131,17 @@ int RunServe(const ServeOptions& o) {
   if (!interval.ok()) return Fail(interval.status(), 2);
   auto placement = scheduler::ParsePlacementPolicy(o.placement);
   if (!placement.ok()) return Fail(placement.status(), 2);
+  auto provision_delay = ParseMillis(o.provision_delay, "--provision-delay");
+  if (!provision_delay.ok()) return Fail(provision_delay.status(), 2);
+  auto scale_down_after = ParseMillis(o.scale_down_after, "--scale-down-after");
+  if (!scale_down_after.ok()) return Fail(scale_down_after.status(), 2);
+  std::optional<autoscaler::Catalog> own_catalog;
+  if (!o.catalog.empty()) {
+    auto loaded = autoscaler::LoadCatalogFile(o.catalog);
+    if (!loaded.ok()) return Fail(loaded.status(), 2);
+    own_catalog = std::move(*loaded);
+  }
+  const autoscaler::Catalog& catalog = own_catalog ? *own_catalog : autoscaler::Catalog::Builtin();
   auto authenticator = MakeAuthenticator(o, clock);
   if (!authenticator.ok()) {
     return Fail(authenticator.status(),
@@ -139,6 +154,7 @@ int RunServe(const ServeOptions& o) {
   auto store = store::OpenStore(db, store_options);
   if (!store.ok()) return Fail(store.status().WithContext("cannot open store " + db));
   service::Service service(**store, clock);
+  service.SetMachinePoolSupport(MachinePoolSupportFor(catalog));
   if (Status s = service.EnsureBuiltins(); !s.ok()) return Fail(s);
 
   std::unique_ptr<backend::Backend> backend;
@@ -173,6 +189,10 @@ int RunServe(const ServeOptions& o) {
     loop_options.lease_ttl_ms = *lease_ttl;
     loop_options.interval_ms = *interval;
     loop_options.scheduler.policy = *placement;
+    loop_options.catalog = &catalog;
+    loop_options.provision.provision_delay_ms = *provision_delay;
+    loop_options.provision.scale_down_after_ms = *scale_down_after;
+    loop_options.provision.scheduler = loop_options.scheduler;
     loop = std::make_unique<SchedulingLoop>(**store, *backend, clock, registry, loop_options);
   }
 
@@ -188,14 +208,8 @@ int RunServe(const ServeOptions& o) {
     if (!probe.ok()) return UnavailableError("store: " + probe.status().message());
     return OkStatus();
   };
-  scheduler::SchedulerOptions what_if_options;
-  what_if_options.policy = *placement;
-  context.what_if = [what_if_options](std::string_view text) -> Result<nlohmann::ordered_json> {
-    scheduler::Scenario scenario;
-    RETURN_IF_ERROR(scheduler::AddScenarioText(text, "request body", scenario));
-    RETURN_IF_ERROR(scheduler::ValidateScenario(scenario));
-    return scheduler::ScheduleResultToJson(scheduler::Schedule(scenario, what_if_options));
-  };
+  context.catalog = &catalog;
+  context.what_if = MakeWhatIf(*placement, catalog, clock);
 
   Router router;
   AddApiRoutes(router, context);
@@ -246,6 +260,16 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
   serve->add_option("--interval", options->interval, "scheduling step period")
       ->capture_default_str();
   serve->add_option("--placement", options->placement, "fgd, gpu-packing or best-fit")
+      ->capture_default_str();
+  serve->add_option("--catalog", options->catalog,
+                    "instance type catalog for machine pools (JSON/YAML); default: built in");
+  serve
+      ->add_option("--provision-delay", options->provision_delay,
+                   "time from a machine-pool node's launch to ready")
+      ->capture_default_str();
+  serve
+      ->add_option("--scale-down-after", options->scale_down_after,
+                   "how long a machine-pool node stays empty before it is removed")
       ->capture_default_str();
   serve->add_flag("--no-scheduler", options->no_scheduler,
                   "serve the API only; never run the scheduling loop");

@@ -6,7 +6,8 @@
 //                 [--auth oidc --jwks FILE_OR_URL --issuer ISS --audience AUD
 //                  [--roles-claim realm_access.roles] | --auth dev]
 //                 [--max-body-bytes N] [--threads N] [--lease-ttl 5s] [--interval 200ms]
-//                 [--no-scheduler]
+//                 [--no-scheduler] [--catalog FILE] [--provision-delay 60s]
+//                 [--scale-down-after 10m]
 //
 // On start it opens the store (running migrations), writes the built-in configs to a new store,
 // imports the backend's nodes, binds, prints `gpupool: listening on http://HOST:PORT` on stdout
@@ -36,6 +37,11 @@ struct ServeOptions {
   std::string interval = "200ms";
   bool no_scheduler = false;
   std::string placement = "fgd";  // fgd | gpu-packing | best-fit
+  // Machine pools (MACHINE_POOL configs): instance catalog file ("" = built in), the time from a
+  // node's launch to ready, and how long an empty node stays.
+  std::string catalog;
+  std::string provision_delay = "60s";
+  std::string scale_down_after = "10m";
 };
 
 // Runs the server until SIGINT/SIGTERM. Returns the process exit code: 0 after a clean stop,

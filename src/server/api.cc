@@ -7,6 +7,7 @@
 
 #include "common/strings.h"
 #include "model/json_io.h"
+#include "server/machine_pools.h"
 #include "server/path.h"
 
 namespace gpupool::server {
@@ -89,11 +90,29 @@ Result<std::optional<int64_t>> ExpectedRevision(const RouteRequest& request) {
   return std::optional<int64_t>(expected);
 }
 
+// At most 255 printable ASCII characters (as Stripe's and the IETF draft's keys): the key is
+// stored and compared byte for byte.
+Status CheckIdempotencyKey(std::string_view key) {
+  constexpr size_t kMaxLength = 255;
+  if (key.size() > kMaxLength) {
+    return InvalidArgumentError("Idempotency-Key: longer than " + std::to_string(kMaxLength) +
+                                " characters");
+  }
+  for (char c : key) {
+    if (c < 0x21 || c > 0x7E) {
+      return InvalidArgumentError(
+          "Idempotency-Key: expected printable ASCII characters without spaces");
+    }
+  }
+  return OkStatus();
+}
+
 Result<service::SubmitRequest> DecodeSubmit(const RouteRequest& request) {
   service::SubmitRequest submit;
   submit.pool = request.Param("pool");
   submit.file_name = "request body";
   submit.idempotency_key = request.Header("Idempotency-Key");
+  RETURN_IF_ERROR(CheckIdempotencyKey(submit.idempotency_key));
   ASSIGN_OR_RETURN(submit.dry_run, BoolQuery(request, "dry_run", false));
   std::vector<std::string> sets;
   size_t count = request.http->get_param_value_count("set");
@@ -222,6 +241,18 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
     ASSIGN_OR_RETURN(auto result,
                      svc.ImportNodes(CallerOf(r), r.Body(), "request body", replace_all));
     return Reply::Json(service::ToJson(result));
+  });
+
+  // The 2-minute spot interruption notice of a machine-pool node (the scheduling loop replaces
+  // it, evicts its pods at the deadline and removes it).
+  router.Add("POST", "/api/nodes/{name}/interrupt", [ctx](const RouteRequest& r) -> Result<Reply> {
+    const autoscaler::Catalog& catalog =
+        ctx.catalog ? *ctx.catalog : autoscaler::Catalog::Builtin();
+    store::Actor actor{CallerOf(r).user, CallerOf(r).source};
+    RETURN_IF_ERROR(
+        InterruptNode(*ctx.store, catalog, r.Param("name"), ctx.clock->NowMillis(), actor));
+    return Reply::Json(
+        {{"node", r.Param("name")}, {"noticeSeconds", autoscaler::kSpotInterruptionNoticeSeconds}});
   });
 
   // ---- Configs ----
@@ -371,7 +402,13 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
     if (!ctx.what_if) return UnavailableError("the what-if scheduler is not available");
     if (Trim(r.Body()).empty())
       return InvalidArgumentError("request body is empty: expected a scenario");
-    ASSIGN_OR_RETURN(Json result, ctx.what_if(r.Body()));
+    std::vector<std::string> interrupts;
+    if (auto nodes = FirstQuery(r, {"interrupt"})) {
+      for (const std::string& node : Split(*nodes, ',')) {
+        if (!Trim(node).empty()) interrupts.emplace_back(Trim(node));
+      }
+    }
+    ASSIGN_OR_RETURN(Json result, ctx.what_if(r.Body(), interrupts));
     return Reply::Json(std::move(result));
   });
   router.Add("GET", "/api/audit", [&store](const RouteRequest& r) -> Result<Reply> {

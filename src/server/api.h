@@ -35,6 +35,7 @@
 #include <functional>
 #include <memory>
 
+#include "autoscaler/autoscaler.h"
 #include "common/clock.h"
 #include "server/access_control.h"
 #include "server/http_server.h"
@@ -54,8 +55,13 @@ struct ApiContext {
   std::function<Status()> ready;
   // Called before /metrics renders (the scheduling loop refreshes its gauges there).
   std::function<void()> before_metrics;
-  // POST /api/schedule: scenario text -> result JSON (empty: route answers 503).
-  std::function<Result<nlohmann::ordered_json>(std::string_view text)> what_if;
+  // POST /api/schedule[?interrupt=NODE,...]: scenario text and the spot nodes that get their
+  // interruption notice -> result JSON (empty: route answers 503).
+  std::function<Result<nlohmann::ordered_json>(std::string_view text,
+                                               const std::vector<std::string>& interrupts)>
+      what_if;
+  // Machine pools' instance types (POST /api/nodes/{name}/interrupt); nullptr: the built-in ones.
+  const autoscaler::Catalog* catalog = nullptr;
 };
 
 // Adds every route above to `router`.

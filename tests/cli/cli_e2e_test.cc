@@ -929,6 +929,39 @@ status:
   EXPECT_THAT(again.err, HasSubstr("error: "));
 }
 
+TEST_F(ServerModeTest, ScheduleWhatIfWithInterrupts) {
+  json plain = RemoteJson({"schedule", "-f", kSource + "/examples/scenarios/reasons.yaml"});
+  EXPECT_FALSE(plain["placements"].empty()) << plain.dump();
+  EXPECT_FALSE(plain["unschedulable"].empty()) << plain.dump();
+
+  const std::string pools = kSource + "/examples/machine-pools/pools.yaml";
+  const std::string cluster = kSource + "/examples/machine-pools/cluster.yaml";
+  json remote = RemoteJson(
+      {"schedule", "-f", pools, "-f", cluster, "--interrupt", "ml-training-1", "-o", "json"});
+  ASSERT_EQ(remote["interruptions"].size(), 1u) << remote.dump();
+  EXPECT_EQ(remote["interruptions"][0]["node"], "ml-training-1");
+  EXPECT_EQ(remote["interruptions"][0]["evictedPods"], json::array({"ml-training-0"}));
+  // The same plan as offline.
+  json offline = json::parse(
+      Ok({"schedule", "-f", pools, "-f", cluster, "--interrupt", "ml-training-1", "-o", "json"})
+          .out);
+  EXPECT_EQ(remote["interruptions"], offline["interruptions"]);
+  EXPECT_EQ(remote["scaleUp"], offline["scaleUp"]);
+  EXPECT_EQ(remote["placements"], offline["placements"]);
+
+  Outcome on_demand =
+      Remote({"schedule", "-f", pools, "-f", cluster, "--interrupt", "compute-1", "-o", "json"});
+  EXPECT_EQ(on_demand.code, 1);
+  EXPECT_THAT(on_demand.err, HasSubstr("machine pool compute is on demand"));
+  Outcome two = Remote({"schedule", "-f", pools, "-f", cluster, "--interrupt", "ml-training-1",
+                        "--interrupt", "nope"});
+  EXPECT_EQ(two.code, 1);
+  EXPECT_THAT(two.err, HasSubstr("nope: no such node"));
+  Outcome catalog = Remote({"schedule", "-f", pools, "--catalog", pools});
+  EXPECT_EQ(catalog.code, 1);
+  EXPECT_THAT(catalog.err, HasSubstr("--catalog works offline only"));
+}
+
 TEST_F(ServerModeTest, TokensAndRoles) {
   Outcome missing = Remote({"pool", "list"}, "");
   EXPECT_EQ(missing.code, 1);

@@ -2,7 +2,7 @@
 // cpp-httplib): every route, the 400/401/403/404/409 cases, seed 001's prefix rule, path
 // traversal (plain and percent-encoded), and OIDC tokens (expired, wrong issuer, wrong audience,
 // alg none, another key). The server is the real stack in-process: SQLite store, service,
-// access control, HTTP server.
+// access control, HTTP server, the what-if of `gpupool serve` (server/what_if.h).
 
 #include "server/api.h"
 
@@ -11,12 +11,14 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 #include "server/access_control.h"
 #include "server/client.h"
 #include "server/http_server.h"
 #include "server/testing/token_minter.h"
+#include "server/what_if.h"
 #include "service/service.h"
 #include "store/store.h"
 
@@ -68,12 +70,8 @@ class TestServer {
     context.access = access_.get();
     context.registry = &registry_;
     context.clock = &clock;
-    context.what_if = [](std::string_view text) -> Result<Json> {
-      if (text.find("kind:") == std::string_view::npos) {
-        return InvalidArgumentError("request body: not a scenario");
-      }
-      return Json{{"placements", Json::array()}};
-    };
+    context.what_if =
+        MakeWhatIf(scheduler::PlacementPolicy::kFgd, autoscaler::Catalog::Builtin(), clock);
     Router router;
     AddApiRoutes(router, context);
     ServerOptions server_options;
@@ -295,7 +293,7 @@ TEST_F(ApiTest, BadInputIs400WithTheFieldPathNever500) {
       {"body over the limit", "PUT", "/api/configs/POOL/p", std::string(70 * 1024, ' '),
        "application/json", 400, "exceeds the limit"},
       {"what-if garbage", "POST", "/api/schedule", "hello", "application/yaml", 400,
-       "not a scenario"},
+       "request body:1: expected an object with"},
       {"unknown route", "GET", "/api/nothing/here", "", "", 404, "no route"},
       {"unknown workflow", "GET", "/api/workflow/nope-1", "", "", 404, "nope-1"},
       {"unknown pool for submit", "POST", "/api/pool/nope/workflow", kQuickWorkflow,
@@ -453,7 +451,8 @@ TEST_F(ApiTest, PoolResourceNodeApplyScheduleAndAuditRoutes) {
   auto applied = admin.Apply(manifest);
   ASSERT_TRUE(applied.ok()) << applied.status().ToString();
   EXPECT_TRUE(admin.ShowConfig("POOL", "applied").ok());
-  auto what_if = admin.Schedule("kind: Node\nmetadata: {name: n}\n");
+  auto what_if = admin.Schedule(
+      "kind: Node\nmetadata: {name: n}\nstatus: {allocatable: {cpu: \"1\", pods: \"1\"}}\n");
   ASSERT_TRUE(what_if.ok()) << what_if.status().ToString();
   EXPECT_TRUE((*what_if).contains("placements"));
   auto version = admin.Call("GET", "/api/version");
@@ -473,6 +472,216 @@ TEST_F(ApiTest, PoolResourceNodeApplyScheduleAndAuditRoutes) {
     }
   }
   EXPECT_TRUE(found) << (*audit).dump();
+}
+
+// ---- What-if (POST /api/schedule) and spot interruption notices ------------------------------
+
+// One 4-cpu node, one queue, a pod that fits and one that never can.
+constexpr char kWhatIfScenario[] = R"(apiVersion: v1
+kind: Node
+metadata: {name: small}
+status:
+  allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+---
+apiVersion: gpupool.io/v1
+kind: Queue
+metadata: {name: team}
+spec:
+  resources:
+    default:
+      cpu: {deserved: 4}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: fits
+  labels: {gpupool.io/queue: team}
+spec:
+  containers:
+  - name: main
+    resources: {requests: {cpu: "3", memory: 4Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: too-big
+  labels: {gpupool.io/queue: team}
+spec:
+  containers:
+  - name: main
+    resources: {requests: {cpu: "8", memory: 4Gi}}
+)";
+
+std::string ReadSource(const std::string& relative) {
+  std::ifstream in(std::string(GPUPOOL_SOURCE_DIR) + "/" + relative);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST_F(ApiTest, WhatIfSchedulesARealScenario) {
+  auto result = server_->As(kAdmin).Schedule(kWhatIfScenario);
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  const Json& out = *result;
+  ASSERT_EQ(out["placements"].size(), 1u) << out.dump();
+  EXPECT_EQ(out["placements"][0]["pod"], "fits");
+  EXPECT_EQ(out["placements"][0]["node"], "small");
+  EXPECT_EQ(out["placements"][0]["queue"], "team");
+  ASSERT_EQ(out["unschedulable"].size(), 1u) << out.dump();
+  EXPECT_EQ(out["unschedulable"][0]["pod"], "too-big");
+  EXPECT_NE(out["unschedulable"][0]["reason"].get<std::string>().find("Insufficient cpu"),
+            std::string::npos)
+      << out.dump();
+  EXPECT_FALSE(out.contains("scaleUp")) << "no machine pools: the plain schedule";
+  // The what-if reads the scenario only: nothing of it reaches the store.
+  auto nodes = server_->As(kAdmin).Call("GET", "/api/nodes");
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_EQ((*nodes)["items"].size(), 1u) << (*nodes).dump();
+}
+
+TEST_F(ApiTest, WhatIfBadScenarioIs400NamingTheLine) {
+  std::string unknown_field = kWhatIfScenario;
+  unknown_field.replace(unknown_field.find("deserved"), 8, "deservd");
+  std::string duplicate = std::string(kWhatIfScenario) +
+                          "---\napiVersion: v1\nkind: Node\nmetadata: {name: small}\n"
+                          "status: {allocatable: {cpu: \"1\"}}\n";
+  struct Case {
+    std::string name;
+    std::string body;
+    std::string message;  // regex the error message must match
+  };
+  std::vector<Case> cases = {
+      {"malformed YAML names line and column", "apiVersion: v1\nkind: Node\nmetadata: {name: [x\n",
+       R"(^request body:\d+:\d+: )"},
+      {"unknown field with did-you-mean names its document's line", unknown_field,
+       R"(^request body:\d+: Queue team: spec\.resources\.default\.cpu\.deservd: unknown field )"
+       R"(\(did you mean "deserved"\?\))"},
+      {"duplicate node", duplicate, R"(Node "?small"?.*(twice|duplicate))"},
+      {"empty", "  \n", "empty"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto res = Raw("POST", "/api/schedule", kAdmin, c.body, "application/yaml");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << res->body;
+    Json error = Json::parse(res->body, nullptr, false);
+    ASSERT_TRUE(error.is_object()) << res->body;
+    EXPECT_TRUE(std::regex_search(error.value("message", ""), std::regex(c.message)))
+        << c.message << " in " << res->body;
+  }
+}
+
+TEST_F(ApiTest, WhatIfInterruptsSpotMachinePoolNodes) {
+  // Seed 004's machine pools: ml-training-1 is a spot node running ml-training-0.
+  std::string scenario = ReadSource("examples/machine-pools/pools.yaml") + "\n---\n" +
+                         ReadSource("examples/machine-pools/cluster.yaml");
+  ASSERT_NE(scenario.find("ml-training-1"), std::string::npos);
+  Client admin = server_->As(kAdmin);
+  auto plain = admin.Schedule(scenario);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_TRUE((*plain)["interruptions"].empty()) << (*plain).dump();
+
+  auto interrupted =
+      admin.Call("POST", "/api/schedule?interrupt=ml-training-1", scenario, "application/yaml");
+  ASSERT_TRUE(interrupted.ok()) << interrupted.status().ToString();
+  const Json& out = *interrupted;
+  ASSERT_EQ(out["interruptions"].size(), 1u) << out.dump();
+  EXPECT_EQ(out["interruptions"][0]["node"], "ml-training-1");
+  EXPECT_EQ(out["interruptions"][0]["machinePool"], "ml-training");
+  EXPECT_EQ(out["interruptions"][0]["noticeSeconds"], 120);
+  EXPECT_EQ(out["interruptions"][0]["evictedPods"], Json::array({"ml-training-0"}));
+  // The evicted pod is placed again, on a node the autoscaler adds.
+  bool replaced = false;
+  for (const Json& p : out["placements"]) {
+    if (p["pod"] == "ml-training-0") replaced = p["node"] != "ml-training-1";
+  }
+  EXPECT_TRUE(replaced) << out.dump();
+
+  struct Case {
+    std::string query;
+    int status;
+    std::string body_has;
+  };
+  std::vector<Case> refused = {
+      {"compute-1", 400, "machine pool compute is on demand"},
+      {"nope", 404, "nope: no such node"},
+      {"ml-training-1,nope", 404, "nope: no such node"},  // every listed node is checked
+  };
+  for (const Case& c : refused) {
+    SCOPED_TRACE(c.query);
+    auto res =
+        Raw("POST", "/api/schedule?interrupt=" + c.query, kAdmin, scenario, "application/yaml");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, c.status) << res->body;
+    EXPECT_NE(res->body.find(c.body_has), std::string::npos) << res->body;
+  }
+}
+
+constexpr char kSpotNodeYaml[] = R"(apiVersion: v1
+kind: Node
+metadata:
+  name: gpu-spot-1
+  labels:
+    kubernetes.io/hostname: gpu-spot-1
+    node.kubernetes.io/machinepool: gpu-spot
+    node.kubernetes.io/instance-type: g4dn.xlarge
+status:
+  allocatable: {cpu: "4", memory: 16Gi, ephemeral-storage: 100Gi, pods: "110", nvidia.com/gpu: "1"}
+  capacity: {cpu: "4", memory: 16Gi, ephemeral-storage: 100Gi, pods: "110", nvidia.com/gpu: "1"}
+)";
+
+TEST_F(ApiTest, SpotInterruptionNoticeForAStoredNode) {
+  Client admin = server_->As(kAdmin);
+  Json spot = {{"instance_type", "g4dn.xlarge"}, {"capacity_type", "spot"}, {"max_replicas", 3}};
+  auto pool = admin.UpdateConfig("MACHINE_POOL", "gpu-spot", spot);
+  ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+  ASSERT_TRUE(admin.ImportNodes(kSpotNodeYaml).ok());
+  ASSERT_TRUE(admin.SetPoolRole("osmo-team").ok());
+  struct Case {
+    std::string name;
+    std::string token;
+    std::string node;
+    int status;
+    std::string body_has;
+  };
+  // In order: the admin's notice makes the last case a repeat.
+  std::vector<Case> cases = {
+      {"unknown node", kAdmin, "nope", 404, "nope"},
+      {"not a machine-pool node", kAdmin, "cpu-0", 409, "cpu-0"},
+      {"not an admin", kTeam, "gpu-spot-1", 403, "tina"},
+      {"spot machine-pool node", kAdmin, "gpu-spot-1", 200, "\"noticeSeconds\":120"},
+      {"already noticed", kAdmin, "gpu-spot-1", 409, "gpu-spot-1"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto res = Raw("POST", "/api/nodes/" + c.node + "/interrupt", c.token);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, c.status) << res->body;
+    EXPECT_NE(res->body.find(c.body_has), std::string::npos) << res->body;
+  }
+  // The stored node carries its deadline; the on-demand node is untouched.
+  auto nodes = admin.Call("GET", "/api/nodes");
+  ASSERT_TRUE(nodes.ok());
+  int noticed = 0;
+  for (const Json& node : (*nodes)["items"]) {
+    const Json& metadata = node["metadata"];
+    bool has_deadline = metadata.contains("annotations") &&
+                        metadata["annotations"].contains("gpupool.io/interruption-deadline");
+    if (has_deadline) {
+      ++noticed;
+      EXPECT_EQ(metadata["name"], "gpu-spot-1");
+    }
+  }
+  EXPECT_EQ(noticed, 1) << (*nodes).dump();
+  auto audit = admin.Call("GET", "/api/audit?limit=100");
+  ASSERT_TRUE(audit.ok());
+  int notices = 0;
+  for (const Json& record : (*audit)["audit"]) {
+    if (record["action"] == "spot interruption notice") {
+      ++notices;
+      EXPECT_EQ(record["user"], "root");
+      EXPECT_EQ(record["target"], "gpu-spot-1");
+    }
+  }
+  EXPECT_EQ(notices, 1) << (*audit).dump();
 }
 
 // ---- OIDC ------------------------------------------------------------------------------------

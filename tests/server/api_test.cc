@@ -309,6 +309,39 @@ TEST_F(ApiTest, BadInputIs400WithTheFieldPathNever500) {
   }
 }
 
+TEST_F(ApiTest, IdempotencyKeysAreCheckedAndReplayTheFirstSubmission) {
+  httplib::Client http("127.0.0.1", std::stoi(server_->url().substr(17)));
+  auto submit = [&](const std::string& key) {
+    httplib::Headers headers = {{"Authorization", std::string("Bearer ") + kAdmin},
+                                {"Idempotency-Key", key}};
+    return http.Post("/api/pool/default/workflow", headers, kQuickWorkflow, "application/yaml");
+  };
+  struct Case {
+    std::string name;
+    std::string key;
+    std::string body_has;
+  };
+  const std::vector<Case> refused = {
+      {"too long", std::string(256, 'k'), "longer than 255"},
+      {"a space", "two words", "printable ASCII"},
+      {"not ASCII (invalid UTF-8 would be a 500 from PostgreSQL)", "key-\xC0\xAF",
+       "printable ASCII"},
+  };
+  for (const auto& c : refused) {
+    SCOPED_TRACE(c.name);
+    auto res = submit(c.key);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << res->body;
+    EXPECT_NE(res->body.find(c.body_has), std::string::npos) << res->body;
+  }
+  auto first = submit(std::string(255, 'k'));
+  auto again = submit(std::string(255, 'k'));
+  ASSERT_TRUE(first && again);
+  ASSERT_EQ(first->status, 200) << first->body;
+  ASSERT_EQ(again->status, 200) << again->body;
+  EXPECT_EQ(Json::parse(first->body)["workflow_id"], Json::parse(again->body)["workflow_id"]);
+}
+
 TEST_F(ApiTest, OneAuditRecordPerSubmission) {
   Client admin = server_->As(kAdmin);
   auto submitted =

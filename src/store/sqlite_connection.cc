@@ -177,10 +177,11 @@ Result<std::unique_ptr<SqlConnection>> OpenSqliteConnection(const std::string& p
   sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, kBusyTimeoutMs);
   auto connection = std::make_unique<SqliteConnection>(db);
-  // WAL lets readers run beside one writer; synchronous=NORMAL is crash-safe for the process in
-  // WAL mode (a power loss may drop the last commits, never corrupt the file).
+  // WAL lets readers run beside one writer. synchronous=FULL syncs the WAL at every commit, so an
+  // acknowledged write survives a power loss too (NORMAL survives only a crash of the process).
+  // Group commit (SqlStore) makes that one sync per batch: no slower under load, measured.
   Status status = connection->Script(
-      "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;");
+      "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;");
   if (!status.ok()) {
     return UnavailableError("sqlite: cannot open \"" + path + "\": " + status.message());
   }

@@ -1,6 +1,7 @@
 #include "server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <exception>
@@ -142,15 +143,24 @@ HttpServer::HttpServer(Router router, const Authenticator* authenticator, Access
 HttpServer::~HttpServer() { Stop(); }
 
 Result<int> HttpServer::Bind(const std::string& host, int port) {
+  // cpp-httplib listens with a backlog of 5 (compiled into Debian's library): when many clients
+  // connect at once, the kernel drops their SYNs and they retry a second later. Keep the socket
+  // httplib creates and raise its backlog after bind (listen() again updates it on Linux).
+  int listening = -1;
+  http_->set_socket_options([&listening](socket_t sock) {
+    httplib::default_socket_options(sock);
+    listening = sock;
+  });
+  int bound = port;
   if (port == 0) {
-    int bound = http_->bind_to_any_port(host);
+    bound = http_->bind_to_any_port(host);
     if (bound <= 0) return UnavailableError("cannot bind " + host + ":0");
-    return bound;
-  }
-  if (!http_->bind_to_port(host, port)) {
+  } else if (!http_->bind_to_port(host, port)) {
     return UnavailableError("cannot bind " + host + ":" + std::to_string(port));
   }
-  return port;
+  if (listening >= 0) ::listen(listening, SOMAXCONN);
+  http_->set_socket_options(httplib::default_socket_options);
+  return bound;
 }
 
 void HttpServer::Serve() { http_->listen_after_bind(); }

@@ -690,7 +690,7 @@ void SqlStore::GroupCommit(PendingWrite& write) {
   queue_.push_back(&write);
   while (!write.done) {
     if (leader_) {
-      queue_cv_.wait(lock);
+      write.wake.wait(lock);
       continue;
     }
     // Lead: write everything queued so far (this write may be in a later batch when the queue is
@@ -702,9 +702,13 @@ void SqlStore::GroupCommit(PendingWrite& write) {
     lock.unlock();
     WriteBatch(batch);
     lock.lock();
-    for (PendingWrite* done : batch) done->done = true;
     leader_ = false;
-    queue_cv_.notify_all();
+    for (PendingWrite* done : batch) {
+      done->done = true;
+      if (done != &write) done->wake.notify_one();
+    }
+    // The oldest queued write's thread leads the next batch (it filled while this one ran).
+    if (!queue_.empty()) queue_.front()->wake.notify_one();
   }
 }
 

@@ -116,6 +116,9 @@ class SqlStore final : public Store {
     std::optional<WorkflowRecord> existing;
     Status status;  // the outcome of the whole write
     bool done = false;
+    // Signalled (under queue_mu_) when the write is done or when its thread is to lead the next
+    // batch: each waiter wakes for its own reasons only, not at every batch.
+    std::condition_variable wake;
   };
   // Queues `write` and returns once a batch holding it has committed or failed.
   void GroupCommit(PendingWrite& write);
@@ -161,7 +164,6 @@ class SqlStore final : public Store {
   bool readers_failed_ = false;  // opening a reader failed once: use the writer
 
   std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
   std::deque<PendingWrite*> queue_;
   bool leader_ = false;  // a batch is being written
 

@@ -1,6 +1,7 @@
 #include "scheduler/scenario.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "common/clock.h"
@@ -154,6 +155,34 @@ Status Relocate(const Status& status, const std::string& file, model::SourcePosi
                                    ":" + std::string(rest));
 }
 
+// A document's error as AddDocument words it ("<file>:<line>: Kind name: <field path>: what",
+// with "items[3]" steps for lists), moved from the document's first line to the field's own line
+// and column when the source map knows the field path.
+Status PointAtField(const Status& status, const model::JsonSourceMap& map, const std::string& file,
+                    int line) {
+  const std::string prefix = file + ":" + std::to_string(line) + ": ";
+  const std::string& message = status.message();
+  if (map.empty() || !StartsWith(message, prefix)) return status;
+  std::string within;  // "items[3]." while inside a list item
+  std::optional<model::SourcePosition> found;
+  size_t at = prefix.size();
+  while (at < message.size()) {
+    size_t end = message.find(": ", at);
+    if (end == std::string::npos) break;
+    const std::string segment = message.substr(at, end - at);
+    if (StartsWith(segment, "items[") || StartsWith(segment, "[")) {
+      within += segment + ".";
+    } else if (auto position = map.FindFieldPath(within + segment)) {
+      found = position;
+    }
+    at = end + 2;
+  }
+  if (!found) return status;
+  return Status(status.code(), file + ":" + std::to_string(found->line) + ":" +
+                                   std::to_string(found->column) + ": " +
+                                   message.substr(prefix.size()));
+}
+
 // A JSON text holds one or more JSON values one after another (concatenated, or one per line as
 // in JSON Lines), each a document; a top-level array is a list of documents. Errors name the
 // file, and the line (and column) where the value starts.
@@ -171,15 +200,22 @@ Status AddJsonStream(std::string_view text, const std::string& file, Scenario& s
     if (start == std::string_view::npos) return OkStatus();
     advance(start);
     const size_t end = JsonValueEnd(text, start);
-    Result<Json> doc = model::ParseJson(text.substr(start, end - start), file);
+    const std::string_view value = text.substr(start, end - start);
+    Result<Json> doc = model::ParseJson(value, file);
     if (!doc.ok()) return Relocate(doc.status(), file, at);
     const std::string where = file + ":" + std::to_string(at.line);
+    Status added = OkStatus();
     if (doc->is_array()) {
-      for (size_t i = 0; i < doc->size(); ++i) {
-        RETURN_IF_ERROR(AddDocument((*doc)[i], where + ": [" + std::to_string(i) + "]", scenario));
+      for (size_t i = 0; i < doc->size() && added.ok(); ++i) {
+        added = AddDocument((*doc)[i], where + ": [" + std::to_string(i) + "]", scenario);
       }
     } else {
-      RETURN_IF_ERROR(AddDocument(*doc, where, scenario));
+      added = AddDocument(*doc, where, scenario);
+    }
+    if (!added.ok()) {
+      // The value's own map counts lines from the value's start; Relocate moves them.
+      Status located = PointAtField(added, model::JsonSourceMap::Build(value), file, at.line);
+      return located.message() == added.message() ? added : Relocate(located, file, at);
     }
     advance(end);
   }
@@ -196,7 +232,8 @@ Status AddScenarioText(std::string_view text, std::string_view file_name, Scenar
   Result<std::vector<model::YamlDocument>> docs = model::ParseYamlDocuments(text, file_name);
   if (!docs.ok()) return docs.status();
   for (const model::YamlDocument& doc : *docs) {
-    RETURN_IF_ERROR(AddDocument(doc.value, file + ":" + std::to_string(doc.line), scenario));
+    Status added = AddDocument(doc.value, file + ":" + std::to_string(doc.line), scenario);
+    if (!added.ok()) return PointAtField(added, doc.source_map, file, doc.line);
   }
   return OkStatus();
 }

@@ -100,20 +100,33 @@ TEST(ScenarioTest, ErrorsNameFileLineAndObject) {
       {"bad queue field",
        "apiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: q}\nspec:\n  resources:\n    "
        "a: {gpu: {deserve: 1}}\n",
-       "s.yaml:1: Queue q: spec.resources.a.gpu.deserve: unknown field (did you mean "
+       "s.yaml:6:15: Queue q: spec.resources.a.gpu.deserve: unknown field (did you mean "
        "\"deserved\"?)"},
+      {"the field's own line in a later document",
+       "kind: Node\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {name: p}\nspec:\n  "
+       "containers:\n  - name: c\n    resources:\n      requests:\n        cpu: abc\n",
+       "s.yaml:11:9: Pod p: spec.containers[0].resources.requests.cpu: invalid quantity"},
+      {"the field's line inside a list item",
+       "kind: List\nitems:\n- kind: Node\n  metadata: {name: a}\n- kind: Queue\n  apiVersion: "
+       "gpupool.io/v1\n  metadata: {name: q}\n  spec:\n    prio: 1\n",
+       "s.yaml:9:5: items[1]: Queue q: spec.prio: unknown field"},
       {"missing kind", "metadata: {name: a}\n", "s.yaml:1: kind: required"},
       {"list items", "kind: NodeList\nitems:\n- metadata: {name: a}\n- kind: Pod\n  spec: 3\n",
-       "s.yaml:1: items[1]: Pod"},
+       "s.yaml:5:3: items[1]: Pod: spec: expected an object"},
       {"bad creationTimestamp",
        "kind: Node\nmetadata: {name: a}\n---\nkind: Pod\nmetadata: {name: p, "
        "creationTimestamp: yesterday}\n",
-       "s.yaml:4: Pod p: metadata.creationTimestamp: expected an RFC 3339 time, got "
+       "s.yaml:5:21: Pod p: metadata.creationTimestamp: expected an RFC 3339 time, got "
        "\"yesterday\""},
       {"json",
        "{\"kind\": \"Queue\", \"apiVersion\": \"gpupool.io/v1\", \"metadata\": {\"name\": "
        "\"q\"}, \"spec\": {\"prio\": 1}}",
-       "s.yaml:1: Queue q: spec.prio: unknown field"},
+       "s.yaml:1:86: Queue q: spec.prio: unknown field"},
+      {"json, second value, pretty-printed",
+       "{\"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}}\n{\n  \"kind\": \"Queue\",\n  "
+       "\"apiVersion\": \"gpupool.io/v1\",\n  \"metadata\": {\"name\": \"q\"},\n  \"spec\": {\n    "
+       "\"prio\": 1\n  }\n}\n",
+       "s.yaml:7:5: Queue q: spec.prio: unknown field"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -189,11 +202,11 @@ TEST(ScenarioTest, JsonStreamErrorsNameFileLineAndColumn) {
        "s.json:2:18: duplicate key \"kind\""},
       {"unterminated last document", n1 + "\n" + R"({"kind": "Node")", "s.json:2:16: syntax error"},
       {"a scalar between documents", n1 + " 5 " + n1, "s.json:1: expected an object"},
-      {"object error names the document's line",
+      {"object error names the field's line and column",
        n1 + "\n\n" +
            R"({"kind": "Queue", "apiVersion": "gpupool.io/v1", "metadata": {"name": "q"}, )"
            R"("spec": {"prio": 1}})",
-       "s.json:3: Queue q: spec.prio: unknown field"},
+       "s.json:3:86: Queue q: spec.prio: unknown field"},
       {"array item", n1 + "\n[" + n1 + ", {\"kind\": \"Nod\"}]",
        "s.json:2: [1]: kind \"Nod\" is not part of a scenario"},
   };

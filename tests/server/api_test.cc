@@ -584,9 +584,9 @@ TEST_F(ApiTest, WhatIfBadScenarioIs400NamingTheLine) {
   std::vector<Case> cases = {
       {"malformed YAML names line and column", "apiVersion: v1\nkind: Node\nmetadata: {name: [x\n",
        R"(^request body:\d+:\d+: )"},
-      {"unknown field with did-you-mean names its document's line", unknown_field,
-       R"(^request body:\d+: Queue team: spec\.resources\.default\.cpu\.deservd: unknown field )"
-       R"(\(did you mean "deserved"\?\))"},
+      {"unknown field with did-you-mean names the field's line and column", unknown_field,
+       R"(^request body:13:13: Queue team: spec\.resources\.default\.cpu\.deservd: unknown )"
+       R"(field \(did you mean "deserved"\?\))"},
       {"duplicate node", duplicate, R"(Node "?small"?.*(twice|duplicate))"},
       {"empty", "  \n", "empty"},
   };

@@ -304,7 +304,8 @@ Status Interrupt(const std::vector<std::string>& nodes, const std::vector<PoolSt
     auto it = std::find_if(snapshot.nodes.begin(), snapshot.nodes.end(),
                            [&](const model::Node& n) { return n.name == name; });
     if (it == snapshot.nodes.end()) {
-      return NotFoundError("--interrupt " + name + ": no such node");
+      // Worded for both callers: `schedule --interrupt NODE` and `POST /api/schedule?interrupt=`.
+      return NotFoundError("interrupt " + name + ": no such node in the scenario");
     }
     auto label = it->labels.find(model::kMachinePoolLabel);
     const PoolState* pool = nullptr;
@@ -312,14 +313,14 @@ Status Interrupt(const std::vector<std::string>& nodes, const std::vector<PoolSt
       if (label != it->labels.end() && p.pool->name == label->second) pool = &p;
     }
     if (pool == nullptr) {
-      return InvalidArgumentError("--interrupt " + name +
+      return InvalidArgumentError("interrupt " + name +
                                   ": only nodes of a spot machine pool get interruption notices, "
                                   "and this node's " +
                                   std::string(model::kMachinePoolLabel) +
                                   " label names no machine pool of the scenario");
     }
     if (pool->pool->capacity_type != CapacityType::kSpot) {
-      return InvalidArgumentError("--interrupt " + name + ": machine pool " + pool->pool->name +
+      return InvalidArgumentError("interrupt " + name + ": machine pool " + pool->pool->name +
                                   " is on demand; only spot nodes get interruption notices");
     }
     Interruption interruption;

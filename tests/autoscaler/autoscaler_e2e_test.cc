@@ -82,7 +82,8 @@ TEST(AutoscaleCommandTest, ErrorsExitOneWithTheCause) {
   const Case cases[] = {
       {"schedule -f pools.yaml -f cluster.yaml --interrupt compute-1",
        "machine pool compute is on demand"},
-      {"schedule -f pools.yaml -f cluster.yaml --interrupt nope", "--interrupt nope: no such node"},
+      {"schedule -f pools.yaml -f cluster.yaml --interrupt nope",
+       "interrupt nope: no such node in the scenario"},
       {"schedule -f " + dir + "/bad-pool.yaml",
        "MachinePool p: spec.max_replica: unknown field (did you mean \"max_replicas\"?)"},
       {"schedule -f pools.yaml --catalog " + dir + "/catalog.yaml",

@@ -445,6 +445,10 @@ Status Schedule(const ScheduleFlags& flags, const Env& env) {
           "--catalog works offline only: with --server the server's catalog is used (gpupool "
           "serve --catalog)");
     }
+    // Checked here first, so that errors name the user's files and lines rather than the
+    // request body that joins them; the server checks again.
+    ASSIGN_OR_RETURN(scheduler::Scenario local, scheduler::LoadScenarioFiles(files));
+    RETURN_IF_ERROR(scheduler::ValidateScenario(local));
     std::string text;
     for (const auto& f : files) {
       ASSIGN_OR_RETURN(std::string t, model::ReadFile(f));
@@ -452,11 +456,16 @@ Status Schedule(const ScheduleFlags& flags, const Env& env) {
     }
     auto client = server::Client::FromEnvironment(env.opts.server);
     // POST /api/schedule?interrupt=NODE,...: the server's what-if (server/what_if.h).
+    const bool table = env.format == OutputFormat::kTable;
     std::string path =
-        "/api/schedule" + server::Client::Query({{"interrupt", Join(flags.interrupts, ",")}});
+        "/api/schedule" + server::Client::Query({{"interrupt", Join(flags.interrupts, ",")},
+                                                 {"output", table ? "table" : ""}});
     ASSIGN_OR_RETURN(result, client->Call("POST", path, text, "application/yaml"));
-    std::cout << Render(
-        result, env.format == OutputFormat::kYaml ? OutputFormat::kYaml : OutputFormat::kJson);
+    if (table && result.contains("table") && result["table"].is_string()) {
+      std::cout << result["table"].get<std::string>();
+    } else {
+      std::cout << Render(result, env.format);
+    }
     return OkStatus();
   }
   ASSIGN_OR_RETURN(scheduler::Scenario scenario, scheduler::LoadScenarioFiles(files));

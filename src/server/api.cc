@@ -408,7 +408,11 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
         if (!Trim(node).empty()) interrupts.emplace_back(Trim(node));
       }
     }
-    ASSIGN_OR_RETURN(Json result, ctx.what_if(r.Body(), interrupts));
+    const std::string output = FirstQuery(r, {"output"}).value_or("json");
+    if (output != "json" && output != "table") {
+      return InvalidArgumentError("output \"" + output + "\": expected json or table");
+    }
+    ASSIGN_OR_RETURN(Json result, ctx.what_if(r.Body(), interrupts, output == "table"));
     return Reply::Json(std::move(result));
   });
   router.Add("GET", "/api/audit", [&store](const RouteRequest& r) -> Result<Reply> {

@@ -40,6 +40,7 @@
 #include "server/access_control.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
+#include "server/what_if.h"
 #include "service/service.h"
 #include "store/store.h"
 
@@ -55,11 +56,9 @@ struct ApiContext {
   std::function<Status()> ready;
   // Called before /metrics renders (the scheduling loop refreshes its gauges there).
   std::function<void()> before_metrics;
-  // POST /api/schedule[?interrupt=NODE,...]: scenario text and the spot nodes that get their
-  // interruption notice -> result JSON (empty: route answers 503).
-  std::function<Result<nlohmann::ordered_json>(std::string_view text,
-                                               const std::vector<std::string>& interrupts)>
-      what_if;
+  // POST /api/schedule[?interrupt=NODE,...][&output=table] (server/what_if.h; empty: the route
+  // answers 503).
+  WhatIf what_if;
   // Machine pools' instance types (POST /api/nodes/{name}/interrupt); nullptr: the built-in ones.
   const autoscaler::Catalog* catalog = nullptr;
 };

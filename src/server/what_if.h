@@ -3,7 +3,8 @@
 // scenario (multi-document YAML/JSON: Nodes, Pods, Queues, NodePools, MachinePools), validated
 // like `gpupool schedule -f`, then autoscaler::SimulateScenario at the server's current time with
 // the named spot nodes interrupted. The answer is autoscaler::AutoscaleResultToJson, the JSON that
-// `gpupool schedule -o json` prints offline.
+// `gpupool schedule -o json` prints offline; with `table`, it also holds the text of
+// `gpupool schedule -o table` under "table" (as Kubernetes servers print tables for kubectl).
 //
 // Errors: kInvalidArgument naming "request body" and the line for a scenario that does not parse
 // or validate, or an interrupted node that does not exist or is not a spot machine-pool node.
@@ -25,7 +26,7 @@
 namespace gpupool::server {
 
 using WhatIf = std::function<Result<nlohmann::ordered_json>(
-    std::string_view text, const std::vector<std::string>& interrupts)>;
+    std::string_view text, const std::vector<std::string>& interrupts, bool table)>;
 
 WhatIf MakeWhatIf(scheduler::PlacementPolicy policy, const autoscaler::Catalog& catalog,
                   const Clock& clock);

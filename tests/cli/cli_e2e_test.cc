@@ -930,7 +930,8 @@ status:
 }
 
 TEST_F(ServerModeTest, ScheduleWhatIfWithInterrupts) {
-  json plain = RemoteJson({"schedule", "-f", kSource + "/examples/scenarios/reasons.yaml"});
+  json plain =
+      RemoteJson({"schedule", "-f", kSource + "/examples/scenarios/reasons.yaml", "-o", "json"});
   EXPECT_FALSE(plain["placements"].empty()) << plain.dump();
   EXPECT_FALSE(plain["unschedulable"].empty()) << plain.dump();
 
@@ -960,6 +961,19 @@ TEST_F(ServerModeTest, ScheduleWhatIfWithInterrupts) {
   Outcome catalog = Remote({"schedule", "-f", pools, "--catalog", pools});
   EXPECT_EQ(catalog.code, 1);
   EXPECT_THAT(catalog.err, HasSubstr("--catalog works offline only"));
+
+  // The default output is the same table as offline, rendered by the server.
+  Outcome table = Remote({"schedule", "-f", pools, "-f", cluster, "--interrupt", "ml-training-1"});
+  ASSERT_EQ(table.code, 0) << table.err;
+  EXPECT_EQ(table.out,
+            Ok({"schedule", "-f", pools, "-f", cluster, "--interrupt", "ml-training-1"}).out);
+  // A broken file is named with its own line, not as part of the request body.
+  const std::string broken = (dir_ / "broken.yaml").string();
+  std::ofstream(broken) << "kind: Node\nmetadata: {name: a}\n---\nkind: Queue\n"
+                           "apiVersion: gpupool.io/v1\nmetadata: {name: q}\nspec:\n  prio: 1\n";
+  Outcome bad = Remote({"schedule", "-f", broken});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_THAT(bad.err, HasSubstr(broken + ":8:3: Queue q: spec.prio: unknown field"));
 }
 
 TEST_F(ServerModeTest, TokensAndRoles) {

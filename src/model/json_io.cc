@@ -1,32 +1,27 @@
 #include "model/json_io.h"
 
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/yaml.h>
+#include <yaml.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <istream>
 #include <sstream>
-#include <streambuf>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "common/strings.h"
 
 namespace gpupool::model {
 
-// Fills a JsonSourceMap from yaml-cpp marks while a document is converted.
+// Fills a JsonSourceMap while a YAML document is converted.
 class YamlSourceMapBuilder {
  public:
-  static int Add(JsonSourceMap& map, const YAML::Mark& mark, int fallback_entry) {
+  static int Add(JsonSourceMap& map, SourcePosition position) {
     JsonSourceMap::Entry entry;
-    if (mark.is_null() || mark.line < 0) {
-      if (fallback_entry >= 0) entry.position = map.entries_[fallback_entry].position;
-    } else {
-      entry.position = {mark.line + 1, mark.column + 1};
-    }
+    entry.position = position;
     map.entries_.push_back(std::move(entry));
     return static_cast<int>(map.entries_.size()) - 1;
   }
@@ -58,6 +53,10 @@ constexpr int64_t kYamlValuesPerByte = 4;
 std::string Located(std::string_view file_name, int line, int column, std::string_view what) {
   return std::string(file_name) + ":" + std::to_string(line) + ":" + std::to_string(column) + ": " +
          std::string(what);
+}
+
+std::string Located(std::string_view file_name, SourcePosition at, std::string_view what) {
+  return Located(file_name, at.line, at.column, what);
 }
 
 bool IsStructural(char c) {
@@ -205,35 +204,166 @@ ordered_json PlainScalar(const std::string& s) {
   return s;
 }
 
-// A std::streambuf over a string_view, so yaml-cpp reads the text without a copy.
-class ViewStreamBuf : public std::streambuf {
+// libyaml counts lines and columns from 0 (columns in characters); messages count from 1.
+SourcePosition PositionOf(const yaml_mark_t& mark) {
+  return {static_cast<int>(mark.line) + 1, static_cast<int>(mark.column) + 1};
+}
+
+std::string CString(const yaml_char_t* text) {
+  return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text));
+}
+
+// A null node: an untagged plain scalar spelled as a core-schema null, or a missing node (libyaml
+// reports the value of "a:" as an empty plain scalar). Unlike `!!null x` or `"null"`, a null node
+// as a document's root makes the document empty; as a key it reads "null".
+bool IsNullNode(const yaml_event_t& event) {
+  const auto& scalar = event.data.scalar;
+  if (scalar.tag != nullptr || scalar.style != YAML_PLAIN_SCALAR_STYLE) return false;
+  std::string_view text(reinterpret_cast<const char*>(scalar.value), scalar.length);
+  return text.empty() || text == "~" || text == "null" || text == "Null" || text == "NULL";
+}
+
+// Owns a libyaml parser reading `text` in place (no copy of the caller's buffer).
+class LibyamlParser {
  public:
-  explicit ViewStreamBuf(std::string_view text) {
-    char* begin = const_cast<char*>(text.data());
-    setg(begin, begin, begin + text.size());
+  explicit LibyamlParser(std::string_view text) {
+    initialized_ = yaml_parser_initialize(&parser_) != 0;
+    if (initialized_) {
+      yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()),
+                                   text.size());
+    }
   }
+  ~LibyamlParser() {
+    if (initialized_) yaml_parser_delete(&parser_);
+  }
+  LibyamlParser(const LibyamlParser&) = delete;
+  LibyamlParser& operator=(const LibyamlParser&) = delete;
+
+  bool initialized() const { return initialized_; }
+  yaml_parser_t* get() { return &parser_; }
+
+ private:
+  yaml_parser_t parser_;
+  bool initialized_ = false;
 };
 
-// Builds the JSON values and source maps of a YAML stream directly from yaml-cpp's events, in
-// one pass. Guards: an event budget (yaml-cpp 0.7 never terminates on some malformed inputs, e.g.
-// a document that starts with ',' emits events forever), a bound on values after expanding
-// aliases ("billion laughs", recursive aliases), a nesting bound, and duplicate keys. After the
-// first semantic error it keeps reading (building nothing) so that a syntax error later in the
-// stream is reported first, as a parser that reads everything before converting would.
-class YamlJsonBuilder : public YAML::EventHandler {
+// Owns one event; yaml_event_delete frees the strings libyaml allocated for it.
+class LibyamlEvent {
  public:
-  struct Exhausted {
-    YAML::Mark mark;
-  };
+  LibyamlEvent() { std::memset(&event_, 0, sizeof(event_)); }
+  ~LibyamlEvent() { yaml_event_delete(&event_); }
+  LibyamlEvent(const LibyamlEvent&) = delete;
+  LibyamlEvent& operator=(const LibyamlEvent&) = delete;
 
+  yaml_event_t* get() { return &event_; }
+
+ private:
+  yaml_event_t event_;
+};
+
+// libyaml's own error as "<file>:<line>:<column>: malformed YAML: <problem> (<context> at ...)".
+Status SyntaxError(const yaml_parser_t& parser, std::string_view text, std::string_view file_name) {
+  if (parser.error == YAML_MEMORY_ERROR) {
+    return InternalError(std::string(file_name) + ": out of memory while parsing YAML");
+  }
+  std::string what = "malformed YAML: ";
+  what += parser.problem != nullptr ? parser.problem : "cannot parse";
+  if (parser.error == YAML_READER_ERROR) {
+    // Encoding errors carry a byte offset instead of a mark.
+    if (parser.problem_value != -1) {
+      char value[16];
+      std::snprintf(value, sizeof(value), " (#x%02X)", parser.problem_value);
+      what += value;
+    }
+    return InvalidArgumentError(
+        Located(file_name, PositionOfOffset(text, parser.problem_offset), what));
+  }
+  if (parser.context != nullptr) {
+    SourcePosition context = PositionOf(parser.context_mark);
+    what += std::string(" (") + parser.context + " at line " + std::to_string(context.line) +
+            ", column " + std::to_string(context.column) + ")";
+  }
+  return InvalidArgumentError(Located(file_name, PositionOf(parser.problem_mark), what));
+}
+
+// Builds the JSON values and source maps of a YAML stream directly from libyaml's events, in one
+// pass. Guards: an event budget (a bound on the work per byte whatever the parser emits), a bound
+// on values after expanding aliases ("billion laughs", recursive aliases), a nesting bound, and
+// duplicate keys. After the first semantic error it keeps reading (building nothing) so that a
+// syntax error later in the stream is reported first, as a parser that reads everything before
+// converting would.
+class YamlJsonBuilder {
+ public:
   YamlJsonBuilder(std::string_view file_name, int64_t budget)
       : file_name_(file_name), events_left_(budget), values_left_(budget) {}
 
   const std::optional<Status>& error() const { return error_; }
   std::vector<YamlDocument> TakeDocuments() { return std::move(documents_); }
 
-  void OnDocumentStart(const YAML::Mark& mark) override {
-    Tick(mark);
+  // Takes the next event. An error here ends the parse at once, as a syntax error does (an alias
+  // to an undefined anchor, the event budget); errors in what the stream means are kept in
+  // error() instead.
+  Status Handle(const yaml_event_t& event) {
+    SourcePosition at = PositionOf(event.start_mark);
+    if (--events_left_ < 0) {
+      return InvalidArgumentError(Located(file_name_, at, "malformed YAML (too many events)"));
+    }
+    switch (event.type) {
+      case YAML_DOCUMENT_START_EVENT:
+        OnDocumentStart();
+        break;
+      case YAML_DOCUMENT_END_EVENT:
+        OnDocumentEnd();
+        break;
+      case YAML_ALIAS_EVENT:
+        return OnAlias(at, event.data.alias.anchor);
+      case YAML_SCALAR_EVENT:
+        OnScalar(at, event);
+        break;
+      case YAML_SEQUENCE_START_EVENT:
+        Start(at, RegisterAnchor(event.data.sequence_start.anchor), ordered_json::array());
+        break;
+      case YAML_MAPPING_START_EVENT:
+        Start(at, RegisterAnchor(event.data.mapping_start.anchor), ordered_json::object());
+        break;
+      case YAML_SEQUENCE_END_EVENT:
+      case YAML_MAPPING_END_EVENT:
+        End();
+        break;
+      default:  // stream start and end
+        break;
+    }
+    return OkStatus();
+  }
+
+ private:
+  using AnchorId = size_t;  // 0: none; ids count anchor definitions within a document
+  static constexpr AnchorId kNoAnchor = 0;
+
+  struct Frame {
+    ordered_json value;  // array or object being filled
+    int entry = 0;       // its source-map entry
+    SourcePosition mark;
+    AnchorId anchor = kNoAnchor;
+    int64_t count = 1;  // values in the subtree, this one included
+    int height = 0;     // levels below this one
+    bool have_key = false;
+    std::string key;
+    SourcePosition key_mark;
+  };
+  struct Anchored {
+    bool complete = false;
+    ordered_json value;
+    int entry = -1;  // source-map entry whose children an alias shares
+    SourcePosition mark;
+    int64_t count = 0;
+    int height = 0;
+    std::optional<std::string> scalar;  // the raw text, for aliases used as keys
+    bool null_node = false;
+  };
+
+  void OnDocumentStart() {
+    anchor_ids_.clear();
     if (error_) return;
     doc_ = YamlDocument();
     has_root_ = false;
@@ -242,207 +372,144 @@ class YamlJsonBuilder : public YAML::EventHandler {
     anchors_.clear();
   }
 
-  void OnDocumentEnd() override {
-    Tick(last_);
+  void OnDocumentEnd() {
     if (error_ || !has_root_ || root_is_null_) return;
     documents_.push_back(std::move(doc_));
   }
 
-  void OnNull(const YAML::Mark& mark, YAML::anchor_t anchor) override {
-    Tick(mark);
-    if (error_) return;
+  // A new definition of `name` (redefinitions get a new id: an alias refers to the latest one).
+  // Counted even after an error, so that an undefined alias is still found.
+  AnchorId RegisterAnchor(const yaml_char_t* name) {
+    if (name == nullptr) return kNoAnchor;
+    AnchorId id = ++anchor_count_;
+    anchor_ids_[CString(name)] = id;
+    return id;
+  }
+
+  void OnNull(SourcePosition at, AnchorId anchor) {
     if (AtKey()) {
-      SetKey(mark, "null");
-      if (anchor != YAML::NullAnchor) Remember(anchor, nullptr, -1, mark, 1, 0, "null", true);
+      SetKey(at, "null");
+      if (anchor != kNoAnchor) Remember(anchor, nullptr, -1, at, 1, 0, "null", true);
       return;
     }
     if (stack_.empty()) root_is_null_ = true;
-    int entry = BeginNode(mark, 1, 0);
+    int entry = BeginNode(at, 1, 0);
     if (entry < 0) return;
-    Finish(ordered_json(nullptr), entry, mark, anchor, 1, 0, std::nullopt, true);
+    Finish(ordered_json(nullptr), entry, at, anchor, 1, 0, std::nullopt, true);
   }
 
-  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
-    Tick(mark);
-    if (error_) return;
-    if (anchor >= anchors_.size() || !anchors_[anchor].complete) {
-      Fail(mark, "too many values after expanding aliases (is an alias used recursively?)");
-      return;
+  Status OnAlias(SourcePosition at, const yaml_char_t* name) {
+    auto id = anchor_ids_.find(CString(name));
+    if (id == anchor_ids_.end()) {
+      return InvalidArgumentError(
+          Located(file_name_, at, "alias to an undefined anchor \"" + CString(name) + "\""));
     }
-    // Copies: anchors_ may not grow here, but Finish moves the value it is given.
+    if (error_) return OkStatus();
+    AnchorId anchor = id->second;
+    if (anchor >= anchors_.size() || !anchors_[anchor].complete) {
+      Fail(at, "too many values after expanding aliases (is an alias used recursively?)");
+      return OkStatus();
+    }
     const Anchored& a = anchors_[anchor];
     if (AtKey()) {
       if (!a.scalar) {
         Fail(a.mark, "mapping keys must be scalars");
-        return;
+        return OkStatus();
       }
-      SetKey(mark, *a.scalar);
-      return;
+      SetKey(at, *a.scalar);
+      return OkStatus();
     }
     if (stack_.empty()) root_is_null_ = a.null_node;
     int entry = BeginNode(a.mark, a.count, a.height);
-    if (entry < 0) return;
+    if (entry < 0) return OkStatus();
     YamlSourceMapBuilder::CopyChildren(doc_.source_map, a.entry, entry);
+    // A copy: anchors_ does not grow here, but Finish moves the value it is given.
     ordered_json value = a.value;
-    Finish(std::move(value), entry, a.mark, YAML::NullAnchor, a.count, a.height, std::nullopt,
+    Finish(std::move(value), entry, a.mark, kNoAnchor, a.count, a.height, std::nullopt,
            a.null_node);
+    return OkStatus();
   }
 
-  void OnScalar(const YAML::Mark& mark, const std::string& tag, YAML::anchor_t anchor,
-                const std::string& value) override {
-    Tick(mark);
+  void OnScalar(SourcePosition at, const yaml_event_t& event) {
+    const auto& scalar = event.data.scalar;
+    AnchorId anchor = RegisterAnchor(scalar.anchor);
     if (error_) return;
+    if (IsNullNode(event)) {
+      OnNull(at, anchor);
+      return;
+    }
+    std::string value(reinterpret_cast<const char*>(scalar.value), scalar.length);
+    const char* tag = reinterpret_cast<const char*>(scalar.tag);
+    bool plain = scalar.style == YAML_PLAIN_SCALAR_STYLE;
     if (AtKey()) {
-      SetKey(mark, value);
-      if (anchor != YAML::NullAnchor && !error_) {
-        auto typed = TypedScalar(mark, tag, value);
-        if (typed) Remember(anchor, std::move(*typed), -1, mark, 1, 0, value, false);
+      if (anchor == kNoAnchor) {
+        SetKey(at, std::move(value));
+        return;
       }
+      SetKey(at, value);
+      if (error_) return;
+      auto typed = TypedScalar(at, tag, plain, value);
+      if (typed) Remember(anchor, std::move(*typed), -1, at, 1, 0, std::move(value), false);
       return;
     }
-    int entry = BeginNode(mark, 1, 0);
+    int entry = BeginNode(at, 1, 0);
     if (entry < 0) return;
-    auto typed = TypedScalar(mark, tag, value);
+    auto typed = TypedScalar(at, tag, plain, value);
     if (!typed) return;
-    Finish(std::move(*typed), entry, mark, anchor, 1, 0, value, false);
+    std::optional<std::string> raw;
+    if (anchor != kNoAnchor) raw = std::move(value);
+    Finish(std::move(*typed), entry, at, anchor, 1, 0, std::move(raw), false);
   }
 
-  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                       YAML::EmitterStyle::value) override {
-    Start(mark, anchor, ordered_json::array());
-  }
-  void OnSequenceEnd() override { End(); }
-
-  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
-                  YAML::EmitterStyle::value) override {
-    Start(mark, anchor, ordered_json::object());
-  }
-  void OnMapEnd() override { End(); }
-
- private:
-  struct Frame {
-    ordered_json value;  // array or object being filled
-    int entry = 0;       // its source-map entry
-    YAML::Mark mark;
-    YAML::anchor_t anchor = YAML::NullAnchor;
-    int64_t count = 1;  // values in the subtree, this one included
-    int height = 0;     // levels below this one
-    bool have_key = false;
-    std::string key;
-    YAML::Mark key_mark;
-  };
-  struct Anchored {
-    bool complete = false;
-    ordered_json value;
-    int entry = -1;  // source-map entry whose children an alias shares
-    YAML::Mark mark;
-    int64_t count = 0;
-    int height = 0;
-    std::optional<std::string> scalar;  // the raw text, for aliases used as keys
-    bool null_node = false;
-  };
-
-  void Tick(const YAML::Mark& mark) {
-    last_ = mark;
-    if (--events_left_ < 0) throw Exhausted{mark};
-  }
-
-  void Fail(const YAML::Mark& mark, std::string_view what) {
-    if (!error_) {
-      error_ = InvalidArgumentError(Located(file_name_, mark.line + 1, mark.column + 1, what));
-    }
-  }
-
-  bool AtKey() const {
-    return !stack_.empty() && stack_.back().value.is_object() && !stack_.back().have_key;
-  }
-
-  void SetKey(const YAML::Mark& mark, std::string name) {
-    Frame& top = stack_.back();
-    if (top.value.contains(name)) {
-      Fail(mark, "duplicate key \"" + name + "\"");
-      return;
-    }
-    top.have_key = true;
-    top.key = std::move(name);
-    top.key_mark = mark;
-  }
-
-  // Checks the bounds for a node (or an alias expanding to `count` values `height` levels deep)
-  // at the current position and adds its source-map entry. -1 after an error.
-  int BeginNode(const YAML::Mark& mark, int64_t count, int height) {
-    if (static_cast<int64_t>(stack_.size()) + height > kMaxYamlDepth) {
-      Fail(mark, "nesting too deep");
-      return -1;
-    }
-    values_left_ -= count;
-    if (values_left_ < 0) {
-      Fail(mark, "too many values after expanding aliases (is an alias used recursively?)");
-      return -1;
-    }
-    if (stack_.empty()) {
-      has_root_ = true;
-      doc_.line = mark.line + 1;
-      return YamlSourceMapBuilder::Add(doc_.source_map, mark, -1);
-    }
-    Frame& top = stack_.back();
-    if (top.value.is_array()) {
-      int entry = YamlSourceMapBuilder::Add(doc_.source_map, mark, top.entry);
-      YamlSourceMapBuilder::AddItem(doc_.source_map, top.entry, entry);
-      return entry;
-    }
-    int entry = YamlSourceMapBuilder::Add(doc_.source_map, top.key_mark, top.entry);
-    YamlSourceMapBuilder::AddMember(doc_.source_map, top.entry, top.key, entry);
-    return entry;
-  }
-
-  std::optional<ordered_json> TypedScalar(const YAML::Mark& mark, const std::string& tag,
+  // A scalar's JSON value: untagged plain scalars by the core schema, untagged quoted and block
+  // scalars as strings, the standard tags as they say, other tags as if plain.
+  std::optional<ordered_json> TypedScalar(SourcePosition at, const char* tag, bool plain,
                                           const std::string& s) {
-    if (tag == "!" || tag == "tag:yaml.org,2002:str") return ordered_json(s);
-    if (tag == "tag:yaml.org,2002:int") {
+    if (tag == nullptr) return plain ? PlainScalar(s) : ordered_json(s);
+    std::string_view t(tag);
+    if (t == "!" || t == "tag:yaml.org,2002:str") return ordered_json(s);
+    if (t == "tag:yaml.org,2002:int") {
       if (auto i = CoreInteger(s)) return *i;
-      Fail(mark, "!!int value \"" + s + "\" is not an integer");
+      Fail(at, "!!int value \"" + s + "\" is not an integer");
       return std::nullopt;
     }
-    if (tag == "tag:yaml.org,2002:float") {
+    if (t == "tag:yaml.org,2002:float") {
       if (auto i = CoreInteger(s)) return ordered_json(i->get<double>());
       if (auto f = CoreFloat(s)) return *f;
-      Fail(mark, "!!float value \"" + s + "\" is not a number");
+      Fail(at, "!!float value \"" + s + "\" is not a number");
       return std::nullopt;
     }
-    if (tag == "tag:yaml.org,2002:bool") {
+    if (t == "tag:yaml.org,2002:bool") {
       if (IsCoreTrue(s)) return ordered_json(true);
       if (IsCoreFalse(s)) return ordered_json(false);
-      Fail(mark, "!!bool value \"" + s + "\" is not true or false");
+      Fail(at, "!!bool value \"" + s + "\" is not true or false");
       return std::nullopt;
     }
-    if (tag == "tag:yaml.org,2002:null") return ordered_json(nullptr);
+    if (t == "tag:yaml.org,2002:null") return ordered_json(nullptr);
     return PlainScalar(s);
   }
 
-  void Start(const YAML::Mark& mark, YAML::anchor_t anchor, ordered_json empty) {
-    Tick(mark);
+  void Start(SourcePosition at, AnchorId anchor, ordered_json empty) {
     if (error_) return;
     if (AtKey()) {
-      Fail(mark, "mapping keys must be scalars");
+      Fail(at, "mapping keys must be scalars");
       return;
     }
-    int entry = BeginNode(mark, 1, 0);
+    int entry = BeginNode(at, 1, 0);
     if (entry < 0) return;
-    if (anchor != YAML::NullAnchor) {
+    if (anchor != kNoAnchor) {
       if (anchor >= anchors_.size()) anchors_.resize(anchor + 1);
       anchors_[anchor] = Anchored();  // open: an alias to it now is recursive
     }
     Frame frame;
     frame.value = std::move(empty);
     frame.entry = entry;
-    frame.mark = mark;
+    frame.mark = at;
     frame.anchor = anchor;
     stack_.push_back(std::move(frame));
   }
 
   void End() {
-    Tick(last_);
     if (error_) return;
     Frame frame = std::move(stack_.back());
     stack_.pop_back();
@@ -450,14 +517,61 @@ class YamlJsonBuilder : public YAML::EventHandler {
            std::nullopt, false);
   }
 
-  void Remember(YAML::anchor_t anchor, ordered_json value, int entry, const YAML::Mark& mark,
-                int64_t count, int height, std::optional<std::string> scalar, bool null_node) {
+  void Fail(SourcePosition at, std::string_view what) {
+    if (!error_) error_ = InvalidArgumentError(Located(file_name_, at, what));
+  }
+
+  bool AtKey() const {
+    return !stack_.empty() && stack_.back().value.is_object() && !stack_.back().have_key;
+  }
+
+  void SetKey(SourcePosition at, std::string name) {
+    Frame& top = stack_.back();
+    if (top.value.contains(name)) {
+      Fail(at, "duplicate key \"" + name + "\"");
+      return;
+    }
+    top.have_key = true;
+    top.key = std::move(name);
+    top.key_mark = at;
+  }
+
+  // Checks the bounds for a node (or an alias expanding to `count` values `height` levels deep)
+  // at the current position and adds its source-map entry. -1 after an error.
+  int BeginNode(SourcePosition at, int64_t count, int height) {
+    if (static_cast<int64_t>(stack_.size()) + height > kMaxYamlDepth) {
+      Fail(at, "nesting too deep");
+      return -1;
+    }
+    values_left_ -= count;
+    if (values_left_ < 0) {
+      Fail(at, "too many values after expanding aliases (is an alias used recursively?)");
+      return -1;
+    }
+    if (stack_.empty()) {
+      has_root_ = true;
+      doc_.line = at.line;
+      return YamlSourceMapBuilder::Add(doc_.source_map, at);
+    }
+    Frame& top = stack_.back();
+    if (top.value.is_array()) {
+      int entry = YamlSourceMapBuilder::Add(doc_.source_map, at);
+      YamlSourceMapBuilder::AddItem(doc_.source_map, top.entry, entry);
+      return entry;
+    }
+    int entry = YamlSourceMapBuilder::Add(doc_.source_map, top.key_mark);
+    YamlSourceMapBuilder::AddMember(doc_.source_map, top.entry, top.key, entry);
+    return entry;
+  }
+
+  void Remember(AnchorId anchor, ordered_json value, int entry, SourcePosition at, int64_t count,
+                int height, std::optional<std::string> scalar, bool null_node) {
     if (anchor >= anchors_.size()) anchors_.resize(anchor + 1);
     Anchored& a = anchors_[anchor];
     a.complete = true;
     a.value = std::move(value);
     a.entry = entry;
-    a.mark = mark;
+    a.mark = at;
     a.count = count;
     a.height = height;
     a.scalar = std::move(scalar);
@@ -465,10 +579,10 @@ class YamlJsonBuilder : public YAML::EventHandler {
   }
 
   // Places a finished value in its parent (or as the document's root).
-  void Finish(ordered_json value, int entry, const YAML::Mark& mark, YAML::anchor_t anchor,
-              int64_t count, int height, std::optional<std::string> scalar, bool null_node) {
-    if (anchor != YAML::NullAnchor) {
-      Remember(anchor, value, entry, mark, count, height, std::move(scalar), null_node);
+  void Finish(ordered_json value, int entry, SourcePosition at, AnchorId anchor, int64_t count,
+              int height, std::optional<std::string> scalar, bool null_node) {
+    if (anchor != kNoAnchor) {
+      Remember(anchor, value, entry, at, count, height, std::move(scalar), null_node);
     }
     if (stack_.empty()) {
       doc_.value = std::move(value);
@@ -488,17 +602,74 @@ class YamlJsonBuilder : public YAML::EventHandler {
   std::string_view file_name_;
   int64_t events_left_;
   int64_t values_left_;
-  YAML::Mark last_;
   std::optional<Status> error_;
   YamlDocument doc_;
   bool has_root_ = false;
   bool root_is_null_ = false;
   std::vector<Frame> stack_;
-  std::vector<Anchored> anchors_;  // by yaml-cpp anchor id (1-based) within the document
+  std::unordered_map<std::string, AnchorId> anchor_ids_;  // latest definition of each name
+  AnchorId anchor_count_ = 0;
+  std::vector<Anchored> anchors_;  // by id, within the document
   std::vector<YamlDocument> documents_;
 };
 
 // ---- JSON -> YAML ----
+
+// The code point that starts at s[i] and its length in bytes; length 0 when the bytes there are
+// not valid UTF-8 (overlong, surrogate, out of range or cut short).
+std::pair<uint32_t, size_t> DecodeUtf8(std::string_view s, size_t i) {
+  unsigned char lead = static_cast<unsigned char>(s[i]);
+  if (lead < 0x80) return {lead, 1};
+  size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC0 ? 2 : 0;
+  if (length == 0 || lead > 0xF4 || i + length > s.size()) return {0, 0};
+  uint32_t cp = lead & (0x3F >> (length - 1));
+  for (size_t k = 1; k < length; ++k) {
+    unsigned char c = static_cast<unsigned char>(s[i + k]);
+    if ((c & 0xC0) != 0x80) return {0, 0};
+    cp = (cp << 6) | (c & 0x3F);
+  }
+  static constexpr uint32_t kMinimum[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMinimum[length] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return {0, 0};
+  return {cp, length};
+}
+
+// Code points a YAML reader refuses in a stream (DEL, C1 controls, U+FFFE, U+FFFF) or reads as a
+// line break or byte-order mark (NEL, LS, PS, U+FEFF): written only as escapes in double quotes.
+// C0 controls are left to the JSON escaping.
+bool IsUnsafeCodePoint(uint32_t cp) {
+  return cp == 0x7F || (cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF ||
+         cp == 0xFFFE || cp == 0xFFFF;
+}
+
+// True when `s` is not valid UTF-8 or holds an unsafe code point.
+bool NeedsEscapes(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    auto [cp, length] = DecodeUtf8(s, i);
+    if (length == 0 || IsUnsafeCodePoint(cp)) return true;
+    i += length;
+  }
+  return false;
+}
+
+// `quoted` (valid UTF-8, as nlohmann's dump with replacement writes it) with unsafe code points
+// as \uXXXX escapes, which YAML's double-quoted style reads as JSON does.
+std::string EscapeUnsafeCodePoints(const std::string& quoted) {
+  std::string out;
+  out.reserve(quoted.size());
+  for (size_t i = 0; i < quoted.size();) {
+    auto [cp, length] = DecodeUtf8(quoted, i);
+    if (length == 0) length = 1;
+    if (IsUnsafeCodePoint(cp)) {
+      char escape[8];
+      std::snprintf(escape, sizeof(escape), "\\u%04X", static_cast<unsigned>(cp));
+      out += escape;
+    } else {
+      out.append(quoted, i, length);
+    }
+    i += length;
+  }
+  return out;
+}
 
 bool NeedsQuotes(const std::string& s) {
   if (s.empty()) return true;
@@ -526,12 +697,14 @@ bool NeedsQuotes(const std::string& s) {
     unsigned char u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7f) return true;
   }
-  return false;
+  return NeedsEscapes(s);
 }
 
 std::string YamlString(const std::string& s) {
   if (!NeedsQuotes(s)) return s;
-  return ordered_json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string quoted =
+      ordered_json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return NeedsEscapes(quoted) ? EscapeUnsafeCodePoints(quoted) : quoted;
 }
 
 // A multi-line string as a literal block ("|", "|-" or "|+") with content at `indent`, or
@@ -547,6 +720,7 @@ std::optional<std::string> LiteralBlock(const std::string& s, int indent) {
     unsigned char u = static_cast<unsigned char>(c);
     if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) return std::nullopt;
   }
+  if (NeedsEscapes(body)) return std::nullopt;
   std::string out = trailing == 0 ? "|-" : trailing == 1 ? "|" : "|+";
   std::string pad(indent, ' ');
   size_t start = 0;
@@ -877,22 +1051,19 @@ Result<std::vector<YamlDocument>> ParseYamlDocuments(std::string_view text,
                                                      std::string_view file_name) {
   YamlJsonBuilder builder(file_name,
                           kYamlValuesPerByte * static_cast<int64_t>(text.size()) + 10000);
+  LibyamlParser parser(text);
+  if (!parser.initialized()) {
+    return InternalError(std::string(file_name) + ": out of memory while parsing YAML");
+  }
   try {
-    ViewStreamBuf buffer(text);
-    std::istream in(&buffer);
-    YAML::Parser parser(in);
-    try {
-      while (parser.HandleNextDocument(builder)) {
+    while (true) {
+      LibyamlEvent event;
+      if (yaml_parser_parse(parser.get(), event.get()) == 0) {
+        return SyntaxError(*parser.get(), text, file_name);
       }
-    } catch (const YamlJsonBuilder::Exhausted& e) {
-      if (e.mark.is_null())
-        return InvalidArgumentError(std::string(file_name) + ": malformed YAML");
-      return InvalidArgumentError(Located(file_name, e.mark.line + 1, e.mark.column + 1,
-                                          "malformed YAML (unexpected ',' or flow indicator?)"));
+      RETURN_IF_ERROR(builder.Handle(*event.get()));
+      if (event.get()->type == YAML_STREAM_END_EVENT) break;
     }
-  } catch (const YAML::Exception& e) {
-    if (e.mark.is_null()) return InvalidArgumentError(std::string(file_name) + ": " + e.msg);
-    return InvalidArgumentError(Located(file_name, e.mark.line + 1, e.mark.column + 1, e.msg));
   } catch (const std::exception& e) {
     return InvalidArgumentError(std::string(file_name) + ": " + e.what());
   }

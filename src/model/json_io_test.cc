@@ -267,6 +267,26 @@ metadata: {name: p}
   EXPECT_EQ((*seq)[0].source_map.Prefix("w", "tasks[1]"), "w:4:3: ");
 }
 
+TEST(ParseYamlTest, PositionsCountCharactersAndLines) {
+  // Columns count characters, not bytes, after multi-byte UTF-8.
+  auto docs = ParseYamlDocuments("\xC3\xA9\xC3\xA9: [\xC3\xA9, x]\n", "w");
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  EXPECT_EQ((*docs)[0].source_map.Prefix("w", "\xC3\xA9\xC3\xA9[1]"), "w:1:9: ");
+  // An empty sequence item is found on its own line, just after its dash.
+  auto empty = ParseYamlDocuments("- a\n-\n- b\n", "w");
+  ASSERT_TRUE(empty.ok()) << empty.status().ToString();
+  EXPECT_EQ((*empty)[0].value, ordered_json::parse(R"(["a", null, "b"])"));
+  EXPECT_EQ((*empty)[0].source_map.Prefix("w", "[1]"), "w:2:2: ");
+  // Text that is not UTF-8, or holds control characters, is refused where it goes wrong.
+  auto bad_byte = ParseYamlDocuments("a: 1\nb: \xFF\n", "w.yaml");
+  ASSERT_FALSE(bad_byte.ok());
+  EXPECT_EQ(bad_byte.status().message(),
+            "w.yaml:2:4: malformed YAML: invalid leading UTF-8 octet (#xFF)");
+  auto control = ParseYamlDocuments("a: b\x01\n", "w.yaml");
+  ASSERT_FALSE(control.ok());
+  EXPECT_EQ(control.status().message().rfind("w.yaml:1:5: ", 0), 0u) << control.status().message();
+}
+
 TEST(ParseYamlTest, ReportsErrorsWithPosition) {
   struct Case {
     std::string name;
@@ -282,9 +302,9 @@ TEST(ParseYamlTest, ReportsErrorsWithPosition) {
       {"complex key", "? [a, b]\n: 1\n", "w.yaml:1:3: ", "keys must be scalars"},
       {"tab indentation", "a:\n\tb: 1\n", "w.yaml:", ""},
       {"bad !!int", "a: !!int abc\n", "w.yaml:1:4: ", "not an integer"},
-      {"document starting with a comma", ",\n", "w.yaml:", "malformed YAML"},
-      {"comma after a sequence", "- a\n,\n", "w.yaml:", "malformed YAML"},
-      {"comma after a document marker", "a: 1\n---\n,{\n}\n", "w.yaml:", "malformed YAML"},
+      {"document starting with a comma", ",\n", "w.yaml:1:1: ", "malformed YAML"},
+      {"comma after a sequence", "- a\n,\n", "w.yaml:2:1: ", "malformed YAML"},
+      {"comma after a document marker", "a: 1\n---\n,{\n}\n", "w.yaml:3:1: ", "malformed YAML"},
       {"billion laughs",
        "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, "
@@ -292,7 +312,8 @@ TEST(ParseYamlTest, ReportsErrorsWithPosition) {
        "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e, "
        "*e]\n",
        "w.yaml:", "too many values after expanding aliases"},
-      {"map value in a plain scalar", "a: b: c\n", "w.yaml:1:5: ", "illegal map value"},
+      {"map value in a plain scalar", "a: b: c\n",
+       "w.yaml:1:5: ", "mapping values are not allowed"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -318,7 +339,7 @@ TEST(ParseYamlTest, ResolvesAnchorsAndAliases) {
       {"a: &k name\n*k : 2\n", {{"a", "name"}, {"name", 2}}},
       {"a: &m {x: &i 1, y: [*i]}\nb: [*m, *m]\n",
        {{"a", {{"x", 1}, {"y", {1}}}}, {"b", {{{"x", 1}, {"y", {1}}}, {{"x", 1}, {"y", {1}}}}}}},
-      // Merge keys are not applied (as yaml-cpp's own loader does not): "<<" is a plain key.
+      // Merge keys (a YAML 1.1 type, not in 1.2 core) are not applied: "<<" is a plain key.
       {"base: &b {x: 1}\nd:\n  <<: *b\n  y: 2\n",
        {{"base", {{"x", 1}}}, {"d", {{"<<", {{"x", 1}}}, {"y", 2}}}}},
       // A redefined anchor refers to its latest definition.
@@ -367,8 +388,8 @@ TEST(ParseYamlTest, RefusesBadAliasesAndDeepNesting) {
       {"duplicate key through an alias", "a: &k b\nb: 1\n*k : 2\n",
        "w.yaml:3:1: ", "duplicate key \"b\""},
       {"duplicate null keys", "~: 1\nnull: 2\n", "w.yaml:2:1: ", "duplicate key \"null\""},
-      {"undefined alias", "a: *nope\n", "w.yaml:1:4: ", "anchor"},
-      // yaml-cpp itself refuses nesting deeper than 500; aliases can nest deeper still.
+      {"undefined alias", "a: *nope\n", "w.yaml:1:4: ", "undefined anchor \"nope\""},
+      // Nesting deeper than 512 is refused, written out or through aliases.
       {"nesting too deep", RepeatText("- ", 600) + "x\n", "w.yaml:1:", ""},
       {"alias expanding too deep",
        "a: &a " + std::string(300, '[') + std::string(300, ']') + "\nb: " + std::string(300, '[') +
@@ -390,7 +411,7 @@ TEST(ParseYamlTest, RefusesBadAliasesAndDeepNesting) {
 }
 
 TEST(ParseYamlTest, MalformedStreamsTerminateWithAnError) {
-  // Inputs on which yaml-cpp 0.7's event stream never ends: the event budget stops them.
+  // Inputs on which the previous parser emitted events forever: each ends with an error.
   const std::string cases[] = {",\n", "- a\n,\n", "a: 1\n---\n,{\n}\n", ",,,,\n", "[a]\n,\n"};
   for (const std::string& yaml : cases) {
     SCOPED_TRACE(yaml);
@@ -528,13 +549,15 @@ TEST(ToYamlTest, MultiLineStringsAsLiteralBlocks) {
 }
 
 TEST(ToYamlTest, RoundTripsScalarsAndOddKeys) {
-  const ordered_json values[] = {ordered_json("x"),
-                                 ordered_json(5),
-                                 ordered_json(nullptr),
-                                 ordered_json::array(),
-                                 ordered_json::object(),
+  const ordered_json values[] = {ordered_json("x"), ordered_json(5), ordered_json(nullptr),
+                                 ordered_json::array(), ordered_json::object(),
                                  ordered_json::parse(R"({"1": "a", "": 2, "a b": {"k: v": []}})"),
-                                 ordered_json::parse(R"([[], {}, [{}]])")};
+                                 ordered_json::parse(R"([[], {}, [{}]])"),
+                                 // Line breaks (NEL, LS, PS), a byte-order mark, DEL, a C1
+                                 // control and a noncharacter, which YAML reads only escaped.
+                                 ordered_json::parse(R"({"k\u2028": "a\u0085b", "x": "\u2029",
+                                     "bom": "\ufeffbom", "del": "d\u007f", "c1": "\u0090",
+                                     "nc": "\uffff", "block": "l1\u2028\nl2\n"})")};
   for (const ordered_json& v : values) {
     SCOPED_TRACE(v.dump());
     std::string yaml = ToYaml(v);

@@ -31,6 +31,10 @@
 namespace gpupool::server {
 namespace {
 
+// PostgreSQL read connections by default: a few per core of a typical server, far below its
+// default max_connections of 100 even with several gpupool servers.
+constexpr int kPostgresReaders = 16;
+
 std::atomic<bool> g_stop{false};
 
 void OnSignal(int) { g_stop = true; }
@@ -151,6 +155,9 @@ int RunServe(const ServeOptions& o) {
   std::string db = o.db.empty() ? DefaultDb() : o.db;
   store::StoreOptions store_options;
   store_options.clock = &clock;
+  store_options.max_readers = o.db_readers > 0             ? o.db_readers
+                              : db.starts_with("postgres") ? kPostgresReaders
+                                                           : o.threads;
   auto store = store::OpenStore(db, store_options);
   if (!store.ok()) return Fail(store.status().WithContext("cannot open store " + db));
   service::Service service(**store, clock);
@@ -255,6 +262,11 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
   serve->add_option("--max-body-bytes", options->max_body_bytes, "request body limit")
       ->capture_default_str();
   serve->add_option("--threads", options->threads, "HTTP worker threads")->capture_default_str();
+  serve
+      ->add_option("--db-readers", options->db_readers,
+                   "read connections beside the writer (0: --threads for SQLite, 16 for "
+                   "PostgreSQL)")
+      ->capture_default_str();
   serve->add_option("--lease-ttl", options->lease_ttl, "scheduler leader lease time")
       ->capture_default_str();
   serve->add_option("--interval", options->interval, "scheduling step period")

@@ -5,7 +5,8 @@
 //   gpupool serve --listen 127.0.0.1:8080 --db URL --backend sim:CLUSTER_FILE
 //                 [--auth oidc --jwks FILE_OR_URL --issuer ISS --audience AUD
 //                  [--roles-claim realm_access.roles] | --auth dev]
-//                 [--max-body-bytes N] [--threads N] [--lease-ttl 5s] [--interval 200ms]
+//                 [--max-body-bytes N] [--threads N] [--db-readers N] [--lease-ttl 5s]
+//                 [--interval 200ms]
 //                 [--no-scheduler] [--catalog FILE] [--provision-delay 60s]
 //                 [--scale-down-after 10m]
 //
@@ -33,6 +34,9 @@ struct ServeOptions {
   std::string roles_claim = "roles";
   size_t max_body_bytes = 8 << 20;
   int threads = 64;
+  // Read connections beside the writer; 0 = as many as --threads for SQLite (a reader is a file
+  // handle: none waits for another) and 16 for PostgreSQL (a reader is a server process).
+  int db_readers = 0;
   std::string lease_ttl = "5s";
   std::string interval = "200ms";
   bool no_scheduler = false;

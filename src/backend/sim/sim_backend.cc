@@ -1,58 +1,18 @@
 #include "backend/sim/sim_backend.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "common/strings.h"
+#include "model/json_io.h"
 
 namespace gpupool::backend {
 namespace {
 
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
-
-// Plain YAML scalar -> JSON value with YAML 1.2 core-schema typing (quoted scalars stay strings).
-Json ScalarToJson(const YAML::Node& node) {
-  const std::string& text = node.Scalar();
-  if (node.Tag() == "!") return text;  // quoted
-  if (text == "null" || text == "~" || text.empty()) return nullptr;
-  if (text == "true" || text == "True") return true;
-  if (text == "false" || text == "False") return false;
-  char* end = nullptr;
-  errno = 0;
-  long long as_int = std::strtoll(text.c_str(), &end, 10);
-  if (errno == 0 && end != nullptr && *end == '\0') return as_int;
-  double as_double = std::strtod(text.c_str(), &end);
-  if (end != nullptr && *end == '\0' && text.find_first_of("0123456789") != std::string::npos) {
-    return as_double;
-  }
-  return text;
-}
-
-Json YamlToJson(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nullptr;
-    case YAML::NodeType::Scalar:
-      return ScalarToJson(node);
-    case YAML::NodeType::Sequence: {
-      Json out = Json::array();
-      for (const auto& item : node) out.push_back(YamlToJson(item));
-      return out;
-    }
-    case YAML::NodeType::Map: {
-      Json out = Json::object();
-      for (const auto& kv : node) out[kv.first.as<std::string>()] = YamlToJson(kv.second);
-      return out;
-    }
-  }
-  return nullptr;
-}
 
 void CollectNodes(const Json& doc, std::vector<Json>& out) {
   if (!doc.is_object()) return;
@@ -71,17 +31,17 @@ Status LoadFile(const fs::path& path, std::vector<Json>& out) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   std::string text = buffer.str();
+  if (path.extension() != ".json") {
+    // The model's YAML reader: the same typing, guards and "<file>:<line>:<column>: " errors as
+    // the configs and workflows that name these nodes.
+    ASSIGN_OR_RETURN(auto docs, model::ParseYamlDocuments(text, path.string()));
+    for (const auto& doc : docs) CollectNodes(doc.value, out);
+    return OkStatus();
+  }
   try {
-    if (path.extension() == ".json") {
-      CollectNodes(Json::parse(text), out);
-    } else {
-      for (const auto& doc : YAML::LoadAll(text)) CollectNodes(YamlToJson(doc), out);
-    }
+    CollectNodes(Json::parse(text), out);
   } catch (const nlohmann::json::exception& e) {
     return InvalidArgumentError(path.string() + ": " + e.what());
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError(path.string() + ":" + std::to_string(e.mark.line + 1) + ":" +
-                                std::to_string(e.mark.column + 1) + ": " + e.msg);
   }
   return OkStatus();
 }

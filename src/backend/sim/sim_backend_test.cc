@@ -136,6 +136,24 @@ TEST(LoadClusterNodesTest, ErrorsNameTheFile) {
   EXPECT_EQ(LoadClusterNodes(dir.path() + "/missing.yaml").status().code(), StatusCode::kNotFound);
 }
 
+TEST(LoadClusterNodesTest, YamlIsReadByTheModelParser) {
+  TempDir dir;
+  // Core-schema typing as in configs and workflows.
+  std::string typed =
+      dir.Write("t.yaml", "kind: Node\nmetadata: {name: n1}\nx: [0x10, TRUE, '7']\n");
+  auto nodes = LoadClusterNodes(typed);
+  ASSERT_TRUE(nodes.ok()) << nodes.status().ToString();
+  EXPECT_EQ((*nodes)[0]["x"], Json::parse(R"([16, true, "7"])"));
+  // Errors name the file, line and column.
+  std::string duplicate = dir.Write("dup.yaml", "kind: Node\nmetadata: {name: n1}\nkind: Node\n");
+  EXPECT_EQ(LoadClusterNodes(duplicate).status().message(),
+            duplicate + ":3:1: duplicate key \"kind\"");
+  std::string broken = dir.Write("bad.yaml", "kind: [Node\n");
+  EXPECT_EQ(LoadClusterNodes(broken).status().message().rfind(broken + ":2:1: malformed YAML", 0),
+            0u)
+      << LoadClusterNodes(broken).status().message();
+}
+
 TEST(OpenBackendTest, ParsesSpec) {
   TempDir dir;
   std::string file = dir.Write("c.yaml", "kind: Node\nmetadata: {name: n1}\n");

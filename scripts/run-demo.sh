@@ -97,6 +97,8 @@ note "Submitted for real, the workflow is stored PENDING (scheduling is the serv
 step workflow submit "$root/examples/workflows/robotics-training.yaml" --pool robotics-training
 step workflow list
 step config history --limit 5
+note "Seed 004's machine pools: the server launches their min_replicas nodes, adds nodes for work that fits no node, removes idle ones:"
+step apply -f "$root/examples/machine-pools/pools.yaml"
 
 # ---- Server demo ------------------------------------------------------------------------------
 # The server engineer's part of `make run` (start `gpupool serve` on this store and the demo

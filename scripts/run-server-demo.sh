@@ -51,6 +51,11 @@ cat <<MSG
     $bin --server $url workflow list
     curl -s -H "Authorization: Bearer \$GPUPOOL_TOKEN" $url/api/resources | head -c 400
 
+    Machine pools (seed 004) at work: nodes named after their pool appear within a step
+    (tainted not-ready for the 60 s a machine takes to boot), and every launch is audited:
+    $bin --server $url resource list
+    curl -s -H "Authorization: Bearer \$GPUPOOL_TOKEN" "$url/api/audit?limit=5"
+
 MSG
 if [ "${GPUPOOL_DEMO_DETACH:-0}" = "1" ]; then
   echo "Server left running (pid $pid); stop it with: kill $pid"

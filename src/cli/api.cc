@@ -2,7 +2,6 @@
 
 #include <ctime>
 
-#include "model/json_io.h"
 #include "model/quantity.h"
 #include "server/client.h"
 
@@ -197,10 +196,8 @@ class Remote final : public Api {
   }
   Result<service::ApplyResult> Apply(const service::Caller&,
                                      const service::ApplyRequest& r) override {
-    // The documents as one YAML stream: one request, one transaction on the server.
-    std::string text;
-    for (const auto& doc : r.documents) text += "---\n" + model::ToYaml(doc);
-    ASSIGN_OR_RETURN(json j, client_->Apply(text, r.description));
+    // All files in one request: one transaction on the server.
+    ASSIGN_OR_RETURN(json j, client_->Apply(r.files, r.description));
     service::ApplyResult result;
     result.configs = WriteFromJson(j);
     result.nodes_imported = static_cast<int>(Int(j, "nodes_imported"));

@@ -252,12 +252,12 @@ Status Apply(Api& svc, const Env& env) {
   if (env.opts.file.empty()) return InvalidArgumentError("apply needs -f FILE|DIR");
   ASSIGN_OR_RETURN(auto files, ManifestFiles(env.opts.file));
   service::ApplyRequest req;
-  req.file_name = env.opts.file;
-  req.description = env.opts.description;
+  req.description =
+      env.opts.description.empty() ? "gpupool apply -f " + env.opts.file : env.opts.description;
+  // Sent as they are (also to a server), so that errors name each file and its lines.
   for (const auto& f : files) {
     ASSIGN_OR_RETURN(std::string text, model::ReadFile(f));
-    ASSIGN_OR_RETURN(auto docs, model::ParseJsonOrYamlDocuments(text, f));
-    for (auto& d : docs) req.documents.push_back(std::move(d));
+    req.files.push_back(service::ManifestFile{f, std::move(text)});
   }
   ASSIGN_OR_RETURN(auto result, svc.Apply(env.caller, req));
   PrintWarnings(result.configs.warnings);

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 
@@ -153,6 +154,51 @@ Result<service::SubmitRequest> DecodeSubmit(const RouteRequest& request) {
     submit.set_values[set.substr(0, eq)] = set.substr(eq + 1);
   }
   return submit;
+}
+
+// The files of the envelope {"files": [{"name": "pools.yaml", "text": "..."}]}. A name is only
+// shown (in errors, the revision note, the audit log), but must be one line for that.
+Result<std::vector<service::ManifestFile>> EnvelopeFiles(const Json& envelope) {
+  for (const auto& [key, value] : envelope.items()) {
+    if (key != "files") return InvalidArgumentError("request body: " + key + ": unknown field");
+  }
+  const Json& files = envelope["files"];
+  if (!files.is_array() || files.empty()) {
+    return InvalidArgumentError("request body: files: expected a non-empty list of {name, text}");
+  }
+  std::vector<service::ManifestFile> out;
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string at = "request body: files[" + std::to_string(i) + "]";
+    const Json& file = files[i];
+    if (!file.is_object() || file.size() != 2 || !file.contains("name") || !file.contains("text")) {
+      return InvalidArgumentError(at + ": expected an object with exactly name and text");
+    }
+    if (!file["name"].is_string() || !file["text"].is_string()) {
+      return InvalidArgumentError(at + ": name and text must be strings");
+    }
+    std::string name = file["name"].get<std::string>();
+    if (name.empty() || std::any_of(name.begin(), name.end(),
+                                    [](char c) { return static_cast<unsigned char>(c) < 0x20; })) {
+      return InvalidArgumentError(at + ".name: expected a non-empty file name on one line");
+    }
+    out.push_back(service::ManifestFile{std::move(name), file["text"].get<std::string>()});
+  }
+  return out;
+}
+
+// POST /api/apply's body: manifest text (as curl sends a file), or the CLI's envelope of the
+// user's files (Content-Type application/json, an object with "files" and no "kind", which no
+// manifest is), so that errors name each file and its lines, not the request body.
+Result<std::vector<service::ManifestFile>> DecodeApply(const RouteRequest& request) {
+  std::vector<service::ManifestFile> plain = {{"request body", request.Body()}};
+  const std::string_view body = Trim(request.Body());
+  if (body.empty() || body.front() != '{' ||
+      ToLower(request.Header("Content-Type")).find("json") == std::string::npos) {
+    return plain;
+  }
+  ASSIGN_OR_RETURN(Json parsed, model::ParseJson(request.Body(), "request body"));
+  if (!parsed.contains("files") || parsed.contains("kind")) return plain;
+  return EnvelopeFiles(parsed);
 }
 
 }  // namespace
@@ -355,9 +401,7 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
              });
   router.Add("POST", "/api/apply", [&svc](const RouteRequest& r) -> Result<Reply> {
     service::ApplyRequest request;
-    ASSIGN_OR_RETURN(request.documents, model::ParseJsonOrYamlDocuments(r.Body(), "request body"));
-    if (request.documents.empty()) return InvalidArgumentError("request body has no manifests");
-    request.file_name = "request body";
+    ASSIGN_OR_RETURN(request.files, DecodeApply(r));
     request.description = Description(r, "");
     ASSIGN_OR_RETURN(auto result, svc.Apply(CallerOf(r), request));
     return Reply::Json(service::ToJson(result));

@@ -21,7 +21,13 @@
 //   GET    /api/configs/history?kind=&name=&limit=      {"history": [HistoryEntry]}
 //   POST   /api/configs/history/rollback                {"kind"|"config_type", "name",
 //                                                        "revision", "description"?}
-//   POST   /api/apply                                   manifests (multi-document YAML/JSON)
+//   POST   /api/apply?description=                      body: manifests (multi-document YAML,
+//                                                       or JSON); or, with Content-Type
+//                                                       application/json, the files they come
+//                                                       from: {"files": [{"name": "pools.yaml",
+//                                                       "text": "..."}]} (what the CLI sends),
+//                                                       so that errors name the file and line.
+//                                                       One transaction for all the configs.
 //   POST   /api/pool/{pool}/workflow?dry_run=&set=k=v   body: workflow YAML, or OSMO's JSON
 //                                                       {"file": "<yaml>", "set_variables":
 //                                                       ["k=v"]}; header Idempotency-Key

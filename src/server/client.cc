@@ -158,6 +158,16 @@ Result<Json> Client::Apply(const std::string& text, const std::string& descripti
               "application/yaml");
 }
 
+Result<Json> Client::Apply(const std::vector<service::ManifestFile>& files,
+                           const std::string& description) {
+  Json envelope = {{"files", Json::array()}};
+  for (const auto& file : files) {
+    envelope["files"].push_back({{"name", file.name}, {"text", file.text}});
+  }
+  return Call("POST", "/api/apply" + Query({{"description", description}}),
+              envelope.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+}
+
 Result<Json> Client::ImportNodes(const std::string& text, bool replace_all) {
   return Call("PUT", "/api/nodes" + Query({{"replace_all", replace_all ? "true" : ""}}), text,
               "text/plain");

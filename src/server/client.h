@@ -14,8 +14,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
+#include "service/service.h"
 
 namespace httplib {
 class Client;
@@ -59,6 +61,10 @@ class Client {
                                           int64_t revision, const std::string& description = "");
   // Manifests as text (multi-document YAML or JSON).
   Result<nlohmann::ordered_json> Apply(const std::string& text,
+                                       const std::string& description = "");
+  // Manifest files as the user wrote them, in one request (one transaction on the server), so
+  // that errors name each file and its lines.
+  Result<nlohmann::ordered_json> Apply(const std::vector<service::ManifestFile>& files,
                                        const std::string& description = "");
   Result<nlohmann::ordered_json> ImportNodes(const std::string& text, bool replace_all = false);
   Result<nlohmann::ordered_json> ListPools();

@@ -1,6 +1,8 @@
 #include "service/service.h"
 
 #include <algorithm>
+#include <cctype>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -416,7 +418,32 @@ struct PendingPut {
   json body;  // as given (without name)
   // The caller's optimistic lock (0 = must not exist); absent: the revision this update read.
   std::optional<int64_t> expected_revision = std::nullopt;
+  // Rewords an error of this config's body to point at the manifest field it comes from (apply);
+  // unset: the error is prefixed with the file name.
+  std::function<Status(const Status&)> locate = nullptr;
 };
+
+// An error of one put: located in its manifest, or prefixed with the file name.
+Status PutError(const PendingPut& put, const Status& status, std::string_view prefix) {
+  return put.locate ? put.locate(status) : WithPrefix(status, prefix);
+}
+
+// config::ValidateReferences, with the errors of a pool being written pointed at its manifest
+// (each error starts with `pool "<name>": `, config/config_set.h).
+Status CheckReferences(const config::ConfigSet& set, const std::vector<PendingPut>& puts,
+                       std::string_view prefix) {
+  std::vector<Status> errors = config::ValidateReferenceList(set);
+  if (errors.empty()) return OkStatus();
+  std::vector<std::string> lines;
+  for (const Status& error : errors) {
+    auto put = std::find_if(puts.begin(), puts.end(), [&](const PendingPut& p) {
+      return p.kind == Kind::kPool && p.locate &&
+             StartsWith(error.message(), "pool " + Quoted(p.name) + ": ");
+    });
+    lines.push_back(put == puts.end() ? error.message() : put->locate(error).message());
+  }
+  return WithPrefix(InvalidArgumentError(Join(lines, "\n")), prefix);
+}
 
 Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache& cache,
                                      const MachinePoolSupport& machine_pools, const Caller& caller,
@@ -431,11 +458,12 @@ Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache
     RETURN_IF_ERROR(CheckConfigWriteAccess(caller, put.kind, put.name, "PUT", snap.set));
     json stored;
     if (IsOsmoKind(put.kind)) {
-      RETURN_IF_ERROR(WithPrefix(config::PutConfig(next, put.kind, put.name, put.body), prefix));
+      Status decoded = config::PutConfig(next, put.kind, put.name, put.body);
+      if (!decoded.ok()) return PutError(put, decoded, prefix);
       ASSIGN_OR_RETURN(stored, config::GetConfigBody(next, put.kind, put.name));
     } else {
       auto checked = CheckOtherKind(put.kind, put.name, put.body, machine_pools);
-      if (!checked.ok()) return WithPrefix(checked.status(), prefix);
+      if (!checked.ok()) return PutError(put, checked.status(), prefix);
       stored = std::move(*checked);
     }
     store::ConfigWrite w;
@@ -457,7 +485,7 @@ Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache
                                         : std::string(description);
     writes.push_back(std::move(w));
   }
-  RETURN_IF_ERROR(WithPrefix(config::ValidateReferences(next), prefix));
+  RETURN_IF_ERROR(CheckReferences(next, puts, prefix));
   WriteResult result;
   std::set<std::string> pools_seen;
   for (const PendingPut& put : puts) {
@@ -480,6 +508,257 @@ Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache
           writes[i].description);
   }
   return result;
+}
+
+// ---- Manifests (apply) --------------------------------------------------------------------
+
+// One document of a manifest file, with what points its errors at the field's own line.
+struct ManifestDocument {
+  json value;
+  std::string file;
+  int line = 1;  // where the document starts
+  // Shared: the items of a NodeList are documents of their file's one map.
+  std::shared_ptr<const model::JsonSourceMap> map;
+  std::string map_path;  // the document's field path in `map`: "" or "items[3]"
+};
+
+// What a document is, for its errors ("Queue q"), and how its decoder's field paths map into it.
+struct DocumentSubject {
+  std::string kind;  // as the manifest spells it: "Queue", "Node"
+  std::string name;
+  std::string root;          // the manifest field the decoder read: "spec", or "" (a node)
+  bool name_rooted = false;  // the decoder's paths start with the name ("q.resources")
+
+  std::string Text() const { return name.empty() ? kind : kind + " " + name; }
+};
+
+// "spec" + "resources" -> "spec.resources", "spec" + "[0]" -> "spec[0]".
+std::string JoinPath(std::string_view parent, std::string_view child) {
+  if (parent.empty()) return std::string(child);
+  if (child.empty()) return std::string(parent);
+  return std::string(parent) + (child.front() == '[' ? "" : ".") + std::string(child);
+}
+
+// Where `path` is in the document, or else its nearest enclosing field the map knows: a missing
+// required field is reported where its object is.
+model::SourcePosition NearestPosition(const ManifestDocument& doc, std::string_view path) {
+  std::string at = JoinPath(doc.map_path, path);
+  while (true) {
+    if (auto found = doc.map->FindFieldPath(at)) return *found;
+    if (at.size() <= doc.map_path.size()) break;
+    const size_t cut = at.find_last_of(".[");
+    at = cut == std::string::npos ? "" : at.substr(0, cut);
+  }
+  return model::SourcePosition{doc.line, 1};
+}
+
+// "<file>:<line>:<column>: <subject>: <path>: <what>", at `path` in the document; an empty
+// subject or path is left out.
+Status AtField(const ManifestDocument& doc, std::string_view subject, std::string_view path,
+               std::string_view what, StatusCode code = StatusCode::kInvalidArgument) {
+  const model::SourcePosition at = NearestPosition(doc, path);
+  std::string message =
+      doc.file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": ";
+  if (!subject.empty()) message += std::string(subject) + ": ";
+  if (!path.empty()) message += std::string(path) + ": ";
+  return Status(code, message + std::string(what));
+}
+
+// A decoder's message without the subject it starts with (`pool "p": `, `resource validation
+// "v": `, `QUEUE "q": `, `node "n": `): the manifest's "Kind name" replaces it.
+std::string_view WithoutSubject(std::string_view message, std::string_view name) {
+  const std::string marker = Quoted(name) + ": ";
+  const size_t at = message.find(marker);
+  if (at == std::string_view::npos || at < 2 || message[at - 1] != ' ') return message;
+  for (char c : message.substr(0, at)) {
+    if (!std::isalpha(static_cast<unsigned char>(c)) && c != ' ' && c != '_') return message;
+  }
+  return message.substr(at + marker.size());
+}
+
+struct FieldError {
+  std::string path;  // as the decoder names it; "" when the message names none
+  std::string what;
+};
+
+// Decoders word errors "<path>: <what>" or "unknown field <path> (did you mean ...)"
+// (config/json_fields.h); "(top level)" is the decoded value itself. A message whose first part
+// has spaces names no path.
+FieldError SplitFieldError(std::string_view message) {
+  constexpr std::string_view kUnknown = "unknown field ";
+  if (StartsWith(message, kUnknown)) {
+    std::string_view rest = message.substr(kUnknown.size());
+    const size_t end = std::min(rest.find(' '), rest.size());
+    return {std::string(rest.substr(0, end)), "unknown field" + std::string(rest.substr(end))};
+  }
+  const size_t colon = message.find(": ");
+  if (colon == std::string_view::npos) return {"", std::string(message)};
+  const std::string_view head = message.substr(0, colon);
+  const std::string what(message.substr(colon + 2));
+  if (head == "(top level)") return {"", what};
+  if (head.empty() || head.find(' ') != std::string_view::npos) return {"", std::string(message)};
+  return {std::string(head), what};
+}
+
+// The manifest's field path for a decoder's: OSMO kinds' paths are relative to the body (the
+// spec); the other kinds' decoders and MachinePoolSupport::check start theirs with the config's
+// name, as `config update` shows them; a node's are the document's own.
+std::string ManifestPath(std::string_view path, const DocumentSubject& subject) {
+  if (subject.name_rooted && StartsWith(path, subject.name)) {
+    std::string_view rest = path.substr(subject.name.size());
+    if (rest.empty() || rest.front() == '.' || rest.front() == '[') {
+      if (!rest.empty() && rest.front() == '.') rest.remove_prefix(1);
+      return JoinPath(subject.root, rest);
+    }
+  }
+  return JoinPath(subject.root, path);
+}
+
+// A decoder's error, pointed at the manifest field it is about.
+Status LocateError(const Status& status, const ManifestDocument& doc,
+                   const DocumentSubject& subject) {
+  if (status.ok()) return status;
+  const FieldError error = SplitFieldError(WithoutSubject(status.message(), subject.name));
+  return AtField(doc, subject.Text(), ManifestPath(error.path, subject), error.what, status.code());
+}
+
+// The documents of one file: one JSON document (when the first non-blank character is `{` or
+// `[`, as model::ParseJsonOrYamlDocuments decides), or every document of a YAML stream.
+Result<std::vector<ManifestDocument>> ParseManifestFile(const ManifestFile& file) {
+  std::vector<ManifestDocument> docs;
+  const size_t start = file.text.find_first_not_of(" \t\r\n");
+  if (start != std::string::npos && (file.text[start] == '{' || file.text[start] == '[')) {
+    ASSIGN_OR_RETURN(json value, model::ParseJson(file.text, file.name));
+    auto map = std::make_shared<const model::JsonSourceMap>(model::JsonSourceMap::Build(file.text));
+    docs.push_back({std::move(value), file.name, model::PositionOfOffset(file.text, start).line,
+                    std::move(map), ""});
+    return docs;
+  }
+  ASSIGN_OR_RETURN(auto yaml, model::ParseYamlDocuments(file.text, file.name));
+  for (model::YamlDocument& d : yaml) {
+    docs.push_back({std::move(d.value), file.name, d.line,
+                    std::make_shared<const model::JsonSourceMap>(std::move(d.source_map)), ""});
+  }
+  return docs;
+}
+
+bool IsList(const json& doc) {
+  if (!doc.is_object()) return false;
+  auto kind = doc.find("kind");
+  return kind != doc.end() && (*kind == "NodeList" || *kind == "List");
+}
+
+// Every document of every file; the items of a NodeList (or List) are documents of their own.
+Result<std::vector<ManifestDocument>> ParseManifests(const std::vector<ManifestFile>& files) {
+  std::vector<ManifestDocument> out;
+  for (const ManifestFile& file : files) {
+    ASSIGN_OR_RETURN(std::vector<ManifestDocument> docs, ParseManifestFile(file));
+    for (ManifestDocument& doc : docs) {
+      if (!IsList(doc.value)) {
+        out.push_back(std::move(doc));
+        continue;
+      }
+      const json& items = doc.value.value("items", json());
+      for (size_t i = 0; items.is_array() && i < items.size(); ++i) {
+        ManifestDocument item{items[i], doc.file, doc.line, doc.map,
+                              JoinPath(doc.map_path, model::IndexPath("items", i))};
+        item.line = NearestPosition(item, "").line;
+        out.push_back(std::move(item));
+      }
+    }
+  }
+  return out;
+}
+
+std::string StringMember(const json& object, std::string_view key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+std::string ManifestName(const json& doc) {
+  auto metadata = doc.find("metadata");
+  return metadata != doc.end() && metadata->is_object() ? StringMember(*metadata, "name") : "";
+}
+
+// What apply does with the documents: configs to validate and write together, nodes to import.
+struct ManifestPlan {
+  std::vector<PendingPut> puts;
+  std::vector<store::NodeRecord> nodes;
+};
+
+Status PlanNode(const ManifestDocument& doc, ManifestPlan& plan) {
+  const DocumentSubject subject{"Node", ManifestName(doc.value), "", false};
+  auto node = model::NodeFromJson(doc.value);
+  if (!node.ok()) return LocateError(node.status(), doc, subject);
+  plan.nodes.push_back(store::NodeRecord{node->name, model::NodeToJson(*node)});
+  return OkStatus();
+}
+
+// apiVersion, kind and the top-level fields of a config manifest; its kind.
+Result<Kind> ManifestKind(const ManifestDocument& doc) {
+  const json& v = doc.value;
+  std::vector<std::string> kinds;
+  for (Kind k : config::AllKinds()) kinds.emplace_back(config::KindManifestName(k));
+  const std::string kind_text = StringMember(v, "kind");
+  if (std::find(kinds.begin(), kinds.end(), kind_text) == kinds.end()) {
+    return AtField(doc, "", "kind",
+                   "unknown kind " + Quoted(kind_text) + DidYouMean(kind_text, kinds) +
+                       "; expected one of " + Join(kinds, ", ") + ", Node");
+  }
+  const DocumentSubject subject{kind_text, ManifestName(v), "", false};
+  const std::string api_version = StringMember(v, "apiVersion");
+  if (api_version != "gpupool.io/v1") {
+    return AtField(
+        doc, subject.Text(), "apiVersion",
+        "expected \"gpupool.io/v1\" (or kind Node with apiVersion v1), got " + Quoted(api_version));
+  }
+  for (const auto& [key, value] : v.items()) {
+    if (key != "apiVersion" && key != "kind" && key != "metadata" && key != "spec") {
+      return AtField(doc, subject.Text(), key,
+                     "unknown field" + DidYouMean(key, {"apiVersion", "kind", "metadata", "spec"}) +
+                         "; expected apiVersion, kind, metadata, spec");
+    }
+  }
+  return config::ParseKind(kind_text);
+}
+
+// A config manifest becomes a put whose errors point into the document (which must outlive it).
+Status PlanConfig(const ManifestDocument& doc, ManifestPlan& plan) {
+  ASSIGN_OR_RETURN(Kind kind, ManifestKind(doc));
+  const std::string name = ManifestName(doc.value);
+  const std::string kind_text(config::KindManifestName(kind));
+  if (name.empty()) return AtField(doc, kind_text, "metadata.name", "required string");
+  // Checked here (the decoders check names too) to point at metadata.name, not at the spec.
+  const DocumentSubject at_root{kind_text, name, "", false};
+  RETURN_IF_ERROR(LocateError(model::ValidateConfigName(name, "metadata.name"), doc, at_root));
+  json spec = doc.value.value("spec", json());
+  if (spec.is_null()) spec = kind == Kind::kResourceValidation ? json::array() : json::object();
+  const DocumentSubject subject{kind_text, name, "spec", !IsOsmoKind(kind)};
+  PendingPut put{kind, name, std::move(spec)};
+  put.locate = [&doc, subject](const Status& status) { return LocateError(status, doc, subject); };
+  plan.puts.push_back(std::move(put));
+  return OkStatus();
+}
+
+Status PlanDocument(const ManifestDocument& doc, ManifestPlan& plan) {
+  if (!doc.value.is_object()) {
+    return AtField(doc, "", "", "expected an object, got " + model::JsonTypeName(doc.value));
+  }
+  if (StringMember(doc.value, "kind") == "Node") return PlanNode(doc, plan);
+  return PlanConfig(doc, plan);
+}
+
+std::string FileNames(const std::vector<ManifestFile>& files) {
+  std::vector<std::string> names;
+  for (const ManifestFile& file : files) names.push_back(file.name);
+  return Join(names, " ");
+}
+
+Status CheckNodeWriteAccess(const Caller& caller, const config::ConfigSet& set) {
+  Status access = config::CheckAccess(caller.roles, "PUT", "/api/nodes", set);
+  if (access.ok()) return access;
+  return PermissionDeniedError("access denied: user " + Quoted(caller.user) + ": " +
+                               access.message());
 }
 
 }  // namespace
@@ -687,84 +966,29 @@ Result<WriteResult> Service::Rollback(const Caller& caller, const RollbackReques
 }
 
 Result<ApplyResult> Service::Apply(const Caller& caller, const ApplyRequest& request) {
-  std::vector<PendingPut> puts;
-  std::vector<store::NodeRecord> nodes;
-  const std::string prefix = FilePrefix(request.file_name);
-  std::vector<json> docs;
-  for (const json& doc : request.documents) {
-    if (doc.is_object() && doc.contains("kind") && doc["kind"].is_string() &&
-        (doc["kind"] == "NodeList" || doc["kind"] == "List")) {
-      if (doc.contains("items") && doc["items"].is_array()) {
-        for (const json& item : doc["items"]) docs.push_back(item);
-      }
-      continue;
-    }
-    docs.push_back(doc);
+  ASSIGN_OR_RETURN(std::vector<ManifestDocument> docs, ParseManifests(request.files));
+  const std::string names = FileNames(request.files);
+  if (docs.empty()) {
+    return InvalidArgumentError("no manifests in " + (names.empty() ? "the request" : names));
   }
-  std::vector<std::string> manifest_kinds;
-  for (Kind k : config::AllKinds()) manifest_kinds.emplace_back(config::KindManifestName(k));
-  for (size_t i = 0; i < docs.size(); ++i) {
-    const json& doc = docs[i];
-    std::string where = prefix + "document " + std::to_string(i + 1) + ": ";
-    if (!doc.is_object()) {
-      return InvalidArgumentError(where + "expected an object, got " + model::JsonTypeName(doc));
-    }
-    std::string kind_text = doc.value("kind", std::string());
-    if (kind_text == "Node") {
-      auto node = model::NodeFromJson(doc);
-      if (!node.ok()) return WithPrefix(node.status(), where);
-      nodes.push_back(store::NodeRecord{node->name, model::NodeToJson(*node)});
-      continue;
-    }
-    std::string api_version = doc.value("apiVersion", std::string());
-    if (api_version != "gpupool.io/v1") {
-      return InvalidArgumentError(where +
-                                  "apiVersion: expected \"gpupool.io/v1\" (or kind Node "
-                                  "with apiVersion v1), got " +
-                                  Quoted(api_version));
-    }
-    auto kind_it = std::find(manifest_kinds.begin(), manifest_kinds.end(), kind_text);
-    if (kind_it == manifest_kinds.end()) {
-      return InvalidArgumentError(where + "kind: unknown kind " + Quoted(kind_text) +
-                                  DidYouMean(kind_text, manifest_kinds) + "; expected one of " +
-                                  Join(manifest_kinds, ", ") + ", Node");
-    }
-    for (const auto& [key, value] : doc.items()) {
-      if (key != "apiVersion" && key != "kind" && key != "metadata" && key != "spec") {
-        return InvalidArgumentError(where + key + ": unknown field" +
-                                    DidYouMean(key, {"apiVersion", "kind", "metadata", "spec"}));
-      }
-    }
-    ASSIGN_OR_RETURN(Kind kind, config::ParseKind(kind_text));
-    const json& metadata = doc.value("metadata", json());
-    if (!metadata.is_object() || !metadata.contains("name") || !metadata["name"].is_string()) {
-      return InvalidArgumentError(where + "metadata.name: required string");
-    }
-    json spec = doc.value("spec", json());
-    if (spec.is_null()) {
-      spec = kind == Kind::kResourceValidation ? json::array() : json::object();
-    }
-    puts.push_back(PendingPut{kind, metadata["name"].get<std::string>(), spec});
+  ManifestPlan plan;  // its puts point into `docs`
+  for (const ManifestDocument& doc : docs) RETURN_IF_ERROR(PlanDocument(doc, plan));
+  if (!plan.nodes.empty()) {
+    // Before the configs are written, so that a caller who may not write nodes writes nothing.
+    ASSIGN_OR_RETURN(SnapshotPtr snap, cache_->Get(store_));
+    RETURN_IF_ERROR(CheckNodeWriteAccess(caller, snap->set));
   }
   ApplyResult result;
-  if (!puts.empty()) {
-    std::string description =
-        request.description.empty() ? "gpupool apply -f " + request.file_name : request.description;
-    ASSIGN_OR_RETURN(result.configs, ValidateAndWrite(store_, *cache_, machine_pools_, caller, puts,
-                                                      "update", description, request.file_name));
+  if (!plan.puts.empty()) {
+    const std::string description =
+        request.description.empty() ? "gpupool apply -f " + names : request.description;
+    ASSIGN_OR_RETURN(result.configs, ValidateAndWrite(store_, *cache_, machine_pools_, caller,
+                                                      plan.puts, "update", description, ""));
   }
-  if (!nodes.empty()) {
-    ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
-    const Snapshot& snap = *snap_ptr;
-    Status access = config::CheckAccess(caller.roles, "PUT", "/api/nodes", snap.set);
-    if (!access.ok()) {
-      return PermissionDeniedError("access denied: user " + Quoted(caller.user) + ": " +
-                                   access.message());
-    }
-    RETURN_IF_ERROR(store_.UpsertNodes(nodes, false));
-    result.nodes_imported = static_cast<int>(nodes.size());
-    Audit(store_, caller, "node import", request.file_name,
-          std::to_string(nodes.size()) + " nodes");
+  if (!plan.nodes.empty()) {
+    RETURN_IF_ERROR(store_.UpsertNodes(plan.nodes, false));
+    result.nodes_imported = static_cast<int>(plan.nodes.size());
+    Audit(store_, caller, "node import", names, std::to_string(plan.nodes.size()) + " nodes");
   }
   return result;
 }
@@ -848,13 +1072,8 @@ Result<std::vector<HistoryEntry>> Service::History(const HistoryFilter& filter) 
 
 Result<NodeImportResult> Service::ImportNodes(const Caller& caller, std::string_view text,
                                               std::string_view file_name, bool replace_all) {
-  ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
-  const Snapshot& snap = *snap_ptr;
-  Status access = config::CheckAccess(caller.roles, "PUT", "/api/nodes", snap.set);
-  if (!access.ok()) {
-    return PermissionDeniedError("access denied: user " + Quoted(caller.user) + ": " +
-                                 access.message());
-  }
+  ASSIGN_OR_RETURN(SnapshotPtr snap, cache_->Get(store_));
+  RETURN_IF_ERROR(CheckNodeWriteAccess(caller, snap->set));
   ASSIGN_OR_RETURN(auto nodes, model::ParseNodes(text, file_name));
   std::vector<store::NodeRecord> records;
   NodeImportResult result;

@@ -104,11 +104,19 @@ struct RollbackRequest {
   std::string description;
 };
 
-// One object of a manifest (`gpupool apply -f`); `kind: Node` objects are imported as nodes.
+// A manifest file as its author wrote it, so that errors name the file and the line and column
+// of the field at fault ("pools.yaml:13:3: Queue q: spec.resourcez: unknown field ...").
+struct ManifestFile {
+  std::string
+      name;  // the path the user gave ("/tmp/ap/pools.yaml"); "request body" over plain HTTP
+  std::string text;  // multi-document YAML, or one JSON document
+};
+
+// `gpupool apply -f FILE|DIR`: manifests of config kinds (apiVersion gpupool.io/v1) and
+// `kind: Node` objects (also as NodeList items), which are imported as nodes.
 struct ApplyRequest {
-  std::vector<nlohmann::ordered_json> documents;
-  std::string file_name;
-  std::string description;
+  std::vector<ManifestFile> files;
+  std::string description;  // revision note; default "gpupool apply -f <file names>"
 };
 
 struct ApplyResult {
@@ -276,7 +284,11 @@ class Service {
   // `config rollback KIND NAME --revision N`: writes the body of revision N as a new revision.
   Result<WriteResult> Rollback(const Caller& caller, const RollbackRequest& request);
 
-  // `gpupool apply -f FILE|DIR`: manifests (DESIGN §2); configs in one atomic write, then nodes.
+  // `gpupool apply -f FILE|DIR`: manifests (DESIGN §2) of one or more files. Every document is
+  // parsed, decoded and validated (configs together, and the caller's right to write nodes)
+  // before anything is written; then the configs in one atomic write, then the nodes. An error
+  // names the file, the line and column of the field, the manifest's kind and name and the field
+  // path within the manifest: "pools.yaml:13:3: Queue q: spec.resourcez: unknown field ...".
   Result<ApplyResult> Apply(const Caller& caller, const ApplyRequest& request);
 
   // `config show KIND NAME [--revision N]`.

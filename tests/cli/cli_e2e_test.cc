@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -48,6 +49,56 @@ std::string ShellQuote(const std::string& s) {
     }
   }
   return out + "'";
+}
+
+// `gpupool apply -f ARG` over files that hold an error, in the last document of the last file.
+struct ApplyErrorCase {
+  std::string name;
+  std::vector<std::pair<std::string, std::string>> files;  // path under the test dir, text
+  std::string arg;
+  std::string error;  // the exact start of stderr
+};
+
+// Every case starts with valid configs and nodes, which must not be written either.
+std::vector<ApplyErrorCase> ApplyErrorCases() {
+  const std::string queue_p =
+      "apiVersion: gpupool.io/v1\nkind: Queue\nmetadata:\n  name: p\n"
+      "spec:\n  priority: 1\n";
+  const std::string node_ok =
+      "apiVersion: v1\nkind: Node\nmetadata: {name: ok}\n"
+      "status: {allocatable: {cpu: \"4\"}}\n";
+  return {
+      {"single file, second document",
+       {{"pools.yaml", queue_p + "---\napiVersion: gpupool.io/v1\nkind: Queue\nmetadata:\n"
+                                 "  name: q\nspec:\n  resourcez: {}\n"}},
+       "pools.yaml",
+       "error: pools.yaml:13:3: Queue q: spec.resourcez: unknown field (did you mean "
+       "\"resources\"?); expected one of parent, priority, description, resources\n"},
+      {"directory, error in the second file",
+       {{"manifests/a.yaml", node_ok + "---\n" + queue_p},
+        {"manifests/b.yaml",
+         "apiVersion: gpupool.io/v1\nkind: Pool\nmetadata: {name: inference}\nspec:\n"
+         "  backend: default\n  platforms:\n    t4:\n      descriptionz: T4\n"}},
+       "manifests/",
+       "error: manifests/b.yaml:8:7: Pool inference: spec.platforms.t4.descriptionz: unknown "
+       "field (did you mean \"description\"?)\n"},
+      {"JSON manifest, a reference to a missing template",
+       {{"pool.json",
+         "{\n  \"apiVersion\": \"gpupool.io/v1\",\n  \"kind\": \"Pool\",\n"
+         "  \"metadata\": {\"name\": \"inference\"},\n  \"spec\": {\n"
+         "    \"backend\": \"default\",\n"
+         "    \"common_pod_template\": [\"default_user\", \"defualt_ctrl\"]\n  }\n}\n"}},
+       "pool.json",
+       "error: pool.json:7:45: Pool inference: spec.common_pod_template[1]: pod template "
+       "\"defualt_ctrl\" does not exist (did you mean \"default_ctrl\"?)\n"},
+      {"Node with a bad quantity, after a NodeList",
+       {{"nodes.yaml", queue_p + "---\napiVersion: v1\nkind: NodeList\nitems:\n- " +
+                           "apiVersion: v1\n  kind: Node\n  metadata: {name: ok}\n---\n" +
+                           "apiVersion: v1\nkind: Node\nmetadata: {name: bad}\nstatus:\n"
+                           "  allocatable: {cpu: 12x}\n"}},
+       "nodes.yaml",
+       "error: nodes.yaml:19:17: Node bad: status.allocatable.cpu: invalid quantity \"12x\""},
+  };
 }
 
 class CliTest : public ::testing::Test {
@@ -95,6 +146,24 @@ class CliTest : public ::testing::Test {
 
   std::string CopyFixture(const std::string& rel, const std::string& as) {
     return Write(as, ReadAll(kFixtures + "/" + rel));
+  }
+
+  using Run = std::function<Outcome(const std::vector<std::string>&)>;
+
+  // Applies the case with `run` (offline or --server): exit code 1, the error names the file,
+  // the line and column of the field, the manifest and the field path, and nothing was written
+  // (no config revision, no node).
+  void ExpectApplyRefused(const ApplyErrorCase& c, const Run& run) {
+    SCOPED_TRACE(c.name);
+    const std::string history_before = run({"config", "history", "-o", "json"}).out;
+    for (const auto& [path, text] : c.files) Write(path, text);
+    Outcome r = run({"apply", "-f", c.arg});
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    EXPECT_EQ(r.err.substr(0, c.error.size()), c.error);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(run({"config", "history", "-o", "json"}).out, history_before);
+    EXPECT_EQ(json::parse(run({"resource", "list", "-o", "json"}).out), json::array());
+    for (const auto& file : c.files) fs::remove(dir_ / file.first);
   }
 
   // Seed 000/002's heterogeneous pool, with a corrected a100 template, and the demo nodes.
@@ -643,6 +712,12 @@ status:
   EXPECT_THAT(bad.err, HasSubstr("did you mean \"Pool\""));
 }
 
+TEST_F(CliTest, ApplyErrorsNameFileLineKindNameAndField) {
+  for (const ApplyErrorCase& c : ApplyErrorCases()) {
+    ExpectApplyRefused(c, [this](const std::vector<std::string>& args) { return Gpupool(args); });
+  }
+}
+
 TEST_F(CliTest, NodeImportOfRealData) {
   Outcome a = Ok({"node", "import",
                   kSource + "/data/edgexr-k8s-node-json/vgpu_a16_node_kubectl_get_nodes.json"});
@@ -974,6 +1049,13 @@ TEST_F(ServerModeTest, ScheduleWhatIfWithInterrupts) {
   Outcome bad = Remote({"schedule", "-f", broken});
   EXPECT_EQ(bad.code, 1);
   EXPECT_THAT(bad.err, HasSubstr(broken + ":8:3: Queue q: spec.prio: unknown field"));
+}
+
+// The CLI sends the files as they are, so the server's errors name them as offline.
+TEST_F(ServerModeTest, ApplyErrorsNameFileLineKindNameAndField) {
+  for (const ApplyErrorCase& c : ApplyErrorCases()) {
+    ExpectApplyRefused(c, [this](const std::vector<std::string>& args) { return Remote(args); });
+  }
 }
 
 TEST_F(ServerModeTest, TokensAndRoles) {

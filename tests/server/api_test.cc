@@ -507,6 +507,58 @@ TEST_F(ApiTest, PoolResourceNodeApplyScheduleAndAuditRoutes) {
   EXPECT_TRUE(found) << (*audit).dump();
 }
 
+// POST /api/apply: the CLI's envelope of files gets errors that name the file and the field's
+// line, and writes all files in one transaction; a plain manifest body (curl) still works.
+TEST_F(ApiTest, ApplyEnvelopeOfFilesAndPlainManifests) {
+  Client admin = server_->As(kAdmin);
+  const std::string queue_p =
+      "apiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: p}\nspec: {priority: 1}\n";
+  const std::string bad_q =
+      "apiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: q}\nspec:\n  resourcez: {}\n";
+  const std::string bad_at = "b.yaml:5:3: Queue q: spec.resourcez: unknown field";
+  auto refused = admin.Apply({{"a.yaml", queue_p}, {"b.yaml", bad_q}});
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().message().substr(0, bad_at.size()), bad_at);
+  EXPECT_EQ(admin.ShowConfig("QUEUE", "p").status().code(), StatusCode::kNotFound);
+
+  auto applied = admin.Apply({{"a.yaml", queue_p},
+                              {"b.yaml",
+                               "apiVersion: gpupool.io/v1\n"
+                               "kind: Queue\nmetadata: {name: q}\n"
+                               "spec: {parent: p}\n"}});
+  ASSERT_TRUE(applied.ok()) << applied.status().ToString();
+  EXPECT_EQ((*applied)["changes"].size(), 2u);
+  auto history = admin.History("QUEUE", "q", 1);
+  ASSERT_TRUE(history.ok());
+  EXPECT_EQ((*history)["history"][0]["description"], "gpupool apply -f a.yaml b.yaml");
+
+  // Plain text: the text is the "request body".
+  auto plain_refused = admin.Apply(bad_q);
+  const std::string plain_at = "request body:5:3: Queue q: spec.resourcez: unknown field";
+  EXPECT_EQ(plain_refused.status().message().substr(0, plain_at.size()), plain_at);
+  EXPECT_TRUE(admin.Apply(queue_p).ok());
+  // A JSON manifest sent as application/json is a manifest, not an envelope.
+  auto json_manifest =
+      Raw("POST", "/api/apply", kAdmin,
+          R"({"apiVersion": "gpupool.io/v1", "kind": "Queue", "metadata": {"name": "j"}})");
+  ASSERT_TRUE(json_manifest);
+  EXPECT_EQ(json_manifest->status, 200) << json_manifest->body;
+  EXPECT_TRUE(admin.ShowConfig("QUEUE", "j").ok());
+
+  // Malformed envelopes: 400 naming the field.
+  for (const auto& [body, error] : std::vector<std::pair<std::string, std::string>>{
+           {R"({"files": []})", "request body: files: expected a non-empty list"},
+           {R"({"files": [{"name": "a.yaml"}]})", "request body: files[0]: expected an object"},
+           {R"({"files": [{"name": "a\nb", "text": ""}]})", "request body: files[0].name:"},
+           {R"({"files": [{"name": "a", "text": ""}], "x": 1})", "request body: x: unknown"},
+       }) {
+    auto reply = Raw("POST", "/api/apply", kAdmin, body);
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(reply->status, 400) << body;
+    EXPECT_NE(reply->body.find(error), std::string::npos) << body << " -> " << reply->body;
+  }
+}
+
 // ---- What-if (POST /api/schedule) and spot interruption notices ------------------------------
 
 // One 4-cpu node, one queue, a pod that fits and one that never can.

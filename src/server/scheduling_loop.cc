@@ -253,6 +253,16 @@ SchedulingLoop::SchedulingLoop(store::Store& store, backend::Backend& backend, c
 
 SchedulingLoop::~SchedulingLoop() { Stop(); }
 
+// Only the leader's view is current: a follower (or a former leader) exports none, so that a sum
+// or max over the servers' /metrics counts the cluster once.
+void SchedulingLoop::ClearLeaderGauges() {
+  pending_gauge_->ReplaceAll({});
+  running_gauge_->ReplaceAll({});
+  fair_share_gauge_->ReplaceAll({});
+  allocated_gauge_->ReplaceAll({});
+  deserved_gauge_->ReplaceAll({});
+}
+
 void SchedulingLoop::Start() {
   stop_ = false;
   thread_ = std::thread([this] {
@@ -286,6 +296,7 @@ Result<StepStats> SchedulingLoop::Step() {
   if (!lease.ok()) {
     leader_ = false;
     leader_gauge_->Set({}, 0);
+    ClearLeaderGauges();
     return lease.status();
   }
   if (!*lease) {
@@ -297,6 +308,7 @@ Result<StepStats> SchedulingLoop::Step() {
     }
     adopted_ = false;
     leader_gauge_->Set({}, 0);
+    ClearLeaderGauges();
     return stats;
   }
   leader_ = true;

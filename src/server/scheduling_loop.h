@@ -92,6 +92,7 @@ class SchedulingLoop {
 
  private:
   Status LeaderStep(int64_t now_ms, StepStats& stats);
+  void ClearLeaderGauges();
 
   store::Store& store_;
   backend::Backend& backend_;

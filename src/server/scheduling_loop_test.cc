@@ -396,6 +396,22 @@ TEST_F(SchedulingLoopTest, ExportsGauges) {
   EXPECT_NE(text.find("gpupool_running_pods 1"), std::string::npos) << text;
   EXPECT_NE(text.find("gpupool_queue_fair_share{queue=\"default\""), std::string::npos) << text;
   EXPECT_NE(text.find("gpupool_scheduling_cycle_seconds_count 1"), std::string::npos);
+
+  // Another server takes the lease: this one stops exporting the leader's view.
+  clock_.Advance(10'000);
+  backend::SimBackend other_backend(nodes_);
+  Registry other_registry;
+  LoopOptions options;
+  options.holder = "b";
+  options.lease_ttl_ms = 5000;
+  SchedulingLoop other(*store_, other_backend, clock_, other_registry, options);
+  ASSERT_TRUE(other.Step().ok());
+  EXPECT_FALSE(Step(*loop_).leader);
+  text = registry_.Render();
+  EXPECT_NE(text.find("gpupool_scheduler_leader 0"), std::string::npos) << text;
+  EXPECT_EQ(text.find("gpupool_pending_pods 1"), std::string::npos) << text;
+  EXPECT_EQ(text.find("gpupool_queue_fair_share{"), std::string::npos) << text;
+  EXPECT_NE(other_registry.Render().find("gpupool_pending_pods"), std::string::npos);
 }
 
 }  // namespace

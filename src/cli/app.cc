@@ -110,11 +110,6 @@ void PrintWarnings(const std::vector<std::string>& warnings) {
   for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
 }
 
-Result<json> ReadJsonFile(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, model::ReadFile(path));
-  return model::ParseJson(text, path);
-}
-
 // ---- Commands -----------------------------------------------------------------------------
 
 Status PrintWrite(const Env& env, const service::WriteResult& result) {
@@ -136,11 +131,11 @@ Status ConfigUpdate(Api& svc, const Env& env) {
   if (env.opts.file.empty()) {
     return InvalidArgumentError("config update needs --file FILE (the config as JSON)");
   }
-  ASSIGN_OR_RETURN(json body, ReadJsonFile(env.opts.file));
   service::UpdateConfigRequest req;
+  ASSIGN_OR_RETURN(req.text, model::ReadFile(env.opts.file));
+  ASSIGN_OR_RETURN(req.body, model::ParseJson(req.text, env.opts.file));
   req.kind = env.opts.kind;
   if (!env.opts.name.empty()) req.name = env.opts.name;
-  req.body = std::move(body);
   req.file_name = env.opts.file;
   req.description = env.opts.description;
   ASSIGN_OR_RETURN(auto result, svc.UpdateConfig(env.caller, req));

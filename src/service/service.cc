@@ -418,18 +418,19 @@ struct PendingPut {
   json body;  // as given (without name)
   // The caller's optimistic lock (0 = must not exist); absent: the revision this update read.
   std::optional<int64_t> expected_revision = std::nullopt;
-  // Rewords an error of this config's body to point at the manifest field it comes from (apply);
-  // unset: the error is prefixed with the file name.
+  // Rewords an error of this config's body to point at the field of the user's file it comes
+  // from (apply; config update given the file's text); unset: the error is prefixed with the
+  // file name.
   std::function<Status(const Status&)> locate = nullptr;
 };
 
-// An error of one put: located in its manifest, or prefixed with the file name.
+// An error of one put: located in its file, or prefixed with the file name.
 Status PutError(const PendingPut& put, const Status& status, std::string_view prefix) {
   return put.locate ? put.locate(status) : WithPrefix(status, prefix);
 }
 
-// config::ValidateReferences, with the errors of a pool being written pointed at its manifest
-// (each error starts with `pool "<name>": `, config/config_set.h).
+// config::ValidateReferences, one line per error, with the errors of a pool being written
+// pointed at its file (each error starts with `pool "<name>": `, config/config_set.h).
 Status CheckReferences(const config::ConfigSet& set, const std::vector<PendingPut>& puts,
                        std::string_view prefix) {
   std::vector<Status> errors = config::ValidateReferenceList(set);
@@ -437,12 +438,12 @@ Status CheckReferences(const config::ConfigSet& set, const std::vector<PendingPu
   std::vector<std::string> lines;
   for (const Status& error : errors) {
     auto put = std::find_if(puts.begin(), puts.end(), [&](const PendingPut& p) {
-      return p.kind == Kind::kPool && p.locate &&
-             StartsWith(error.message(), "pool " + Quoted(p.name) + ": ");
+      return p.kind == Kind::kPool && StartsWith(error.message(), "pool " + Quoted(p.name) + ": ");
     });
-    lines.push_back(put == puts.end() ? error.message() : put->locate(error).message());
+    lines.push_back(put == puts.end() ? WithPrefix(error, prefix).message()
+                                      : PutError(*put, error, prefix).message());
   }
-  return WithPrefix(InvalidArgumentError(Join(lines, "\n")), prefix);
+  return InvalidArgumentError(Join(lines, "\n"));
 }
 
 Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache& cache,
@@ -510,27 +511,44 @@ Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache
   return result;
 }
 
-// ---- Manifests (apply) --------------------------------------------------------------------
+// ---- Errors located in the user's file (apply, config update) -----------------------------
 
-// One document of a manifest file, with what points its errors at the field's own line.
-struct ManifestDocument {
-  json value;
+// One document of a user's file (a manifest, or a config file), with what points its errors at
+// the field's own line.
+struct SourceDocument {
+  json value;  // the manifest (apply); unused for a config file, whose body the request holds
   std::string file;
   int line = 1;  // where the document starts
-  // Shared: the items of a NodeList are documents of their file's one map.
+  // Shared: the items of a NodeList, and the configs of a map-form config file, are documents of
+  // their file's one map.
   std::shared_ptr<const model::JsonSourceMap> map;
-  std::string map_path;  // the document's field path in `map`: "" or "items[3]"
+  // The document's field path in `map`: "", "items[3]" (a NodeList's item), "p" (config "p" of
+  // a config file's map form {"p": {...}}).
+  std::string map_path;
 };
 
-// What a document is, for its errors ("Queue q"), and how its decoder's field paths map into it.
+// What a document is, for its errors, and how its decoder's field paths map into it.
 struct DocumentSubject {
-  std::string kind;  // as the manifest spells it: "Queue", "Node"
-  std::string name;
-  std::string root;          // the manifest field the decoder read: "spec", or "" (a node)
+  std::string text;          // how errors name it: "Queue q" (a manifest), `pool "p"` (a config)
+  std::string name;          // its name, with which a decoder's message may start
+  std::string root;          // the field the decoder read: "spec" (a config manifest), or ""
   bool name_rooted = false;  // the decoder's paths start with the name ("q.resources")
-
-  std::string Text() const { return name.empty() ? kind : kind + " " + name; }
 };
+
+// A manifest as errors name it: "Queue q", or "Node" when it has no name.
+DocumentSubject ManifestSubject(std::string_view kind, std::string name, std::string root = "",
+                                bool name_rooted = false) {
+  std::string text = name.empty() ? std::string(kind) : std::string(kind) + " " + name;
+  return {std::move(text), std::move(name), std::move(root), name_rooted};
+}
+
+// A config of a config file as the OSMO kinds' decoders name it (`pool "p"`, `pod template "t"`,
+// `resource validation "v"`), and the other kinds alike (`queue "q"`, `machine pool "m"`).
+DocumentSubject ConfigSubject(Kind kind, std::string name) {
+  std::string words = LowerKind(kind);
+  std::replace(words.begin(), words.end(), '_', ' ');
+  return {words + " " + Quoted(name), std::move(name), "", !IsOsmoKind(kind)};
+}
 
 // "spec" + "resources" -> "spec.resources", "spec" + "[0]" -> "spec[0]".
 std::string JoinPath(std::string_view parent, std::string_view child) {
@@ -541,7 +559,7 @@ std::string JoinPath(std::string_view parent, std::string_view child) {
 
 // Where `path` is in the document, or else its nearest enclosing field the map knows: a missing
 // required field is reported where its object is.
-model::SourcePosition NearestPosition(const ManifestDocument& doc, std::string_view path) {
+model::SourcePosition NearestPosition(const SourceDocument& doc, std::string_view path) {
   std::string at = JoinPath(doc.map_path, path);
   while (true) {
     if (auto found = doc.map->FindFieldPath(at)) return *found;
@@ -554,7 +572,7 @@ model::SourcePosition NearestPosition(const ManifestDocument& doc, std::string_v
 
 // "<file>:<line>:<column>: <subject>: <path>: <what>", at `path` in the document; an empty
 // subject or path is left out.
-Status AtField(const ManifestDocument& doc, std::string_view subject, std::string_view path,
+Status AtField(const SourceDocument& doc, std::string_view subject, std::string_view path,
                std::string_view what, StatusCode code = StatusCode::kInvalidArgument) {
   const model::SourcePosition at = NearestPosition(doc, path);
   std::string message =
@@ -565,7 +583,7 @@ Status AtField(const ManifestDocument& doc, std::string_view subject, std::strin
 }
 
 // A decoder's message without the subject it starts with (`pool "p": `, `resource validation
-// "v": `, `QUEUE "q": `, `node "n": `): the manifest's "Kind name" replaces it.
+// "v": `, `QUEUE "q": `, `node "n": `): the document's subject replaces it.
 std::string_view WithoutSubject(std::string_view message, std::string_view name) {
   const std::string marker = Quoted(name) + ": ";
   const size_t at = message.find(marker);
@@ -600,10 +618,11 @@ FieldError SplitFieldError(std::string_view message) {
   return {std::string(head), what};
 }
 
-// The manifest's field path for a decoder's: OSMO kinds' paths are relative to the body (the
-// spec); the other kinds' decoders and MachinePoolSupport::check start theirs with the config's
-// name, as `config update` shows them; a node's are the document's own.
-std::string ManifestPath(std::string_view path, const DocumentSubject& subject) {
+// The document's field path for a decoder's: OSMO kinds' paths are relative to the body (a
+// manifest's spec); the other kinds' decoders and MachinePoolSupport::check start theirs with
+// the config's name (as `config update` without a file text shows them); a node's are the
+// document's own.
+std::string DocumentPath(std::string_view path, const DocumentSubject& subject) {
   if (subject.name_rooted && StartsWith(path, subject.name)) {
     std::string_view rest = path.substr(subject.name.size());
     if (rest.empty() || rest.front() == '.' || rest.front() == '[') {
@@ -614,23 +633,34 @@ std::string ManifestPath(std::string_view path, const DocumentSubject& subject) 
   return JoinPath(subject.root, path);
 }
 
-// A decoder's error, pointed at the manifest field it is about.
-Status LocateError(const Status& status, const ManifestDocument& doc,
+// A decoder's error, pointed at the document's field it is about.
+Status LocateError(const Status& status, const SourceDocument& doc,
                    const DocumentSubject& subject) {
   if (status.ok()) return status;
   const FieldError error = SplitFieldError(WithoutSubject(status.message(), subject.name));
-  return AtField(doc, subject.Text(), ManifestPath(error.path, subject), error.what, status.code());
+  return AtField(doc, subject.text, DocumentPath(error.path, subject), error.what, status.code());
 }
+
+// Where a file's JSON text starts (its first non-blank character, `{` or `[`, as
+// model::ParseJsonOrYamlDocuments decides); nullopt for YAML.
+std::optional<size_t> JsonStart(std::string_view text) {
+  const size_t start = text.find_first_not_of(" \t\r\n");
+  if (start == std::string_view::npos || (text[start] != '{' && text[start] != '[')) {
+    return std::nullopt;
+  }
+  return start;
+}
+
+// ---- Manifests (apply) --------------------------------------------------------------------
 
 // The documents of one file: one JSON document (when the first non-blank character is `{` or
 // `[`, as model::ParseJsonOrYamlDocuments decides), or every document of a YAML stream.
-Result<std::vector<ManifestDocument>> ParseManifestFile(const ManifestFile& file) {
-  std::vector<ManifestDocument> docs;
-  const size_t start = file.text.find_first_not_of(" \t\r\n");
-  if (start != std::string::npos && (file.text[start] == '{' || file.text[start] == '[')) {
+Result<std::vector<SourceDocument>> ParseManifestFile(const ManifestFile& file) {
+  std::vector<SourceDocument> docs;
+  if (const std::optional<size_t> start = JsonStart(file.text)) {
     ASSIGN_OR_RETURN(json value, model::ParseJson(file.text, file.name));
     auto map = std::make_shared<const model::JsonSourceMap>(model::JsonSourceMap::Build(file.text));
-    docs.push_back({std::move(value), file.name, model::PositionOfOffset(file.text, start).line,
+    docs.push_back({std::move(value), file.name, model::PositionOfOffset(file.text, *start).line,
                     std::move(map), ""});
     return docs;
   }
@@ -649,19 +679,19 @@ bool IsList(const json& doc) {
 }
 
 // Every document of every file; the items of a NodeList (or List) are documents of their own.
-Result<std::vector<ManifestDocument>> ParseManifests(const std::vector<ManifestFile>& files) {
-  std::vector<ManifestDocument> out;
+Result<std::vector<SourceDocument>> ParseManifests(const std::vector<ManifestFile>& files) {
+  std::vector<SourceDocument> out;
   for (const ManifestFile& file : files) {
-    ASSIGN_OR_RETURN(std::vector<ManifestDocument> docs, ParseManifestFile(file));
-    for (ManifestDocument& doc : docs) {
+    ASSIGN_OR_RETURN(std::vector<SourceDocument> docs, ParseManifestFile(file));
+    for (SourceDocument& doc : docs) {
       if (!IsList(doc.value)) {
         out.push_back(std::move(doc));
         continue;
       }
       const json& items = doc.value.value("items", json());
       for (size_t i = 0; items.is_array() && i < items.size(); ++i) {
-        ManifestDocument item{items[i], doc.file, doc.line, doc.map,
-                              JoinPath(doc.map_path, model::IndexPath("items", i))};
+        SourceDocument item{items[i], doc.file, doc.line, doc.map,
+                            JoinPath(doc.map_path, model::IndexPath("items", i))};
         item.line = NearestPosition(item, "").line;
         out.push_back(std::move(item));
       }
@@ -686,8 +716,8 @@ struct ManifestPlan {
   std::vector<store::NodeRecord> nodes;
 };
 
-Status PlanNode(const ManifestDocument& doc, ManifestPlan& plan) {
-  const DocumentSubject subject{"Node", ManifestName(doc.value), "", false};
+Status PlanNode(const SourceDocument& doc, ManifestPlan& plan) {
+  const DocumentSubject subject = ManifestSubject("Node", ManifestName(doc.value));
   auto node = model::NodeFromJson(doc.value);
   if (!node.ok()) return LocateError(node.status(), doc, subject);
   plan.nodes.push_back(store::NodeRecord{node->name, model::NodeToJson(*node)});
@@ -695,7 +725,7 @@ Status PlanNode(const ManifestDocument& doc, ManifestPlan& plan) {
 }
 
 // apiVersion, kind and the top-level fields of a config manifest; its kind.
-Result<Kind> ManifestKind(const ManifestDocument& doc) {
+Result<Kind> ManifestKind(const SourceDocument& doc) {
   const json& v = doc.value;
   std::vector<std::string> kinds;
   for (Kind k : config::AllKinds()) kinds.emplace_back(config::KindManifestName(k));
@@ -705,16 +735,16 @@ Result<Kind> ManifestKind(const ManifestDocument& doc) {
                    "unknown kind " + Quoted(kind_text) + DidYouMean(kind_text, kinds) +
                        "; expected one of " + Join(kinds, ", ") + ", Node");
   }
-  const DocumentSubject subject{kind_text, ManifestName(v), "", false};
+  const DocumentSubject subject = ManifestSubject(kind_text, ManifestName(v));
   const std::string api_version = StringMember(v, "apiVersion");
   if (api_version != "gpupool.io/v1") {
     return AtField(
-        doc, subject.Text(), "apiVersion",
+        doc, subject.text, "apiVersion",
         "expected \"gpupool.io/v1\" (or kind Node with apiVersion v1), got " + Quoted(api_version));
   }
   for (const auto& [key, value] : v.items()) {
     if (key != "apiVersion" && key != "kind" && key != "metadata" && key != "spec") {
-      return AtField(doc, subject.Text(), key,
+      return AtField(doc, subject.text, key,
                      "unknown field" + DidYouMean(key, {"apiVersion", "kind", "metadata", "spec"}) +
                          "; expected apiVersion, kind, metadata, spec");
     }
@@ -723,24 +753,24 @@ Result<Kind> ManifestKind(const ManifestDocument& doc) {
 }
 
 // A config manifest becomes a put whose errors point into the document (which must outlive it).
-Status PlanConfig(const ManifestDocument& doc, ManifestPlan& plan) {
+Status PlanConfig(const SourceDocument& doc, ManifestPlan& plan) {
   ASSIGN_OR_RETURN(Kind kind, ManifestKind(doc));
   const std::string name = ManifestName(doc.value);
   const std::string kind_text(config::KindManifestName(kind));
   if (name.empty()) return AtField(doc, kind_text, "metadata.name", "required string");
   // Checked here (the decoders check names too) to point at metadata.name, not at the spec.
-  const DocumentSubject at_root{kind_text, name, "", false};
+  const DocumentSubject at_root = ManifestSubject(kind_text, name);
   RETURN_IF_ERROR(LocateError(model::ValidateConfigName(name, "metadata.name"), doc, at_root));
   json spec = doc.value.value("spec", json());
   if (spec.is_null()) spec = kind == Kind::kResourceValidation ? json::array() : json::object();
-  const DocumentSubject subject{kind_text, name, "spec", !IsOsmoKind(kind)};
+  const DocumentSubject subject = ManifestSubject(kind_text, name, "spec", !IsOsmoKind(kind));
   PendingPut put{kind, name, std::move(spec)};
   put.locate = [&doc, subject](const Status& status) { return LocateError(status, doc, subject); };
   plan.puts.push_back(std::move(put));
   return OkStatus();
 }
 
-Status PlanDocument(const ManifestDocument& doc, ManifestPlan& plan) {
+Status PlanDocument(const SourceDocument& doc, ManifestPlan& plan) {
   if (!doc.value.is_object()) {
     return AtField(doc, "", "", "expected an object, got " + model::JsonTypeName(doc.value));
   }
@@ -759,6 +789,70 @@ Status CheckNodeWriteAccess(const Caller& caller, const config::ConfigSet& set) 
   if (access.ok()) return access;
   return PermissionDeniedError("access denied: user " + Quoted(caller.user) + ": " +
                                access.message());
+}
+
+// ---- Config files (config update) ---------------------------------------------------------
+
+// The request's text as a document that errors can point into (the body at `body_path`);
+// nullopt without a text or a file name (a merge patch, a programmatic caller), or when the text
+// is not one JSON or YAML document.
+std::optional<SourceDocument> ConfigFileDocument(const UpdateConfigRequest& request) {
+  if (request.text.empty() || request.file_name.empty()) return std::nullopt;
+  SourceDocument doc{json(), request.file_name, 1, nullptr, request.body_path};
+  if (const std::optional<size_t> start = JsonStart(request.text)) {
+    doc.line = model::PositionOfOffset(request.text, *start).line;
+    doc.map =
+        std::make_shared<const model::JsonSourceMap>(model::JsonSourceMap::Build(request.text));
+  } else {
+    auto yaml = model::ParseYamlDocuments(request.text, request.file_name);
+    if (!yaml.ok() || yaml->size() != 1) return std::nullopt;
+    doc.line = yaml->front().line;
+    doc.map = std::make_shared<const model::JsonSourceMap>(std::move(yaml->front().source_map));
+  }
+  if (doc.map->empty()) return std::nullopt;
+  return doc;
+}
+
+// Whether `config` is an entry of the map form {"<name>": {...}} of `file` (SplitConfigFile's
+// rule 4) rather than the file itself: a body never equals one of its own members.
+bool IsMapEntry(const json& file, const config::NamedBody& config) {
+  if (!file.is_object()) return false;
+  auto entry = file.find(config.name);
+  if (entry == file.end()) return false;
+  json body = *entry;
+  if (body.is_object()) body.erase("name");
+  return body == config.body;
+}
+
+// A SplitConfigFile error: at the field it names ("p.name: ..."), else prefixed with the file's
+// name (an error may be about the command line's name, which is not in the file).
+Status SplitError(const Status& status, const std::optional<SourceDocument>& file,
+                  std::string_view file_name) {
+  if (file && !SplitFieldError(status.message()).path.empty()) {
+    return LocateError(status, *file, DocumentSubject{});
+  }
+  return WithPrefix(status, FilePrefix(file_name));
+}
+
+// The puts of a config file's configs; with the file's document, each points its errors at its
+// fields: `pool.json:7:7: pool "p": platforms.a.descripton: unknown field ...`, the path being
+// relative to the config (the object form), or to its entry (the map form).
+std::vector<PendingPut> ConfigFilePuts(Kind kind, std::vector<config::NamedBody> configs,
+                                       const json& body,
+                                       const std::optional<SourceDocument>& file) {
+  std::vector<PendingPut> puts;
+  for (config::NamedBody& config : configs) {
+    PendingPut put{kind, config.name, json()};
+    if (file) {
+      SourceDocument doc = *file;
+      if (IsMapEntry(body, config)) doc.map_path = JoinPath(doc.map_path, config.name);
+      put.locate = [doc = std::move(doc), subject = ConfigSubject(kind, config.name)](
+                       const Status& status) { return LocateError(status, doc, subject); };
+    }
+    put.body = std::move(config.body);
+    puts.push_back(std::move(put));
+  }
+  return puts;
 }
 
 }  // namespace
@@ -806,14 +900,14 @@ Result<WriteResult> Service::UpdateConfig(const Caller& caller,
     return InvalidArgumentError(FilePrefix(request.file_name) + "expected a JSON object, got " +
                                 model::JsonTypeName(request.body));
   }
+  const std::optional<SourceDocument> file = ConfigFileDocument(request);
   auto split = config::SplitConfigFile(kind, request.body, request.name);
-  if (!split.ok()) return WithPrefix(split.status(), FilePrefix(request.file_name));
+  if (!split.ok()) return SplitError(split.status(), file, request.file_name);
   if (split->empty()) {
     return InvalidArgumentError(FilePrefix(request.file_name) + "no " +
                                 std::string(config::KindName(kind)) + " config in the file");
   }
-  std::vector<PendingPut> puts;
-  for (auto& nb : *split) puts.push_back(PendingPut{kind, nb.name, nb.body});
+  std::vector<PendingPut> puts = ConfigFilePuts(kind, std::move(*split), request.body, file);
   if (request.expected_revision) {
     if (puts.size() != 1) {
       return InvalidArgumentError("expected_revision applies to one named config, got " +
@@ -966,13 +1060,13 @@ Result<WriteResult> Service::Rollback(const Caller& caller, const RollbackReques
 }
 
 Result<ApplyResult> Service::Apply(const Caller& caller, const ApplyRequest& request) {
-  ASSIGN_OR_RETURN(std::vector<ManifestDocument> docs, ParseManifests(request.files));
+  ASSIGN_OR_RETURN(std::vector<SourceDocument> docs, ParseManifests(request.files));
   const std::string names = FileNames(request.files);
   if (docs.empty()) {
     return InvalidArgumentError("no manifests in " + (names.empty() ? "the request" : names));
   }
   ManifestPlan plan;  // its puts point into `docs`
-  for (const ManifestDocument& doc : docs) RETURN_IF_ERROR(PlanDocument(doc, plan));
+  for (const SourceDocument& doc : docs) RETURN_IF_ERROR(PlanDocument(doc, plan));
   if (!plan.nodes.empty()) {
     // Before the configs are written, so that a caller who may not write nodes writes nothing.
     ASSIGN_OR_RETURN(SnapshotPtr snap, cache_->Get(store_));

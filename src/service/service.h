@@ -66,11 +66,18 @@ struct UpdateConfigRequest {
   std::string kind;                 // POOL, POD_TEMPLATE, ...
   std::optional<std::string> name;  // from the command line; absent for the map form
   nlohmann::ordered_json body;      // the parsed file: `{"name": ...}` or `{"<name>": {...}}`
-  std::string file_name;            // for error messages ("" over HTTP)
+  std::string file_name;            // for error messages ("request body" over HTTP)
   std::string description;          // revision note; default "gpupool config update KIND NAME"
   // Optimistic lock (one config only): the write succeeds only if the config is at this revision
   // (0: must not exist), checked by the store in the write's transaction; else kAborted.
   std::optional<int64_t> expected_revision;
+  // The text `body` was parsed from (JSON, or one YAML document), so that errors give the line
+  // and column of the field at fault: `pool.json:7:7: pool "p": platforms.a.descripton: unknown
+  // field (did you mean "description"?)`. Empty: errors name the file only.
+  std::string text;
+  // Where `body` is in `text`, as a field path: "" (all of it), or "configs" for the bulk PUT's
+  // {"configs": {...}}.
+  std::string body_path;
 };
 
 // `PATCH /api/configs/{kind}/{name}`: a JSON merge patch (RFC 7396) of one config's body, e.g.
@@ -264,7 +271,9 @@ class Service {
   Status EnsureBuiltins();
 
   // `config update KIND [NAME] --file F` and `config set ROLE NAME -f F`. Accepts both file
-  // shapes; the whole resulting ConfigSet is validated before one atomic write. A pool that
+  // shapes; the whole resulting ConfigSet is validated before one atomic write. Errors name the
+  // file, and with the request's text the line and column of the field, the config and the
+  // field path within it (as UpdateConfigRequest::text shows). A pool that
   // unfinished workflows use may change (with a warning naming them) unless the change removes a
   // platform they use (kFailedPrecondition; no --force for updates: delete with --force instead).
   Result<WriteResult> UpdateConfig(const Caller& caller, const UpdateConfigRequest& request);

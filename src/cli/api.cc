@@ -176,8 +176,13 @@ class Remote final : public Api {
 
   Result<service::WriteResult> UpdateConfig(const service::Caller&,
                                             const service::UpdateConfigRequest& r) override {
-    ASSIGN_OR_RETURN(json j, client_->UpdateConfig(r.kind, r.name, r.body, r.description));
-    return WriteFromJson(j);
+    // The file as written, so that the server's errors give its lines (as offline).
+    auto response = r.text.empty() ? client_->UpdateConfig(r.kind, r.name, r.body, r.description,
+                                                           r.expected_revision)
+                                   : client_->UpdateConfigFile(r.kind, r.name, r.text, r.file_name,
+                                                               r.description, r.expected_revision);
+    if (!response.ok()) return response.status();
+    return WriteFromJson(*response);
   }
   Result<service::WriteResult> SetPoolRole(const service::Caller&, std::string_view role,
                                            std::string_view d) override {

@@ -91,6 +91,57 @@ Result<std::optional<int64_t>> ExpectedRevision(const RouteRequest& request) {
   return std::optional<int64_t>(expected);
 }
 
+// The name a config update's errors give the request body: the `file` query parameter (the
+// CLI's file, so that remote errors read as offline ones), else "request body". It is only shown,
+// so it must be printable text: at most 1024 bytes of UTF-8 without control characters.
+Result<std::string> BodyFileName(const RouteRequest& request) {
+  constexpr size_t kMaxLength = 1024;
+  std::optional<std::string> file = request.Query("file");
+  if (!file || file->empty()) return std::string("request body");
+  const bool printable = file->size() <= kMaxLength && IsValidUtf8(*file) &&
+                         std::none_of(file->begin(), file->end(), [](char c) {
+                           return static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
+                         });
+  if (!printable) {
+    return InvalidArgumentError("file: expected a file name of printable characters (at most " +
+                                std::to_string(kMaxLength) + " bytes)");
+  }
+  return std::move(*file);
+}
+
+// PUT /api/configs/{kind}[/{name}]: the body, its text (for the lines and columns of errors) and
+// the file name errors give it. The bulk PUT (no name) also takes OSMO's {"configs": {...}}.
+Result<service::UpdateConfigRequest> DecodeUpdate(const RouteRequest& request,
+                                                  std::optional<std::string> name) {
+  service::UpdateConfigRequest update;
+  ASSIGN_OR_RETURN(update.kind, service::NormalizeKind(request.Param("kind")));
+  ASSIGN_OR_RETURN(update.file_name, BodyFileName(request));
+  auto body = DecodeBody(request);
+  if (!body.ok()) {
+    // Syntax errors name the file too: "pool.json:3:5: ..." rather than "request body:3:5: ...".
+    constexpr std::string_view kBody = "request body:";
+    const Status error = body.status();
+    if (!StartsWith(error.message(), kBody)) return error;
+    return Status(error.code(), update.file_name + error.message().substr(kBody.size() - 1));
+  }
+  update.body = std::move(*body);
+  update.text = request.Body();
+  if (!name && update.body.is_object() && update.body.size() == 1) {
+    for (const char* key : {"configs", "configs_dict"}) {
+      if (!update.body.contains(key)) continue;
+      update.body = Json(update.body[key]);
+      update.body_path = key;
+      break;
+    }
+  }
+  update.name = std::move(name);
+  update.description = Description(request, "");
+  if (update.name) {
+    ASSIGN_OR_RETURN(update.expected_revision, ExpectedRevision(request));
+  }
+  return update;
+}
+
 // At most 255 printable ASCII characters (as Stripe's and the IETF draft's keys): the key is
 // stored and compared byte for byte.
 Status CheckIdempotencyKey(std::string_view key) {
@@ -343,15 +394,7 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
     return Reply::Json({{"configs", JsonList(views)}});
   });
   router.Add("PUT", "/api/configs/{kind}", [&svc](const RouteRequest& r) -> Result<Reply> {
-    ASSIGN_OR_RETURN(std::string kind, service::NormalizeKind(r.Param("kind")));
-    ASSIGN_OR_RETURN(Json body, DecodeBody(r));
-    if (body.is_object() && body.size() == 1) {
-      for (const char* key : {"configs", "configs_dict"}) {
-        if (body.contains(key)) body = Json(body[key]);
-      }
-    }
-    service::UpdateConfigRequest request{kind, std::nullopt, std::move(body), "request body",
-                                         Description(r, "")};
+    ASSIGN_OR_RETURN(auto request, DecodeUpdate(r, std::nullopt));
     ASSIGN_OR_RETURN(auto result, svc.UpdateConfig(CallerOf(r), request));
     return Reply::Json(service::ToJson(result));
   });
@@ -361,13 +404,9 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
     ASSIGN_OR_RETURN(auto view, svc.ShowConfig(kind, r.Param("name"), revision));
     return Reply::Json(service::ToJson(view));
   });
-  router.Add("PUT", "/api/configs/{kind}/{name}", [ctx](const RouteRequest& r) -> Result<Reply> {
-    ASSIGN_OR_RETURN(std::string kind, service::NormalizeKind(r.Param("kind")));
-    ASSIGN_OR_RETURN(Json body, DecodeBody(r));
-    service::UpdateConfigRequest request{kind, r.Param("name"), std::move(body), "request body",
-                                         Description(r, "")};
-    ASSIGN_OR_RETURN(request.expected_revision, ExpectedRevision(r));
-    ASSIGN_OR_RETURN(auto result, ctx.service->UpdateConfig(CallerOf(r), request));
+  router.Add("PUT", "/api/configs/{kind}/{name}", [&svc](const RouteRequest& r) -> Result<Reply> {
+    ASSIGN_OR_RETURN(auto request, DecodeUpdate(r, r.Param("name")));
+    ASSIGN_OR_RETURN(auto result, svc.UpdateConfig(CallerOf(r), request));
     return Reply::Json(service::ToJson(result));
   });
   // JSON merge patch (RFC 7396), e.g. `{"description": "x", "enable_maintenance": true}`;

@@ -12,10 +12,13 @@
 //   PUT    /api/nodes?replace_all=false                 body: NodeList/Node JSON|YAML or openb CSV
 //   GET    /api/configs                                 {"configs": [ConfigView]}
 //   GET    /api/configs/{kind}                          {"configs": [ConfigView]}
-//   PUT    /api/configs/{kind}?description=             body: map form {"<name>": {...}} or
+//   PUT    /api/configs/{kind}?description=&file=       body: map form {"<name>": {...}} or
 //                                                       {"configs": {...}} (OSMO's bulk PUT)
 //   GET    /api/configs/{kind}/{name}?revision=N        ConfigView
-//   PUT    /api/configs/{kind}/{name}?description=&expected_revision=N   (or If-Match: N)
+//   PUT    /api/configs/{kind}/{name}?description=&expected_revision=N&file=   (or If-Match: N)
+//                                                       errors give the line and column of the
+//                                                       field in the body, naming it `file` (the
+//                                                       CLI's file name) or "request body"
 //   DELETE /api/configs/{kind}/{name}?force=&description=
 //   POST   /api/configs/role/{name}/pool                the generated pool role (config set ROLE)
 //   GET    /api/configs/history?kind=&name=&limit=      {"history": [HistoryEntry]}

@@ -111,11 +111,20 @@ std::string Seg(const std::string& s) { return EncodePathSegment(s); }
 Result<Json> Client::UpdateConfig(const std::string& kind, const std::optional<std::string>& name,
                                   const Json& body, const std::string& description,
                                   std::optional<int64_t> expected_revision) {
+  return UpdateConfigFile(kind, name, body.dump(), "", description, expected_revision);
+}
+
+Result<Json> Client::UpdateConfigFile(const std::string& kind,
+                                      const std::optional<std::string>& name,
+                                      const std::string& text, const std::string& file_name,
+                                      const std::string& description,
+                                      std::optional<int64_t> expected_revision) {
   std::string path = "/api/configs/" + Seg(kind) + (name ? "/" + Seg(*name) : "");
   path +=
-      Query({{"description", description},
+      Query({{"file", file_name},
+             {"description", description},
              {"expected_revision", expected_revision ? std::to_string(*expected_revision) : ""}});
-  return Call("PUT", path, body.dump());
+  return Call("PUT", path, text);
 }
 
 Result<Json> Client::SetPoolRole(const std::string& role_name, const std::string& description) {

@@ -48,6 +48,15 @@ class Client {
                                               const nlohmann::ordered_json& body,
                                               const std::string& description = "",
                                               std::optional<int64_t> expected_revision = {});
+  // The same with the config file as the user wrote it (JSON), sent as is, and its name
+  // (`file_name`, the `file` query parameter), so that the server's errors name the file and the
+  // line and column of the field at fault, as offline.
+  Result<nlohmann::ordered_json> UpdateConfigFile(const std::string& kind,
+                                                  const std::optional<std::string>& name,
+                                                  const std::string& text,
+                                                  const std::string& file_name,
+                                                  const std::string& description = "",
+                                                  std::optional<int64_t> expected_revision = {});
   Result<nlohmann::ordered_json> SetPoolRole(const std::string& role_name,
                                              const std::string& description = "");
   Result<nlohmann::ordered_json> ShowConfig(const std::string& kind, const std::string& name,

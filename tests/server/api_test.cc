@@ -309,6 +309,57 @@ TEST_F(ApiTest, BadInputIs400WithTheFieldPathNever500) {
   }
 }
 
+// PUT /api/configs: errors give the line and column of the field in the body, which the `file`
+// parameter (the CLI's file name) names; a merge patch's refer to the merged body: no line.
+TEST_F(ApiTest, ConfigUpdateErrorsNameTheFileAndTheFieldsLine) {
+  struct Case {
+    std::string name;
+    std::string method;
+    std::string path;
+    std::string body;
+    std::string type;
+    std::string message;  // the start of the error message
+  };
+  const std::string long_name(1025, 'a');
+  std::vector<Case> cases = {
+      {"object form, named by the file parameter", "PUT", "/api/configs/POOL/p?file=pool.json",
+       "{\n  \"backend\": \"default\",\n  \"descriptoin\": \"typo\"\n}\n", "application/json",
+       "pool.json:3:3: pool \"p\": descriptoin: unknown field (did you mean \"description\"?)"},
+      {"OSMO's bulk shape, without a file parameter", "PUT", "/api/configs/POOL",
+       "{\"configs\": {\n  \"p\": {\"backend\": \"default\", \"platfroms\": {}}\n}}\n",
+       "application/json",
+       "request body:2:31: pool \"p\": platfroms: unknown field (did you mean \"platforms\"?)"},
+      {"YAML", "PUT", "/api/configs/POOL/p?file=pools%2Fp.yaml",
+       "backend: default\nplatforms:\n  a:\n    descripton: x\n", "application/yaml",
+       "pools/p.yaml:4:5: pool \"p\": platforms.a.descripton: unknown field (did you mean "
+       "\"description\"?)"},
+      {"a syntax error names the file", "PUT", "/api/configs/POOL/p?file=pool.json",
+       "{\n  \"backend\": \"default\",,\n}\n", "application/json", "pool.json:2:24: syntax error"},
+      {"merge patch", "PATCH", "/api/configs/POOL/default?file=patch.json",
+       "{\n  \"descripton\": \"x\"\n}\n", "application/json",
+       "merge patch: pool \"default\": unknown field descripton"},
+      {"file parameter on two lines", "PUT", "/api/configs/POOL/p?file=a%0Ab", "{}",
+       "application/json", "file: expected a file name of printable characters"},
+      {"file parameter not UTF-8", "PUT", "/api/configs/POOL/p?file=a%C0%AF", "{}",
+       "application/json", "file: expected a file name of printable characters"},
+      {"file parameter too long", "PUT", "/api/configs/POOL/p?file=" + long_name, "{}",
+       "application/json", "file: expected a file name of printable characters (at most 1024"},
+  };
+  httplib::Client http("127.0.0.1", std::stoi(server_->url().substr(17)));
+  const httplib::Headers headers = {{"Authorization", std::string("Bearer ") + kAdmin}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto res = c.method == "PATCH" ? http.Patch(c.path.c_str(), headers, c.body, c.type.c_str())
+                                   : http.Put(c.path.c_str(), headers, c.body, c.type.c_str());
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << res->body;
+    Json error = Json::parse(res->body, nullptr, false);
+    ASSERT_TRUE(error.is_object()) << res->body;
+    EXPECT_EQ(error.value("message", "").substr(0, c.message.size()), c.message) << res->body;
+  }
+  EXPECT_EQ(server_->As(kAdmin).ShowConfig("POOL", "p").status().code(), StatusCode::kNotFound);
+}
+
 TEST_F(ApiTest, IdempotencyKeysAreCheckedAndReplayTheFirstSubmission) {
   httplib::Client http("127.0.0.1", std::stoi(server_->url().substr(17)));
   auto submit = [&](const std::string& key) {

@@ -101,6 +101,102 @@ std::vector<ApplyErrorCase> ApplyErrorCases() {
   };
 }
 
+// `gpupool config update|set ...` of a file that holds an error: the exact error, whose line and
+// column are the field's in the file.
+struct ConfigErrorCase {
+  std::string name;
+  std::string file;  // written under the test dir; the args name it as given
+  std::string text;
+  std::vector<std::string> args;
+  std::string error;  // all of stderr
+};
+
+std::vector<ConfigErrorCase> ConfigErrorCases() {
+  return {
+      {"unknown field, object form",
+       "pool.json",
+       "{\n"
+       "  \"name\": \"p\",\n"
+       "  \"backend\": \"default\",\n"
+       "  \"platforms\": {\n"
+       "    \"a\": {\n"
+       "      \"description\": \"A\",\n"
+       "      \"descripton\": \"x\"\n"
+       "    }\n"
+       "  }\n"
+       "}\n",
+       {"config", "update", "POOL", "p", "--file", "pool.json"},
+       "error: pool.json:7:7: pool \"p\": platforms.a.descripton: unknown field (did you mean "
+       "\"description\"?)\n"},
+      {"unknown field, map form, the second of two configs (the first is not written)",
+       "pools.json",
+       "{\n"
+       "  \"first\": {\"backend\": \"default\", \"platforms\": {\"a\": {}}},\n"
+       "  \"second\": {\n"
+       "    \"backend\": \"default\",\n"
+       "    \"platfroms\": {\"a\": {}}\n"
+       "  }\n"
+       "}\n",
+       {"config", "update", "POOL", "--file", "pools.json"},
+       "error: pools.json:5:5: pool \"second\": platfroms: unknown field (did you mean "
+       "\"platforms\"?)\n"},
+      {"a pod template that does not exist, map form",
+       "pools.json",
+       "{\n"
+       "  \"first\": {\"backend\": \"default\", \"platforms\": {\"a\": {}}},\n"
+       "  \"second\": {\n"
+       "    \"backend\": \"default\",\n"
+       "    \"platforms\": {\n"
+       "      \"a\": {\"override_pod_template\": [\"default_user\", \"nope\"]}\n"
+       "    }\n"
+       "  }\n"
+       "}\n",
+       {"config", "update", "POOL", "--file", "pools.json"},
+       "error: pools.json:6:55: pool \"second\": platforms.a.override_pod_template[1]: pod "
+       "template \"nope\" does not exist\n"},
+      {"a wrong type",
+       "pool.json",
+       "{\"name\": \"p\", \"backend\": \"default\",\n"
+       " \"enable_maintenance\": \"yes\"}\n",
+       {"config", "update", "POOL", "--file", "pool.json"},
+       "error: pool.json:2:2: pool \"p\": enable_maintenance: expected a boolean (true or false), "
+       "got string \"yes\"\n"},
+      {"a pod template's wrong type",
+       "template.json",
+       "{\"t\": {\n"
+       "  \"spec\": {\"nodeSelector\": 3}\n"
+       "}}\n",
+       {"config", "update", "POD_TEMPLATE", "--file", "template.json"},
+       "error: template.json:2:12: pod template \"t\": spec.nodeSelector: expected an object, got "
+       "number 3\n"},
+      {"a resource validation rule",
+       "validations.json",
+       "{\n"
+       "  \"v\": [\n"
+       "    {\"operator\": \"LE\", \"left_operand\": \"USER_CPU\", \"right_operand\": \"K8_CPU\",\n"
+       "     \"assert_message\": \"too many CPUs\"},\n"
+       "    {\"operator\": \"LTE\", \"left_operand\": \"USER_GPU\", \"right_operand\": "
+       "\"K8_GPU\",\n"
+       "     \"assert_message\": \"too many GPUs\"}\n"
+       "  ]\n"
+       "}\n",
+       {"config", "update", "RESOURCE_VALIDATION", "--file", "validations.json"},
+       "error: validations.json:5:6: resource validation \"v\": [1].operator: unknown operator "
+       "\"LTE\"; expected one of GT, GE, LT, LE, EQ, NE (did you mean \"LT\"?)\n"},
+      {"a role's action (config set)",
+       "role.json",
+       "{\n"
+       "  \"description\": \"Team\",\n"
+       "  \"policies\": [\n"
+       "    {\"actions\": [\"workflow:Create\", \"GET /api/pool\"], \"resources\": [\"*\"]}\n"
+       "  ]\n"
+       "}\n",
+       {"config", "set", "ROLE", "osmo-team", "-f", "role.json"},
+       "error: role.json:4:37: role \"osmo-team\": policies[0].actions[1]: action \"GET "
+       "/api/pool\" must look like \"workflow:Create\", \"pool:*\" or \"*:*\"\n"},
+  };
+}
+
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -164,6 +260,20 @@ class CliTest : public ::testing::Test {
     EXPECT_EQ(run({"config", "history", "-o", "json"}).out, history_before);
     EXPECT_EQ(json::parse(run({"resource", "list", "-o", "json"}).out), json::array());
     for (const auto& file : c.files) fs::remove(dir_ / file.first);
+  }
+
+  // Runs the case with `run` (offline or --server): exit code 1, the exact error, and nothing was
+  // written (no config revision).
+  void ExpectConfigRefused(const ConfigErrorCase& c, const Run& run) {
+    SCOPED_TRACE(c.name);
+    const std::string history_before = run({"config", "history", "-o", "json"}).out;
+    Write(c.file, c.text);
+    Outcome r = run(c.args);
+    EXPECT_EQ(r.code, 1) << r.out << r.err;
+    EXPECT_EQ(r.err, c.error);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(run({"config", "history", "-o", "json"}).out, history_before);
+    fs::remove(dir_ / c.file);
   }
 
   // Seed 000/002's heterogeneous pool, with a corrected a100 template, and the demo nodes.
@@ -718,6 +828,13 @@ TEST_F(CliTest, ApplyErrorsNameFileLineKindNameAndField) {
   }
 }
 
+TEST_F(CliTest, ConfigUpdateErrorsNameFileLineConfigAndField) {
+  for (const ConfigErrorCase& c : ConfigErrorCases()) {
+    ExpectConfigRefused(c, [this](const std::vector<std::string>& args) { return Gpupool(args); });
+  }
+  EXPECT_THAT(Ok({"config", "list", "POOL"}).out, Not(HasSubstr("first")));
+}
+
 TEST_F(CliTest, NodeImportOfRealData) {
   Outcome a = Ok({"node", "import",
                   kSource + "/data/edgexr-k8s-node-json/vgpu_a16_node_kubectl_get_nodes.json"});
@@ -1056,6 +1173,14 @@ TEST_F(ServerModeTest, ApplyErrorsNameFileLineKindNameAndField) {
   for (const ApplyErrorCase& c : ApplyErrorCases()) {
     ExpectApplyRefused(c, [this](const std::vector<std::string>& args) { return Remote(args); });
   }
+}
+
+// The CLI sends the file as written, and its name: the server's errors read as offline.
+TEST_F(ServerModeTest, ConfigUpdateErrorsNameFileLineConfigAndField) {
+  for (const ConfigErrorCase& c : ConfigErrorCases()) {
+    ExpectConfigRefused(c, [this](const std::vector<std::string>& args) { return Remote(args); });
+  }
+  EXPECT_THAT(RemoteOk({"config", "list", "POOL"}).out, Not(HasSubstr("first")));
 }
 
 TEST_F(ServerModeTest, TokensAndRoles) {

@@ -82,6 +82,15 @@ TEST(StringsTest, IsValidUtf8) {
     EXPECT_EQ(IsValidUtf8(c.text), c.want) << testing::PrintToString(c.text);
 }
 
+TEST(StringsTest, IsPrintableLine) {
+  EXPECT_TRUE(IsPrintableLine("pools/zo\xC3\xAB.json", 100));
+  EXPECT_TRUE(IsPrintableLine("", 0));
+  EXPECT_FALSE(IsPrintableLine("a\nb", 100));
+  EXPECT_FALSE(IsPrintableLine("a\x7F", 100));
+  EXPECT_FALSE(IsPrintableLine("\xC0\xAF", 100));
+  EXPECT_FALSE(IsPrintableLine("abcd", 3));
+}
+
 TEST(StringsTest, SplitJoinTrim) {
   EXPECT_EQ(Split("a,b,,c", ','), (std::vector<std::string>{"a", "b", "", "c"}));
   EXPECT_EQ(Join({"a", "b"}, ", "), "a, b");

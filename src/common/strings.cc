@@ -115,6 +115,12 @@ bool IsValidUtf8(std::string_view text) {
   return true;
 }
 
+bool IsPrintableLine(std::string_view text, size_t max_bytes) {
+  if (text.size() > max_bytes || !IsValidUtf8(text)) return false;
+  return std::none_of(text.begin(), text.end(),
+                      [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; });
+}
+
 std::string DidYouMean(std::string_view word, const std::vector<std::string>& candidates) {
   std::string best = ClosestMatch(word, candidates);
   if (best.empty()) return "";

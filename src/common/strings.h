@@ -18,6 +18,10 @@ std::string ToLower(std::string_view text);
 // reaches a database or a JSON document must be: PostgreSQL refuses anything else.
 bool IsValidUtf8(std::string_view text);
 
+// Text fit to show in one line of a message: valid UTF-8, no control characters, at most
+// `max_bytes` long (a file name the CLI passes to the server for its errors).
+bool IsPrintableLine(std::string_view text, size_t max_bytes);
+
 // Levenshtein distance, for did-you-mean suggestions.
 size_t EditDistance(std::string_view a, std::string_view b);
 

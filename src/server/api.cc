@@ -8,6 +8,7 @@
 
 #include "common/strings.h"
 #include "model/json_io.h"
+#include "server/client.h"
 #include "server/machine_pools.h"
 #include "server/path.h"
 
@@ -95,14 +96,10 @@ Result<std::optional<int64_t>> ExpectedRevision(const RouteRequest& request) {
 // CLI's file, so that remote errors read as offline ones), else "request body". It is only shown,
 // so it must be printable text: at most 1024 bytes of UTF-8 without control characters.
 Result<std::string> BodyFileName(const RouteRequest& request) {
-  constexpr size_t kMaxLength = 1024;
+  constexpr size_t kMaxLength = kMaxBodyFileName;
   std::optional<std::string> file = request.Query("file");
   if (!file || file->empty()) return std::string("request body");
-  const bool printable = file->size() <= kMaxLength && IsValidUtf8(*file) &&
-                         std::none_of(file->begin(), file->end(), [](char c) {
-                           return static_cast<unsigned char>(c) < 0x20 || c == 0x7F;
-                         });
-  if (!printable) {
+  if (!IsPrintableLine(*file, kMaxLength)) {
     return InvalidArgumentError("file: expected a file name of printable characters (at most " +
                                 std::to_string(kMaxLength) + " bytes)");
   }

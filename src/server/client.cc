@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "common/strings.h"
 #include "server/path.h"
 
 namespace gpupool::server {
@@ -120,8 +121,10 @@ Result<Json> Client::UpdateConfigFile(const std::string& kind,
                                       const std::string& description,
                                       std::optional<int64_t> expected_revision) {
   std::string path = "/api/configs/" + Seg(kind) + (name ? "/" + Seg(*name) : "");
+  // A name the server would refuse to show is left out: errors then say "request body".
+  const bool showable = IsPrintableLine(file_name, kMaxBodyFileName);
   path +=
-      Query({{"file", file_name},
+      Query({{"file", showable ? file_name : ""},
              {"description", description},
              {"expected_revision", expected_revision ? std::to_string(*expected_revision) : ""}});
   return Call("PUT", path, text);

@@ -25,6 +25,9 @@ class Client;
 
 namespace gpupool::server {
 
+// Longest file name a config update may pass for its errors (the `file` query parameter).
+inline constexpr size_t kMaxBodyFileName = 1024;
+
 class Client {
  public:
   // `base_url`: http://host:port (https:// works too). `token`: sent as "Bearer <token>" when

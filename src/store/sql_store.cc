@@ -1,12 +1,14 @@
 #include "store/sql_store.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <chrono>
 #include <set>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace gpupool::store {
@@ -128,6 +130,47 @@ std::string WorkflowWhere(const WorkflowFilter& filter, SqlParams& params) {
   where += " ORDER BY submitted_ms, id";
   if (filter.limit > 0) where += " LIMIT " + Param(params, int64_t{filter.limit});
   return where;
+}
+
+// Rows per multi-row INSERT of tasks (13 parameters each): a statement of 1 to 64 rows, so at
+// most 64 distinct SQL texts (each a prepared statement of the PostgreSQL writer session).
+constexpr size_t kTasksPerInsert = 64;
+
+// One row of the tasks table: the task at `position` of workflow `workflow_id`.
+struct TaskRow {
+  std::string_view workflow_id;
+  int64_t position;
+  const TaskRecord* task;
+};
+
+// Inserts `rows` (of one workflow or several) in multi-row INSERTs, which save round trips.
+Status InsertTaskRows(SqlConnection& db, const std::vector<TaskRow>& rows) {
+  for (size_t begin = 0; begin < rows.size(); begin += kTasksPerInsert) {
+    size_t end = std::min(rows.size(), begin + kTasksPerInsert);
+    SqlParams params;
+    params.reserve((end - begin) * 13);
+    std::string sql =
+        "INSERT INTO tasks (workflow_id, position, group_name, name, status, node, pod, retry, "
+        "status_changed_ms, started_ms, finished_ms, exit_code, message) VALUES ";
+    for (size_t i = begin; i < end; ++i) {
+      const TaskRecord& t = *rows[i].task;
+      ASSIGN_OR_RETURN(std::string pod,
+                       DumpJson(t.pod, "task " + std::string(rows[i].workflow_id) + "/" + t.name));
+      sql += i == begin ? "(" : ", (";
+      for (SqlParam value :
+           {SqlParam(std::string(rows[i].workflow_id)), SqlParam(rows[i].position),
+            SqlParam(t.group), SqlParam(t.name), SqlParam(t.status), SqlParam(t.node),
+            SqlParam(std::move(pod)), SqlParam(int64_t{t.retry}), SqlParam(t.status_changed_ms),
+            SqlParam(t.started_ms), SqlParam(t.finished_ms), SqlParam(int64_t{t.exit_code}),
+            SqlParam(t.message)}) {
+        if (sql.back() != '(') sql += ", ";
+        sql += Param(params, std::move(value));
+      }
+      sql += ")";
+    }
+    RETURN_IF_ERROR(db.Query(sql, params).status());
+  }
+  return OkStatus();
 }
 
 }  // namespace
@@ -595,33 +638,12 @@ Result<WorkflowRecord> SqlStore::LoadWorkflow(SqlConnection& db, std::string_vie
 
 Status SqlStore::InsertTasks(SqlConnection& db, std::string_view workflow_id,
                              const std::vector<TaskRecord>& tasks) {
-  // Multi-row INSERTs of up to kTasksPerInsert rows (13 parameters each) save round trips.
-  constexpr size_t kTasksPerInsert = 64;
-  for (size_t begin = 0; begin < tasks.size(); begin += kTasksPerInsert) {
-    size_t end = std::min(tasks.size(), begin + kTasksPerInsert);
-    SqlParams params;
-    std::string sql =
-        "INSERT INTO tasks (workflow_id, position, group_name, name, status, node, pod, retry, "
-        "status_changed_ms, started_ms, finished_ms, exit_code, message) VALUES ";
-    for (size_t i = begin; i < end; ++i) {
-      const TaskRecord& t = tasks[i];
-      ASSIGN_OR_RETURN(std::string pod,
-                       DumpJson(t.pod, "task " + std::string(workflow_id) + "/" + t.name));
-      sql += i == begin ? "(" : ", (";
-      for (SqlParam value :
-           {SqlParam(std::string(workflow_id)), SqlParam(static_cast<int64_t>(i)),
-            SqlParam(t.group), SqlParam(t.name), SqlParam(t.status), SqlParam(t.node),
-            SqlParam(std::move(pod)), SqlParam(int64_t{t.retry}), SqlParam(t.status_changed_ms),
-            SqlParam(t.started_ms), SqlParam(t.finished_ms), SqlParam(int64_t{t.exit_code}),
-            SqlParam(t.message)}) {
-        if (sql.back() != '(') sql += ", ";
-        sql += Param(params, std::move(value));
-      }
-      sql += ")";
-    }
-    RETURN_IF_ERROR(db.Query(sql, params).status());
+  std::vector<TaskRow> rows;
+  rows.reserve(tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    rows.push_back(TaskRow{workflow_id, static_cast<int64_t>(i), &tasks[i]});
   }
-  return OkStatus();
+  return InsertTaskRows(db, rows);
 }
 
 Result<SqlStore::CreateOutcome> SqlStore::CreateIn(SqlConnection& db,
@@ -712,38 +734,110 @@ void SqlStore::GroupCommit(PendingWrite& write) {
   }
 }
 
+Status SqlStore::CreateTogether(SqlConnection& db, const std::vector<PendingWrite*>& todo,
+                                const std::vector<size_t>& together,
+                                std::vector<CreateOutcome>& outcomes) {
+  // Rows per multi-row INSERT (8 parameters each): the largest power of two up to 64 that the
+  // rest fills, so at most 7 distinct SQL texts (1, 2, 4, ..., 64 rows) and at most 7 statements
+  // for 127 creates.
+  constexpr size_t kWorkflowsPerInsert = 64;
+  std::vector<TaskRow> tasks;
+  for (size_t begin = 0; begin < together.size();) {
+    size_t end = begin + std::min(kWorkflowsPerInsert, std::bit_floor(together.size() - begin));
+    SqlParams params;
+    params.reserve((end - begin) * 8);
+    std::string sql =
+        "INSERT INTO workflows (id, name, pool, user_name, status, finished, submitted_ms, spec, "
+        "version) VALUES ";
+    for (size_t k = begin; k < end; ++k) {
+      const PendingWrite& write = *todo[together[k]];
+      const WorkflowRecord& w = *write.workflow;
+      sql += k == begin ? "(" : ", (";
+      sql += Param(params, w.id) + ", " + Param(params, w.name) + ", " + Param(params, w.pool) +
+             ", " + Param(params, w.user) + ", " + Param(params, w.status) + ", " +
+             Param(params, int64_t{IsFinishedWorkflowStatus(w.status) ? 1 : 0}) + ", " +
+             Param(params, w.submitted_ms) + ", " + Param(params, write.spec) + ", 1)";
+    }
+    // As in CreateIn: a taken id is skipped (DO NOTHING), not an error, so it refuses its own
+    // create only. RETURNING names the rows inserted, in no particular order; the ids of one
+    // statement are distinct (the caller's promise), so an id names its create.
+    sql += " ON CONFLICT DO NOTHING RETURNING id";
+    ASSIGN_OR_RETURN(auto rows, db.Query(sql, params));
+    std::unordered_set<std::string_view> inserted;
+    for (const SqlRow& row : rows) inserted.insert(row.Text(0));
+    for (size_t k = begin; k < end; ++k) {
+      const WorkflowRecord& w = *todo[together[k]]->workflow;
+      CreateOutcome& outcome = outcomes[together[k]];
+      if (!inserted.contains(w.id)) {
+        outcome.refused = AlreadyExistsError("workflow " + w.id + " already exists");
+        continue;
+      }
+      outcome.inserted = true;
+      for (size_t i = 0; i < w.tasks.size(); ++i) {
+        tasks.push_back(TaskRow{w.id, static_cast<int64_t>(i), &w.tasks[i]});
+      }
+    }
+    begin = end;
+  }
+  return InsertTaskRows(db, tasks);
+}
+
 void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
   std::vector<PendingWrite*> todo = batch;
-  // The batch's audit records go in multi-row INSERTs; if one of those fails, the batch is
-  // rerun with one INSERT per record to find the write it belongs to.
-  bool audits_one_by_one = false;
+  // Multi-row statements write the batch's creates without an idempotency key, their tasks and
+  // the audit records. A failing multi-row statement does not tell whose row failed, so the batch
+  // is then rerun with one statement per write (and stays so) to find the write that fails.
+  bool one_by_one = false;
   while (!todo.empty()) {
+    // The creates that go together: no idempotency key, and an id that no earlier write of the
+    // batch has. Written first, each still gets the outcome it would get in batch order: none
+    // can conflict with an earlier write of the batch (a key-less create conflicts on its id
+    // only), and the later writes of its id still come after it. The other creates (keyed, or a
+    // repeated id) run one at a time in batch order, as CreateIn.
+    std::vector<size_t> together;
+    std::vector<bool> is_together(todo.size(), false);
+    if (!one_by_one) {
+      std::unordered_set<std::string_view> ids;
+      for (size_t i = 0; i < todo.size(); ++i) {
+        const WorkflowRecord* workflow = todo[i]->workflow;
+        if (workflow == nullptr) continue;
+        if (ids.insert(workflow->id).second && workflow->idempotency_key.empty()) {
+          together.push_back(i);
+          is_together[i] = true;
+        }
+      }
+    }
     std::vector<CreateOutcome> outcomes;
     size_t failed = todo.size();  // the write whose statement failed, if one did
-    bool audits_failed = false;
+    bool shared_failed = false;   // a multi-row statement failed
     Status status = Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
       outcomes.assign(todo.size(), CreateOutcome{});
       failed = todo.size();
-      audits_failed = false;
+      shared_failed = true;
+      RETURN_IF_ERROR(CreateTogether(db, todo, together, outcomes));
+      shared_failed = false;
       std::vector<const PendingWrite*> audited;
       for (size_t i = 0; i < todo.size(); ++i) {
         const PendingWrite& write = *todo[i];
         failed = i;
         if (write.workflow != nullptr) {
-          ASSIGN_OR_RETURN(outcomes[i], CreateIn(db, *write.workflow, write.spec));
+          if (!is_together[i]) {
+            ASSIGN_OR_RETURN(outcomes[i], CreateIn(db, *write.workflow, write.spec));
+          }
           if (!outcomes[i].refused.ok()) continue;  // no audit record for a refused create
         }
         if (write.audit == nullptr) continue;
-        if (audits_one_by_one) {
+        if (one_by_one) {
           RETURN_IF_ERROR(InsertAudits(db, {&write}));
         } else {
           audited.push_back(&write);
         }
       }
       failed = todo.size();
-      Status audits = InsertAudits(db, audited);
-      audits_failed = !audits.ok();
-      return audits;
+      shared_failed = true;
+      RETURN_IF_ERROR(InsertAudits(db, audited));
+      shared_failed = false;
+      return OkStatus();
     });
     if (status.ok()) {
       for (size_t i = 0; i < todo.size(); ++i) {
@@ -754,8 +848,8 @@ void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
       }
       return;
     }
-    if (audits_failed && !audits_one_by_one) {
-      audits_one_by_one = true;
+    if (shared_failed && !one_by_one) {
+      one_by_one = true;
       continue;
     }
     if (failed >= todo.size()) {

@@ -7,9 +7,12 @@
 // transactions, so that reads run beside the writer and beside each other (SQLite WAL readers;
 // PostgreSQL sessions). Workflow creates and audit appends are group-committed: a caller queues
 // its write; whoever finds no batch running becomes the leader, writes everything queued in one
-// transaction and wakes the others once it committed (or failed). A write whose statement fails
-// is dropped from the batch and the batch rerun without it, so it fails alone. Sequence values
-// are handed out from blocks reserved in a write transaction.
+// transaction and wakes the others once it committed (or failed). A batch's creates without an
+// idempotency key, their tasks and its audit records go in multi-row INSERTs (a handful of
+// statements per batch); keyed creates take one statement each. A write whose statement fails
+// is dropped from the batch and the batch rerun without it, so it fails alone (after a failing
+// multi-row statement, the batch is first rerun with one statement per write to find it).
+// Sequence values are handed out from blocks reserved in a write transaction.
 //
 // Between processes, correctness comes from the database: every write method is one
 // transaction; a config write first bumps the one-row config_generation (serialising config
@@ -138,6 +141,11 @@ class SqlStore final : public Store {
   };
   Result<CreateOutcome> CreateIn(SqlConnection& db, const WorkflowRecord& workflow,
                                  const std::string& spec);
+  // Creates the workflows of todo[together[...]] (none with an idempotency key, no two with one
+  // id) in multi-row INSERTs, then their tasks, and sets outcomes[together[...]]. Fails on a
+  // statement error, which does not tell whose row failed.
+  Status CreateTogether(SqlConnection& db, const std::vector<PendingWrite*>& todo,
+                        const std::vector<size_t>& together, std::vector<CreateOutcome>& outcomes);
   // Appends the audit records of `writes` in multi-row INSERTs.
   Status InsertAudits(SqlConnection& db, const std::vector<const PendingWrite*>& writes);
   // Stores a queued create's result in a Result (the given workflow as stored, or what the

@@ -4,11 +4,15 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <latch>
+#include <map>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -52,9 +56,31 @@ class SqliteBackend {
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
-  std::string Url() const { return "sqlite:" + (dir_ / "sub" / "store.db").string(); }
+  std::string Url() const { return "sqlite:" + Path(); }
+
+  // Holds the database's write lock on a connection of its own until destroyed, so writers
+  // (BEGIN IMMEDIATE) wait meanwhile. Test-only plumbing.
+  class InsertBlock {
+   public:
+    explicit InsertBlock(const std::string& path) {
+      EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK);
+      EXPECT_EQ(sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+    }
+    ~InsertBlock() {
+      sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+      sqlite3_close(db_);
+    }
+
+   private:
+    sqlite3* db_ = nullptr;
+  };
+  std::unique_ptr<InsertBlock> BlockWorkflowInserts() const {
+    return std::make_unique<InsertBlock>(Path());
+  }
 
  private:
+  std::string Path() const { return (dir_ / "sub" / "store.db").string(); }
+
   std::filesystem::path dir_;
 };
 
@@ -110,6 +136,32 @@ class PostgresBackend {
     std::string base = BaseUrl();
     return base + (base.find('?') == std::string::npos ? "?" : "&") +
            "options=-c%20search_path%3D" + schema_;
+  }
+
+  // Holds a lock on the workflows table (in a transaction of a connection of its own) until
+  // destroyed, so inserts into it wait meanwhile. Test-only plumbing.
+  class InsertBlock {
+   public:
+#ifdef GPUPOOL_WITH_POSTGRES
+    explicit InsertBlock(const std::string& url) : conn_(PQconnectdb(url.c_str())) {
+      EXPECT_EQ(PQstatus(conn_), CONNECTION_OK) << PQerrorMessage(conn_);
+      PGresult* result = PQexec(conn_, "BEGIN; LOCK TABLE workflows IN SHARE ROW EXCLUSIVE MODE");
+      EXPECT_EQ(PQresultStatus(result), PGRES_COMMAND_OK) << PQerrorMessage(conn_);
+      PQclear(result);
+    }
+    ~InsertBlock() {
+      PQclear(PQexec(conn_, "ROLLBACK"));
+      PQfinish(conn_);
+    }
+
+   private:
+    PGconn* conn_;
+#else
+    explicit InsertBlock(const std::string&) {}
+#endif
+  };
+  std::unique_ptr<InsertBlock> BlockWorkflowInserts() const {
+    return std::make_unique<InsertBlock>(Url());
   }
 
  private:
@@ -1142,6 +1194,226 @@ TYPED_TEST(StoreContractTest, AFailingCreateInABatchFailsAlone) {
     }
   }
   EXPECT_EQ(s.ListAudit(0)->size(), size_t(expected_audit));  // no record for a failed create
+}
+
+// One write of a batch submitted at once (BatchedCreatesKeepEachOutcome).
+struct BatchWrite {
+  enum class Expect {
+    kInserted,         // stored as given
+    kRefused,          // kAlreadyExists: the id is taken
+    kExisting,         // the workflow `existing_id` (its idempotency key)
+    kOneOfGroup,       // exactly one write of `group` is inserted, the others are refused
+    kOneKeyOfGroup,    // every write of `group` (one key) gets the same one of their workflows
+    kFailsOnPostgres,  // invalid UTF-8: PostgreSQL fails it alone; SQLite stores it
+    kInvalidArgument,  // fails alone on both
+    kAuditOnly,        // AppendAudit, no create
+  };
+  WorkflowRecord workflow;
+  Expect expect = Expect::kInserted;
+  std::string existing_id;                                       // kExisting
+  std::string group;                                             // kOneOfGroup, kOneKeyOfGroup
+  Result<WorkflowRecord> result = InternalError("not written");  // an empty record: audit only
+};
+
+// The writes of one BatchedCreatesKeepEachOutcome round; ids start with `prefix`.
+std::vector<BatchWrite> MixedBatch(const std::string& prefix, bool with_failures) {
+  using Expect = BatchWrite::Expect;
+  std::vector<BatchWrite> writes;
+  auto add = [&](const std::string& id, Expect expect, const std::string& key = "",
+                 const std::string& group = "") {
+    BatchWrite write;
+    write.workflow = MakeWorkflow(id, "p", "u", "PENDING", static_cast<int64_t>(writes.size()));
+    write.workflow.idempotency_key = key;
+    write.expect = expect;
+    write.group = group;
+    writes.push_back(std::move(write));
+    return &writes.back();
+  };
+  // More new key-less creates than one multi-row INSERT holds (64), with 0 to 3 tasks each.
+  for (int i = 0; i < 90; ++i) {
+    BatchWrite* write = add(prefix + "new-" + std::to_string(i), Expect::kInserted);
+    TaskRecord task = write->workflow.tasks[0];
+    write->workflow.tasks.resize(i % 4, task);
+    for (size_t t = 0; t < write->workflow.tasks.size(); ++t) {
+      write->workflow.tasks[t].name = "t" + std::to_string(t);
+    }
+  }
+  // More tasks than one multi-row INSERT of tasks holds (64), in order.
+  BatchWrite* big = add(prefix + "big", Expect::kInserted);
+  TaskRecord task = big->workflow.tasks[0];
+  big->workflow.tasks.resize(100, task);
+  for (size_t t = 0; t < big->workflow.tasks.size(); ++t) {
+    big->workflow.tasks[t].name = "task-" + std::to_string(99 - t);
+  }
+  for (int i = 0; i < 3; ++i) add("taken-" + std::to_string(i), Expect::kRefused);
+  add("taken-0", Expect::kRefused, prefix + "key-taken");  // a new key, a taken id
+  for (int i = 0; i < 4; ++i) {
+    // One of the two without tasks, so that their task rows cannot collide either (a write
+    // wrongly taken as inserted shows in its outcome, not as a failing statement).
+    std::string id = prefix + "twin-" + std::to_string(i);
+    add(id, Expect::kOneOfGroup, "", id)->workflow.tasks.resize(i % 2 == 0 ? 0 : 2);
+    add(id, Expect::kOneOfGroup, "", id)->workflow.tasks.resize(i % 2 == 0 ? 2 : 0);
+  }
+  for (int i = 0; i < 2; ++i) {  // one id, once without and once with a key
+    std::string id = prefix + "mixed-" + std::to_string(i);
+    add(id, Expect::kOneOfGroup, "", id);
+    add(id, Expect::kOneOfGroup, id + "-key", id);
+  }
+  for (int i = 0; i < 10; ++i) {
+    add(prefix + "keyed-" + std::to_string(i), Expect::kInserted,
+        prefix + "key-" + std::to_string(i));
+  }
+  for (int i = 0; i < 3; ++i) {
+    add(prefix + "retry-" + std::to_string(i), Expect::kExisting, "key-old")->existing_id =
+        "keyed-old";
+  }
+  add(prefix + "shared-a", Expect::kOneKeyOfGroup, prefix + "key-shared", "shared");
+  add(prefix + "shared-b", Expect::kOneKeyOfGroup, prefix + "key-shared", "shared");
+  for (int i = 0; i < 4; ++i) add(prefix + "audit-" + std::to_string(i), Expect::kAuditOnly);
+  if (with_failures) {
+    add(prefix + "bad-name", Expect::kFailsOnPostgres)->workflow.name = "bad\xff\xfename";
+    add(prefix + "bad-task", Expect::kFailsOnPostgres)->workflow.tasks[1].message = "bad\xff";
+    add(prefix + "bad-pod", Expect::kInvalidArgument)->workflow.tasks[0].pod["x"] = "bad\xff";
+    add(prefix + "after-bad", Expect::kInserted);
+  }
+  return writes;
+}
+
+TYPED_TEST(StoreContractTest, BatchedCreatesKeepEachOutcome) {
+  using Expect = BatchWrite::Expect;
+  Store& s = this->store();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(
+        s.CreateWorkflow(MakeWorkflow("taken-" + std::to_string(i), "p", "u", "DONE", -1)).ok());
+  }
+  WorkflowRecord keyed_old = MakeWorkflow("keyed-old", "p", "u", "DONE", -1);
+  keyed_old.idempotency_key = "key-old";
+  ASSERT_TRUE(s.CreateWorkflow(keyed_old).ok());
+  const bool postgres = s.Backend() == "postgresql";
+
+  std::map<std::string, WorkflowRecord> stored = {{"keyed-old", keyed_old}};
+  for (int i = 0; i < 3; ++i) {
+    stored.emplace("taken-" + std::to_string(i),
+                   MakeWorkflow("taken-" + std::to_string(i), "p", "u", "DONE", -1));
+  }
+  size_t audit_records = 0;
+  // Round 0: every write is valid, so the batch commits in multi-row statements. Round 1: some
+  // writes fail, so the batch is rerun one statement per write to find them.
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const std::string prefix = "r" + std::to_string(round) + "-";
+    std::vector<BatchWrite> writes = MixedBatch(prefix, round == 1);
+    {
+      // While inserts are blocked, the first write's batch waits and every other write queues;
+      // they are then written together (up to 256 in one batch).
+      auto block = this->backend_.BlockWorkflowInserts();
+      std::latch started(static_cast<ptrdiff_t>(writes.size()));
+      std::vector<std::thread> threads;
+      for (BatchWrite& write : writes) {
+        threads.emplace_back([&] {
+          AuditRecord audit{0, "u", "test", "workflow submit", write.workflow.id, ""};
+          started.count_down();
+          if (write.expect == Expect::kAuditOnly) {
+            Status status = s.AppendAudit(audit);
+            write.result = status.ok() ? Result<WorkflowRecord>(WorkflowRecord{}) : status;
+          } else {
+            write.result = s.CreateWorkflowWithAudit(write.workflow, audit);
+          }
+        });
+      }
+      started.wait();
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      block.reset();
+      for (auto& thread : threads) thread.join();
+    }
+
+    std::map<std::string, std::vector<const BatchWrite*>> groups;
+    for (const BatchWrite& write : writes) {
+      const std::string& id = write.workflow.id;
+      SCOPED_TRACE(id + ": " + write.result.status().ToString());
+      if (write.result.ok()) ++audit_records;
+      switch (write.expect) {
+        case Expect::kInserted:
+          ASSERT_TRUE(write.result.ok());
+          EXPECT_EQ(write.result->id, id);
+          EXPECT_EQ(write.result->version, 1);
+          stored.emplace(id, write.workflow);
+          break;
+        case Expect::kRefused:
+          EXPECT_EQ(write.result.status().code(), StatusCode::kAlreadyExists);
+          break;
+        case Expect::kExisting:
+          ASSERT_TRUE(write.result.ok());
+          EXPECT_EQ(write.result->id, write.existing_id);
+          EXPECT_EQ(write.result->submitted_ms, -1);
+          break;
+        case Expect::kOneOfGroup:
+        case Expect::kOneKeyOfGroup:
+          groups[write.group].push_back(&write);
+          break;
+        case Expect::kFailsOnPostgres:
+          EXPECT_EQ(write.result.ok(), !postgres);
+          if (write.result.ok()) stored.emplace(id, write.workflow);
+          break;
+        case Expect::kInvalidArgument:
+          EXPECT_EQ(write.result.status().code(), StatusCode::kInvalidArgument);
+          break;
+        case Expect::kAuditOnly:
+          EXPECT_TRUE(write.result.ok());
+          break;
+      }
+    }
+    for (const auto& [group, members] : groups) {
+      SCOPED_TRACE("group " + group);
+      const BatchWrite* winner = nullptr;
+      for (const BatchWrite* write : members) {
+        if (write->expect == Expect::kOneOfGroup) {
+          if (write->result.ok()) {
+            EXPECT_EQ(winner, nullptr) << "two writes of one id inserted";
+            EXPECT_EQ(write->result->id, write->workflow.id);
+            winner = write;
+          } else {
+            EXPECT_EQ(write->result.status().code(), StatusCode::kAlreadyExists);
+          }
+        } else {
+          ASSERT_TRUE(write->result.ok()) << write->result.status().ToString();
+          if (write->result->id == write->workflow.id) {
+            EXPECT_EQ(winner, nullptr) << "two writes of one key inserted";
+            winner = write;
+          }
+        }
+      }
+      ASSERT_NE(winner, nullptr);
+      for (const BatchWrite* write : members) {
+        if (write->result.ok()) {
+          EXPECT_EQ(write->result->id, winner->workflow.id);
+        }
+      }
+      stored.emplace(winner->workflow.id, winner->workflow);
+    }
+
+    // Every inserted workflow is stored once, as its winning write gave it, tasks in order.
+    auto listed = s.ListWorkflows({.limit = 0});
+    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+    ASSERT_EQ(listed->size(), stored.size());
+    for (const WorkflowRecord& got : *listed) {
+      SCOPED_TRACE(got.id);
+      auto it = stored.find(got.id);
+      ASSERT_NE(it, stored.end());
+      const WorkflowRecord& want = it->second;
+      EXPECT_EQ(got.name, want.name);
+      EXPECT_EQ(got.submitted_ms, want.submitted_ms);
+      EXPECT_EQ(got.idempotency_key, want.idempotency_key);
+      EXPECT_EQ(got.version, 1);
+      ASSERT_EQ(got.tasks.size(), want.tasks.size());
+      for (size_t t = 0; t < want.tasks.size(); ++t) {
+        EXPECT_EQ(got.tasks[t].name, want.tasks[t].name);
+        EXPECT_EQ(got.tasks[t].message, want.tasks[t].message);
+      }
+    }
+    // One audit record per successful write (an idempotent retry included), none for the rest.
+    EXPECT_EQ(s.ListAudit(0)->size(), audit_records);
+  }
 }
 
 TYPED_TEST(StoreContractTest, OneLeaseHolderAmongContenders) {

@@ -89,6 +89,10 @@ pg_test_server_start() {
     return 1
   fi
 
+  # Tests need no durability; GPUPOOL_TEST_PG_DURABLE=1 keeps PostgreSQL's defaults (every commit
+  # flushed to its WAL) for benchmarks of durable writes.
+  local durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
+  if [ "${GPUPOOL_TEST_PG_DURABLE:-0}" = 1 ]; then durability=""; fi
   # A port can be taken between the check and the bind; try a few.
   local attempt port started=""
   for attempt in 1 2 3 4 5 6 7 8; do
@@ -96,7 +100,7 @@ pg_test_server_start() {
     _pg_test_port_free "$port" || continue
     if _pg_test_as_owner "$bin/pg_ctl" -D "$_PG_TEST_DIR/data" -l "$_PG_TEST_DIR/server.log" \
       -w -t 60 -o "-c listen_addresses=127.0.0.1 -p $port -k $_PG_TEST_DIR/socket \
--c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" \
+$durability -c max_connections=200" \
       start >/dev/null 2>&1; then
       started=1
       break

@@ -777,8 +777,8 @@ TEST_F(CliTest, ForceDeletesAPoolInUse) {
   EXPECT_THAT(del.err, HasSubstr("hetero-demo-1"));
 }
 
-TEST_F(CliTest, ApplyManifests) {
-  Write("manifests/pool.yaml", R"(apiVersion: gpupool.io/v1
+// A T4 pod template and pool, and a T4 node: the manifests `apply -f` is tried with.
+constexpr char kT4PoolManifests[] = R"(apiVersion: gpupool.io/v1
 kind: PodTemplate
 metadata: {name: t4}
 spec:
@@ -796,8 +796,8 @@ spec:
   common_pod_template: [default_user]
   platforms:
     t4: {override_pod_template: [t4]}
-)");
-  Write("manifests/node.yaml", R"(apiVersion: v1
+)";
+constexpr char kT4Node[] = R"(apiVersion: v1
 kind: Node
 metadata:
   name: t4-a
@@ -806,7 +806,11 @@ spec:
   taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
 status:
   allocatable: {cpu: "16", memory: 64Gi, nvidia.com/gpu: "1", ephemeral-storage: 100Gi}
-)");
+)";
+
+TEST_F(CliTest, ApplyManifests) {
+  Write("manifests/pool.yaml", kT4PoolManifests);
+  Write("manifests/node.yaml", kT4Node);
   Outcome r = Ok({"apply", "-f", "manifests"});
   EXPECT_THAT(r.out, HasSubstr("applied POD_TEMPLATE t4 (revision 1)"));
   EXPECT_THAT(r.out, HasSubstr("applied POOL inference (revision 1)"));
@@ -1037,35 +1041,8 @@ TEST_F(ServerModeTest, ApplyNodesPoolsResourcesAndWorkflows) {
   EXPECT_THAT(bad_import.err, HasSubstr(bad_nodes + ":"));
   EXPECT_THAT(bad_import.err, Not(HasSubstr("request body")));
 
-  Write("manifests/pool.yaml", R"(apiVersion: gpupool.io/v1
-kind: PodTemplate
-metadata: {name: t4}
-spec:
-  spec:
-    nodeSelector: {nvidia.com/gpu.product: Tesla-T4}
-    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
----
-apiVersion: gpupool.io/v1
-kind: Pool
-metadata: {name: inference}
-spec:
-  backend: default
-  default_platform: t4
-  common_default_variables: {USER_CPU: 1, USER_GPU: 1, USER_MEMORY: 4Gi, USER_STORAGE: 10Gi}
-  common_pod_template: [default_user]
-  platforms:
-    t4: {override_pod_template: [t4]}
-)");
-  Write("manifests/node.yaml", R"(apiVersion: v1
-kind: Node
-metadata:
-  name: t4-a
-  labels: {nvidia.com/gpu.product: Tesla-T4}
-spec:
-  taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
-status:
-  allocatable: {cpu: "16", memory: 64Gi, nvidia.com/gpu: "1", ephemeral-storage: 100Gi}
-)");
+  Write("manifests/pool.yaml", kT4PoolManifests);
+  Write("manifests/node.yaml", kT4Node);
   Outcome applied = RemoteOk({"apply", "-f", (dir_ / "manifests").string()});
   EXPECT_THAT(applied.out, HasSubstr("applied POD_TEMPLATE t4 (revision 1)"));
   EXPECT_THAT(applied.out, HasSubstr("applied POOL inference (revision 1)"));

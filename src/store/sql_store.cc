@@ -50,6 +50,19 @@ std::string Param(SqlParams& params, SqlParam value) {
   return "$" + std::to_string(params.size());
 }
 
+// One row of a multi-row INSERT: "($1, $2, ...<tail>)", after ", " unless it is the first, with
+// its values appended to `params`. `tail` holds literal columns ("1" for a new version).
+void AppendRow(std::string& sql, SqlParams& params, std::vector<SqlParam> values, bool first,
+               std::string_view tail = "") {
+  sql += first ? "(" : ", (";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) sql += ", ";
+    sql += Param(params, std::move(values[i]));
+  }
+  if (!tail.empty()) sql += ", " + std::string(tail);
+  sql += ")";
+}
+
 constexpr std::string_view kConfigColumns = "kind, name, body, revision, updated_by, updated_at_ms";
 
 Result<ConfigRecord> ConfigFromRow(const SqlRow& row) {
@@ -156,17 +169,11 @@ Status InsertTaskRows(SqlConnection& db, const std::vector<TaskRow>& rows) {
       const TaskRecord& t = *rows[i].task;
       ASSIGN_OR_RETURN(std::string pod,
                        DumpJson(t.pod, "task " + std::string(rows[i].workflow_id) + "/" + t.name));
-      sql += i == begin ? "(" : ", (";
-      for (SqlParam value :
-           {SqlParam(std::string(rows[i].workflow_id)), SqlParam(rows[i].position),
-            SqlParam(t.group), SqlParam(t.name), SqlParam(t.status), SqlParam(t.node),
-            SqlParam(std::move(pod)), SqlParam(int64_t{t.retry}), SqlParam(t.status_changed_ms),
-            SqlParam(t.started_ms), SqlParam(t.finished_ms), SqlParam(int64_t{t.exit_code}),
-            SqlParam(t.message)}) {
-        if (sql.back() != '(') sql += ", ";
-        sql += Param(params, std::move(value));
-      }
-      sql += ")";
+      AppendRow(sql, params,
+                {std::string(rows[i].workflow_id), rows[i].position, t.group, t.name, t.status,
+                 t.node, std::move(pod), int64_t{t.retry}, t.status_changed_ms, t.started_ms,
+                 t.finished_ms, int64_t{t.exit_code}, t.message},
+                i == begin);
     }
     RETURN_IF_ERROR(db.Query(sql, params).status());
   }
@@ -695,10 +702,9 @@ Status SqlStore::InsertAudits(SqlConnection& db, const std::vector<const Pending
         "INSERT INTO audit_log (at_ms, user_name, source, action, target, detail) VALUES ";
     for (size_t i = begin; i < end; ++i) {
       const AuditRecord& a = *writes[i]->audit;
-      sql += i == begin ? "(" : ", (";
-      sql += Param(params, writes[i]->audit_at_ms) + ", " + Param(params, a.user) + ", " +
-             Param(params, a.source) + ", " + Param(params, a.action) + ", " +
-             Param(params, a.target) + ", " + Param(params, a.detail) + ")";
+      AppendRow(sql, params,
+                {writes[i]->audit_at_ms, a.user, a.source, a.action, a.target, a.detail},
+                i == begin);
     }
     RETURN_IF_ERROR(db.Query(sql, params).status());
   }
@@ -752,11 +758,10 @@ Status SqlStore::CreateTogether(SqlConnection& db, const std::vector<PendingWrit
     for (size_t k = begin; k < end; ++k) {
       const PendingWrite& write = *todo[together[k]];
       const WorkflowRecord& w = *write.workflow;
-      sql += k == begin ? "(" : ", (";
-      sql += Param(params, w.id) + ", " + Param(params, w.name) + ", " + Param(params, w.pool) +
-             ", " + Param(params, w.user) + ", " + Param(params, w.status) + ", " +
-             Param(params, int64_t{IsFinishedWorkflowStatus(w.status) ? 1 : 0}) + ", " +
-             Param(params, w.submitted_ms) + ", " + Param(params, write.spec) + ", 1)";
+      AppendRow(sql, params,
+                {w.id, w.name, w.pool, w.user, w.status,
+                 int64_t{IsFinishedWorkflowStatus(w.status) ? 1 : 0}, w.submitted_ms, write.spec},
+                k == begin, "1");
     }
     // As in CreateIn: a taken id is skipped (DO NOTHING), not an error, so it refuses its own
     // create only. RETURNING names the rows inserted, in no particular order; the ids of one

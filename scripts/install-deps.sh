@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   nlohmann-json3-dev libyaml-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev sqlite3 libpq-dev postgresql
-  libcpp-httplib-dev libjwt-dev libssl-dev openssl libjemalloc-dev
+  libboost-dev libcpp-httplib-dev libjwt-dev libssl-dev openssl libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl wrk
 )

@@ -1,7 +1,5 @@
 #include "server/api.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <mutex>
 #include <unordered_map>
@@ -163,9 +161,7 @@ Result<service::SubmitRequest> DecodeSubmit(const RouteRequest& request) {
   submit.idempotency_key = request.Header("Idempotency-Key");
   RETURN_IF_ERROR(CheckIdempotencyKey(submit.idempotency_key));
   ASSIGN_OR_RETURN(submit.dry_run, BoolQuery(request, "dry_run", false));
-  std::vector<std::string> sets;
-  size_t count = request.http->get_param_value_count("set");
-  for (size_t i = 0; i < count; ++i) sets.push_back(request.http->get_param_value("set", i));
+  std::vector<std::string> sets = request.QueryAll("set");
   std::string_view body = Trim(request.Body());
   if (body.empty()) return InvalidArgumentError("request body is empty: expected a workflow");
   std::string content_type = ToLower(request.Header("Content-Type"));
@@ -255,7 +251,7 @@ AccessChecker MakeAccessChecker(const ApiContext& ctx) {
   AccessControl* access = ctx.access;
   return [access](const Identity& identity, const RouteRequest& request,
                   const std::optional<std::string>& pool) {
-    return access->Check(identity, request.method, request.http->target, pool);
+    return access->Check(identity, request.method, request.Target(), pool);
   };
 }
 

@@ -1,10 +1,22 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
-#include <sys/socket.h>
+// Boost 1.74's Asio uses std::exchange without including <utility>; C++20 headers no longer
+// bring it in transitively.
+#include <utility>
+// clang-format off
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+// clang-format on
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <exception>
+#include <thread>
 
 #include "common/strings.h"
 #include "model/json_io.h"
@@ -13,7 +25,20 @@
 
 namespace gpupool::server {
 
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
 using Json = nlohmann::ordered_json;
+
+// The request as parsed from the wire, with its query string decoded once.
+struct HttpMessage {
+  http::request<http::string_body> request;
+  std::string method;
+  std::string target;  // raw, query included
+  std::string source;  // client address
+  std::vector<std::pair<std::string, std::string>> query;
+};
 
 namespace {
 
@@ -23,13 +48,53 @@ Reply ErrorReply(const Status& status) {
   return Reply::Json(ErrorBody(status), HttpStatusFor(status.code()));
 }
 
-void Send(const Reply& reply, httplib::Response& response) {
-  response.status = reply.status;
-  if (!reply.text.empty()) {
-    response.set_content(reply.text, reply.content_type.c_str());
-  } else {
-    response.set_content(reply.json.dump() + "\n", "application/json");
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Form-style decoding of one query component: %XX and '+' for a space. A malformed escape is
+// kept as written (the value is then checked by the handler that reads it).
+std::string DecodeQueryComponent(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '+') {
+      out += ' ';
+    } else if (c == '%' && i + 2 < text.size() && HexDigit(text[i + 1]) >= 0 &&
+               HexDigit(text[i + 2]) >= 0) {
+      out += static_cast<char>(HexDigit(text[i + 1]) * 16 + HexDigit(text[i + 2]));
+      i += 2;
+    } else {
+      out += c;
+    }
   }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view target) {
+  std::vector<std::pair<std::string, std::string>> query;
+  size_t mark = target.find('?');
+  if (mark == std::string_view::npos) return query;
+  std::string_view rest = target.substr(mark + 1);
+  while (!rest.empty()) {
+    size_t amp = rest.find('&');
+    std::string_view item = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    std::string_view key = item.substr(0, eq);
+    std::string_view value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
+    query.emplace_back(DecodeQueryComponent(key), DecodeQueryComponent(value));
+  }
+  return query;
+}
+
+std::string BodyOf(const Reply& reply) {
+  return reply.text.empty() ? reply.json.dump() + "\n" : reply.text;
 }
 
 }  // namespace
@@ -40,15 +105,33 @@ const std::string& RouteRequest::Param(std::string_view name) const {
 }
 
 std::optional<std::string> RouteRequest::Query(const std::string& name) const {
-  if (http == nullptr || !http->has_param(name.c_str())) return std::nullopt;
-  return http->get_param_value(name.c_str());
+  if (http == nullptr) return std::nullopt;
+  for (const auto& [key, value] : http->query) {
+    if (key == name) return value;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> RouteRequest::QueryAll(const std::string& name) const {
+  std::vector<std::string> values;
+  if (http == nullptr) return values;
+  for (const auto& [key, value] : http->query) {
+    if (key == name) values.push_back(value);
+  }
+  return values;
 }
 
 std::string RouteRequest::Header(const std::string& name) const {
-  return http == nullptr ? "" : http->get_header_value(name.c_str());
+  if (http == nullptr) return "";
+  auto it = http->request.find(name);
+  return it == http->request.end() ? "" : std::string(it->value());
 }
 
-const std::string& RouteRequest::Body() const { return http == nullptr ? kEmpty : http->body; }
+const std::string& RouteRequest::Body() const {
+  return http == nullptr ? kEmpty : http->request.body();
+}
+
+const std::string& RouteRequest::Target() const { return http == nullptr ? kEmpty : http->target; }
 
 void Router::Add(std::string method, std::string pattern, RouteHandler handler,
                  RouteOptions options) {
@@ -99,6 +182,263 @@ Router::Match Router::Find(std::string_view method, std::string_view path) const
   return best;
 }
 
+// ---- Transport: Beast connections on Asio event loops ----------------------------------------
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// A socket bound to one loop's io_context (no type-erased executor: every operation of a
+// connection runs on its loop's thread).
+using Socket = asio::basic_stream_socket<tcp, asio::io_context::executor_type>;
+
+class Connection;
+
+// One event loop: an io_context run by one thread, the connections it owns, and a sweep that
+// closes those silent past their deadline. A connection never leaves its loop, so none of this
+// needs a lock or a strand.
+struct Loop {
+  asio::io_context io{1};
+  asio::steady_timer sweep{io};
+  std::vector<std::weak_ptr<Connection>> connections;
+};
+
+}  // namespace
+
+struct HttpServer::Transport {
+  explicit Transport(const ServerOptions& server_options);
+
+  const ServerOptions options;
+  std::function<Reply(const HttpMessage&)> handle;
+  std::function<Reply(const std::string& method, const Status&)> refuse;
+  // Destroyed in reverse order: the workers (whose queued tasks hold connections) before the
+  // loops the connections' sockets belong to.
+  std::vector<std::unique_ptr<Loop>> loops;
+  tcp::acceptor acceptor;  // on loops[0]
+  size_t next_loop = 0;    // round robin for accepted connections (loops[0]'s thread only)
+  asio::thread_pool workers;
+  std::atomic<bool> running{false};
+  std::atomic<bool> stopped{false};
+};
+
+namespace {
+
+using Transport = HttpServer::Transport;
+
+bool IsBlockingMethod(std::string_view method) { return method != "GET" && method != "HEAD"; }
+
+int IoThreads(const ServerOptions& options) {
+  if (options.io_threads > 0) return options.io_threads;
+  return std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+}
+
+// One client connection: reads requests one after the other (HTTP/1.1 keep-alive, no
+// pipelining), hands each to the server and writes its reply. Runs on its loop's thread; a
+// reply computed by a worker is posted back to that loop.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(Socket socket, Transport& transport, Loop& loop)
+      : socket_(std::move(socket)), transport_(transport), loop_(loop) {
+    beast::error_code ec;
+    auto remote = socket_.remote_endpoint(ec);
+    if (!ec) source_ = remote.address().to_string();
+  }
+
+  void Start() {
+    loop_.connections.push_back(weak_from_this());
+    ReadHeader();
+  }
+
+  // Called by the loop's sweep: closes the connection when the client kept it waiting too long
+  // (mid-request, or idle between requests). Never while a worker holds its request.
+  void CloseIfOverdue(Clock::time_point now) {
+    if (now > deadline_) Close();
+  }
+
+ private:
+  void ExpectClientWithin(std::chrono::seconds limit) { deadline_ = Clock::now() + limit; }
+  void IdleTimeout() {
+    ExpectClientWithin(std::chrono::seconds(transport_.options.idle_timeout_seconds));
+  }
+  void NoTimeout() { deadline_ = Clock::time_point::max(); }
+
+  void ReadHeader() {
+    parser_.emplace();
+    parser_->body_limit(transport_.options.max_body_bytes);
+    IdleTimeout();
+    http::async_read_header(socket_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) {
+                              if (ec) return self->Fail(ec);
+                              self->OnHeader();
+                            });
+  }
+
+  // curl and other clients send `Expect: 100-continue` before a large body and wait for the
+  // interim response (a second) before sending it.
+  void OnHeader() {
+    const auto& request = parser_->get();
+    if (!parser_->is_done() && beast::iequals(request[http::field::expect], "100-continue")) {
+      auto interim = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
+                                                                        request.version());
+      http::async_write(socket_, *interim,
+                        [self = shared_from_this(), interim](beast::error_code ec, size_t) {
+                          if (ec) return self->Close();
+                          self->ReadBody();
+                        });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    http::async_read(socket_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, size_t) {
+                       if (ec) return self->Fail(ec);
+                       self->OnRequest();
+                     });
+  }
+
+  void OnRequest() {
+    NoTimeout();
+    auto message = std::make_shared<HttpMessage>();
+    message->request = parser_->release();
+    message->method = std::string(message->request.method_string());
+    message->target = std::string(message->request.target());
+    message->query = ParseQuery(message->target);
+    message->source = source_;
+    ++served_;
+    if (!IsBlockingMethod(message->method)) return Respond(*message, transport_.handle(*message));
+    asio::post(transport_.workers, [self = shared_from_this(), message] {
+      auto reply = std::make_shared<Reply>(self->transport_.handle(*message));
+      asio::post(self->loop_.io, [self, message, reply] { self->Respond(*message, *reply); });
+    });
+  }
+
+  void Respond(const HttpMessage& message, const Reply& reply) {
+    bool keep_alive = message.request.keep_alive() &&
+                      served_ < transport_.options.keep_alive_max_requests && !transport_.stopped;
+    Write(MakeResponse(reply, message.request.version(), keep_alive), message.method == "HEAD");
+  }
+
+  static std::shared_ptr<http::response<http::string_body>> MakeResponse(const Reply& reply,
+                                                                         unsigned version,
+                                                                         bool keep_alive) {
+    auto response = std::make_shared<http::response<http::string_body>>(
+        static_cast<http::status>(reply.status), version);
+    response->set(http::field::server, "gpupool");
+    response->set(http::field::content_type,
+                  reply.text.empty() ? std::string("application/json") : reply.content_type);
+    response->body() = BodyOf(reply);
+    response->keep_alive(keep_alive);
+    response->prepare_payload();
+    return response;
+  }
+
+  void Write(std::shared_ptr<http::response<http::string_body>> response, bool headers_only) {
+    if (headers_only) response->body().clear();  // Content-Length stays that of the GET
+    IdleTimeout();
+    http::async_write(socket_, *response,
+                      [self = shared_from_this(), response](beast::error_code ec, size_t) {
+                        if (ec) return self->Close();
+                        if (!response->keep_alive()) return self->Linger();
+                        self->ReadHeader();
+                      });
+  }
+
+  // A read that ended without a request: the peer left or went quiet (close), or sent something
+  // that is not HTTP or a body over the limit (answer 400, then close).
+  void Fail(beast::error_code ec) {
+    bool parse_error = &ec.category() == &http::make_error_code(http::error::bad_method).category();
+    if (!parse_error || ec == http::error::end_of_stream || ec == http::error::partial_message) {
+      return Close();
+    }
+    std::string method(parser_->get().method_string());
+    Status status =
+        ec == http::error::body_limit
+            ? InvalidArgumentError("request body exceeds the limit of " +
+                                   std::to_string(transport_.options.max_body_bytes) + " bytes")
+            : InvalidArgumentError("malformed HTTP request: " + ec.message());
+    Write(MakeResponse(transport_.refuse(method, status), 11, /*keep_alive=*/false), false);
+  }
+
+  // After the last reply: stop sending, then read and drop what the client still sends (e.g. the
+  // rest of a refused body) until it closes, so the kernel does not reset the connection before
+  // the client has read the reply.
+  void Linger() {
+    beast::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_send, ec);
+    ExpectClientWithin(std::chrono::seconds(5));
+    buffer_.clear();
+    socket_.async_read_some(buffer_.prepare(64 * 1024),
+                            [self = shared_from_this()](beast::error_code error, size_t) {
+                              if (error) return self->Close();
+                              self->Linger();
+                            });
+  }
+
+  void Close() {
+    beast::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+  }
+
+  Socket socket_;
+  Transport& transport_;
+  Loop& loop_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  std::string source_;
+  int served_ = 0;
+  Clock::time_point deadline_ = Clock::time_point::max();
+};
+
+void Sweep(Loop& loop) {
+  loop.sweep.expires_after(std::chrono::seconds(1));
+  loop.sweep.async_wait([&loop](beast::error_code ec) {
+    if (ec) return;
+    auto now = Clock::now();
+    auto& live = loop.connections;
+    live.erase(std::remove_if(live.begin(), live.end(),
+                              [now](const std::weak_ptr<Connection>& weak) {
+                                auto connection = weak.lock();
+                                if (connection == nullptr) return true;
+                                connection->CloseIfOverdue(now);
+                                return false;
+                              }),
+               live.end());
+    Sweep(loop);
+  });
+}
+
+void Accept(Transport& transport) {
+  Loop& loop = *transport.loops[transport.next_loop];
+  transport.next_loop = (transport.next_loop + 1) % transport.loops.size();
+  transport.acceptor.async_accept(
+      loop.io, [&transport, &loop](beast::error_code ec, Socket socket) {
+        if (ec == asio::error::operation_aborted || !transport.acceptor.is_open()) return;
+        if (!ec) {
+          socket.set_option(tcp::no_delay(true), ec);
+          // Start on the connection's own loop: its list of connections is that thread's alone.
+          asio::post(loop.io, [&transport, &loop, socket = std::move(socket)]() mutable {
+            std::make_shared<Connection>(std::move(socket), transport, loop)->Start();
+          });
+        }
+        Accept(transport);
+      });
+}
+
+}  // namespace
+
+HttpServer::Transport::Transport(const ServerOptions& server_options)
+    : options(server_options),
+      loops([&] {
+        std::vector<std::unique_ptr<Loop>> made;
+        for (int i = 0; i < IoThreads(server_options); ++i)
+          made.push_back(std::make_unique<Loop>());
+        return made;
+      }()),
+      acceptor(loops[0]->io),
+      workers(std::max(1, server_options.threads)) {}
+
 HttpServer::HttpServer(Router router, const Authenticator* authenticator, AccessChecker access,
                        AuditHook audit, Registry& registry, ServerOptions options)
     : router_(std::move(router)),
@@ -106,92 +446,95 @@ HttpServer::HttpServer(Router router, const Authenticator* authenticator, Access
       access_(std::move(access)),
       audit_(std::move(audit)),
       options_(options),
-      http_(std::make_unique<httplib::Server>()) {
+      transport_(std::make_unique<Transport>(options)) {
   requests_ = registry.AddCounter("gpupool_http_requests_total",
                                   "HTTP requests by route pattern, method and status code.",
                                   {"route", "method", "code"});
   latency_ = registry.AddHistogram("gpupool_http_request_duration_seconds",
                                    "HTTP request latency by route pattern and status code.",
                                    {"route", "method", "code"}, LatencyBuckets());
-  int threads = options_.threads;
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_payload_max_length(options_.max_body_bytes);
-  http_->set_keep_alive_max_count(options_.keep_alive_max_requests);
-  http_->set_tcp_nodelay(true);
-  // One catch-all handler per method (httplib reads the body before calling it); routing is ours.
-  auto handler = [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); };
-  http_->Get(".*", handler);
-  http_->Post(".*", handler);
-  http_->Put(".*", handler);
-  http_->Patch(".*", handler);
-  http_->Delete(".*", handler);
-  // Reached only when httplib itself refuses a request before routing (body over the limit,
-  // malformed request line): answer with our error shape and 400 for the body limit.
-  http_->set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
-                                                                       httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    Status status = res.status == 413
-                        ? InvalidArgumentError("request body exceeds the limit of " +
-                                               std::to_string(options_.max_body_bytes) + " bytes")
-                        : InvalidArgumentError("malformed HTTP request");
-    Send(ErrorReply(status), res);
-    requests_->Increment({"(refused)", req.method, std::to_string(res.status)});
-    return httplib::Server::HandlerResponse::Handled;
-  }));
+  transport_->handle = [this](const HttpMessage& message) { return Handle(message); };
+  transport_->refuse = [this](const std::string& method, const Status& status) {
+    return Refuse(method, status);
+  };
 }
 
 HttpServer::~HttpServer() { Stop(); }
 
 Result<int> HttpServer::Bind(const std::string& host, int port) {
-  // cpp-httplib listens with a backlog of 5 (compiled into Debian's library): when many clients
-  // connect at once, the kernel drops their SYNs and they retry a second later. Keep the socket
-  // httplib creates and raise its backlog after bind (listen() again updates it on Linux).
-  int listening = -1;
-  http_->set_socket_options([&listening](socket_t sock) {
-    httplib::default_socket_options(sock);
-    listening = sock;
-  });
-  int bound = port;
-  if (port == 0) {
-    bound = http_->bind_to_any_port(host);
-    if (bound <= 0) return UnavailableError("cannot bind " + host + ":0");
-  } else if (!http_->bind_to_port(host, port)) {
-    return UnavailableError("cannot bind " + host + ":" + std::to_string(port));
+  tcp::acceptor& acceptor = transport_->acceptor;
+  beast::error_code ec;
+  tcp::resolver resolver(transport_->loops[0]->io);
+  auto endpoints = resolver.resolve(host, std::to_string(port), tcp::resolver::passive, ec);
+  if (ec) return UnavailableError("cannot resolve " + host + ": " + ec.message());
+  for (const auto& entry : endpoints) {
+    if (acceptor.is_open()) acceptor.close(ec);
+    acceptor.open(entry.endpoint().protocol(), ec);
+    if (!ec) acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+    if (!ec) acceptor.bind(entry.endpoint(), ec);
+    if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+    if (!ec) return static_cast<int>(acceptor.local_endpoint().port());
   }
-  if (listening >= 0) ::listen(listening, SOMAXCONN);
-  http_->set_socket_options(httplib::default_socket_options);
-  return bound;
+  beast::error_code ignored;
+  if (acceptor.is_open()) acceptor.close(ignored);
+  return UnavailableError("cannot bind " + host + ":" + std::to_string(port) + ": " + ec.message());
 }
 
-void HttpServer::Serve() { http_->listen_after_bind(); }
+void HttpServer::Serve() {
+  Transport& transport = *transport_;
+  if (transport.stopped || !transport.acceptor.is_open()) return;
+  transport.running = true;
+  Accept(transport);
+  std::vector<std::thread> threads;
+  for (auto& loop : transport.loops) {
+    Sweep(*loop);
+    if (loop != transport.loops[0]) threads.emplace_back([&loop] { loop->io.run(); });
+  }
+  transport.loops[0]->io.run();
+  for (auto& thread : threads) thread.join();
+  beast::error_code ec;
+  transport.acceptor.close(ec);
+  transport.workers.stop();  // requests not yet started are dropped: their clients see a close
+  transport.workers.join();  // handlers already running finish
+  transport.running = false;
+}
 
 void HttpServer::Stop() {
-  if (http_ && http_->is_running()) http_->stop();
+  if (transport_->stopped.exchange(true)) return;
+  for (auto& loop : transport_->loops) loop->io.stop();
 }
 
-bool HttpServer::IsRunning() const { return http_->is_running(); }
+bool HttpServer::IsRunning() const { return transport_->running; }
 
-Reply HttpServer::Dispatch(const httplib::Request& request, RouteRequest& route_request,
+Reply HttpServer::Refuse(const std::string& method, const Status& status) {
+  Reply reply = ErrorReply(status);
+  requests_->Increment({"(refused)", method, std::to_string(reply.status)});
+  return reply;
+}
+
+Reply HttpServer::Dispatch(const HttpMessage& message, RouteRequest& route_request,
                            const Router::Route** route_out) {
-  auto path = NormalizePath(request.target.empty() ? request.path : request.target);
+  auto path = NormalizePath(message.target);
   if (!path.ok()) return ErrorReply(path.status());
   route_request.path = *path;
-  Router::Match match = router_.Find(request.method, route_request.path);
+  // HEAD is GET without the body (RFC 9110 §9.3.2).
+  std::string_view method = message.method == "HEAD" ? "GET" : message.method;
+  Router::Match match = router_.Find(method, route_request.path);
   if (match.route == nullptr) {
     if (match.path_known) {
-      return Reply::Json(Json{{"message", request.method + " is not allowed on " + *path},
+      return Reply::Json(Json{{"message", message.method + " is not allowed on " + *path},
                               {"error_code", 405},
                               {"code", "METHOD_NOT_ALLOWED"}},
                          405);
     }
-    return ErrorReply(NotFoundError("no route " + request.method + " " + *path));
+    return ErrorReply(NotFoundError("no route " + message.method + " " + *path));
   }
   *route_out = match.route;
   route_request.pattern = match.route->pattern;
   route_request.params = std::move(match.params);
   if (match.route->options.requires_auth) {
     if (authenticator_ == nullptr) return ErrorReply(UnauthenticatedError("no authenticator"));
-    auto identity = authenticator_->Authenticate(request.get_header_value("Authorization"));
+    auto identity = authenticator_->Authenticate(route_request.Header("Authorization"));
     if (!identity.ok()) return ErrorReply(identity.status());
     route_request.identity = std::move(*identity);
     if (access_) {
@@ -212,24 +555,24 @@ Reply HttpServer::Dispatch(const httplib::Request& request, RouteRequest& route_
   }
 }
 
-void HttpServer::Handle(const httplib::Request& request, httplib::Response& response) {
+Reply HttpServer::Handle(const HttpMessage& message) {
   auto start = std::chrono::steady_clock::now();
   RouteRequest route_request;
-  route_request.http = &request;
-  route_request.method = request.method;
-  route_request.source = request.remote_addr;
+  route_request.http = &message;
+  route_request.method = message.method;
+  route_request.source = message.source;
   const Router::Route* route = nullptr;
-  Reply reply = Dispatch(request, route_request, &route);
-  Send(reply, response);
+  Reply reply = Dispatch(message, route_request, &route);
   std::string code = std::to_string(reply.status);
   std::string label = route != nullptr ? route->pattern : "(unmatched)";
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  requests_->Increment({label, request.method, code});
-  latency_->Observe({label, request.method, code}, seconds);
-  if (audit_ && route != nullptr && request.method != "GET" && !route_request.audited &&
+  requests_->Increment({label, message.method, code});
+  latency_->Observe({label, message.method, code}, seconds);
+  if (audit_ && route != nullptr && IsBlockingMethod(message.method) && !route_request.audited &&
       !route_request.identity.user.empty()) {
     audit_(route_request, reply.status);
   }
+  return reply;
 }
 
 // ---- Decoding helpers ----------------------------------------------------------------------

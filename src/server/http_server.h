@@ -1,5 +1,6 @@
 #pragma once
-// The HTTP front: a route table over cpp-httplib with, for every request, in this order:
+// The HTTP front: a route table over an event-driven HTTP/1.1 server (Boost.Beast on Asio) with,
+// for every request, in this order:
 //   1. path normalisation (config::NormalizeRequestPath: percent-decoding, `.`/`..`, `//`);
 //      a refused path is 400;
 //   2. routing on the normalised path: unknown path 404, known path with another method 405;
@@ -10,8 +11,12 @@
 //   5. metrics (requests and latency by route pattern and code) and, for writes, the audit hook.
 // Bodies larger than ServerOptions::max_body_bytes are refused with 400 before any handler runs.
 //
-// Thread contract: handlers run on httplib's worker threads, concurrently; everything they touch
-// must be thread-safe. Router is immutable once the server starts.
+// Threads: a few I/O threads (ServerOptions::io_threads, one per core by default) read and write
+// every connection without blocking. GET and HEAD handlers run on them directly: they only read,
+// and a hand-off would cost more than the read. Every other handler may wait on a durable write
+// (group commit), so it runs on a pool of ServerOptions::threads workers and its reply is written
+// back by the connection. Handlers run concurrently; everything they touch must be thread-safe.
+// Router is immutable once the server starts.
 
 #include <chrono>
 #include <functional>
@@ -27,16 +32,13 @@
 #include "server/auth.h"
 #include "server/metrics.h"
 
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
-
 namespace gpupool::server {
 
+// The parsed HTTP request a RouteRequest reads from (defined in http_server.cc).
+struct HttpMessage;
+
 struct RouteRequest {
-  const httplib::Request* http = nullptr;
+  const HttpMessage* http = nullptr;
   std::string method;
   std::string path;     // normalised
   std::string pattern;  // the route's pattern, e.g. /api/workflow/{id}
@@ -51,9 +53,12 @@ struct RouteRequest {
   mutable bool audited = false;
 
   const std::string& Param(std::string_view name) const;
+  // Query parameters, percent-decoded ('+' is a space): the first value, or every value in order.
   std::optional<std::string> Query(const std::string& name) const;
-  std::string Header(const std::string& name) const;
+  std::vector<std::string> QueryAll(const std::string& name) const;
+  std::string Header(const std::string& name) const;  // case-insensitive; "" when absent
   const std::string& Body() const;
+  const std::string& Target() const;  // the raw request target, as sent (query included)
 };
 
 struct Reply {
@@ -116,8 +121,10 @@ using AuditHook = std::function<void(const RouteRequest& request, int http_statu
 
 struct ServerOptions {
   size_t max_body_bytes = 8 << 20;
-  int threads = 64;  // worker threads; each keep-alive connection holds one
+  int threads = 64;    // workers for handlers that may block (every method but GET and HEAD)
+  int io_threads = 0;  // threads reading and writing connections; 0: one per core, at least 2
   int keep_alive_max_requests = 100000;
+  int idle_timeout_seconds = 60;  // a connection silent this long (mid-request or idle) is closed
 };
 
 class HttpServer {
@@ -127,16 +134,19 @@ class HttpServer {
              AuditHook audit, Registry& registry, ServerOptions options);
   ~HttpServer();
 
-  // Binds host:port (port 0 = any free port) and returns the port.
+  // Binds host:port (port 0 = any free port), listens, and returns the port.
   Result<int> Bind(const std::string& host, int port);
-  // Serves until Stop(); blocks.
+  // Serves until Stop(); blocks. Handlers still running when Stop() is called finish first.
   void Serve();
   void Stop();
   bool IsRunning() const;
 
+  struct Transport;  // the sockets and threads (http_server.cc)
+
  private:
-  void Handle(const httplib::Request& request, httplib::Response& response);
-  Reply Dispatch(const httplib::Request& request, RouteRequest& route_request,
+  Reply Handle(const HttpMessage& message);
+  Reply Refuse(const std::string& method, const Status& status);
+  Reply Dispatch(const HttpMessage& message, RouteRequest& route_request,
                  const Router::Route** route_out);
 
   const Router router_;
@@ -146,7 +156,7 @@ class HttpServer {
   const ServerOptions options_;
   Counter* requests_;
   Histogram* latency_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<Transport> transport_;
 };
 
 // ---- Body decoding helpers for handlers ------------------------------------------------------

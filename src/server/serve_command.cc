@@ -223,6 +223,7 @@ int RunServe(const ServeOptions& o) {
   ServerOptions server_options;
   server_options.max_body_bytes = o.max_body_bytes;
   server_options.threads = o.threads;
+  server_options.io_threads = o.io_threads;
   HttpServer http(std::move(router), authenticator->get(), MakeAccessChecker(context),
                   MakeAuditHook(context), registry, server_options);
   auto port = http.Bind(listen->first, listen->second);
@@ -261,7 +262,12 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   serve->add_option("--max-body-bytes", options->max_body_bytes, "request body limit")
       ->capture_default_str();
-  serve->add_option("--threads", options->threads, "HTTP worker threads")->capture_default_str();
+  serve
+      ->add_option("--threads", options->threads,
+                   "workers for requests that may wait on a write (all but GET and HEAD)")
+      ->capture_default_str();
+  serve->add_option("--io-threads", options->io_threads,
+                    "threads reading and writing connections and serving GETs (0: one per core)");
   serve
       ->add_option("--db-readers", options->db_readers,
                    "read connections beside the writer (0: --threads for SQLite, 16 for "

@@ -34,6 +34,7 @@ struct ServeOptions {
   std::string roles_claim = "roles";
   size_t max_body_bytes = 8 << 20;
   int threads = 64;
+  int io_threads = 0;  // 0: one per core, at least 2
   // Read connections beside the writer; 0 = as many as --threads for SQLite (a reader is a file
   // handle: none waits for another) and 16 for PostgreSQL (a reader is a server process).
   int db_readers = 0;

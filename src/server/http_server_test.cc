@@ -1,7 +1,11 @@
 #include "server/http_server.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <mutex>
@@ -22,6 +26,13 @@ class HttpServerTest : public ::testing::Test {
         "GET", "/healthz",
         [](const RouteRequest&) -> Result<Reply> { return Reply::Text("ok\n", "text/plain"); },
         {.requires_auth = false});
+    router.Add("GET", "/query",
+               [](const RouteRequest& r) -> Result<Reply> {
+                 return Reply::Json({{"a", r.Query("a").value_or("(none)")},
+                                     {"set", r.QueryAll("set")},
+                                     {"missing", r.Query("missing").has_value()}});
+               },
+               {.requires_auth = false});
     router.Add("GET", "/api/pool/{pool}", [](const RouteRequest& r) -> Result<Reply> {
       return Reply::Json({{"pool", r.Param("pool")}, {"user", r.identity.user}});
     });
@@ -55,6 +66,7 @@ class HttpServerTest : public ::testing::Test {
     ServerOptions options;
     options.max_body_bytes = 1024;
     options.threads = 4;
+    options.idle_timeout_seconds = 1;
     auth_ = MakeDevAuthenticator();
     server_ = std::make_unique<HttpServer>(std::move(router), auth_.get(), access, audit, registry_,
                                            options);
@@ -73,6 +85,34 @@ class HttpServerTest : public ::testing::Test {
   }
 
   httplib::Headers As(const std::string& token) { return {{"Authorization", "Bearer " + token}}; }
+
+  // A plain TCP connection, for what an HTTP client library would not send.
+  int Connect() {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    timeval timeout{.tv_sec = 10, .tv_usec = 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port_));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    return fd;
+  }
+  static void SendAll(int fd, const std::string& data) {
+    ASSERT_EQ(::send(fd, data.data(), data.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(data.size()));
+  }
+  // Reads until `until` appears, the peer closes (then "" is appended as is) or 10 s pass.
+  static std::string ReceiveUntil(int fd, const std::string& until) {
+    std::string got;
+    char chunk[4096];
+    while (got.find(until) == std::string::npos) {
+      ssize_t n = ::recv(fd, chunk, sizeof chunk, 0);
+      if (n <= 0) break;
+      got.append(chunk, static_cast<size_t>(n));
+    }
+    return got;
+  }
 
   Registry registry_;
   std::unique_ptr<Authenticator> auth_;
@@ -158,6 +198,63 @@ TEST_F(HttpServerTest, CountsRequestsByRouteAndCodeAndAuditsWrites) {
             std::string::npos);
   std::lock_guard lock(mu_);
   EXPECT_EQ(audited_, (std::vector<std::string>{"root DELETE /api/thing/busy 409"}));
+}
+
+TEST_F(HttpServerTest, DecodesQueryParametersOnce) {
+  // Sent raw: client libraries re-encode '+' and '%'.
+  int fd = Connect();
+  SendAll(fd,
+          "GET /query?a=x+y%21&set=1&set=2%3D3&a=second&broken=%zz HTTP/1.1\r\nHost: x\r\n"
+          "Connection: close\r\n\r\n");
+  std::string reply = ReceiveUntil(fd, "\n}");
+  ::close(fd);
+  ASSERT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  EXPECT_EQ(Json::parse(reply.substr(reply.find("\r\n\r\n") + 4)),
+            Json::parse(R"({"a": "x y!", "set": ["1", "2=3"], "missing": false})"));
+}
+
+TEST_F(HttpServerTest, HeadIsGetWithoutTheBody) {
+  auto res = client_->Head("/healthz");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Length"), "3");
+  EXPECT_TRUE(res->body.empty());
+}
+
+TEST_F(HttpServerTest, AnswersExpectContinueBeforeTheBody) {
+  int fd = Connect();
+  std::string body = R"({"name": "later"})";
+  SendAll(fd,
+          "POST /api/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer dev:root:osmo-admin\r\n"
+          "Content-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " +
+              std::to_string(body.size()) + "\r\n\r\n");
+  EXPECT_EQ(ReceiveUntil(fd, "\r\n\r\n").rfind("HTTP/1.1 100 Continue", 0), 0u);
+  SendAll(fd, body);
+  std::string reply = ReceiveUntil(fd, "later");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 201", 0), 0u) << reply;
+  ::close(fd);
+}
+
+TEST_F(HttpServerTest, MalformedRequestIs400ThenClose) {
+  int fd = Connect();
+  SendAll(fd, "GET /healthz HTTP/1.1\r\nHost x\r\n\r\n");
+  std::string reply = ReceiveUntil(fd, "\n}");
+  EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
+  EXPECT_NE(reply.find("malformed HTTP request"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("Connection: close"), std::string::npos) << reply;
+  ::close(fd);
+  EXPECT_NE(registry_.Render().find("route=\"(refused)\",method=\"GET\",code=\"400\"} 1"),
+            std::string::npos);
+}
+
+TEST_F(HttpServerTest, ClosesConnectionsSilentPastTheIdleTimeout) {
+  int fd = Connect();
+  SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n");  // and never the end of the headers
+  auto start = std::chrono::steady_clock::now();
+  char byte;
+  EXPECT_EQ(::recv(fd, &byte, 1, 0), 0);  // closed by the server (1 s timeout, swept each second)
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(9));
+  ::close(fd);
 }
 
 TEST(PathTest, Normalizes) {

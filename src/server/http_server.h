@@ -15,8 +15,9 @@
 // every connection without blocking. GET and HEAD handlers run on them directly: they only read,
 // and a hand-off would cost more than the read. Every other handler may wait on a durable write
 // (group commit), so it runs on a pool of ServerOptions::threads workers and its reply is written
-// back by the connection. Handlers run concurrently; everything they touch must be thread-safe.
-// Router is immutable once the server starts.
+// back by the connection. (Reads that wait on a network store want more I/O threads than cores:
+// serve_command picks them.) Handlers run concurrently; everything they touch must be
+// thread-safe. Router is immutable once the server starts.
 
 #include <chrono>
 #include <functional>

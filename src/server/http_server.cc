@@ -231,8 +231,9 @@ int IoThreads(const ServerOptions& options) {
   return std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-// One client connection: reads requests one after the other (HTTP/1.1 keep-alive, no
-// pipelining), hands each to the server and writes its reply. Runs on its loop's thread; a
+// One client connection: reads requests one after the other (HTTP/1.1 keep-alive; pipelined
+// requests wait in the buffer and are answered in order), hands each to the server and writes
+// its reply. Runs on its loop's thread; a
 // reply computed by a worker is posted back to that loop.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:

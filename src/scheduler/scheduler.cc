@@ -210,8 +210,11 @@ class Cycle {
   QuotaVector JobQuota(const Job& job) const;
   double ResourceScore(const PodState& p, int node, int device);
   // ResourceScore is a function of the node's state and the pod's shape only (the device too
-  // follows from them), so it is kept per node for a few shapes until the node changes.
-  double CachedResourceScore(const PodState& p, int node, int device);
+  // follows from them), so it is kept per node and shape until the node changes: `entry` is the
+  // shape's entry of the node's pool slot `slot`.
+  struct ShapeScore;
+  ShapeScore* ShapeScores(int shape);
+  double CachedResourceScore(const PodState& p, ShapeScore& entry, int slot, int node, int device);
   double Fragmentation(int node, const int32_t* devices, int64_t cpu_free, int64_t mem_free) const;
   void FragmentationTerms(int node, const int32_t* devices, int64_t* fit_terms, int64_t* all) const;
   int TopologyScore(int pool, int node, const std::vector<int>& gang_nodes) const;
@@ -306,7 +309,8 @@ class Cycle {
   std::vector<int> class_slot_;
   std::vector<std::vector<int>> pool_log_;  // nodes changed in each pool, in order
   std::vector<int> pool_position_;          // node -> index in view_.PoolNodes(its pool)
-  std::vector<int> pool_slot_;  // node -> its pool's offset (pools in order) + pool_position_
+  std::vector<int> pool_slot_;    // node -> its pool's offset (pools in order) + pool_position_
+  std::vector<int> pool_offset_;  // pool -> slot of its first node
   // What the fit check reads, per node pool by position in view_.PoolNodes(pool), kept in step
   // with the view by Apply/Remove: a pool's arrays are small enough to stay in the L1 cache
   // while FindNode checks hundreds of its nodes per pod.
@@ -1053,12 +1057,15 @@ void Cycle::FragmentationTerms(int node, const int32_t* devices, int64_t* fit_te
   }
 }
 
-double Cycle::CachedResourceScore(const PodState& p, int node, int device) {
-  if (static_cast<size_t>(p.shape) >= shape_scores_.size()) shape_scores_.resize(p.shape + 1);
-  std::vector<ShapeScore>& scores = shape_scores_[p.shape];
+Cycle::ShapeScore* Cycle::ShapeScores(int shape) {
+  if (static_cast<size_t>(shape) >= shape_scores_.size()) shape_scores_.resize(shape + 1);
+  std::vector<ShapeScore>& scores = shape_scores_[shape];
   if (scores.empty()) scores.resize(view_.NumNodes());
-  const int slot = pool_slot_[node];
-  ShapeScore& entry = scores[slot];
+  return scores.data();
+}
+
+double Cycle::CachedResourceScore(const PodState& p, ShapeScore& entry, int slot, int node,
+                                  int device) {
   if (entry.version != node_version_[slot]) {
     entry.score = ResourceScore(p, node, device);
     entry.version = node_version_[slot];
@@ -1278,6 +1285,33 @@ bool Cycle::RefreshFailure(const PodState& p, int pool, StaticList& list, Cached
   return changed;
 }
 
+// kube-scheduler's weighted sum of the scores normalised to 0..100 over the scored nodes
+// (resource twice); ties go to the node first by name.
+const Candidate& BestCandidate(const Candidate* scored, int num_scored, double min_raw,
+                               double max_raw, int32_t max_taint, int64_t max_affinity) {
+  const bool spread = max_raw > min_raw;
+  const double span = max_raw - min_raw;
+  int best = 0;
+  int64_t best_score = std::numeric_limits<int64_t>::min();
+  int best_rank = 0;
+  for (int i = 0; i < num_scored; ++i) {
+    const Candidate& c = scored[i];
+    const int64_t resource =
+        spread ? static_cast<int64_t>((c.resource_raw - min_raw) * 100 / span + 0.5) : 100;
+    // A raw 0 scores 100 (taint) and 0 (affinity) whatever the maximum: no division needed.
+    const int64_t taint = c.taint_raw == 0 ? 100 : 100 - int64_t{c.taint_raw} * 100 / max_taint;
+    const int64_t affinity =
+        c.affinity_raw == 0 || max_affinity == 0 ? 0 : c.affinity_raw * 100 / max_affinity;
+    const int64_t score = 2 * resource + taint + affinity + c.topology;
+    if (score > best_score || (score == best_score && c.name_rank < best_rank)) {
+      best = i;
+      best_score = score;
+      best_rank = c.name_rank;
+    }
+  }
+  return scored[best];
+}
+
 bool Dominates(const PodState& p, const FailedShape& f) {
   if (f.gpu_whole > 0 && p.gpu_whole < f.gpu_whole) return false;
   if (f.gpu_fraction > 0 && (p.gpu_fraction < f.gpu_fraction || p.gpu_whole > 0)) return false;
@@ -1296,7 +1330,10 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
   const size_t n = list.candidates.size();
   const int to_find =
       NumFeasibleNodesToFind(list.pool_nodes, options_.percentage_of_nodes_to_score);
-  scratch_.clear();
+  // At most one entry per candidate: sized once, so the visit writes without a capacity check.
+  if (scratch_.size() < n) scratch_.resize(n);
+  Candidate* const scored = scratch_.data();
+  int num_scored = 0;
   // Nodes with nothing on them and the same shape and static scores score the same: one
   // representative per class is scored, the class keeps its first node by name. Not for gang
   // pods with topology (their score depends on the node's labels).
@@ -1306,12 +1343,18 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
   int feasible = 0;
   size_t processed = 0;
   const PoolFit& fit = pool_fit_[pool];
+  ShapeScore* const shape_scores = ShapeScores(p.shape);
+  const int pool_offset = pool_offset_[pool];
+  // The normalisation bounds, gathered in visiting order (the order of the entries).
+  double min_raw = 0, max_raw = 0;
+  int32_t max_taint = 0;
+  int64_t max_affinity = 0;
   auto visit = [&](const StaticCandidate& c, int at) {
     ++feasible;
     const bool pristine = dedupe && fit.empty[at];
     int& slot = class_slot_[c.pristine_class];
     if (pristine && slot >= 0) {
-      Candidate& rep = scratch_[slot];
+      Candidate& rep = scored[slot];
       if (c.name_rank < rep.name_rank) {
         rep.node = c.node;
         rep.name_rank = c.name_rank;
@@ -1320,10 +1363,20 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
     }
     int dev = -1;
     if (p.gpu_fraction > 0) GpuFits(p, c.node, &dev);
-    if (pristine) slot = static_cast<int>(scratch_.size());
-    scratch_.push_back({c.node, c.name_rank, CachedResourceScore(p, c.node, dev),
-                        c.intolerable_prefer_no_schedule, c.preferred_affinity,
-                        topology ? TopologyScore(pool, c.node, gang_nodes) : 0, dev});
+    if (pristine) slot = num_scored;
+    const double raw =
+        CachedResourceScore(p, shape_scores[pool_offset + at], pool_offset + at, c.node, dev);
+    min_raw = num_scored == 0 ? raw : std::min(min_raw, raw);
+    max_raw = num_scored == 0 ? raw : std::max(max_raw, raw);
+    max_taint = std::max(max_taint, c.intolerable_prefer_no_schedule);
+    max_affinity = std::max(max_affinity, c.preferred_affinity);
+    scored[num_scored++] = {c.node,
+                            c.name_rank,
+                            raw,
+                            c.intolerable_prefer_no_schedule,
+                            c.preferred_affinity,
+                            topology ? TopologyScore(pool, c.node, gang_nodes) : 0,
+                            dev};
   };
   // The rotating window over the candidates (in pool position order, from the candidate at
   // next_start, wrapping once), a 64-position word at a time: candidate bits AND the pod shape's
@@ -1360,37 +1413,14 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
     }
   }
   if (n > 0) list.next_start = (list.next_start + processed) % n;
-  if (scratch_.empty()) {
+  if (num_scored == 0) {
     if (reason != nullptr) *reason = FailureReason(p, pool, list);
     return -1;
   }
-  double min_raw = scratch_[0].resource_raw, max_raw = min_raw;
-  int32_t max_taint = 0;
-  int64_t max_affinity = 0;
-  for (const Candidate& c : scratch_) {
-    min_raw = std::min(min_raw, c.resource_raw);
-    max_raw = std::max(max_raw, c.resource_raw);
-    max_taint = std::max(max_taint, c.taint_raw);
-    max_affinity = std::max(max_affinity, c.affinity_raw);
-  }
-  int best = -1;
-  int64_t best_score = std::numeric_limits<int64_t>::min();
-  for (size_t i = 0; i < scratch_.size(); ++i) {
-    const Candidate& c = scratch_[i];
-    int64_t resource =
-        max_raw > min_raw
-            ? static_cast<int64_t>((c.resource_raw - min_raw) * 100 / (max_raw - min_raw) + 0.5)
-            : 100;
-    int64_t taint = max_taint == 0 ? 100 : 100 - int64_t{c.taint_raw} * 100 / max_taint;
-    int64_t affinity = max_affinity == 0 ? 0 : c.affinity_raw * 100 / max_affinity;
-    int64_t score = 2 * resource + taint + affinity + c.topology;
-    if (score > best_score || (score == best_score && c.name_rank < scratch_[best].name_rank)) {
-      best = static_cast<int>(i);
-      best_score = score;
-    }
-  }
-  *device = scratch_[best].device;
-  return scratch_[best].node;
+  const Candidate& best =
+      BestCandidate(scored, num_scored, min_raw, max_raw, max_taint, max_affinity);
+  *device = best.device;
+  return best.node;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -2166,10 +2196,12 @@ CycleResult Cycle::Run() {
   pool_log_.assign(pools_, {});
   pool_position_.assign(view_.NumNodes(), -1);
   pool_slot_.assign(view_.NumNodes(), -1);
+  pool_offset_.assign(pools_, 0);
   pool_fit_.assign(pools_, {});
   int pool_offset = 0;
   for (int pool = 0; pool < pools_; ++pool) {
     const std::vector<int>& nodes = view_.PoolNodes(pool);
+    pool_offset_[pool] = pool_offset;
     for (size_t i = 0; i < nodes.size(); ++i) {
       pool_position_[nodes[i]] = static_cast<int>(i);
       pool_slot_[nodes[i]] = pool_offset + static_cast<int>(i);

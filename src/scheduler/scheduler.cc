@@ -314,13 +314,10 @@ class Cycle {
   // What the fit check reads, per node pool by position in view_.PoolNodes(pool), kept in step
   // with the view by Apply/Remove: a pool's arrays are small enough to stay in the L1 cache
   // while FindNode checks hundreds of its nodes per pod.
-  struct FitEntry {
-    int64_t cpu, memory, pods;  // free
-    // gpu[0]: devices with 1000 milli free; gpu[1]: the most milli-GPUs left on one device.
-    std::array<int32_t, 2> gpu;
-  };
   struct PoolFit {
-    std::vector<FitEntry> entries;
+    std::vector<int64_t> cpu, memory, pods;  // free
+    // gpu[0]: devices with 1000 milli free; gpu[1]: the most milli-GPUs left on one device.
+    std::array<std::vector<int32_t>, 2> gpu;
     std::vector<char> empty;  // no pods on the node
   };
   std::vector<PoolFit> pool_fit_;
@@ -789,61 +786,89 @@ void Cycle::SyncPoolFit(int node) {
   const NodeView& v = view_.node(node);
   PoolFit& fit = pool_fit_[v.pool];
   const int at = pool_position_[node];
-  fit.entries[at] = {view_.Free(node, kCpuDim),
-                     view_.Free(node, kMemoryDim),
-                     view_.Free(node, kPodsDim),
-                     {v.full_free, v.max_device_free}};
+  fit.cpu[at] = view_.Free(node, kCpuDim);
+  fit.memory[at] = view_.Free(node, kMemoryDim);
+  fit.pods[at] = view_.Free(node, kPodsDim);
+  fit.gpu[0][at] = v.full_free;
+  fit.gpu[1][at] = v.max_device_free;
   fit.empty[at] = node_pods_[node].empty();
 }
+
+// The fit check of one pod shape against one pool's PoolFit columns: at least cpu, memory and
+// pods free, and gpu_req in the GPU column (devices fully free, or most left on one device).
+struct FitTest {
+  const int64_t *cpu, *memory, *pods;
+  const int32_t* gpu;
+  int64_t min_cpu = std::numeric_limits<int64_t>::min();
+  int64_t min_memory = std::numeric_limits<int64_t>::min();
+  int64_t min_pods = std::numeric_limits<int64_t>::min();
+  int32_t gpu_req = 0;
+
+  bool operator()(size_t at) const {
+    return (cpu[at] >= min_cpu) & (memory[at] >= min_memory) & (pods[at] >= min_pods) &
+           (gpu[at] >= gpu_req);
+  }
+  // Bit i: whether the node at position begin + i fits (end - begin <= 64).
+  uint64_t Word(size_t begin, size_t end) const {
+    uint64_t bits = 0;
+    for (size_t at = begin; at < end; ++at) bits |= uint64_t{(*this)(at)} << (at - begin);
+    return bits;
+  }
+};
 
 const std::vector<uint64_t>& Cycle::ShapeFitBits(const PodState& p, int pool) {
   const size_t key = static_cast<size_t>(p.shape) * pools_ + pool;
   if (key >= shape_fit_.size()) shape_fit_.resize(key + 1);
   ShapeFit& sf = shape_fit_[key];
+  // Same verdict as Fits: a whole-GPU pod needs full_free >= gpu_whole, a fraction needs one
+  // device with that much left (max_device_free), other pods need nothing (both are >= 0).
+  const PoolFit& fit = pool_fit_[pool];
+  FitTest test{fit.cpu.data(), fit.memory.data(), fit.pods.data(),
+               fit.gpu[p.gpu_whole > 0 ? 0 : 1].data()};
+  test.gpu_req = p.gpu_whole > 0 ? p.gpu_whole : p.gpu_fraction;
   // Requests outside cpu/memory/pods: the general check through the view.
-  int64_t cpu = std::numeric_limits<int64_t>::min(), memory = cpu, pods = cpu;
   bool general = false;
   for (const auto& [dim, amount] : p.req) {
     if (dim == kCpuDim) {
-      cpu = amount;
+      test.min_cpu = amount;
     } else if (dim == kMemoryDim) {
-      memory = amount;
+      test.min_memory = amount;
     } else if (dim == kPodsDim) {
-      pods = std::max(pods, amount);
+      test.min_pods = std::max(test.min_pods, amount);
     } else {
       general = true;
     }
   }
-  // Same verdict as Fits: a whole-GPU pod needs full_free >= gpu_whole, a fraction needs one
-  // device with that much left (max_device_free), other pods need nothing (both are >= 0).
   const std::vector<int>& nodes = view_.PoolNodes(pool);
-  const FitEntry* entries = pool_fit_[pool].entries.data();
-  const int gpu = p.gpu_whole > 0 ? 0 : 1;
-  const int32_t gpu_req = p.gpu_whole > 0 ? p.gpu_whole : p.gpu_fraction;
   auto fits = [&](size_t at) -> bool {
     if (general) {
       int device = -1;
       return Fits(p, nodes[at], &device);
     }
-    const FitEntry& e = entries[at];
-    return (e.cpu >= cpu) & (e.memory >= memory) & (e.pods >= pods) & (e.gpu[gpu] >= gpu_req);
-  };
-  auto set = [&](int at) {
-    const uint64_t bit = uint64_t{1} << (at % 64);
-    sf.bits[at / 64] = fits(at) ? sf.bits[at / 64] | bit : sf.bits[at / 64] & ~bit;
+    return test(at);
   };
   const std::vector<int>& log = pool_log_[pool];
-  // Replaying many changes costs more than checking every node (a tight loop).
-  if (sf.bits.empty() || log.size() - sf.log_pos > nodes.size() / 8) {
+  // Replaying a change costs about as much as checking a node in the tight loop below (the
+  // pool's columns stay in the cache either way), so the bits are rebuilt only when more than
+  // half of the pool's nodes' worth of changes piled up since.
+  if (sf.bits.empty() || log.size() - sf.log_pos > nodes.size() / 2) {
     sf.bits.assign((nodes.size() + 63) / 64, 0);
     for (size_t word = 0; word < sf.bits.size(); ++word) {
       const size_t begin = word * 64, end = std::min(nodes.size(), begin + 64);
+      if (!general) {
+        sf.bits[word] = test.Word(begin, end);
+        continue;
+      }
       uint64_t bits = 0;
       for (size_t at = begin; at < end; ++at) bits |= uint64_t{fits(at)} << (at - begin);
       sf.bits[word] = bits;
     }
   } else {
-    for (size_t i = sf.log_pos; i < log.size(); ++i) set(pool_position_[log[i]]);
+    for (size_t i = sf.log_pos; i < log.size(); ++i) {
+      const int at = pool_position_[log[i]];
+      const uint64_t bit = uint64_t{1} << (at % 64);
+      sf.bits[at / 64] = fits(at) ? sf.bits[at / 64] | bit : sf.bits[at / 64] & ~bit;
+    }
   }
   sf.log_pos = log.size();
   return sf.bits;
@@ -2208,7 +2233,8 @@ CycleResult Cycle::Run() {
     }
     pool_offset += static_cast<int>(nodes.size());
     PoolFit& fit = pool_fit_[pool];
-    fit.entries.resize(nodes.size());
+    for (auto* column : {&fit.cpu, &fit.memory, &fit.pods}) column->resize(nodes.size());
+    for (auto& column : fit.gpu) column.resize(nodes.size());
     fit.empty.resize(nodes.size());
   }
   for (int node = 0; node < view_.NumNodes(); ++node) SyncPoolFit(node);

@@ -209,12 +209,12 @@ class Cycle {
   bool ReclaimerEligible(const Job& job, int pool) const;
   QuotaVector JobQuota(const Job& job) const;
   double ResourceScore(const PodState& p, int node, int device);
-  // ResourceScore is a function of the node's state and the pod's shape only (the device too
-  // follows from them), so it is kept per node and shape until the node changes: `entry` is the
+  // ResourceScore and the device it scores are a function of the node's state and the pod's
+  // shape only, so they are kept per node and shape until the node changes: `entry` is the
   // shape's entry of the node's pool slot `slot`.
   struct ShapeScore;
   ShapeScore* ShapeScores(int shape);
-  double CachedResourceScore(const PodState& p, ShapeScore& entry, int slot, int node, int device);
+  const ShapeScore& CachedResourceScore(const PodState& p, ShapeScore& entry, int slot, int node);
   double Fragmentation(int node, const int32_t* devices, int64_t cpu_free, int64_t mem_free) const;
   void FragmentationTerms(int node, const int32_t* devices, int64_t* fit_terms, int64_t* all) const;
   int TopologyScore(int pool, int node, const std::vector<int>& gang_nodes) const;
@@ -300,6 +300,7 @@ class Cycle {
   struct ShapeScore {
     double score = 0;
     uint32_t version = 0;
+    int32_t device = -1;  // the device a fractional pod would take (GpuFits), else -1
   };
   // Both by pool slot (pool_slot_): a pool's nodes are contiguous, in the order FindNode visits.
   std::vector<uint32_t> node_version_;
@@ -1089,13 +1090,16 @@ Cycle::ShapeScore* Cycle::ShapeScores(int shape) {
   return scores.data();
 }
 
-double Cycle::CachedResourceScore(const PodState& p, ShapeScore& entry, int slot, int node,
-                                  int device) {
+const Cycle::ShapeScore& Cycle::CachedResourceScore(const PodState& p, ShapeScore& entry, int slot,
+                                                    int node) {
   if (entry.version != node_version_[slot]) {
+    int device = -1;
+    if (p.gpu_fraction > 0) GpuFits(p, node, &device);
     entry.score = ResourceScore(p, node, device);
+    entry.device = device;
     entry.version = node_version_[slot];
   }
-  return entry.score;
+  return entry;
 }
 
 double Cycle::ResourceScore(const PodState& p, int node, int device) {
@@ -1386,11 +1390,10 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
       }
       return;
     }
-    int dev = -1;
-    if (p.gpu_fraction > 0) GpuFits(p, c.node, &dev);
     if (pristine) slot = num_scored;
-    const double raw =
-        CachedResourceScore(p, shape_scores[pool_offset + at], pool_offset + at, c.node, dev);
+    const ShapeScore& cached =
+        CachedResourceScore(p, shape_scores[pool_offset + at], pool_offset + at, c.node);
+    const double raw = cached.score;
     min_raw = num_scored == 0 ? raw : std::min(min_raw, raw);
     max_raw = num_scored == 0 ? raw : std::max(max_raw, raw);
     max_taint = std::max(max_taint, c.intolerable_prefer_no_schedule);
@@ -1401,7 +1404,7 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
                             c.intolerable_prefer_no_schedule,
                             c.preferred_affinity,
                             topology ? TopologyScore(pool, c.node, gang_nodes) : 0,
-                            dev};
+                            cached.device};
   };
   // The rotating window over the candidates (in pool position order, from the candidate at
   // next_start, wrapping once), a 64-position word at a time: candidate bits AND the pod shape's

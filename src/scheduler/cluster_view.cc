@@ -266,9 +266,11 @@ StaticList& ClusterView::Static(int signature, int pool, const model::PodSchedul
   list.num_classes = static_cast<int>(classes.size());
   list.candidate_at.assign(members.size(), -1);
   list.candidate_bits.assign((members.size() + 63) / 64, 0);
+  list.class_at.assign(members.size(), -1);
   for (size_t i = 0; i < list.positions.size(); ++i) {
     const int position = list.positions[i];
     list.candidate_at[position] = static_cast<int>(i);
+    list.class_at[position] = list.candidates[i].pristine_class;
     list.candidate_bits[position / 64] |= uint64_t{1} << (position % 64);
   }
   return list;

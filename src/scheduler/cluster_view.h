@@ -70,6 +70,7 @@ struct StaticList {
   // candidate, and the same as a bit set (bit i of word i / 64).
   std::vector<int> candidate_at;
   std::vector<uint64_t> candidate_bits;
+  std::vector<int> class_at;  // pristine_class of the candidate at each position, -1 when none
 };
 
 class ClusterView {

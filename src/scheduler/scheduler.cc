@@ -319,7 +319,8 @@ class Cycle {
     std::vector<int64_t> cpu, memory, pods;  // free
     // gpu[0]: devices with 1000 milli free; gpu[1]: the most milli-GPUs left on one device.
     std::array<std::vector<int32_t>, 2> gpu;
-    std::vector<char> empty;  // no pods on the node
+    std::vector<uint64_t> empty;  // bit per position: no pods on the node
+    std::vector<int> name_rank;   // NodeView::name_rank
   };
   std::vector<PoolFit> pool_fit_;
   struct ShapeFit {
@@ -792,7 +793,9 @@ void Cycle::SyncPoolFit(int node) {
   fit.pods[at] = view_.Free(node, kPodsDim);
   fit.gpu[0][at] = v.full_free;
   fit.gpu[1][at] = v.max_device_free;
-  fit.empty[at] = node_pods_[node].empty();
+  const uint64_t bit = uint64_t{1} << (at % 64);
+  fit.empty[at / 64] =
+      node_pods_[node].empty() ? fit.empty[at / 64] | bit : fit.empty[at / 64] & ~bit;
 }
 
 // The fit check of one pod shape against one pool's PoolFit columns: at least cpu, memory and
@@ -1378,19 +1381,24 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
   double min_raw = 0, max_raw = 0;
   int32_t max_taint = 0;
   int64_t max_affinity = 0;
-  auto visit = [&](const StaticCandidate& c, int at) {
-    ++feasible;
-    const bool pristine = dedupe && fit.empty[at];
-    int& slot = class_slot_[c.pristine_class];
-    if (pristine && slot >= 0) {
-      Candidate& rep = scored[slot];
-      if (c.name_rank < rep.name_rank) {
-        rep.node = c.node;
-        rep.name_rank = c.name_rank;
+  const std::vector<int>& pool_nodes = view_.PoolNodes(pool);
+  // An empty node whose class already has a representative only competes for the class's
+  // first name (two ints read, not the candidate); any other node is scored.
+  auto visit = [&](int at, bool pristine) {
+    if (pristine) {
+      int& slot = class_slot_[list.class_at[at]];
+      if (slot >= 0) {
+        Candidate& rep = scored[slot];
+        const int rank = fit.name_rank[at];
+        if (rank < rep.name_rank) {
+          rep.node = pool_nodes[at];
+          rep.name_rank = rank;
+        }
+        return;
       }
-      return;
+      slot = num_scored;
     }
-    if (pristine) slot = num_scored;
+    const StaticCandidate& c = list.candidates[list.candidate_at[at]];
     const ShapeScore& cached =
         CachedResourceScore(p, shape_scores[pool_offset + at], pool_offset + at, c.node);
     const double raw = cached.score;
@@ -1434,9 +1442,11 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
         found &= upto;
       }
       processed += static_cast<size_t>(std::popcount(in_window));
+      feasible += std::popcount(found);
+      const uint64_t pristine = dedupe ? found & fit.empty[w] : 0;
       for (; found != 0; found &= found - 1) {
-        const int at = w * 64 + std::countr_zero(found);
-        visit(list.candidates[list.candidate_at[at]], at);
+        const int bit = std::countr_zero(found);
+        visit(w * 64 + bit, (pristine >> bit) & 1);
       }
     }
   }
@@ -2238,7 +2248,9 @@ CycleResult Cycle::Run() {
     PoolFit& fit = pool_fit_[pool];
     for (auto* column : {&fit.cpu, &fit.memory, &fit.pods}) column->resize(nodes.size());
     for (auto& column : fit.gpu) column.resize(nodes.size());
-    fit.empty.resize(nodes.size());
+    fit.empty.assign((nodes.size() + 63) / 64, 0);
+    fit.name_rank.resize(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) fit.name_rank[i] = view_.node(nodes[i]).name_rank;
   }
   for (int node = 0; node < view_.NumNodes(); ++node) SyncPoolFit(node);
   Allocate();

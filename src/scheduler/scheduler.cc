@@ -41,6 +41,7 @@ struct PodState {
   int signature = -1;
   int shape = -1;                            // equal requests (resources and GPUs) share a shape id
   std::vector<std::pair<int, int64_t>> req;  // nonzero (dim, amount)
+  int64_t cpu_req = 0, mem_req = 0;          // the cpu and memory amounts of req (0 if absent)
   int gpu_whole = 0;
   int32_t gpu_fraction = 0;  // milli, 0 < f < 1000
   QuotaVector quota{};
@@ -530,9 +531,11 @@ void Cycle::BuildPod(int index, PodState& p) {
     }
   }
   for (const auto& [dim, amount] : p.req) {
-    if (dim == kCpuDim) p.quota[kCpuQ] = amount;
-    if (dim == kMemoryDim) p.quota[kMemQ] = amount;
+    if (dim == kCpuDim) p.cpu_req = amount;
+    if (dim == kMemoryDim) p.mem_req = amount;
   }
+  p.quota[kCpuQ] = p.cpu_req;
+  p.quota[kMemQ] = p.mem_req;
   p.quota[kGpuQ] = int64_t{p.gpu_whole} * 1000 + p.gpu_fraction;
   p.signature = view_.Signature(pod);
   std::string shape_key;
@@ -1108,11 +1111,7 @@ const Cycle::ShapeScore& Cycle::CachedResourceScore(const PodState& p, ShapeScor
 double Cycle::ResourceScore(const PodState& p, int node, int device) {
   const NodeView& v = view_.node(node);
   const int32_t* dev = view_.Devices(node);
-  int64_t cpu_req = 0, mem_req = 0;
-  for (const auto& [dim, amount] : p.req) {
-    if (dim == kCpuDim) cpu_req = amount;
-    if (dim == kMemoryDim) mem_req = amount;
-  }
+  const int64_t cpu_req = p.cpu_req, mem_req = p.mem_req;
   const int64_t cpu_free = view_.Free(node, kCpuDim), mem_free = view_.Free(node, kMemoryDim);
   // Devices after placing the pod (the node's own when the pod takes no GPU).
   int32_t after_copy[64];
@@ -1133,8 +1132,11 @@ double Cycle::ResourceScore(const PodState& p, int node, int device) {
       after_copy[device] -= p.gpu_fraction;
     }
   }
-  int64_t gpu_free_after = 0;
-  for (int d = 0; d < n; ++d) gpu_free_after += after[d];
+  auto sum_after = [&] {
+    int64_t sum = 0;
+    for (int d = 0; d < n; ++d) sum += after[d];
+    return sum;
+  };
   const int64_t gpu_total = int64_t{n} * 1000;
   switch (options_.policy) {
     case PlacementPolicy::kFgd: {
@@ -1146,6 +1148,10 @@ double Cycle::ResourceScore(const PodState& p, int node, int device) {
         frag_valid_[node] = 1;
       }
       const double before = frag_before_[node];
+      // frag_all_ is the sum of all the node's devices: the devices after, when the pod takes
+      // none (and the node has no more than the 64 counted).
+      const int64_t gpu_free_after =
+          !takes_gpu && v.gpu_devices <= 64 ? frag_all_[node] : sum_after();
       double later;
       if (p.gpu_whole == 0 && p.gpu_fraction == 0) {
         // Same sum as Fragmentation(node, after, ...), term by term in the same order.
@@ -1170,8 +1176,7 @@ double Cycle::ResourceScore(const PodState& p, int node, int device) {
     }
     case PlacementPolicy::kGpuPacking: {
       if (p.gpu_whole > 0 || p.gpu_fraction > 0) {
-        double used =
-            static_cast<double>(gpu_total - gpu_free_after) / static_cast<double>(gpu_total);
+        double used = static_cast<double>(gpu_total - sum_after()) / static_cast<double>(gpu_total);
         double shared = p.gpu_fraction > 0 && device >= 0 && dev[device] < 1000 ? 1.0 : 0.0;
         return shared + used;
       }
@@ -1191,7 +1196,7 @@ double Cycle::ResourceScore(const PodState& p, int node, int device) {
         ++count;
       }
       if (gpu_total > 0) {
-        sum += static_cast<double>(gpu_total - gpu_free_after) / static_cast<double>(gpu_total);
+        sum += static_cast<double>(gpu_total - sum_after()) / static_cast<double>(gpu_total);
         ++count;
       }
       return count == 0 ? 0 : sum / count;

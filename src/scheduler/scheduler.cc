@@ -212,10 +212,11 @@ class Cycle {
   double ResourceScore(const PodState& p, int node, int device);
   // ResourceScore and the device it scores are a function of the node's state and the pod's
   // shape only, so they are kept per node and shape until the node changes: `entry` is the
-  // shape's entry of the node's pool slot `slot`.
+  // shape's entry of the node, `version` the node's node_version_.
   struct ShapeScore;
   ShapeScore* ShapeScores(int shape);
-  const ShapeScore& CachedResourceScore(const PodState& p, ShapeScore& entry, int slot, int node);
+  const ShapeScore& CachedResourceScore(const PodState& p, ShapeScore& entry, uint32_t version,
+                                        int node);
   double Fragmentation(int node, const int32_t* devices, int64_t cpu_free, int64_t mem_free) const;
   void FragmentationTerms(int node, const int32_t* devices, int64_t* fit_terms, int64_t* all) const;
   int TopologyScore(int pool, int node, const std::vector<int>& gang_nodes) const;
@@ -1096,14 +1097,14 @@ Cycle::ShapeScore* Cycle::ShapeScores(int shape) {
   return scores.data();
 }
 
-const Cycle::ShapeScore& Cycle::CachedResourceScore(const PodState& p, ShapeScore& entry, int slot,
-                                                    int node) {
-  if (entry.version != node_version_[slot]) {
+const Cycle::ShapeScore& Cycle::CachedResourceScore(const PodState& p, ShapeScore& entry,
+                                                    uint32_t version, int node) {
+  if (entry.version != version) {
     int device = -1;
     if (p.gpu_fraction > 0) GpuFits(p, node, &device);
     entry.score = ResourceScore(p, node, device);
     entry.device = device;
-    entry.version = node_version_[slot];
+    entry.version = version;
   }
   return entry;
 }
@@ -1380,35 +1381,42 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
   int feasible = 0;
   size_t processed = 0;
   const PoolFit& fit = pool_fit_[pool];
-  ShapeScore* const shape_scores = ShapeScores(p.shape);
-  const int pool_offset = pool_offset_[pool];
-  // The normalisation bounds, gathered in visiting order (the order of the entries).
-  double min_raw = 0, max_raw = 0;
+  // The normalisation bounds (scores are finite, so the first score sets both).
+  double min_raw = std::numeric_limits<double>::infinity();
+  double max_raw = -std::numeric_limits<double>::infinity();
   int32_t max_taint = 0;
   int64_t max_affinity = 0;
-  const std::vector<int>& pool_nodes = view_.PoolNodes(pool);
+  // Raw pointers, all by pool position: the visit stores through `scored`, which would make
+  // the compiler reload each vector's data pointer for every node.
+  const int pool_offset = pool_offset_[pool];
+  ShapeScore* const shape_scores = ShapeScores(p.shape) + pool_offset;
+  const uint32_t* const versions = node_version_.data() + pool_offset;
+  const StaticCandidate* const candidates = list.candidates.data();
+  const int* const candidate_at = list.candidate_at.data();
+  const int* const class_at = list.class_at.data();
+  int* const class_slot = class_slot_.data();
+  const int* const name_rank = fit.name_rank.data();
+  const int* const node_at = view_.PoolNodes(pool).data();
   // An empty node whose class already has a representative only competes for the class's
   // first name (two ints read, not the candidate); any other node is scored.
   auto visit = [&](int at, bool pristine) {
     if (pristine) {
-      int& slot = class_slot_[list.class_at[at]];
+      int& slot = class_slot[class_at[at]];
       if (slot >= 0) {
         Candidate& rep = scored[slot];
-        const int rank = fit.name_rank[at];
-        if (rank < rep.name_rank) {
-          rep.node = pool_nodes[at];
-          rep.name_rank = rank;
+        if (name_rank[at] < rep.name_rank) {
+          rep.node = node_at[at];
+          rep.name_rank = name_rank[at];
         }
         return;
       }
       slot = num_scored;
     }
-    const StaticCandidate& c = list.candidates[list.candidate_at[at]];
-    const ShapeScore& cached =
-        CachedResourceScore(p, shape_scores[pool_offset + at], pool_offset + at, c.node);
+    const StaticCandidate& c = candidates[candidate_at[at]];
+    const ShapeScore& cached = CachedResourceScore(p, shape_scores[at], versions[at], c.node);
     const double raw = cached.score;
-    min_raw = num_scored == 0 ? raw : std::min(min_raw, raw);
-    max_raw = num_scored == 0 ? raw : std::max(max_raw, raw);
+    min_raw = std::min(min_raw, raw);
+    max_raw = std::max(max_raw, raw);
     max_taint = std::max(max_taint, c.intolerable_prefer_no_schedule);
     max_affinity = std::max(max_affinity, c.preferred_affinity);
     scored[num_scored++] = {c.node,

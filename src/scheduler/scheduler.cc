@@ -1688,14 +1688,17 @@ void Cycle::Allocate() {
   // below it.
   auto refresh = [&](int q) {
     std::set<QueueRank>& siblings = children[parent_of(q)];
-    if (entered[q]) siblings.erase(*entered[q]);
-    entered[q].reset();
     const bool has_jobs =
         queues_[q].has_children ? !children[q].empty() : next[q] < per_queue[q].size();
-    if (!has_jobs) return;
-    const int leaf = first_leaf(q);
-    entered[q] = RankQueue(q, jobs_[per_queue[leaf][next[leaf]]]);
-    siblings.insert(*entered[q]);
+    std::optional<QueueRank> rank;
+    if (has_jobs) {
+      const int leaf = first_leaf(q);
+      rank = RankQueue(q, jobs_[per_queue[leaf][next[leaf]]]);
+    }
+    if (rank == entered[q]) return;  // most decisions that fail leave the rank as it was
+    if (entered[q]) siblings.erase(*entered[q]);
+    entered[q] = rank;
+    if (rank) siblings.insert(*rank);
   };
   auto refresh_up = [&](int q) {
     for (int a = q; a >= 0; a = queues_[a].parent) refresh(a);

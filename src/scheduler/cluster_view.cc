@@ -267,10 +267,13 @@ StaticList& ClusterView::Static(int signature, int pool, const model::PodSchedul
   list.candidate_at.assign(members.size(), -1);
   list.candidate_bits.assign((members.size() + 63) / 64, 0);
   list.class_at.assign(members.size(), -1);
+  list.class_bits.assign(list.num_classes * list.candidate_bits.size(), 0);
   for (size_t i = 0; i < list.positions.size(); ++i) {
     const int position = list.positions[i];
     list.candidate_at[position] = static_cast<int>(i);
     list.class_at[position] = list.candidates[i].pristine_class;
+    list.class_bits[list.candidates[i].pristine_class * list.candidate_bits.size() +
+                    position / 64] |= uint64_t{1} << (position % 64);
     list.candidate_bits[position / 64] |= uint64_t{1} << (position % 64);
   }
   return list;

@@ -71,6 +71,8 @@ struct StaticList {
   std::vector<int> candidate_at;
   std::vector<uint64_t> candidate_bits;
   std::vector<int> class_at;  // pristine_class of the candidate at each position, -1 when none
+  // Bit set of each class's positions: class c, word w at c * candidate_bits.size() + w.
+  std::vector<uint64_t> class_bits;
 };
 
 class ClusterView {

@@ -310,6 +310,9 @@ class Cycle {
   // FindNode: per pristine class of the list, kClassUnseen, -1 (does not fit) or the index of
   // its representative in scratch_.
   std::vector<int> class_slot_;
+  // FindNode: per pristine class of the list, the last stretch of the window (1 up to the wrap,
+  // 2 after it) where its first empty node was visited.
+  std::vector<int> class_stretch_;
   std::vector<std::vector<int>> pool_log_;  // nodes changed in each pool, in order
   std::vector<int> pool_position_;          // node -> index in view_.PoolNodes(its pool)
   std::vector<int> pool_slot_;    // node -> its pool's offset (pools in order) + pool_position_
@@ -321,8 +324,9 @@ class Cycle {
     std::vector<int64_t> cpu, memory, pods;  // free
     // gpu[0]: devices with 1000 milli free; gpu[1]: the most milli-GPUs left on one device.
     std::array<std::vector<int32_t>, 2> gpu;
-    std::vector<uint64_t> empty;  // bit per position: no pods on the node
-    std::vector<int> name_rank;   // NodeView::name_rank
+    std::vector<uint64_t> empty;   // bit per position: no pods on the node
+    std::vector<int> name_rank;    // NodeView::name_rank
+    bool ranks_ascending = false;  // name_rank grows with the position (nodes listed by name)
   };
   std::vector<PoolFit> pool_fit_;
   struct ShapeFit {
@@ -1378,6 +1382,7 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
   const bool topology = !gang_nodes.empty() && !view_.PoolTopologyKeys(pool).empty();
   const bool dedupe = !topology;
   class_slot_.assign(list.num_classes, kClassUnseen);
+  class_stretch_.assign(list.num_classes, 0);
   int feasible = 0;
   size_t processed = 0;
   const PoolFit& fit = pool_fit_[pool];
@@ -1395,6 +1400,7 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
   const int* const candidate_at = list.candidate_at.data();
   const int* const class_at = list.class_at.data();
   int* const class_slot = class_slot_.data();
+  int* const class_stretch = class_stretch_.data();
   const int* const name_rank = fit.name_rank.data();
   const int* const node_at = view_.PoolNodes(pool).data();
   // An empty node whose class already has a representative only competes for the class's
@@ -1427,6 +1433,23 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
                             topology ? TopologyScore(pool, c.node, gang_nodes) : 0,
                             cached.device};
   };
+  // Of the empty nodes `pristine` in word w, the first of each class not yet seen in this
+  // stretch of the window.
+  int stretch = 1;
+  auto stretch_firsts = [&](uint64_t pristine, int w) {
+    const uint64_t* class_bits = list.class_bits.data() + w;
+    const size_t words = list.candidate_bits.size();
+    uint64_t firsts = 0;
+    for (uint64_t rest = pristine; rest != 0;) {
+      const int c = class_at[w * 64 + std::countr_zero(rest)];
+      if (class_stretch[c] != stretch) {
+        class_stretch[c] = stretch;
+        firsts |= rest & -rest;
+      }
+      rest &= ~class_bits[c * words];
+    }
+    return firsts;
+  };
   // The rotating window over the candidates (in pool position order, from the candidate at
   // next_start, wrapping once), a 64-position word at a time: candidate bits AND the pod shape's
   // fit bits, up to the feasible node that makes `to_find`.
@@ -1457,6 +1480,14 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
       processed += static_cast<size_t>(std::popcount(in_window));
       feasible += std::popcount(found);
       const uint64_t pristine = dedupe ? found & fit.empty[w] : 0;
+      // Names ascend with positions, so within one stretch of the window (up to the wrap, then
+      // from position 0) a class's first empty node has its smallest name: the others cannot
+      // win and are skipped a word at a time. After the wrap every name is smaller than those
+      // before it, so the classes are looked at afresh.
+      if (step > 0 && w == 0) ++stretch;
+      if (pristine != 0 && fit.ranks_ascending) {
+        found = (found & ~pristine) | stretch_firsts(pristine, w);
+      }
       for (; found != 0; found &= found - 1) {
         const int bit = std::countr_zero(found);
         visit(w * 64 + bit, (pristine >> bit) & 1);
@@ -2267,6 +2298,7 @@ CycleResult Cycle::Run() {
     fit.empty.assign((nodes.size() + 63) / 64, 0);
     fit.name_rank.resize(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) fit.name_rank[i] = view_.node(nodes[i]).name_rank;
+    fit.ranks_ascending = std::is_sorted(fit.name_rank.begin(), fit.name_rank.end());
   }
   for (int node = 0; node < view_.NumNodes(); ++node) SyncPoolFit(node);
   Allocate();

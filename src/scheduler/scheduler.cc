@@ -223,7 +223,10 @@ class Cycle {
   std::string FailureReason(const PodState& p, int pool, StaticList& list);
   // `insufficient`: nodes short of each dimension (last entry: nvidia.com/gpu).
   std::string FormatFailureReason(const std::vector<int>& insufficient, int pool,
-                                  const StaticList& list) const;
+                                  const StaticList& list);
+  // The reason text of nodes short of each dimension, the last one (view_.Dims())
+  // nvidia.com/gpu.
+  const std::vector<std::string>& ResourceReasons();
   // Bit i: the node lacks p.req[i]; kGpuShortBit: its GPUs do not fit.
   uint32_t Shortfall(const PodState& p, int node);
   // Brings a cached failure's counts up to date with the pool's changes since it was counted;
@@ -351,6 +354,8 @@ class Cycle {
   std::vector<int64_t> frag_fit_;  // node * task_types_.size() + type
   std::vector<int64_t> frag_all_;
   std::vector<Candidate> scratch_;
+  std::vector<std::string> resource_reasons_;                       // ResourceReasons
+  std::vector<std::pair<int, const std::string*>> reason_entries_;  // FormatFailureReason
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1241,32 +1246,45 @@ std::string Cycle::FailureReason(const PodState& p, int pool, StaticList& list) 
   return FormatFailureReason(insufficient, pool, list);
 }
 
-std::string Cycle::FormatFailureReason(const std::vector<int>& insufficient, int pool,
-                                       const StaticList& list) const {
-  std::vector<std::pair<int, std::string>> entries;
-  for (const auto& [text, count] : list.static_reasons) entries.push_back({count, text});
+const std::vector<std::string>& Cycle::ResourceReasons() {
+  if (resource_reasons_.size() == static_cast<size_t>(view_.Dims()) + 1) return resource_reasons_;
+  resource_reasons_.clear();  // a dimension was added since
+  // NodeResourcesFit's wording: ErrReasonTooManyPods for the pod count, else "Insufficient".
   for (int d = 0; d <= view_.Dims(); ++d) {
-    if (insufficient[d] == 0) continue;
-    // NodeResourcesFit's wording: ErrReasonTooManyPods for the pod count, else "Insufficient".
-    std::string text = d == kPodsDim       ? "Too many pods"
-                       : d == view_.Dims() ? "Insufficient " + std::string(kGpuResource)
-                                           : "Insufficient " + view_.DimName(d);
-    entries.push_back({insufficient[d], std::move(text)});
+    resource_reasons_.push_back(d == kPodsDim       ? "Too many pods"
+                                : d == view_.Dims() ? "Insufficient " + std::string(kGpuResource)
+                                                    : "Insufficient " + view_.DimName(d));
+  }
+  return resource_reasons_;
+}
+
+std::string Cycle::FormatFailureReason(const std::vector<int>& insufficient, int pool,
+                                       const StaticList& list) {
+  // (count, text), the texts not copied: they live in the list and in resource_reasons_.
+  const std::vector<std::string>& resource_reasons = ResourceReasons();
+  std::vector<std::pair<int, const std::string*>>& entries = reason_entries_;
+  entries.clear();
+  for (const auto& [text, count] : list.static_reasons) entries.push_back({count, &text});
+  for (int d = 0; d <= view_.Dims(); ++d) {
+    if (insufficient[d] != 0) entries.push_back({insufficient[d], &resource_reasons[d]});
   }
   // kube-scheduler (FitError.Error) sorts the "<count> <reason>" strings with sort.Strings, i.e.
   // by their text ("1 Insufficient cpu" before "8 node(s) had untolerated taint"). gpupool orders
   // by count on purpose, most common first and then by text, so the reason that blocks most
   // nodes leads (DESIGN section 4: "8 node(s) had untolerated taint ..., 4 Insufficient ...").
   std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first > b.first : a.second < b.second;
+    return a.first != b.first ? a.first > b.first : *a.second < *b.second;
   });
   std::string out = "0/" + std::to_string(list.pool_nodes) + " nodes are available";
   if (list.pool_nodes == 0) return out + " in node pool " + view_.PoolName(pool) + ".";
   for (size_t i = 0; i < entries.size(); ++i) {
     out += i == 0 ? ": " : ", ";
-    out += std::to_string(entries[i].first) + " " + entries[i].second;
+    out += std::to_string(entries[i].first);
+    out += ' ';
+    out += *entries[i].second;
   }
-  return out + ".";
+  out += '.';
+  return out;
 }
 
 constexpr uint32_t kGpuShortBit = 1u << 31;

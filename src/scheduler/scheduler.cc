@@ -202,7 +202,9 @@ class Cycle {
 
   // Allocation.
   std::string QuotaCheck(const Job& job, int pool) const;
-  bool TryJob(const Job& job, std::vector<std::string>& pool_reasons, bool use_cache);
+  // On failure, `reason` is each node pool's reason, "; "-separated, each after its pool's
+  // name when the pod lists several.
+  bool TryJob(const Job& job, std::string& reason, bool use_cache);
   bool PlaceJobInPool(const Job& job, int pool, std::string& reason, bool use_cache);
   int FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* device,
                std::string* reason);
@@ -356,6 +358,7 @@ class Cycle {
   std::vector<Candidate> scratch_;
   std::vector<std::string> resource_reasons_;                       // ResourceReasons
   std::vector<std::pair<int, const std::string*>> reason_entries_;  // FormatFailureReason
+  std::string pool_reason_;                                         // TryJob
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1657,13 +1660,20 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool u
   return false;
 }
 
-bool Cycle::TryJob(const Job& job, std::vector<std::string>& pool_reasons, bool use_cache) {
+bool Cycle::TryJob(const Job& job, std::string& reason, bool use_cache) {
   const std::vector<int>& pools = pods_[job.pods[0]].pools;
-  for (int pool : pools) {
-    std::string reason;
-    if (PlaceJobInPool(job, pool, reason, use_cache)) return true;
-    pool_reasons.push_back(pools.size() > 1 ? "node pool " + view_.PoolName(pool) + ": " + reason
-                                            : std::move(reason));
+  reason.clear();
+  for (size_t i = 0; i < pools.size(); ++i) {
+    // pool_reason_ keeps its capacity across decisions: copying a cached reason into it does
+    // not allocate.
+    if (PlaceJobInPool(job, pools[i], pool_reason_, use_cache)) return true;
+    if (i > 0) reason += "; ";
+    if (pools.size() > 1) {
+      reason += "node pool ";
+      reason += view_.PoolName(pools[i]);
+      reason += ": ";
+    }
+    reason += pool_reason_;
   }
   return false;
 }
@@ -1756,21 +1766,19 @@ void Cycle::Allocate() {
   for (size_t q = 0; q < queues_.size(); ++q) {
     if (!per_queue[q].empty()) refresh_up(static_cast<int>(q));
   }
-  std::vector<std::string> reasons;
+  std::string reason;
   while (!children[root].empty()) {
     const int q = first_leaf(children[root].begin()->queue);
     const int j = per_queue[q][next[q]++];
-    reasons.clear();
     const auto start = options_.record_decision_latency ? std::chrono::steady_clock::now()
                                                         : std::chrono::steady_clock::time_point{};
-    const bool placed = TryJob(jobs_[j], reasons, /*use_cache=*/true);
+    const bool placed = TryJob(jobs_[j], reason, /*use_cache=*/true);
     if (options_.record_decision_latency) {
       decision_latency_ns_.push_back(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                          std::chrono::steady_clock::now() - start)
                                          .count());
     }
     if (!placed) {
-      std::string reason = reasons.size() == 1 ? std::move(reasons[0]) : Join(reasons, "; ");
       const std::vector<int>& job_pods = jobs_[j].pods;
       for (size_t i = 0; i + 1 < job_pods.size(); ++i) pods_[job_pods[i]].reason = reason;
       pods_[job_pods.back()].reason = std::move(reason);

@@ -148,6 +148,12 @@ ClusterView::ClusterView(const std::vector<model::Node>& nodes,
 }
 
 int ClusterView::InternDim(const std::string& resource) {
+  // The dimensions every pod asks for, once interned (first, by the constructor), without
+  // hashing their names.
+  if (dim_names_.size() > kMemoryDim) {
+    if (resource == "cpu") return kCpuDim;
+    if (resource == "memory") return kMemoryDim;
+  }
   auto it = dim_index_.find(resource);
   if (it != dim_index_.end()) return it->second;
   int dim = static_cast<int>(dim_names_.size());

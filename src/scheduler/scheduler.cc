@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <unordered_map>
 
 #include "common/clock.h"
@@ -20,6 +21,8 @@ namespace gpupool::scheduler {
 namespace {
 
 constexpr int kQ = model::kNumQuotaResources;
+// The node pools of a pod without gpupool.io/node-pool: the default pool (index 0).
+constexpr int kDefaultPoolOnly[] = {0};
 constexpr int kGpuQ = 0;
 constexpr int kCpuQ = 1;
 constexpr int kMemQ = 2;
@@ -36,7 +39,9 @@ struct PodState {
   bool preemptible = true;
   int arrival = 0;                    // age rank among all pods, 0 = oldest (BuildPods)
   std::optional<int64_t> created_ms;  // metadata.creationTimestamp
-  std::vector<int> pools;             // preference order
+  // Preference order; views the parsed gpupool.io/node-pool value (Cycle::pool_labels_, whose
+  // entries stay put) or kDefaultPoolOnly.
+  std::span<const int> pools;
   int gang = -1;
   int signature = -1;
   int shape = -1;                            // equal requests (resources and GPUs) share a shape id
@@ -475,7 +480,8 @@ void Cycle::BuildPod(int index, PodState& p) {
   }
   p.preemptible = p.priority < kNonPreemptiblePriority;
   auto queue_label = pod.labels.find(QueueLabelKey());
-  std::string queue = queue_label == pod.labels.end() ? kDefaultQueue : queue_label->second;
+  static const std::string default_queue(kDefaultQueue);
+  const std::string& queue = queue_label == pod.labels.end() ? default_queue : queue_label->second;
   auto qit = queue_index_.find(queue);
   if (qit == queue_index_.end()) {
     std::vector<std::string> names;
@@ -489,7 +495,7 @@ void Cycle::BuildPod(int index, PodState& p) {
   }
   auto pool_label = pod.labels.find(NodePoolLabelKey());
   if (pool_label == pod.labels.end() || Trim(pool_label->second).empty()) {
-    p.pools = {0};
+    p.pools = kDefaultPoolOnly;
   } else {
     // Parsed once per distinct label value.
     auto [it, inserted] = pool_labels_.try_emplace(pool_label->second);
@@ -1661,7 +1667,7 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool u
 }
 
 bool Cycle::TryJob(const Job& job, std::string& reason, bool use_cache) {
-  const std::vector<int>& pools = pods_[job.pods[0]].pools;
+  const std::span<const int> pools = pods_[job.pods[0]].pools;
   reason.clear();
   for (size_t i = 0; i < pools.size(); ++i) {
     // pool_reason_ keeps its capacity across decisions: copying a cached reason into it does
@@ -1973,7 +1979,7 @@ bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
   std::vector<int> gang_nodes;
   int placed = 0;
   for (int pod : job.pods) {
-    const std::vector<int>& pools = pods_[pod].pools;
+    const std::span<const int> pools = pods_[pod].pools;
     if (std::find(pools.begin(), pools.end(), pool) == pools.end()) break;
     int device = -1;
     int node = FindNode(pod, pool, gang_nodes, &device, nullptr);

@@ -317,8 +317,8 @@ class Cycle {
   // Both by pool slot (pool_slot_): a pool's nodes are contiguous, in the order FindNode visits.
   std::vector<uint32_t> node_version_;
   std::vector<std::vector<ShapeScore>> shape_scores_;  // by shape id, then slot; filled lazily
-  // FindNode: per pristine class of the list, kClassUnseen, -1 (does not fit) or the index of
-  // its representative in scratch_.
+  // FindNode: per pristine class of the list, kClassUnseen or the index of its representative
+  // in scratch_ (only nodes that fit are visited, so there is no "does not fit" state).
   std::vector<int> class_slot_;
   // FindNode: per pristine class of the list, the last stretch of the window (1 up to the wrap,
   // 2 after it) where its first empty node was visited.

@@ -14,6 +14,9 @@ bool StartsWith(std::string_view text, std::string_view prefix);
 bool EndsWith(std::string_view text, std::string_view suffix);
 std::string ToLower(std::string_view text);
 
+// The value of one hexadecimal digit (either case), or -1.
+int HexDigitValue(char c);
+
 // Well-formed UTF-8 (no overlong forms, surrogates or code points above U+10FFFF). Text that
 // reaches a database or a JSON document must be: PostgreSQL refuses anything else.
 bool IsValidUtf8(std::string_view text);

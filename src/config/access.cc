@@ -9,13 +9,6 @@ namespace gpupool::config {
 
 namespace {
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 Status Refused(std::string_view path, std::string_view why) {
   return InvalidArgumentError("request path \"" + std::string(path) +
                               "\" is refused: " + std::string(why));
@@ -88,8 +81,8 @@ Result<std::string> NormalizeRequestPath(std::string_view raw) {
     char c = path[i];
     if (c == '%') {
       if (i + 2 >= path.size()) return Refused(raw, "truncated percent-encoding");
-      int hi = HexValue(path[i + 1]);
-      int lo = HexValue(path[i + 2]);
+      int hi = HexDigitValue(path[i + 1]);
+      int lo = HexDigitValue(path[i + 2]);
       if (hi < 0 || lo < 0) return Refused(raw, "invalid percent-encoding");
       decoded += static_cast<char>(hi * 16 + lo);
       i += 2;

@@ -48,13 +48,6 @@ Reply ErrorReply(const Status& status) {
   return Reply::Json(ErrorBody(status), HttpStatusFor(status.code()));
 }
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // Form-style decoding of one query component: %XX and '+' for a space. A malformed escape is
 // kept as written (the value is then checked by the handler that reads it).
 std::string DecodeQueryComponent(std::string_view text) {
@@ -64,9 +57,9 @@ std::string DecodeQueryComponent(std::string_view text) {
     char c = text[i];
     if (c == '+') {
       out += ' ';
-    } else if (c == '%' && i + 2 < text.size() && HexDigit(text[i + 1]) >= 0 &&
-               HexDigit(text[i + 2]) >= 0) {
-      out += static_cast<char>(HexDigit(text[i + 1]) * 16 + HexDigit(text[i + 2]));
+    } else if (c == '%' && i + 2 < text.size() && HexDigitValue(text[i + 1]) >= 0 &&
+               HexDigitValue(text[i + 2]) >= 0) {
+      out += static_cast<char>(HexDigitValue(text[i + 1]) * 16 + HexDigitValue(text[i + 2]));
       i += 2;
     } else {
       out += c;
@@ -205,11 +198,16 @@ struct Loop {
 }  // namespace
 
 struct HttpServer::Transport {
-  explicit Transport(const ServerOptions& server_options);
+  Transport(HttpServer& owner, const ServerOptions& server_options);
 
+  // A nested class may call the server's private request path; the connections call these.
+  Reply Handle(const HttpMessage& message) { return server.Handle(message); }
+  Reply Refuse(const std::string& method, const Status& status) {
+    return server.Refuse(method, status);
+  }
+
+  HttpServer& server;
   const ServerOptions options;
-  std::function<Reply(const HttpMessage&)> handle;
-  std::function<Reply(const std::string& method, const Status&)> refuse;
   // Destroyed in reverse order: the workers (whose queued tasks hold connections) before the
   // loops the connections' sockets belong to.
   std::vector<std::unique_ptr<Loop>> loops;
@@ -307,9 +305,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     message->query = ParseQuery(message->target);
     message->source = source_;
     ++served_;
-    if (!IsBlockingMethod(message->method)) return Respond(*message, transport_.handle(*message));
+    if (!IsBlockingMethod(message->method)) return Respond(*message, transport_.Handle(*message));
     asio::post(transport_.workers, [self = shared_from_this(), message] {
-      auto reply = std::make_shared<Reply>(self->transport_.handle(*message));
+      auto reply = std::make_shared<Reply>(self->transport_.Handle(*message));
       asio::post(self->loop_.io, [self, message, reply] { self->Respond(*message, *reply); });
     });
   }
@@ -358,7 +356,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
             ? InvalidArgumentError("request body exceeds the limit of " +
                                    std::to_string(transport_.options.max_body_bytes) + " bytes")
             : InvalidArgumentError("malformed HTTP request: " + ec.message());
-    Write(MakeResponse(transport_.refuse(method, status), 11, /*keep_alive=*/false), false);
+    Write(MakeResponse(transport_.Refuse(method, status), 11, /*keep_alive=*/false), false);
   }
 
   // After the last reply: stop sending, then read and drop what the client still sends (e.g. the
@@ -429,8 +427,9 @@ void Accept(Transport& transport) {
 
 }  // namespace
 
-HttpServer::Transport::Transport(const ServerOptions& server_options)
-    : options(server_options),
+HttpServer::Transport::Transport(HttpServer& owner, const ServerOptions& server_options)
+    : server(owner),
+      options(server_options),
       loops([&] {
         std::vector<std::unique_ptr<Loop>> made;
         for (int i = 0; i < IoThreads(server_options); ++i)
@@ -447,17 +446,13 @@ HttpServer::HttpServer(Router router, const Authenticator* authenticator, Access
       access_(std::move(access)),
       audit_(std::move(audit)),
       options_(options),
-      transport_(std::make_unique<Transport>(options)) {
+      transport_(std::make_unique<Transport>(*this, options)) {
   requests_ = registry.AddCounter("gpupool_http_requests_total",
                                   "HTTP requests by route pattern, method and status code.",
                                   {"route", "method", "code"});
   latency_ = registry.AddHistogram("gpupool_http_request_duration_seconds",
                                    "HTTP request latency by route pattern and status code.",
                                    {"route", "method", "code"}, LatencyBuckets());
-  transport_->handle = [this](const HttpMessage& message) { return Handle(message); };
-  transport_->refuse = [this](const std::string& method, const Status& status) {
-    return Refuse(method, status);
-  };
 }
 
 HttpServer::~HttpServer() { Stop(); }

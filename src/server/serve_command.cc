@@ -40,9 +40,10 @@ constexpr int kPostgresReaders = 16;
 // per core; a PostgreSQL read waits for a round trip, so more loops keep the cores busy meanwhile.
 // Measured on loopback PostgreSQL (docs/benchmarks/server.md): 4 loops per core 12,800 reads/s,
 // p99 9.5 ms; handing reads to the worker pool instead, 7,500-9,800 reads/s with p99 near 1 s.
+// 0 leaves the HTTP server's default, one loop per core.
 int DefaultIoThreads(const std::string& db) {
-  int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  return db.starts_with("postgres") ? 4 * cores : std::max(2, cores);
+  if (!db.starts_with("postgres")) return 0;
+  return 4 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 std::atomic<bool> g_stop{false};

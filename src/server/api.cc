@@ -440,13 +440,21 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
   });
 
   // ---- Workflows ----
-  // A submission's audit record is written by the service in the workflow's transaction.
-  router.Add("POST", "/api/pool/{pool}/workflow", [&svc](const RouteRequest& r) -> Result<Reply> {
-    ASSIGN_OR_RETURN(auto request, DecodeSubmit(r));
-    ASSIGN_OR_RETURN(auto result, svc.SubmitWorkflow(CallerOf(r), request));
-    r.audited = !request.dry_run;
-    return Reply::Json(service::ToJson(result));
-  });
+  // A submission's audit record is written by the service in the workflow's transaction. The
+  // reply waits for the group commit without holding a worker.
+  router.AddAsync(
+      "POST", "/api/pool/{pool}/workflow", [&svc](const RouteRequest& r, Respond respond) {
+        auto request = DecodeSubmit(r);
+        if (!request.ok()) return respond(request.status());
+        // `r` lives until `respond` is called.
+        svc.SubmitWorkflowAsync(
+            CallerOf(r), *request,
+            [&r, respond, dry_run = request->dry_run](Result<service::SubmitResult> result) {
+              if (!result.ok()) return respond(result.status());
+              r.audited = !dry_run;
+              respond(Reply::Json(service::ToJson(*result)));
+            });
+      });
   router.Add("GET", "/api/workflow", [&svc](const RouteRequest& r) -> Result<Reply> {
     service::WorkflowFilter filter;
     filter.pool = FirstQuery(r, {"pool", "pools"});

@@ -4,6 +4,7 @@
 // bring it in transitively.
 #include <utility>
 // clang-format off
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -15,7 +16,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <exception>
+#include <mutex>
+#include <optional>
 #include <thread>
 
 #include "common/strings.h"
@@ -137,6 +141,12 @@ void Router::Add(std::string method, std::string pattern, RouteHandler handler,
   routes_.push_back(std::move(route));
 }
 
+void Router::AddAsync(std::string method, std::string pattern, AsyncRouteHandler handler,
+                      RouteOptions options) {
+  Add(std::move(method), std::move(pattern), nullptr, std::move(options));
+  routes_.back().async_handler = std::move(handler);
+}
+
 Router::Match Router::Find(std::string_view method, std::string_view path) const {
   std::vector<std::string_view> segments = PathSegments(path);
   Match best;
@@ -201,7 +211,9 @@ struct HttpServer::Transport {
   Transport(HttpServer& owner, const ServerOptions& server_options);
 
   // A nested class may call the server's private request path; the connections call these.
-  Reply Handle(const HttpMessage& message) { return server.Handle(message); }
+  void Handle(std::shared_ptr<const HttpMessage> message, Send send) {
+    server.Handle(std::move(message), std::move(send));
+  }
   Reply Refuse(const std::string& method, const Status& status) {
     return server.Refuse(method, status);
   }
@@ -216,6 +228,11 @@ struct HttpServer::Transport {
   asio::thread_pool workers;
   std::atomic<bool> running{false};
   std::atomic<bool> stopped{false};
+  // Requests whose asynchronous handler has not answered yet: Serve() waits for them, since
+  // their callbacks reach into the server.
+  std::mutex async_mu;
+  std::condition_variable async_cv;
+  int async_pending = 0;
 };
 
 namespace {
@@ -305,10 +322,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
     message->query = ParseQuery(message->target);
     message->source = source_;
     ++served_;
-    if (!IsBlockingMethod(message->method)) return Respond(*message, transport_.Handle(*message));
-    asio::post(transport_.workers, [self = shared_from_this(), message] {
-      auto reply = std::make_shared<Reply>(self->transport_.Handle(*message));
-      asio::post(self->loop_.io, [self, message, reply] { self->Respond(*message, *reply); });
+    // The server routes and authenticates on this loop and answers here or from another thread
+    // (a worker, or whoever completes an asynchronous handler); the write is always this loop's.
+    transport_.Handle(message, [self = shared_from_this(), message](Reply reply) {
+      asio::dispatch(self->loop_.io,
+                     [self, message, reply = std::move(reply)] { self->Respond(*message, reply); });
     });
   }
 
@@ -492,6 +510,8 @@ void HttpServer::Serve() {
   transport.acceptor.close(ec);
   transport.workers.stop();  // requests not yet started are dropped: their clients see a close
   transport.workers.join();  // handlers already running finish
+  std::unique_lock lock(transport.async_mu);
+  transport.async_cv.wait(lock, [&] { return transport.async_pending == 0; });
   transport.running = false;
 }
 
@@ -508,8 +528,17 @@ Reply HttpServer::Refuse(const std::string& method, const Status& status) {
   return reply;
 }
 
-Reply HttpServer::Dispatch(const HttpMessage& message, RouteRequest& route_request,
-                           const Router::Route** route_out) {
+struct HttpServer::Exchange {
+  std::shared_ptr<const HttpMessage> message;
+  RouteRequest request;
+  const Router::Route* route = nullptr;  // the matched route, if any
+  std::chrono::steady_clock::time_point start;
+  Send send;
+};
+
+std::optional<Reply> HttpServer::Dispatch(Exchange& exchange) {
+  const HttpMessage& message = *exchange.message;
+  RouteRequest& route_request = exchange.request;
   auto path = NormalizePath(message.target);
   if (!path.ok()) return ErrorReply(path.status());
   route_request.path = *path;
@@ -525,7 +554,7 @@ Reply HttpServer::Dispatch(const HttpMessage& message, RouteRequest& route_reque
     }
     return ErrorReply(NotFoundError("no route " + message.method + " " + *path));
   }
-  *route_out = match.route;
+  exchange.route = match.route;
   route_request.pattern = match.route->pattern;
   route_request.params = std::move(match.params);
   if (match.route->options.requires_auth) {
@@ -542,33 +571,70 @@ Reply HttpServer::Dispatch(const HttpMessage& message, RouteRequest& route_reque
       route_request.access_checked_pool = std::move(pool);
     }
   }
+  return std::nullopt;
+}
+
+void HttpServer::Handle(std::shared_ptr<const HttpMessage> message, Send send) {
+  auto exchange = std::make_shared<Exchange>();
+  exchange->start = std::chrono::steady_clock::now();
+  exchange->request.http = message.get();
+  exchange->request.method = message->method;
+  exchange->request.source = message->source;
+  exchange->message = std::move(message);
+  exchange->send = std::move(send);
+  std::optional<Reply> reply = Dispatch(*exchange);
+  if (reply) return Finish(*exchange, std::move(*reply));
+  const Router::Route& route = *exchange->route;
+  if (route.async_handler) return RunAsync(std::move(exchange));
+  if (!IsBlockingMethod(exchange->request.method)) return RunHandler(*exchange);
+  asio::post(transport_->workers, [this, exchange] { RunHandler(*exchange); });
+}
+
+void HttpServer::RunHandler(Exchange& exchange) {
+  Reply reply;
   try {
-    Result<Reply> reply = match.route->handler(route_request);
-    if (!reply.ok()) return ErrorReply(reply.status());
-    return std::move(*reply);
+    Result<Reply> result = exchange.route->handler(exchange.request);
+    reply = result.ok() ? std::move(*result) : ErrorReply(result.status());
   } catch (const std::exception& e) {
-    return ErrorReply(InternalError(std::string("unhandled exception: ") + e.what()));
+    reply = ErrorReply(InternalError(std::string("unhandled exception: ") + e.what()));
+  }
+  Finish(exchange, std::move(reply));
+}
+
+void HttpServer::RunAsync(std::shared_ptr<Exchange> exchange) {
+  Transport& transport = *transport_;
+  {
+    std::lock_guard lock(transport.async_mu);
+    ++transport.async_pending;
+  }
+  auto answered = std::make_shared<std::atomic<bool>>(false);
+  Respond respond = [this, exchange, answered](Result<Reply> result) {
+    if (answered->exchange(true)) return;
+    Finish(*exchange, result.ok() ? std::move(*result) : ErrorReply(result.status()));
+    Transport& transport = *transport_;
+    std::lock_guard lock(transport.async_mu);
+    if (--transport.async_pending == 0) transport.async_cv.notify_all();
+  };
+  try {
+    exchange->route->async_handler(exchange->request, respond);
+  } catch (const std::exception& e) {
+    respond(InternalError(std::string("unhandled exception: ") + e.what()));
   }
 }
 
-Reply HttpServer::Handle(const HttpMessage& message) {
-  auto start = std::chrono::steady_clock::now();
-  RouteRequest route_request;
-  route_request.http = &message;
-  route_request.method = message.method;
-  route_request.source = message.source;
-  const Router::Route* route = nullptr;
-  Reply reply = Dispatch(message, route_request, &route);
+void HttpServer::Finish(Exchange& exchange, Reply reply) {
+  const std::string& method = exchange.message->method;
   std::string code = std::to_string(reply.status);
-  std::string label = route != nullptr ? route->pattern : "(unmatched)";
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  requests_->Increment({label, message.method, code});
-  latency_->Observe({label, message.method, code}, seconds);
-  if (audit_ && route != nullptr && IsBlockingMethod(message.method) && !route_request.audited &&
-      !route_request.identity.user.empty()) {
-    audit_(route_request, reply.status);
+  std::string label = exchange.route != nullptr ? exchange.route->pattern : "(unmatched)";
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - exchange.start).count();
+  requests_->Increment({label, method, code});
+  latency_->Observe({label, method, code}, seconds);
+  if (audit_ && exchange.route != nullptr && IsBlockingMethod(method) &&
+      !exchange.request.audited && !exchange.request.identity.user.empty()) {
+    audit_(exchange.request, reply.status);
   }
-  return reply;
+  exchange.send(std::move(reply));
 }
 
 // ---- Decoding helpers ----------------------------------------------------------------------

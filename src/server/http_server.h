@@ -12,10 +12,14 @@
 // Bodies larger than ServerOptions::max_body_bytes are refused with 400 before any handler runs.
 //
 // Threads: a few I/O threads (ServerOptions::io_threads, one per core by default) read and write
-// every connection without blocking. GET and HEAD handlers run on them directly: they only read,
-// and a hand-off would cost more than the read. Every other handler may wait on a durable write
-// (group commit), so it runs on a pool of ServerOptions::threads workers and its reply is written
-// back by the connection. (Reads that wait on a network store want more I/O threads than cores:
+// every connection, and route, authenticate and check access for each request. GET and HEAD
+// handlers run on them directly: they only read, and a hand-off would cost more than the read.
+// Every other handler may wait on a durable write, so it runs on a pool of ServerOptions::threads
+// workers and its reply is written back by the connection. An asynchronous handler
+// (Router::AddAsync) runs on the I/O thread too and must not wait: it starts its work (e.g.
+// queues a group-committed write) and answers through a callback, so that neither a worker nor
+// the I/O thread sits waiting for the commit. Serve() returns only after every asynchronous
+// request has been answered. (Reads that wait on a network store want more I/O threads than cores:
 // serve_command picks them.) Handlers run concurrently; everything they touch must be
 // thread-safe. Router is immutable once the server starts.
 
@@ -83,6 +87,11 @@ struct Reply {
 };
 
 using RouteHandler = std::function<Result<Reply>(const RouteRequest&)>;
+// A handler that answers later, e.g. once a group-committed write is durable, so that no thread
+// waits for it: it calls `respond` once, from any thread (later calls are ignored). The request
+// stays valid until then.
+using Respond = std::function<void(Result<Reply>)>;
+using AsyncRouteHandler = std::function<void(const RouteRequest&, Respond respond)>;
 
 struct RouteOptions {
   bool requires_auth = true;
@@ -95,12 +104,15 @@ class Router {
   // `pattern`: segments, `{name}` captures one segment. Exact segments win over captures.
   void Add(std::string method, std::string pattern, RouteHandler handler,
            RouteOptions options = {});
+  void AddAsync(std::string method, std::string pattern, AsyncRouteHandler handler,
+                RouteOptions options = {});
 
   struct Route {
     std::string method;
     std::string pattern;
     std::vector<std::string> segments;
-    RouteHandler handler;
+    RouteHandler handler;             // one of these two is set
+    AsyncRouteHandler async_handler;  //
     RouteOptions options;
   };
   struct Match {
@@ -145,10 +157,20 @@ class HttpServer {
   struct Transport;  // the sockets and threads (http_server.cc)
 
  private:
-  Reply Handle(const HttpMessage& message);
+  // One request from its arrival to its reply (http_server.cc).
+  struct Exchange;
+  using Send = std::function<void(Reply)>;
+  // Answers `message`: calls `send` with the reply once, on this thread unless the route's
+  // handler is asynchronous.
+  void Handle(std::shared_ptr<const HttpMessage> message, Send send);
   Reply Refuse(const std::string& method, const Status& status);
-  Reply Dispatch(const HttpMessage& message, RouteRequest& route_request,
-                 const Router::Route** route_out);
+  // Normalises the path, routes, authenticates and checks access: the reply when the request
+  // is refused, else nullopt (exchange.route is then set and its handler is to run).
+  std::optional<Reply> Dispatch(Exchange& exchange);
+  void RunHandler(Exchange& exchange);
+  void RunAsync(std::shared_ptr<Exchange> exchange);
+  // Metrics, the audit hook, then the reply goes out.
+  void Finish(Exchange& exchange, Reply reply);
 
   const Router router_;
   const Authenticator* const authenticator_;

@@ -7,7 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -50,6 +53,14 @@ class HttpServerTest : public ::testing::Test {
       if (r.Param("name") == "busy") return AbortedError("revision changed");
       throw std::runtime_error("boom");
     });
+    // Answered later, from another thread: the test calls the held `respond`.
+    router.AddAsync("POST", "/api/later/{what}", [this](const RouteRequest& r, Respond respond) {
+      if (r.Param("what") == "throw") throw std::runtime_error("boom");
+      if (r.Param("what") == "refuse") return respond(NotFoundError("nothing to do later"));
+      std::lock_guard lock(mu_);
+      held_.push_back(std::move(respond));
+      held_cv_.notify_all();
+    });
     auto access = [](const Identity& identity, const RouteRequest& request,
                      const std::optional<std::string>&) -> Status {
       for (const auto& role : identity.roles) {
@@ -73,7 +84,10 @@ class HttpServerTest : public ::testing::Test {
     auto port = server_->Bind("127.0.0.1", 0);
     ASSERT_TRUE(port.ok());
     port_ = *port;
-    thread_ = std::thread([this] { server_->Serve(); });
+    thread_ = std::thread([this] {
+      server_->Serve();
+      serve_returned_ = true;
+    });
     client_ = std::make_unique<httplib::Client>("127.0.0.1", port_);
     for (int i = 0; i < 100 && !server_->IsRunning(); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -120,8 +134,20 @@ class HttpServerTest : public ::testing::Test {
   std::thread thread_;
   int port_ = 0;
   std::unique_ptr<httplib::Client> client_;
+  // The `respond` of each asynchronous request the handler holds, until the test answers it.
+  Respond WaitForHeld() {
+    std::unique_lock lock(mu_);
+    held_cv_.wait(lock, [&] { return !held_.empty(); });
+    Respond respond = std::move(held_.front());
+    held_.erase(held_.begin());
+    return respond;
+  }
+
   std::mutex mu_;
   std::vector<std::string> audited_;
+  std::condition_variable held_cv_;
+  std::vector<Respond> held_;
+  std::atomic<bool> serve_returned_ = false;
 };
 
 TEST_F(HttpServerTest, StatusCodesOverLoopback) {
@@ -289,6 +315,54 @@ TEST(PathTest, Normalizes) {
     }
   }
   EXPECT_EQ(EncodePathSegment("a b/c"), "a%20b%2Fc");
+}
+
+TEST_F(HttpServerTest, AsyncHandlersAnswerFromAnotherThreadOnce) {
+  const auto admin = As("dev:root:osmo-admin");
+  auto pending = std::async(std::launch::async, [&] {
+    return client_->Post("/api/later/work", admin, "", "text/plain");
+  });
+  Respond respond = WaitForHeld();
+  std::thread([respond] {
+    respond(Reply::Json({{"done", true}}, 202));
+    respond(Reply::Json({{"done", "twice"}}, 200));  // ignored: one reply per request
+  }).join();
+  auto res = pending.get();
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 202);
+  EXPECT_EQ(Json::parse(res->body)["done"], true);
+  // Refusals and exceptions map as for other handlers.
+  httplib::Client other("127.0.0.1", port_);
+  auto refused = other.Post("/api/later/refuse", admin, "", "text/plain");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 404);
+  auto thrown = other.Post("/api/later/throw", admin, "", "text/plain");
+  ASSERT_TRUE(thrown);
+  EXPECT_EQ(thrown->status, 500);
+  EXPECT_NE(thrown->body.find("boom"), std::string::npos);
+  std::string metrics = registry_.Render();
+  EXPECT_NE(metrics.find(R"(route="/api/later/{what}",method="POST",code="202"} 1)"),
+            std::string::npos)
+      << metrics;
+  std::lock_guard lock(mu_);
+  EXPECT_NE(std::find(audited_.begin(), audited_.end(), "root POST /api/later/work 202"),
+            audited_.end());
+}
+
+TEST_F(HttpServerTest, ServeReturnsOnlyOnceAsyncRequestsAreAnswered) {
+  int fd = Connect();
+  SendAll(fd,
+          "POST /api/later/work HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer dev:root:osmo-admin"
+          "\r\nContent-Length: 0\r\n\r\n");
+  Respond respond = WaitForHeld();
+  server_->Stop();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(serve_returned_);  // a callback into the server is still to come
+  respond(Reply::Json({{"done", true}}));
+  thread_.join();
+  EXPECT_TRUE(serve_returned_);
+  ::close(fd);
+  thread_ = std::thread([] {});  // for TearDown
 }
 
 }  // namespace

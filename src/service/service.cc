@@ -1177,7 +1177,14 @@ Result<std::vector<ResourceRow>> Service::ListResources(const Caller& caller,
   return rows;
 }
 
-Result<SubmitResult> Service::SubmitWorkflow(const Caller& caller, const SubmitRequest& request) {
+struct Service::PreparedSubmission {
+  SubmitResult result;
+  std::optional<store::WorkflowRecord> record;  // nullopt for a dry run
+  store::AuditRecord audit;
+};
+
+Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& caller,
+                                                               const SubmitRequest& request) {
   ASSIGN_OR_RETURN(submit::WorkflowSpec spec,
                    submit::ParseWorkflow(request.spec_text, request.file_name, request.set_values));
   ASSIGN_OR_RETURN(auto state, cache_->GetWithNodes(store_));
@@ -1199,16 +1206,17 @@ Result<SubmitResult> Service::SubmitWorkflow(const Caller& caller, const SubmitR
   ASSIGN_OR_RETURN(submit::SubmitPlan plan,
                    submit::Submit(snap.set, nodes, submit::SubmitCaller{caller.user, caller.roles},
                                   request.pool, spec, options));
-  SubmitResult result;
+  PreparedSubmission prepared;
+  SubmitResult& result = prepared.result;
   result.name = plan.name;
   result.pool = plan.pool;
   result.warnings = plan.warnings;
   for (const auto& t : plan.tasks) result.pods.push_back(t.pod);
   if (request.dry_run) {
     result.status = "DRY_RUN";
-    return result;
+    return prepared;
   }
-  store::WorkflowRecord record;
+  store::WorkflowRecord& record = prepared.record.emplace();
   record.id = plan.workflow_id;
   record.name = plan.name;
   record.pool = plan.pool;
@@ -1238,19 +1246,49 @@ Result<SubmitResult> Service::SubmitWorkflow(const Caller& caller, const SubmitR
     task.status_changed_ms = record.submitted_ms;
     record.tasks.push_back(std::move(task));
   }
-  // The audit record is written in the workflow's transaction (group-committed with concurrent
-  // submissions); the HTTP layer writes no second record for a successful submission.
-  store::AuditRecord audit;
+  store::AuditRecord& audit = prepared.audit;
   audit.user = caller.user;
   audit.source = caller.source;
   audit.action = "workflow submit";
   audit.target = record.id;
   audit.detail = "pool " + plan.pool;
-  ASSIGN_OR_RETURN(store::WorkflowRecord stored,
-                   store_.CreateWorkflowWithAudit(std::move(record), audit));
+  return prepared;
+}
+
+namespace {
+
+// The result of a stored submission: the stored workflow's id and status (with an idempotency
+// key, those of the workflow stored earlier).
+SubmitResult Submitted(SubmitResult result, const store::WorkflowRecord& stored) {
   result.workflow_id = stored.id;
   result.status = stored.status;
   return result;
+}
+
+}  // namespace
+
+Result<SubmitResult> Service::SubmitWorkflow(const Caller& caller, const SubmitRequest& request) {
+  ASSIGN_OR_RETURN(PreparedSubmission prepared, PrepareSubmission(caller, request));
+  if (!prepared.record) return std::move(prepared.result);
+  // The audit record is written in the workflow's transaction (group-committed with concurrent
+  // submissions); the HTTP layer writes no second record for a successful submission.
+  ASSIGN_OR_RETURN(store::WorkflowRecord stored,
+                   store_.CreateWorkflowWithAudit(std::move(*prepared.record), prepared.audit));
+  return Submitted(std::move(prepared.result), stored);
+}
+
+void Service::SubmitWorkflowAsync(const Caller& caller, const SubmitRequest& request,
+                                  SubmitDone done) {
+  Result<PreparedSubmission> prepared = PrepareSubmission(caller, request);
+  if (!prepared.ok()) return done(prepared.status());
+  if (!prepared->record) return done(std::move(prepared->result));
+  store_.CreateWorkflowWithAuditAsync(
+      std::move(*prepared->record), std::move(prepared->audit),
+      [result = std::move(prepared->result),
+       done = std::move(done)](Result<store::WorkflowRecord> stored) mutable {
+        if (!stored.ok()) return done(stored.status());
+        done(Submitted(std::move(result), *stored));
+      });
 }
 
 namespace {

@@ -321,6 +321,12 @@ class Service {
   // `workflow submit FILE --pool P [--set k=v] [--dry-run]`: runs the submission pipeline
   // (submit::Submit) and, unless dry_run, stores the workflow PENDING with its pods.
   Result<SubmitResult> SubmitWorkflow(const Caller& caller, const SubmitRequest& request);
+  // SubmitWorkflow without a thread waiting for the durable write: plans the submission on the
+  // calling thread, queues the store's group-committed write and returns. `done` receives what
+  // SubmitWorkflow would have returned: at once for a refusal or a dry run, else on the store's
+  // commit thread once the workflow is durable (Store::CreateWorkflowWithAuditAsync).
+  using SubmitDone = std::function<void(Result<SubmitResult>)>;
+  void SubmitWorkflowAsync(const Caller& caller, const SubmitRequest& request, SubmitDone done);
   // Workflow reads are served from a cache of decoded workflows, revalidated by version at each
   // call (Store::GetWorkflowIfChanged: one cheap statement when unchanged).
   Result<WorkflowView> QueryWorkflow(const Caller& caller, std::string_view id);
@@ -341,6 +347,10 @@ class Service {
   store::Store& store_;
   const Clock& clock_;
   MachinePoolSupport machine_pools_;
+
+  // A planned submission: the result so far and, unless a dry run, what to store.
+  struct PreparedSubmission;
+  Result<PreparedSubmission> PrepareSubmission(const Caller& caller, const SubmitRequest& request);
 
  public:
   struct SnapshotCache;  // defined in service.cc

@@ -203,7 +203,14 @@ SqlStore::SqlStore(std::unique_ptr<SqlConnection> connection, ConnectionFactory 
       max_readers_(open_reader_ ? std::max(0, max_readers) : 0),
       clock_(clock) {}
 
-SqlStore::~SqlStore() = default;
+SqlStore::~SqlStore() {
+  {
+    std::lock_guard lock(queue_mu_);
+    closing_ = true;
+  }
+  queue_cv_.notify_one();
+  if (committer_.joinable()) committer_.join();
+}
 
 Result<std::unique_ptr<Store>> SqlStore::Open(std::unique_ptr<SqlConnection> connection,
                                               ConnectionFactory open_reader, int max_readers,
@@ -712,31 +719,50 @@ Status SqlStore::InsertAudits(SqlConnection& db, const std::vector<const Pending
 }
 
 void SqlStore::GroupCommit(PendingWrite& write) {
+  Enqueue(&write);
+  std::unique_lock lock(queue_mu_);
+  write.wake.wait(lock, [&] { return write.done; });
+}
+
+void SqlStore::Enqueue(PendingWrite* write) {
+  std::lock_guard lock(queue_mu_);
+  if (!committer_.joinable()) committer_ = std::thread([this] { CommitLoop(); });
+  queue_.push_back(write);
+  // The commit thread waits only when the queue was empty; while it writes a batch, the writes
+  // queued meanwhile form the next one.
+  if (queue_.size() == 1) queue_cv_.notify_one();
+}
+
+void SqlStore::CommitLoop() {
   // At most this many writes per transaction, so that one batch's latency stays bounded.
   constexpr size_t kMaxBatch = 256;
   std::unique_lock lock(queue_mu_);
-  queue_.push_back(&write);
-  while (!write.done) {
-    if (leader_) {
-      write.wake.wait(lock);
-      continue;
-    }
-    // Lead: write everything queued so far (this write may be in a later batch when the queue is
-    // longer than kMaxBatch; the loop then leads again or waits).
-    leader_ = true;
+  while (true) {
+    queue_cv_.wait(lock, [&] { return closing_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // closing, and every queued write is done
     size_t n = std::min(queue_.size(), kMaxBatch);
     std::vector<PendingWrite*> batch(queue_.begin(), queue_.begin() + static_cast<ptrdiff_t>(n));
     queue_.erase(queue_.begin(), queue_.begin() + static_cast<ptrdiff_t>(n));
     lock.unlock();
     WriteBatch(batch);
+    std::vector<PendingWrite*> owned;
     lock.lock();
-    leader_ = false;
-    for (PendingWrite* done : batch) {
-      done->done = true;
-      if (done != &write) done->wake.notify_one();
+    for (PendingWrite* write : batch) {
+      if (write->owned) {
+        owned.push_back(write);
+        continue;
+      }
+      write->done = true;
+      write->wake.notify_one();
     }
-    // The oldest queued write's thread leads the next batch (it filled while this one ran).
-    if (!queue_.empty()) queue_.front()->wake.notify_one();
+    lock.unlock();
+    // Callbacks run without the lock, so that callers queue the next batch meanwhile.
+    for (PendingWrite* write : owned) {
+      std::unique_ptr<PendingWrite> own(write);
+      auto parts = std::move(write->owned);
+      parts->done(Created(*write, std::move(parts->workflow)));
+    }
+    lock.lock();
   }
 }
 
@@ -897,6 +923,21 @@ Result<WorkflowRecord> SqlStore::CreateWorkflowWithAudit(WorkflowRecord workflow
   write.audit_at_ms = audit.at_ms != 0 ? audit.at_ms : clock_.NowMillis();
   GroupCommit(write);
   return Created(write, std::move(workflow));
+}
+
+void SqlStore::CreateWorkflowWithAuditAsync(WorkflowRecord workflow, AuditRecord audit,
+                                            CreateDone done) {
+  if (Status s = RequireNonEmpty(workflow.id, "workflow id"); !s.ok()) return done(s);
+  auto write = std::make_unique<PendingWrite>();
+  auto spec = DumpJson(workflow.spec, "workflow " + workflow.id);
+  if (!spec.ok()) return done(spec.status());
+  write->spec = std::move(*spec);
+  write->audit_at_ms = audit.at_ms != 0 ? audit.at_ms : clock_.NowMillis();
+  write->owned = std::make_unique<PendingWrite::Owned>(
+      PendingWrite::Owned{std::move(workflow), std::move(audit), std::move(done)});
+  write->workflow = &write->owned->workflow;
+  write->audit = &write->owned->audit;
+  Enqueue(write.release());
 }
 
 Result<WorkflowRecord> SqlStore::GetWorkflow(std::string_view id) {

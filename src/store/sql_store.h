@@ -6,8 +6,9 @@
 // serialised), and a pool of reader connections opened on demand (up to max_readers) for read
 // transactions, so that reads run beside the writer and beside each other (SQLite WAL readers;
 // PostgreSQL sessions). Workflow creates and audit appends are group-committed: a caller queues
-// its write; whoever finds no batch running becomes the leader, writes everything queued in one
-// transaction and wakes the others once it committed (or failed). A batch's creates without an
+// its write and either waits for it or leaves a callback; one commit thread (started with the
+// first such write) writes everything queued in one transaction, then wakes the waiters and runs
+// the callbacks of that batch once it committed (or failed). A batch's creates without an
 // idempotency key, their tasks and its audit records go in multi-row INSERTs (a handful of
 // statements per batch); keyed creates take one statement each. A write whose statement fails
 // is dropped from the batch and the batch rerun without it, so it fails alone (after a failing
@@ -26,6 +27,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -68,6 +70,8 @@ class SqlStore final : public Store {
   Result<WorkflowRecord> CreateWorkflow(const WorkflowRecord& workflow) override;
   Result<WorkflowRecord> CreateWorkflowWithAudit(WorkflowRecord workflow,
                                                  const AuditRecord& audit) override;
+  void CreateWorkflowWithAuditAsync(WorkflowRecord workflow, AuditRecord audit,
+                                    CreateDone done) override;
   Result<WorkflowRecord> GetWorkflow(std::string_view id) override;
   Result<std::optional<WorkflowRecord>> GetWorkflowIfChanged(std::string_view id,
                                                              int64_t known_version) override;
@@ -119,12 +123,24 @@ class SqlStore final : public Store {
     std::optional<WorkflowRecord> existing;
     Status status;  // the outcome of the whole write
     bool done = false;
-    // Signalled (under queue_mu_) when the write is done or when its thread is to lead the next
-    // batch: each waiter wakes for its own reasons only, not at every batch.
+    // Signalled (under queue_mu_) when the write is done: each waiter wakes for its own write
+    // only, not at every batch.
     std::condition_variable wake;
+    // A write nobody waits for (CreateWorkflowWithAuditAsync) owns what it writes and its
+    // callback; the commit thread runs the callback and deletes the write.
+    struct Owned {
+      WorkflowRecord workflow;
+      AuditRecord audit;
+      CreateDone done;
+    };
+    std::unique_ptr<Owned> owned;
   };
   // Queues `write` and returns once a batch holding it has committed or failed.
   void GroupCommit(PendingWrite& write);
+  // Queues `write` (its thread does not wait; see PendingWrite::owned).
+  void Enqueue(PendingWrite* write);
+  // The commit thread: writes what is queued, batch after batch, until the store closes.
+  void CommitLoop();
   void WriteBatch(const std::vector<PendingWrite*>& batch);
 
   // Helpers that run inside a transaction.
@@ -172,8 +188,10 @@ class SqlStore final : public Store {
   bool readers_failed_ = false;  // opening a reader failed once: use the writer
 
   std::mutex queue_mu_;
+  std::condition_variable queue_cv_;  // the commit thread waits on it for writes (or closing)
   std::deque<PendingWrite*> queue_;
-  bool leader_ = false;  // a batch is being written
+  bool closing_ = false;
+  std::thread committer_;  // started by the first queued write
 
   struct SequenceBlock {
     int64_t next = 0;  // the next value to return

@@ -17,6 +17,7 @@
 // reports). No exception leaves this module.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -199,17 +200,24 @@ class Store {
   // and matches an existing workflow, returns that workflow unchanged (whatever its id). Otherwise
   // kAlreadyExists when the id is taken.
   //
-  // Group commit: concurrent CreateWorkflow, CreateWorkflowWithAudit and AppendAudit calls of one
-  // Store are written in one transaction (whoever finds no transaction running writes everything
-  // queued meanwhile), and each call returns only after that transaction committed: an OK result
-  // is durable as before. A call that fails (id taken, or a statement error for its row) fails
-  // alone: the others of its batch are written without it.
+  // Group commit: concurrent CreateWorkflow, CreateWorkflowWithAudit(Async) and AppendAudit calls
+  // of one Store are written in one transaction (the store's commit thread writes everything
+  // queued while its last transaction ran), and each call returns only after that transaction
+  // committed: an OK result is durable as before. A call that fails (id taken, or a statement error
+  // for its row) fails alone: the others of its batch are written without it.
   virtual Result<WorkflowRecord> CreateWorkflow(const WorkflowRecord& workflow) = 0;
   // CreateWorkflow and AppendAudit(audit) in one transaction (the record is appended also when the
   // idempotency key returns an existing workflow; not when the create fails).
   // Takes the workflow by value: a caller that moves it in saves a copy of its pods.
   virtual Result<WorkflowRecord> CreateWorkflowWithAudit(WorkflowRecord workflow,
                                                          const AuditRecord& audit) = 0;
+  // CreateWorkflowWithAudit without a thread waiting for it: queues the write and returns at once.
+  // `done` receives what CreateWorkflowWithAudit would have returned, once the write's transaction
+  // has committed (or failed). It runs on the store's commit thread, so it must be quick and must
+  // not wait on a group-committed write of this store (that would wait on itself).
+  using CreateDone = std::function<void(Result<WorkflowRecord>)>;
+  virtual void CreateWorkflowWithAuditAsync(WorkflowRecord workflow, AuditRecord audit,
+                                            CreateDone done) = 0;
   virtual Result<WorkflowRecord> GetWorkflow(std::string_view id) = 0;  // kNotFound
   // The workflow when its stored version differs from `known_version`; nullopt when it is equal
   // (a cache holding that version is current). kNotFound when missing. One cheap statement when

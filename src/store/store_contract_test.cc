@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
 #include <latch>
@@ -1138,6 +1139,102 @@ TYPED_TEST(StoreContractTest, ConcurrentCreatesAreEachCommittedExactlyOnce) {
   auto other = this->Open();
   ASSERT_NE(other, nullptr);
   EXPECT_EQ(other->ListWorkflows({.limit = 0})->size(), size_t{kThreads * kPerThread});
+}
+
+// Collects the outcomes of asynchronous creates: one slot per create, filled by its callback.
+class AsyncOutcomes {
+ public:
+  explicit AsyncOutcomes(size_t n)
+      : results_(n, Result<WorkflowRecord>(InternalError("not called"))), calls_(n, 0) {}
+  Store::CreateDone For(size_t i) {
+    return [this, i](Result<WorkflowRecord> result) {
+      std::lock_guard lock(mu_);
+      results_[i] = std::move(result);
+      ++calls_[i];
+      ++finished_;
+      cv_.notify_all();
+    };
+  }
+  void WaitAll() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return finished_ == results_.size(); });
+  }
+  const Result<WorkflowRecord>& operator[](size_t i) const { return results_[i]; }
+  int Calls(size_t i) const { return calls_[i]; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Result<WorkflowRecord>> results_;
+  std::vector<int> calls_;
+  size_t finished_ = 0;
+};
+
+TYPED_TEST(StoreContractTest, AsyncCreatesReportEachOutcomeOnce) {
+  Store& s = this->store();
+  ASSERT_TRUE(s.CreateWorkflow(MakeWorkflow("taken-0", "p", "u", "DONE", 1)).ok());
+  WorkflowRecord keyed = MakeWorkflow("keyed-0", "p", "u", "DONE", 2);
+  keyed.idempotency_key = "key-0";
+  ASSERT_TRUE(s.CreateWorkflow(keyed).ok());
+
+  // Queued from one thread without waiting: new ids, a taken id, a known idempotency key under a
+  // new id, and an empty id (refused before it is queued).
+  constexpr size_t kNew = 40;
+  std::vector<WorkflowRecord> writes;
+  for (size_t i = 0; i < kNew; ++i) {
+    writes.push_back(MakeWorkflow("async-" + std::to_string(i), "p", "u", "PENDING", 10));
+  }
+  writes.push_back(MakeWorkflow("taken-0", "p", "u", "PENDING", 11));
+  WorkflowRecord again = MakeWorkflow("keyed-1", "p", "u", "PENDING", 12);
+  again.idempotency_key = "key-0";
+  writes.push_back(again);
+  writes.push_back(MakeWorkflow("", "p", "u", "PENDING", 13));
+  AsyncOutcomes outcomes(writes.size());
+  for (size_t i = 0; i < writes.size(); ++i) {
+    AuditRecord audit{0, "u", "test", "workflow submit", writes[i].id, ""};
+    s.CreateWorkflowWithAuditAsync(writes[i], audit, outcomes.For(i));
+  }
+  outcomes.WaitAll();
+
+  for (size_t i = 0; i < writes.size(); ++i) EXPECT_EQ(outcomes.Calls(i), 1) << i;
+  for (size_t i = 0; i < kNew; ++i) {
+    ASSERT_TRUE(outcomes[i].ok()) << outcomes[i].status().ToString();
+    EXPECT_EQ(outcomes[i]->id, writes[i].id);
+    EXPECT_EQ(outcomes[i]->version, 1);
+    ASSERT_EQ(outcomes[i]->tasks.size(), 2u);
+    EXPECT_EQ(outcomes[i]->tasks[0].workflow_id, writes[i].id);
+  }
+  EXPECT_EQ(outcomes[kNew].status().code(), StatusCode::kAlreadyExists);
+  ASSERT_TRUE(outcomes[kNew + 1].ok());
+  EXPECT_EQ(outcomes[kNew + 1]->id, "keyed-0");  // the workflow stored under that key
+  EXPECT_EQ(outcomes[kNew + 2].status().code(), StatusCode::kInvalidArgument);
+
+  // Durable once reported: another store on the database sees them, with one audit record per
+  // create that was not refused.
+  auto other = this->Open();
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(other->ListWorkflows({.limit = 0})->size(), kNew + 2);
+  EXPECT_EQ(other->ListAudit(0)->size(), kNew + 1);
+  EXPECT_FALSE(other->GetWorkflow("keyed-1").ok());
+}
+
+TYPED_TEST(StoreContractTest, ClosingAStoreFinishesItsQueuedAsyncCreates) {
+  constexpr size_t kWrites = 100;
+  AsyncOutcomes outcomes(kWrites);
+  {
+    auto store = this->Open();
+    ASSERT_NE(store, nullptr);
+    for (size_t i = 0; i < kWrites; ++i) {
+      WorkflowRecord w = MakeWorkflow("closing-" + std::to_string(i), "p", "u", "PENDING", 1);
+      store->CreateWorkflowWithAuditAsync(w, AuditRecord{0, "u", "test", "submit", w.id, ""},
+                                          outcomes.For(i));
+    }
+  }  // closed at once: every queued write is written and reported before the store is gone
+  for (size_t i = 0; i < kWrites; ++i) {
+    EXPECT_EQ(outcomes.Calls(i), 1) << i;
+    EXPECT_TRUE(outcomes[i].ok()) << i << ": " << outcomes[i].status().ToString();
+  }
+  EXPECT_EQ(this->store().ListWorkflows({.limit = 0})->size(), kWrites);
 }
 
 TYPED_TEST(StoreContractTest, AFailingCreateInABatchFailsAlone) {

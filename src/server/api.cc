@@ -465,12 +465,16 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
     ASSIGN_OR_RETURN(auto views, svc.ListWorkflows(CallerOf(r), filter));
     return Reply::Json({{"workflows", JsonList(views)}});
   });
-  router.Add(
+  router.AddAsync(
       "GET", "/api/workflow/{id}",
-      [&svc](const RouteRequest& r) -> Result<Reply> {
-        // Encoded once per workflow version by the service; sent as is.
-        ASSIGN_OR_RETURN(auto text, svc.QueryWorkflowJson(CallerOf(r), r.Param("id")));
-        return Reply::Text(*text, "application/json");
+      [&svc](const RouteRequest& r, Respond respond) {
+        // Encoded once per workflow version by the service; sent as is. The version check is
+        // batched with those of concurrent reads, and no thread waits for it.
+        svc.QueryWorkflowJsonAsync(CallerOf(r), r.Param("id"),
+                                   [respond](Result<std::shared_ptr<const std::string>> text) {
+                                     if (!text.ok()) return respond(text.status());
+                                     respond(Reply::Text(**text, "application/json"));
+                                   });
       },
       workflow_scoped);
   router.Add(

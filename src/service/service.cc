@@ -311,13 +311,34 @@ struct Service::SnapshotCache {
 
   // The workflow, current as of this call (one version check when cached).
   Result<std::shared_ptr<const CachedWorkflow>> Workflow(store::Store& store, std::string_view id) {
-    std::shared_ptr<const CachedWorkflow> cached;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      auto it = workflows.find(std::string(id));
-      if (it != workflows.end()) cached = it->second;
-    }
-    auto changed = store.GetWorkflowIfChanged(id, cached != nullptr ? cached->version : 0);
+    std::shared_ptr<const CachedWorkflow> cached = Cached(id);
+    return Current(id, cached,
+                   store.GetWorkflowIfChanged(id, cached != nullptr ? cached->version : 0));
+  }
+
+  // Workflow without a thread waiting: `done` runs on the store's read thread.
+  using WorkflowDone = std::function<void(Result<std::shared_ptr<const CachedWorkflow>>)>;
+  void WorkflowAsync(store::Store& store, std::string id, WorkflowDone done) {
+    std::shared_ptr<const CachedWorkflow> cached = Cached(id);
+    int64_t known = cached != nullptr ? cached->version : 0;
+    store.GetWorkflowIfChangedAsync(id, known,
+                                    [this, id, cached, done = std::move(done)](
+                                        Result<std::optional<store::WorkflowRecord>> changed) {
+                                      done(Current(id, cached, std::move(changed)));
+                                    });
+  }
+
+ private:
+  std::shared_ptr<const CachedWorkflow> Cached(std::string_view id) {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = workflows.find(std::string(id));
+    return it != workflows.end() ? it->second : nullptr;
+  }
+
+  // The entry for `id` after a version check against `cached` (null: none) said `changed`.
+  Result<std::shared_ptr<const CachedWorkflow>> Current(
+      std::string_view id, std::shared_ptr<const CachedWorkflow> cached,
+      Result<std::optional<store::WorkflowRecord>> changed) {
     if (!changed.ok()) {
       if (changed.status().code() == StatusCode::kNotFound) {
         return NotFoundError("workflow " + Quoted(id) + " does not exist");
@@ -1329,6 +1350,18 @@ Result<std::shared_ptr<const std::string>> Service::QueryWorkflowJson(const Call
   RETURN_IF_ERROR(CheckWorkflowAccess(store_, *cache_, caller, "GET",
                                       "/api/workflow/" + std::string(id), wf->user, wf->pool));
   return wf->json_text;
+}
+
+void Service::QueryWorkflowJsonAsync(const Caller& caller, std::string id, JsonDone done) {
+  cache_->WorkflowAsync(
+      store_, id,
+      [this, caller, id, done = std::move(done)](Result<std::shared_ptr<const CachedWorkflow>> wf) {
+        if (!wf.ok()) return done(wf.status());
+        Status access = CheckWorkflowAccess(store_, *cache_, caller, "GET", "/api/workflow/" + id,
+                                            (*wf)->user, (*wf)->pool);
+        if (!access.ok()) return done(access);
+        done((*wf)->json_text);
+      });
 }
 
 Result<std::vector<WorkflowView>> Service::ListWorkflows(const Caller& caller,

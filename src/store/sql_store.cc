@@ -210,6 +210,12 @@ SqlStore::~SqlStore() {
   }
   queue_cv_.notify_one();
   if (committer_.joinable()) committer_.join();
+  {
+    std::lock_guard lock(checks_mu_);
+    checks_closing_ = true;
+  }
+  checks_cv_.notify_one();
+  if (checker_.joinable()) checker_.join();
 }
 
 Result<std::unique_ptr<Store>> SqlStore::Open(std::unique_ptr<SqlConnection> connection,
@@ -958,6 +964,91 @@ Result<std::optional<WorkflowRecord>> SqlStore::GetWorkflowIfChanged(std::string
   if (version == known_version) return std::optional<WorkflowRecord>();
   ASSIGN_OR_RETURN(WorkflowRecord workflow, GetWorkflow(id));
   return std::optional<WorkflowRecord>(std::move(workflow));
+}
+
+void SqlStore::GetWorkflowIfChangedAsync(std::string id, int64_t known_version,
+                                         IfChangedDone done) {
+  std::lock_guard lock(checks_mu_);
+  if (!checker_.joinable()) checker_ = std::thread([this] { CheckLoop(); });
+  checks_.push_back(VersionCheck{std::move(id), known_version, std::move(done)});
+  if (checks_.size() == 1) checks_cv_.notify_one();
+}
+
+void SqlStore::CheckLoop() {
+  // At most this many checks per batch, so that one batch's latency stays bounded.
+  constexpr size_t kMaxBatch = 1024;
+  std::unique_lock lock(checks_mu_);
+  while (true) {
+    checks_cv_.wait(lock, [&] { return checks_closing_ || !checks_.empty(); });
+    if (checks_.empty()) return;  // closing, and every queued check is answered
+    size_t n = std::min(checks_.size(), kMaxBatch);
+    std::vector<VersionCheck> batch(std::make_move_iterator(checks_.begin()),
+                                    std::make_move_iterator(checks_.begin() + n));
+    checks_.erase(checks_.begin(), checks_.begin() + static_cast<ptrdiff_t>(n));
+    lock.unlock();
+    CheckBatch(batch);
+    lock.lock();
+  }
+}
+
+Result<std::unordered_map<std::string, int64_t>> SqlStore::Versions(
+    const std::vector<std::string>& ids) {
+  // Ids per statement: a power of two up to 64 (padded with the last id), so that at most 7
+  // distinct SQL texts are prepared.
+  constexpr size_t kIdsPerStatement = 64;
+  std::unordered_map<std::string, int64_t> versions;
+  for (size_t begin = 0; begin < ids.size();) {
+    size_t n = std::min(kIdsPerStatement, std::bit_ceil(ids.size() - begin));
+    size_t end = std::min(ids.size(), begin + n);
+    SqlParams params;
+    std::string sql = "SELECT id, version FROM workflows WHERE id IN (";
+    for (size_t k = 0; k < n; ++k) {
+      if (k > 0) sql += ", ";
+      sql += "$" + std::to_string(k + 1);
+      params.emplace_back(ids[std::min(begin + k, end - 1)]);
+    }
+    sql += ")";
+    ASSIGN_OR_RETURN(
+        auto rows, Run(Mode::kStatement, [&](SqlConnection& db) { return db.Query(sql, params); }));
+    for (const SqlRow& row : rows) versions[std::string(row.Text(0))] = row.Int(1);
+    begin = end;
+  }
+  return versions;
+}
+
+void SqlStore::CheckBatch(std::vector<VersionCheck>& batch) {
+  // Many checks of a batch may name one workflow (a popular one, or a client polling).
+  std::vector<std::string> ids;
+  std::unordered_set<std::string_view> seen;
+  for (const VersionCheck& check : batch) {
+    if (seen.insert(check.id).second) ids.push_back(check.id);
+  }
+  auto versions = Versions(ids);
+  // A changed workflow is loaded once for all its checks (it may be newer than the version just
+  // read: still current as of each check).
+  std::unordered_map<std::string, Result<WorkflowRecord>> loaded;
+  for (VersionCheck& check : batch) {
+    if (!versions.ok()) {
+      check.done(versions.status());
+      continue;
+    }
+    auto found = versions->find(check.id);
+    if (found == versions->end()) {
+      check.done(NotFoundError("workflow " + check.id + " not found"));
+      continue;
+    }
+    if (found->second == check.known_version) {
+      check.done(std::optional<WorkflowRecord>());
+      continue;
+    }
+    auto it = loaded.find(check.id);
+    if (it == loaded.end()) it = loaded.emplace(check.id, GetWorkflow(check.id)).first;
+    if (!it->second.ok()) {
+      check.done(it->second.status());
+    } else {
+      check.done(std::optional<WorkflowRecord>(*it->second));
+    }
+  }
 }
 
 Result<std::vector<WorkflowRecord>> SqlStore::ListWorkflows(const WorkflowFilter& filter) {

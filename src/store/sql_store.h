@@ -13,7 +13,9 @@
 // statements per batch); keyed creates take one statement each. A write whose statement fails
 // is dropped from the batch and the batch rerun without it, so it fails alone (after a failing
 // multi-row statement, the batch is first rerun with one statement per write to find it).
-// Sequence values are handed out from blocks reserved in a write transaction.
+// Sequence values are handed out from blocks reserved in a write transaction. Asynchronous
+// version checks (GetWorkflowIfChangedAsync) are likewise answered by one read thread, all those
+// queued in one statement.
 //
 // Between processes, correctness comes from the database: every write method is one
 // transaction; a config write first bumps the one-row config_generation (serialising config
@@ -75,6 +77,8 @@ class SqlStore final : public Store {
   Result<WorkflowRecord> GetWorkflow(std::string_view id) override;
   Result<std::optional<WorkflowRecord>> GetWorkflowIfChanged(std::string_view id,
                                                              int64_t known_version) override;
+  void GetWorkflowIfChangedAsync(std::string id, int64_t known_version,
+                                 IfChangedDone done) override;
   Result<std::vector<WorkflowRecord>> ListWorkflows(const WorkflowFilter& filter) override;
   Status UpdateWorkflow(const WorkflowRecord& workflow) override;
   Status UpdateWorkflowAsLeader(const WorkflowRecord& workflow, const LeaseFence& fence) override;
@@ -143,6 +147,18 @@ class SqlStore final : public Store {
   void CommitLoop();
   void WriteBatch(const std::vector<PendingWrite*>& batch);
 
+  // One queued GetWorkflowIfChangedAsync.
+  struct VersionCheck {
+    std::string id;
+    int64_t known_version = 0;
+    IfChangedDone done;
+  };
+  // The read thread: answers the queued checks, batch after batch, until the store closes.
+  void CheckLoop();
+  void CheckBatch(std::vector<VersionCheck>& batch);
+  // The stored version of each of `ids` (distinct); absent ids are missing.
+  Result<std::unordered_map<std::string, int64_t>> Versions(const std::vector<std::string>& ids);
+
   // Helpers that run inside a transaction.
   Result<WorkflowRecord> LoadWorkflow(SqlConnection& db, std::string_view id);
   Status InsertTasks(SqlConnection& db, std::string_view workflow_id,
@@ -192,6 +208,12 @@ class SqlStore final : public Store {
   std::deque<PendingWrite*> queue_;
   bool closing_ = false;
   std::thread committer_;  // started by the first queued write
+
+  std::mutex checks_mu_;
+  std::condition_variable checks_cv_;  // the read thread waits on it for checks (or closing)
+  std::deque<VersionCheck> checks_;
+  bool checks_closing_ = false;
+  std::thread checker_;  // started by the first queued check
 
   struct SequenceBlock {
     int64_t next = 0;  // the next value to return

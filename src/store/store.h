@@ -224,6 +224,13 @@ class Store {
   // unchanged.
   virtual Result<std::optional<WorkflowRecord>> GetWorkflowIfChanged(std::string_view id,
                                                                      int64_t known_version) = 0;
+  // GetWorkflowIfChanged without a thread waiting: `done` receives what it would have returned,
+  // on the store's read thread (quick, and not waiting on the store). The checks queued while one
+  // runs are answered together, with one statement for all of their versions; each check still
+  // starts after it was queued, so an answer is as current as GetWorkflowIfChanged's.
+  using IfChangedDone = std::function<void(Result<std::optional<WorkflowRecord>>)>;
+  virtual void GetWorkflowIfChangedAsync(std::string id, int64_t known_version,
+                                         IfChangedDone done) = 0;
   virtual Result<std::vector<WorkflowRecord>> ListWorkflows(const WorkflowFilter& filter) = 0;
   // Compare-and-set: succeeds only when the stored version equals workflow.version (else kAborted;
   // kNotFound when missing), then stores every field (name, pool, user, status, spec; id,

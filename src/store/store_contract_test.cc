@@ -1237,6 +1237,89 @@ TYPED_TEST(StoreContractTest, ClosingAStoreFinishesItsQueuedAsyncCreates) {
   EXPECT_EQ(this->store().ListWorkflows({.limit = 0})->size(), kWrites);
 }
 
+TYPED_TEST(StoreContractTest, AsyncVersionChecksAnswerLikeGetWorkflowIfChanged) {
+  Store& s = this->store();
+  // More distinct workflows than one statement checks (64), and several checks per workflow.
+  constexpr int kWorkflows = 150;
+  for (int i = 0; i < kWorkflows; ++i) {
+    ASSERT_TRUE(
+        s.CreateWorkflow(MakeWorkflow("v-" + std::to_string(i), "p", "u", "PENDING", i)).ok());
+  }
+  WorkflowRecord changed = *s.GetWorkflow("v-7");
+  changed.status = "RUNNING";
+  ASSERT_TRUE(s.UpdateWorkflow(changed).ok());  // now version 2
+
+  struct Check {
+    std::string id;
+    int64_t known;
+  };
+  std::vector<Check> checks;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < kWorkflows; ++i) checks.push_back({"v-" + std::to_string(i), 1});
+  }
+  checks.push_back({"v-7", 2});
+  checks.push_back({"v-3", 0});  // nothing cached: the workflow comes back
+  checks.push_back({"missing", 1});
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::optional<Result<std::optional<WorkflowRecord>>>> got(checks.size());
+  std::vector<int> calls(checks.size(), 0);
+  size_t answered = 0;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    s.GetWorkflowIfChangedAsync(checks[i].id, checks[i].known,
+                                [&, i](Result<std::optional<WorkflowRecord>> result) {
+                                  std::lock_guard lock(mu);
+                                  got[i].emplace(std::move(result));
+                                  ++calls[i];
+                                  ++answered;
+                                  cv.notify_all();
+                                });
+  }
+  {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return answered == checks.size(); });
+  }
+  for (size_t i = 0; i < checks.size(); ++i) {
+    SCOPED_TRACE(checks[i].id + " known " + std::to_string(checks[i].known));
+    EXPECT_EQ(calls[i], 1);
+    const auto& result = *got[i];
+    if (checks[i].id == "missing") {
+      EXPECT_EQ(result.status().code(), StatusCode::kNotFound);
+      continue;
+    }
+    ASSERT_TRUE(result.ok()) << result.status().ToString();
+    bool stale = (checks[i].id == "v-7" && checks[i].known == 1) || checks[i].known == 0;
+    ASSERT_EQ(result->has_value(), stale);
+    if (stale) {
+      EXPECT_EQ((*result)->id, checks[i].id);
+      EXPECT_EQ((*result)->tasks.size(), 2u);
+      if (checks[i].id == "v-7") {
+        EXPECT_EQ((*result)->version, 2);
+        EXPECT_EQ((*result)->status, "RUNNING");
+      }
+    }
+  }
+}
+
+TYPED_TEST(StoreContractTest, ClosingAStoreAnswersItsQueuedVersionChecks) {
+  ASSERT_TRUE(this->store().CreateWorkflow(MakeWorkflow("c-1", "p", "u", "PENDING", 1)).ok());
+  constexpr int kChecks = 200;
+  std::atomic<int> unchanged = 0;
+  std::atomic<int> calls = 0;
+  {
+    auto store = this->Open();
+    ASSERT_NE(store, nullptr);
+    for (int i = 0; i < kChecks; ++i) {
+      store->GetWorkflowIfChangedAsync("c-1", 1, [&](Result<std::optional<WorkflowRecord>> r) {
+        ++calls;
+        if (r.ok() && !r->has_value()) ++unchanged;
+      });
+    }
+  }
+  EXPECT_EQ(calls, kChecks);
+  EXPECT_EQ(unchanged, kChecks);
+}
+
 TYPED_TEST(StoreContractTest, AFailingCreateInABatchFailsAlone) {
   constexpr int kThreads = 12;
   constexpr int kPerThread = 10;

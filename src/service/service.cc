@@ -273,10 +273,33 @@ struct Service::SnapshotCache {
 
   // The configs and the nodes, with one read of both generations.
   Result<std::pair<SnapshotPtr, NodesPtr>> GetWithNodes(store::Store& store) {
+    ASSIGN_OR_RETURN(Keyed keyed, GetKeyed(store));
+    return std::make_pair(std::move(keyed.snapshot), std::move(keyed.nodes));
+  }
+
+  // Configs and nodes with the generations they are known to hold (their content is exactly
+  // that of those generations whenever those are still the current ones).
+  struct Keyed {
+    SnapshotPtr snapshot;
+    NodesPtr nodes;
+    store::Store::Generations generations;
+  };
+  Result<Keyed> GetKeyed(store::Store& store) {
     ASSIGN_OR_RETURN(store::Store::Generations now, store.GetGenerations());
     ASSIGN_OR_RETURN(SnapshotPtr snap, ConfigsAt(store, now.configs));
     ASSIGN_OR_RETURN(NodesPtr current_nodes, NodesAt(store, now.nodes));
-    return std::make_pair(std::move(snap), std::move(current_nodes));
+    return Keyed{std::move(snap), std::move(current_nodes), now};
+  }
+  // The last configs and nodes without reading the store (GetKeyed when none are cached): for a
+  // plan whose write checks the generations it was made on (Store::CreateWorkflowWithAudit).
+  Result<Keyed> LastKeyed(store::Store& store) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (snapshot != nullptr && nodes != nullptr) {
+        return Keyed{snapshot, nodes, {generation, node_generation}};
+      }
+    }
+    return GetKeyed(store);
   }
 
   Result<SnapshotPtr> ConfigsAt(store::Store& store, int64_t now) {
@@ -1202,15 +1225,19 @@ struct Service::PreparedSubmission {
   SubmitResult result;
   std::optional<store::WorkflowRecord> record;  // nullopt for a dry run
   store::AuditRecord audit;
+  store::Store::Generations planned_on;  // the generations of the configs and nodes used
 };
 
 Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& caller,
-                                                               const SubmitRequest& request) {
+                                                               const SubmitRequest& request,
+                                                               bool fresh) {
   ASSIGN_OR_RETURN(submit::WorkflowSpec spec,
                    submit::ParseWorkflow(request.spec_text, request.file_name, request.set_values));
-  ASSIGN_OR_RETURN(auto state, cache_->GetWithNodes(store_));
-  const Snapshot& snap = *state.first;
-  NodesPtr submit_nodes = cache_->NodesForSubmit(state.first, state.second);
+  // A dry run stores nothing that could check its inputs, so it reads the generations.
+  ASSIGN_OR_RETURN(SnapshotCache::Keyed state,
+                   fresh || request.dry_run ? cache_->GetKeyed(store_) : cache_->LastKeyed(store_));
+  const Snapshot& snap = *state.snapshot;
+  NodesPtr submit_nodes = cache_->NodesForSubmit(state.snapshot, state.nodes);
   const std::vector<model::Node>& nodes = *submit_nodes;
   submit::SubmitOptions options;
   if (request.dry_run) {
@@ -1228,6 +1255,7 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
                    submit::Submit(snap.set, nodes, submit::SubmitCaller{caller.user, caller.roles},
                                   request.pool, spec, options));
   PreparedSubmission prepared;
+  prepared.planned_on = state.generations;
   SubmitResult& result = prepared.result;
   result.name = plan.name;
   result.pool = plan.pool;
@@ -1288,25 +1316,54 @@ SubmitResult Submitted(SubmitResult result, const store::WorkflowRecord& stored)
 
 }  // namespace
 
+namespace {
+
+// A submission is planned on the cached configs and nodes and its write checks that they are
+// still current; when they changed, it is planned again on fresh ones, up to this many times in
+// all (then the kAborted refusal reaches the client: 409, submit again).
+constexpr int kMaxPlans = 4;
+
+bool IsStalePlan(const Status& status) {
+  return status.code() == StatusCode::kAborted && status.message() == store::Store::kStalePlan;
+}
+
+}  // namespace
+
 Result<SubmitResult> Service::SubmitWorkflow(const Caller& caller, const SubmitRequest& request) {
-  ASSIGN_OR_RETURN(PreparedSubmission prepared, PrepareSubmission(caller, request));
-  if (!prepared.record) return std::move(prepared.result);
-  // The audit record is written in the workflow's transaction (group-committed with concurrent
-  // submissions); the HTTP layer writes no second record for a successful submission.
-  ASSIGN_OR_RETURN(store::WorkflowRecord stored,
-                   store_.CreateWorkflowWithAudit(std::move(*prepared.record), prepared.audit));
-  return Submitted(std::move(prepared.result), stored);
+  for (int attempt = 1;; ++attempt) {
+    ASSIGN_OR_RETURN(PreparedSubmission prepared,
+                     PrepareSubmission(caller, request, /*fresh=*/attempt > 1));
+    if (!prepared.record) return std::move(prepared.result);
+    // The audit record is written in the workflow's transaction (group-committed with
+    // concurrent submissions); the HTTP layer writes no second record for a successful
+    // submission.
+    auto stored = store_.CreateWorkflowWithAudit(std::move(*prepared.record), prepared.audit,
+                                                 prepared.planned_on);
+    if (!stored.ok() && IsStalePlan(stored.status()) && attempt < kMaxPlans) continue;
+    if (!stored.ok()) return stored.status();
+    return Submitted(std::move(prepared.result), *stored);
+  }
 }
 
 void Service::SubmitWorkflowAsync(const Caller& caller, const SubmitRequest& request,
                                   SubmitDone done) {
-  Result<PreparedSubmission> prepared = PrepareSubmission(caller, request);
+  SubmitAttempt(caller, request, 1, std::move(done));
+}
+
+void Service::SubmitAttempt(const Caller& caller, const SubmitRequest& request, int attempt,
+                            SubmitDone done) {
+  Result<PreparedSubmission> prepared = PrepareSubmission(caller, request, attempt > 1);
   if (!prepared.ok()) return done(prepared.status());
   if (!prepared->record) return done(std::move(prepared->result));
   store_.CreateWorkflowWithAuditAsync(
-      std::move(*prepared->record), std::move(prepared->audit),
-      [result = std::move(prepared->result),
+      std::move(*prepared->record), std::move(prepared->audit), prepared->planned_on,
+      [this, caller, request, attempt, result = std::move(prepared->result),
        done = std::move(done)](Result<store::WorkflowRecord> stored) mutable {
+        // Planning again happens here, on the store's commit thread: rare (a config or node
+        // write landed meanwhile), and it only queues the next write.
+        if (!stored.ok() && IsStalePlan(stored.status()) && attempt < kMaxPlans) {
+          return SubmitAttempt(caller, request, attempt + 1, std::move(done));
+        }
         if (!stored.ok()) return done(stored.status());
         done(Submitted(std::move(result), *stored));
       });

@@ -356,7 +356,11 @@ class Service {
 
   // A planned submission: the result so far and, unless a dry run, what to store.
   struct PreparedSubmission;
-  Result<PreparedSubmission> PrepareSubmission(const Caller& caller, const SubmitRequest& request);
+  // fresh: plan on configs and nodes read now, else on the cached ones (whose write is checked).
+  Result<PreparedSubmission> PrepareSubmission(const Caller& caller, const SubmitRequest& request,
+                                               bool fresh);
+  void SubmitAttempt(const Caller& caller, const SubmitRequest& request, int attempt,
+                     SubmitDone done);
 
  public:
   struct SnapshotCache;  // defined in service.cc

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <future>
 #include <random>
 
 #include "common/clock.h"
@@ -115,6 +116,50 @@ TEST_F(ServiceCacheTest, SeesNodesWorkflowsAndConfigsWrittenByAnotherStore) {
   auto deleted = cli_->DeleteConfig(admin_, {.kind = "POOL", .name = "default", .force = true});
   ASSERT_TRUE(deleted.ok()) << deleted.status().ToString();
   EXPECT_EQ(server_->SubmitWorkflow(admin_, submit).status().code(), StatusCode::kNotFound);
+}
+
+// The asynchronous paths (those of the HTTP server) see the other store's writes as well: a
+// submission planned on cached configs and nodes is planned again when its write finds that they
+// changed, and a read checks the workflow's version.
+TEST_F(ServiceCacheTest, AsyncSubmissionsAndReadsSeeWritesOfAnotherStore) {
+  auto submit_async = [&](const SubmitRequest& request) {
+    std::promise<Result<SubmitResult>> promise;
+    server_->SubmitWorkflowAsync(admin_, request,
+                                 [&](Result<SubmitResult> r) { promise.set_value(std::move(r)); });
+    return promise.get_future().get();
+  };
+  auto read_async = [&](const std::string& id) {
+    std::promise<Result<std::shared_ptr<const std::string>>> promise;
+    server_->QueryWorkflowJsonAsync(admin_, id, [&](auto r) { promise.set_value(std::move(r)); });
+    return promise.get_future().get();
+  };
+  ASSERT_TRUE(cli_->ImportNodes(admin_, kNodes, "nodes.yaml").ok());
+  SubmitRequest submit{.pool = "default", .spec_text = kWorkflow, .file_name = "wf.yaml"};
+  auto first = submit_async(submit);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();  // configs and nodes now cached
+
+  // Nodes changed through the other store: planned again, stored once.
+  ASSERT_TRUE(cli_->ImportNodes(admin_, kMoreNodes, "more.yaml").ok());
+  auto second = submit_async(submit);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  auto listed = cli_->ListWorkflows(admin_, {});
+  ASSERT_TRUE(listed.ok());
+  EXPECT_EQ(listed->size(), 2u);
+
+  auto text = read_async(second->workflow_id);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_NE((*text)->find("PENDING"), std::string::npos);
+  ASSERT_TRUE(cli_->CancelWorkflow(admin_, second->workflow_id).ok());
+  text = read_async(second->workflow_id);
+  ASSERT_TRUE(text.ok());
+  EXPECT_NE((*text)->find("CANCELED"), std::string::npos);
+  EXPECT_EQ(read_async("nope-1").status().code(), StatusCode::kNotFound);
+
+  // The pool deleted through the other store: the cached plan's write is refused, and the plan
+  // on fresh configs finds no pool.
+  ASSERT_TRUE(cli_->DeleteConfig(admin_, {.kind = "POOL", .name = "default", .force = true}).ok());
+  EXPECT_EQ(submit_async(submit).status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(cli_->ListWorkflows(admin_, {})->size(), 2u);
 }
 
 TEST_F(ServiceCacheTest, MachinePoolsAreCheckedAtWriteTime) {

@@ -528,14 +528,16 @@ Result<int64_t> SqlStore::ConfigGeneration() {
   });
 }
 
+Result<Store::Generations> SqlStore::ReadGenerations(SqlConnection& db) {
+  ASSIGN_OR_RETURN(auto rows, db.Query("SELECT c.value, n.value FROM config_generation c, "
+                                       "node_generation n WHERE c.id = 1 AND n.id = 1",
+                                       {}));
+  if (rows.size() != 1) return InternalError("store: a generation row is missing");
+  return Generations{rows[0].Int(0), rows[0].Int(1)};
+}
+
 Result<Store::Generations> SqlStore::GetGenerations() {
-  return Run(Mode::kStatement, [&](SqlConnection& db) -> Result<Generations> {
-    ASSIGN_OR_RETURN(auto rows, db.Query("SELECT c.value, n.value FROM config_generation c, "
-                                         "node_generation n WHERE c.id = 1 AND n.id = 1",
-                                         {}));
-    if (rows.size() != 1) return InternalError("store: a generation row is missing");
-    return Generations{rows[0].Int(0), rows[0].Int(1)};
-  });
+  return Run(Mode::kStatement, [&](SqlConnection& db) { return ReadGenerations(db); });
 }
 
 // ---- Nodes ----
@@ -819,6 +821,42 @@ Status SqlStore::CreateTogether(SqlConnection& db, const std::vector<PendingWrit
   return InsertTaskRows(db, tasks);
 }
 
+Status SqlStore::RefuseStalePlans(SqlConnection& db, const std::vector<PendingWrite*>& todo,
+                                  std::vector<CreateOutcome>& outcomes) {
+  bool any = std::any_of(todo.begin(), todo.end(),
+                         [](const PendingWrite* w) { return w->if_generations.has_value(); });
+  if (!any) return OkStatus();
+  ASSIGN_OR_RETURN(Generations now, ReadGenerations(db));
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const std::optional<Generations>& planned = todo[i]->if_generations;
+    if (planned && (planned->configs != now.configs || planned->nodes != now.nodes)) {
+      outcomes[i].refused = AbortedError(std::string(kStalePlan));
+    }
+  }
+  return OkStatus();
+}
+
+std::vector<size_t> SqlStore::Together(const std::vector<PendingWrite*>& todo,
+                                       const std::vector<CreateOutcome>& outcomes,
+                                       bool one_by_one) {
+  // The creates that go together: no idempotency key, and an id that no earlier write of the
+  // batch has. Written first, each still gets the outcome it would get in batch order: none
+  // can conflict with an earlier write of the batch (a key-less create conflicts on its id
+  // only), and the later writes of its id still come after it. The other creates (keyed, or a
+  // repeated id) run one at a time in batch order, as CreateIn. Refused creates write nothing.
+  std::vector<size_t> together;
+  if (one_by_one) return together;
+  std::unordered_set<std::string_view> ids;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const WorkflowRecord* workflow = todo[i]->workflow;
+    if (workflow == nullptr || !outcomes[i].refused.ok()) continue;
+    if (ids.insert(workflow->id).second && workflow->idempotency_key.empty()) {
+      together.push_back(i);
+    }
+  }
+  return together;
+}
+
 void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
   std::vector<PendingWrite*> todo = batch;
   // Multi-row statements write the batch's creates without an idempotency key, their tasks and
@@ -826,30 +864,18 @@ void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
   // is then rerun with one statement per write (and stays so) to find the write that fails.
   bool one_by_one = false;
   while (!todo.empty()) {
-    // The creates that go together: no idempotency key, and an id that no earlier write of the
-    // batch has. Written first, each still gets the outcome it would get in batch order: none
-    // can conflict with an earlier write of the batch (a key-less create conflicts on its id
-    // only), and the later writes of its id still come after it. The other creates (keyed, or a
-    // repeated id) run one at a time in batch order, as CreateIn.
-    std::vector<size_t> together;
-    std::vector<bool> is_together(todo.size(), false);
-    if (!one_by_one) {
-      std::unordered_set<std::string_view> ids;
-      for (size_t i = 0; i < todo.size(); ++i) {
-        const WorkflowRecord* workflow = todo[i]->workflow;
-        if (workflow == nullptr) continue;
-        if (ids.insert(workflow->id).second && workflow->idempotency_key.empty()) {
-          together.push_back(i);
-          is_together[i] = true;
-        }
-      }
-    }
     std::vector<CreateOutcome> outcomes;
     size_t failed = todo.size();  // the write whose statement failed, if one did
     bool shared_failed = false;   // a multi-row statement failed
+    std::vector<bool> is_together;
     Status status = Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
       outcomes.assign(todo.size(), CreateOutcome{});
       failed = todo.size();
+      shared_failed = false;
+      RETURN_IF_ERROR(RefuseStalePlans(db, todo, outcomes));
+      std::vector<size_t> together = Together(todo, outcomes, one_by_one);
+      is_together.assign(todo.size(), false);
+      for (size_t i : together) is_together[i] = true;
       shared_failed = true;
       RETURN_IF_ERROR(CreateTogether(db, todo, together, outcomes));
       shared_failed = false;
@@ -858,6 +884,7 @@ void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
         const PendingWrite& write = *todo[i];
         failed = i;
         if (write.workflow != nullptr) {
+          if (!outcomes[i].refused.ok()) continue;  // planned against changed configs or nodes
           if (!is_together[i]) {
             ASSIGN_OR_RETURN(outcomes[i], CreateIn(db, *write.workflow, write.spec));
           }
@@ -919,11 +946,12 @@ Result<WorkflowRecord> SqlStore::CreateWorkflow(const WorkflowRecord& workflow) 
   return Created(write, workflow);
 }
 
-Result<WorkflowRecord> SqlStore::CreateWorkflowWithAudit(WorkflowRecord workflow,
-                                                         const AuditRecord& audit) {
+Result<WorkflowRecord> SqlStore::CreateWorkflowWithAudit(
+    WorkflowRecord workflow, const AuditRecord& audit, std::optional<Generations> if_generations) {
   RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
   PendingWrite write;
   write.workflow = &workflow;
+  write.if_generations = if_generations;
   ASSIGN_OR_RETURN(write.spec, DumpJson(workflow.spec, "workflow " + workflow.id));
   write.audit = &audit;
   write.audit_at_ms = audit.at_ms != 0 ? audit.at_ms : clock_.NowMillis();
@@ -932,9 +960,11 @@ Result<WorkflowRecord> SqlStore::CreateWorkflowWithAudit(WorkflowRecord workflow
 }
 
 void SqlStore::CreateWorkflowWithAuditAsync(WorkflowRecord workflow, AuditRecord audit,
+                                            std::optional<Generations> if_generations,
                                             CreateDone done) {
   if (Status s = RequireNonEmpty(workflow.id, "workflow id"); !s.ok()) return done(s);
   auto write = std::make_unique<PendingWrite>();
+  write->if_generations = if_generations;
   auto spec = DumpJson(workflow.spec, "workflow " + workflow.id);
   if (!spec.ok()) return done(spec.status());
   write->spec = std::move(*spec);

@@ -70,9 +70,11 @@ class SqlStore final : public Store {
   Status ChangeNodesIfUnchanged(const std::vector<NodeChange>& changes) override;
 
   Result<WorkflowRecord> CreateWorkflow(const WorkflowRecord& workflow) override;
-  Result<WorkflowRecord> CreateWorkflowWithAudit(WorkflowRecord workflow,
-                                                 const AuditRecord& audit) override;
+  Result<WorkflowRecord> CreateWorkflowWithAudit(
+      WorkflowRecord workflow, const AuditRecord& audit,
+      std::optional<Generations> if_generations = std::nullopt) override;
   void CreateWorkflowWithAuditAsync(WorkflowRecord workflow, AuditRecord audit,
+                                    std::optional<Generations> if_generations,
                                     CreateDone done) override;
   Result<WorkflowRecord> GetWorkflow(std::string_view id) override;
   Result<std::optional<WorkflowRecord>> GetWorkflowIfChanged(std::string_view id,
@@ -117,9 +119,10 @@ class SqlStore final : public Store {
 
   // One queued write of the group commit.
   struct PendingWrite {
-    const WorkflowRecord* workflow = nullptr;  // create this workflow
-    std::string spec;                          // workflow->spec, encoded
-    const AuditRecord* audit = nullptr;        // append this record
+    const WorkflowRecord* workflow = nullptr;   // create this workflow
+    std::string spec;                           // workflow->spec, encoded
+    const AuditRecord* audit = nullptr;         // append this record
+    std::optional<Generations> if_generations;  // refuse the create unless these are current
     int64_t audit_at_ms = 0;
     // The outcome of the create: `inserted` (the caller's workflow was stored as given), or the
     // existing workflow an idempotency key named, or a refusal (kAlreadyExists).
@@ -173,6 +176,13 @@ class SqlStore final : public Store {
   };
   Result<CreateOutcome> CreateIn(SqlConnection& db, const WorkflowRecord& workflow,
                                  const std::string& spec);
+  static Result<Generations> ReadGenerations(SqlConnection& db);
+  // Refuses (kAborted, kStalePlan) each create whose if_generations are not the current ones.
+  static Status RefuseStalePlans(SqlConnection& db, const std::vector<PendingWrite*>& todo,
+                                 std::vector<CreateOutcome>& outcomes);
+  // The creates of `todo` that CreateTogether writes (none when one_by_one).
+  static std::vector<size_t> Together(const std::vector<PendingWrite*>& todo,
+                                      const std::vector<CreateOutcome>& outcomes, bool one_by_one);
   // Creates the workflows of todo[together[...]] (none with an idempotency key, no two with one
   // id) in multi-row INSERTs, then their tasks, and sets outcomes[together[...]]. Fails on a
   // statement error, which does not tell whose row failed.

@@ -209,14 +209,24 @@ class Store {
   // CreateWorkflow and AppendAudit(audit) in one transaction (the record is appended also when the
   // idempotency key returns an existing workflow; not when the create fails).
   // Takes the workflow by value: a caller that moves it in saves a copy of its pods.
-  virtual Result<WorkflowRecord> CreateWorkflowWithAudit(WorkflowRecord workflow,
-                                                         const AuditRecord& audit) = 0;
+  //
+  // `if_generations`: the config and node generations the workflow was planned against. The
+  // create is then refused with kAborted and the message kStalePlan (nothing written, no audit
+  // record) unless they are still the current ones when its transaction runs, so a submission
+  // planned on cached configs and nodes needs no read of the generations of its own: the caller
+  // plans again on fresh ones. (Same default in SqlStore.)
+  virtual Result<WorkflowRecord> CreateWorkflowWithAudit(
+      WorkflowRecord workflow, const AuditRecord& audit,
+      std::optional<Generations> if_generations = std::nullopt) = 0;
+  static constexpr std::string_view kStalePlan =
+      "configs or nodes changed since the workflow was planned";
   // CreateWorkflowWithAudit without a thread waiting for it: queues the write and returns at once.
   // `done` receives what CreateWorkflowWithAudit would have returned, once the write's transaction
   // has committed (or failed). It runs on the store's commit thread, so it must be quick and must
   // not wait on a group-committed write of this store (that would wait on itself).
   using CreateDone = std::function<void(Result<WorkflowRecord>)>;
   virtual void CreateWorkflowWithAuditAsync(WorkflowRecord workflow, AuditRecord audit,
+                                            std::optional<Generations> if_generations,
                                             CreateDone done) = 0;
   virtual Result<WorkflowRecord> GetWorkflow(std::string_view id) = 0;  // kNotFound
   // The workflow when its stored version differs from `known_version`; nullopt when it is equal

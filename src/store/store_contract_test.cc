@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <latch>
 #include <map>
 #include <mutex>
@@ -1192,7 +1193,7 @@ TYPED_TEST(StoreContractTest, AsyncCreatesReportEachOutcomeOnce) {
   AsyncOutcomes outcomes(writes.size());
   for (size_t i = 0; i < writes.size(); ++i) {
     AuditRecord audit{0, "u", "test", "workflow submit", writes[i].id, ""};
-    s.CreateWorkflowWithAuditAsync(writes[i], audit, outcomes.For(i));
+    s.CreateWorkflowWithAuditAsync(writes[i], audit, std::nullopt, outcomes.For(i));
   }
   outcomes.WaitAll();
 
@@ -1227,7 +1228,7 @@ TYPED_TEST(StoreContractTest, ClosingAStoreFinishesItsQueuedAsyncCreates) {
     for (size_t i = 0; i < kWrites; ++i) {
       WorkflowRecord w = MakeWorkflow("closing-" + std::to_string(i), "p", "u", "PENDING", 1);
       store->CreateWorkflowWithAuditAsync(w, AuditRecord{0, "u", "test", "submit", w.id, ""},
-                                          outcomes.For(i));
+                                          std::nullopt, outcomes.For(i));
     }
   }  // closed at once: every queued write is written and reported before the store is gone
   for (size_t i = 0; i < kWrites; ++i) {
@@ -1318,6 +1319,42 @@ TYPED_TEST(StoreContractTest, ClosingAStoreAnswersItsQueuedVersionChecks) {
   }
   EXPECT_EQ(calls, kChecks);
   EXPECT_EQ(unchanged, kChecks);
+}
+
+TYPED_TEST(StoreContractTest, ACreatePlannedOnOldGenerationsIsRefused) {
+  Store& s = this->store();
+  auto planned = s.GetGenerations();
+  ASSERT_TRUE(planned.ok());
+  AuditRecord audit{0, "u", "test", "workflow submit", "", ""};
+  ASSERT_TRUE(
+      s.CreateWorkflowWithAudit(MakeWorkflow("g-1", "p", "u", "PENDING", 1), audit, *planned).ok());
+  auto expect_stale = [&](const Result<WorkflowRecord>& result) {
+    EXPECT_EQ(result.status().code(), StatusCode::kAborted);
+    EXPECT_EQ(result.status().message(), Store::kStalePlan);
+  };
+  // A config write moves the config generation.
+  this->Put("POOL", "p", ordered_json{{"backend", "default"}});
+  expect_stale(
+      s.CreateWorkflowWithAudit(MakeWorkflow("g-2", "p", "u", "PENDING", 2), audit, *planned));
+  // So does a node write, also through the asynchronous path.
+  auto after_config = s.GetGenerations();
+  ASSERT_TRUE(after_config.ok());
+  ASSERT_TRUE(this->Open()->UpsertNodes({{"n1", NodeObject("n1", 2)}}, false).ok());
+  std::promise<Result<WorkflowRecord>> promise;
+  s.CreateWorkflowWithAuditAsync(
+      MakeWorkflow("g-3", "p", "u", "PENDING", 3), audit, *after_config,
+      [&](Result<WorkflowRecord> r) { promise.set_value(std::move(r)); });
+  expect_stale(promise.get_future().get());
+  // Planned on the current ones: stored.
+  auto now = s.GetGenerations();
+  ASSERT_TRUE(now.ok());
+  EXPECT_TRUE(
+      s.CreateWorkflowWithAudit(MakeWorkflow("g-4", "p", "u", "PENDING", 4), audit, *now).ok());
+  // The refused creates wrote nothing: no workflow, no audit record.
+  EXPECT_FALSE(s.GetWorkflow("g-2").ok());
+  EXPECT_FALSE(s.GetWorkflow("g-3").ok());
+  EXPECT_EQ(s.ListWorkflows({.limit = 0})->size(), 2u);
+  EXPECT_EQ(s.ListAudit(0)->size(), 2u);
 }
 
 TYPED_TEST(StoreContractTest, AFailingCreateInABatchFailsAlone) {

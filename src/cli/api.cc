@@ -285,6 +285,7 @@ class Remote final : public Api {
     result.pool = Str(j, "pool");
     result.status = Str(j, "status");
     result.warnings = Strings(Field(j, "warnings"));
+    result.task_count = static_cast<int>(Int(j, "tasks"));
     for (const auto& pod : Field(j, "pods")) result.pods.push_back(pod);
     return result;
   }

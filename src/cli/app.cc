@@ -361,7 +361,7 @@ Status WorkflowSubmit(Api& svc, const Env& env) {
   }
   std::cout << "Workflow submit successful.\n"
             << "Workflow ID - " << result.workflow_id << "\n"
-            << "Status - " << result.status << " (" << result.pods.size() << " tasks in pool "
+            << "Status - " << result.status << " (" << result.task_count << " tasks in pool "
             << result.pool << ")\n";
   return OkStatus();
 }

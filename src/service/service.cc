@@ -1260,8 +1260,9 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
   result.name = plan.name;
   result.pool = plan.pool;
   result.warnings = plan.warnings;
-  for (const auto& t : plan.tasks) result.pods.push_back(t.pod);
+  result.task_count = static_cast<int>(plan.tasks.size());
   if (request.dry_run) {
+    for (auto& t : plan.tasks) result.pods.push_back(std::move(t.pod));
     result.status = "DRY_RUN";
     return prepared;
   }
@@ -1286,12 +1287,12 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
                      {"exec_timeout_seconds", plan.exec_timeout_seconds},
                      {"queue_timeout_seconds", plan.queue_timeout_seconds},
                      {"tasks", tasks}};
-  for (const auto& t : plan.tasks) {
+  for (auto& t : plan.tasks) {
     store::TaskRecord task;
     task.group = t.group;
     task.name = t.task;
     task.status = "PENDING";
-    task.pod = t.pod;
+    task.pod = std::move(t.pod);
     task.status_changed_ms = record.submitted_ms;
     record.tasks.push_back(std::move(task));
   }
@@ -1565,7 +1566,9 @@ json ToJson(const SubmitResult& result) {
   out["pool"] = result.pool;
   out["status"] = result.status;
   out["warnings"] = result.warnings;
-  out["pods"] = result.pods;
+  out["tasks"] = result.task_count;
+  // The rendered pods are what a dry run is for; a stored workflow's are in GET /api/workflow.
+  if (result.workflow_id.empty()) out["pods"] = result.pods;
   return out;
 }
 

@@ -212,8 +212,11 @@ struct SubmitResult {
   std::string workflow_id;  // "" for a dry run
   std::string name;
   std::string pool;
-  std::string status;                        // PENDING, or "DRY_RUN"
-  std::vector<nlohmann::ordered_json> pods;  // one Kubernetes Pod per task
+  std::string status;  // PENDING, or "DRY_RUN"
+  int task_count = 0;
+  // One Kubernetes Pod per task, for a dry run only (a submission's reply is an acknowledgement,
+  // as OSMO's: the stored workflow shows its tasks).
+  std::vector<nlohmann::ordered_json> pods;
   std::vector<std::string> warnings;
 };
 

@@ -488,6 +488,8 @@ TEST_F(ApiTest, WorkflowRoutes) {
   auto submitted = admin.SubmitWorkflow("default", kQuickWorkflow, {}, false, "key-1");
   ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
   std::string id = (*submitted)["workflow_id"];
+  EXPECT_EQ((*submitted)["tasks"], 1);
+  EXPECT_FALSE(submitted->contains("pods")) << submitted->dump();  // an acknowledgement
   // Same idempotency key: the same workflow, not a second one.
   auto again = admin.SubmitWorkflow("default", kQuickWorkflow, {}, false, "key-1");
   ASSERT_TRUE(again.ok());

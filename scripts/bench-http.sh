@@ -93,6 +93,19 @@ run_store() {
     python3 -c 'import json,sys; print(json.load(sys.stdin)["workflow_id"])')
   echo -n "reads GET /api/workflow/$id (64 connections, ${duration}s): "
   wrk -t2 -c64 -d"${duration}s" -s "$work/read.lua" "$url/api/workflow/$id" | grep RESULT
+  # Reads spread over 1,000 workflows (of those the submissions created), in random order: the
+  # version checks of concurrent reads then name different workflows.
+  curl -fsS -H "Authorization: $token" "$url/api/workflow?limit=1000" |
+    python3 -c 'import json,sys
+ids = [w["id"] for w in json.load(sys.stdin)["workflows"]]
+print("ids = {" + ",".join(json.dumps(i) for i in ids) + "}")' >"$work/many.lua"
+  cat >>"$work/many.lua" <<LUA
+wrk.headers["Authorization"] = "$token"
+request = function() return wrk.format("GET", "/api/workflow/" .. ids[math.random(#ids)]) end
+LUA
+  cat "$work/report.lua" >>"$work/many.lua"
+  echo -n "reads of 1,000 workflows, random (64 connections, ${duration}s): "
+  wrk -t2 -c64 -d"${duration}s" -s "$work/many.lua" "$url" | grep RESULT
   echo -n "paced reads (~1,000/s, 11 connections, ${duration}s): "
   wrk -t2 -c11 -d"${duration}s" -s "$work/paced.lua" "$url/api/workflow/$id" | grep RESULT
   echo -n "paced submissions (~1,000/s, 14 connections, ${duration}s): "

@@ -146,7 +146,12 @@ Result<std::vector<const model::Node*>> PlatformNodes(const ConfigSet& set, cons
                                                       std::string_view platform,
                                                       const std::vector<model::Node>& nodes) {
   ASSIGN_OR_RETURN(Json merged, PlatformTemplate(pool, platform, set));
-  ASSIGN_OR_RETURN(PlatformSelector selector, SelectorFromTemplate(merged));
+  return PlatformNodesOf(merged, nodes);
+}
+
+Result<std::vector<const model::Node*>> PlatformNodesOf(const Json& merged_template,
+                                                        const std::vector<model::Node>& nodes) {
+  ASSIGN_OR_RETURN(PlatformSelector selector, SelectorFromTemplate(merged_template));
   std::vector<const model::Node*> out;
   for (const model::Node& node : nodes) {
     if (NodeMatchesSelector(selector, node)) out.push_back(&node);

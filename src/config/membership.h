@@ -57,5 +57,8 @@ Result<std::vector<NodeMembership>> ComputeMembership(const ConfigSet& set,
 Result<std::vector<const model::Node*>> PlatformNodes(const ConfigSet& set, const Pool& pool,
                                                       std::string_view platform,
                                                       const std::vector<model::Node>& nodes);
+// The same, from the platform's merged pod template (PlatformTemplate) when the caller has it.
+Result<std::vector<const model::Node*>> PlatformNodesOf(const Json& merged_template,
+                                                        const std::vector<model::Node>& nodes);
 
 }  // namespace gpupool::config

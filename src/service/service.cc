@@ -1282,11 +1282,13 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
                          {"sim_duration_seconds", t.sim_duration_seconds},
                          {"sim_exit_code", t.sim_exit_code}});
   }
-  record.spec = json{{"workflow", std::move(spec.document)},
-                     {"priority", std::string(submit::PriorityName(plan.priority))},
-                     {"exec_timeout_seconds", plan.exec_timeout_seconds},
-                     {"queue_timeout_seconds", plan.queue_timeout_seconds},
-                     {"tasks", tasks}};
+  // Assigned member by member: a braced initializer list would copy the document and the tasks.
+  record.spec = json::object();
+  record.spec["workflow"] = std::move(spec.document);
+  record.spec["priority"] = std::string(submit::PriorityName(plan.priority));
+  record.spec["exec_timeout_seconds"] = plan.exec_timeout_seconds;
+  record.spec["queue_timeout_seconds"] = plan.queue_timeout_seconds;
+  record.spec["tasks"] = std::move(tasks);
   for (auto& t : plan.tasks) {
     store::TaskRecord task;
     task.group = t.group;

@@ -513,7 +513,7 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
         }
         if (!validated && !ctx->rules.empty()) {
           if (ctx->has_node_rules && !ctx->nodes_loaded) {
-            ASSIGN_OR_RETURN(ctx->nodes, config::PlatformNodes(configs, *pool, ctx->name, nodes));
+            ASSIGN_OR_RETURN(ctx->nodes, config::PlatformNodesOf(ctx->tmpl, nodes));
             ctx->nodes_loaded = true;
           }
           std::vector<const model::Node*> candidates;

@@ -253,6 +253,37 @@ struct Service::SnapshotCache {
   SnapshotPtr submit_nodes_snapshot;
   NodesPtr submit_nodes_base;
 
+  // The nodes of each platform among `nodes` under `snap` (submit::SubmitOptions::
+  // platform_nodes), remembered for the last (snapshot, nodes) pair: a submission then costs
+  // O(1) in the cluster's size, not a selector match per node.
+  Result<submit::SubmitOptions::NodeList> PlatformNodes(const SnapshotPtr& snap,
+                                                        const NodesPtr& nodes_of,
+                                                        std::string_view pool,
+                                                        std::string_view platform,
+                                                        const json& merged_template) {
+    std::string key = std::string(pool) + '\0' + std::string(platform);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (platform_lists_snapshot == snap && platform_lists_nodes == nodes_of) {
+        auto it = platform_lists.find(key);
+        if (it != platform_lists.end()) return it->second;
+      }
+    }
+    ASSIGN_OR_RETURN(auto list, config::PlatformNodesOf(merged_template, *nodes_of));
+    auto shared = std::make_shared<const std::vector<const model::Node*>>(std::move(list));
+    std::lock_guard<std::mutex> lock(mu);
+    if (platform_lists_snapshot != snap || platform_lists_nodes != nodes_of) {
+      platform_lists.clear();
+      platform_lists_snapshot = snap;
+      platform_lists_nodes = nodes_of;
+    }
+    platform_lists.emplace(key, shared);
+    return shared;
+  }
+  SnapshotPtr platform_lists_snapshot;
+  NodesPtr platform_lists_nodes;  // held: the lists point into it
+  std::unordered_map<std::string, submit::SubmitOptions::NodeList> platform_lists;
+
   NodesPtr NodesForSubmit(const SnapshotPtr& snap, const NodesPtr& base) {
     if (snap->scale_up_nodes.empty()) return base;
     std::lock_guard<std::mutex> lock(mu);
@@ -1228,18 +1259,21 @@ struct Service::PreparedSubmission {
   store::Store::Generations planned_on;  // the generations of the configs and nodes used
 };
 
-Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& caller,
-                                                               const SubmitRequest& request,
-                                                               bool fresh) {
-  ASSIGN_OR_RETURN(submit::WorkflowSpec spec,
-                   submit::ParseWorkflow(request.spec_text, request.file_name, request.set_values));
-  // A dry run stores nothing that could check its inputs, so it reads the generations.
-  ASSIGN_OR_RETURN(SnapshotCache::Keyed state,
-                   fresh || request.dry_run ? cache_->GetKeyed(store_) : cache_->LastKeyed(store_));
+namespace {
+
+// Plans a submission on the given configs and nodes (taking its workflow id).
+Result<submit::SubmitPlan> PlanSubmission(store::Store& store, Service::SnapshotCache& cache,
+                                          const Caller& caller, const SubmitRequest& request,
+                                          const submit::WorkflowSpec& spec,
+                                          const Service::SnapshotCache::Keyed& state) {
   const Snapshot& snap = *state.snapshot;
-  NodesPtr submit_nodes = cache_->NodesForSubmit(state.snapshot, state.nodes);
-  const std::vector<model::Node>& nodes = *submit_nodes;
+  NodesPtr submit_nodes = cache.NodesForSubmit(state.snapshot, state.nodes);
   submit::SubmitOptions options;
+  options.platform_nodes = [&cache, snapshot = state.snapshot, submit_nodes](
+                               std::string_view pool, std::string_view platform,
+                               const json& merged_template) {
+    return cache.PlatformNodes(snapshot, submit_nodes, pool, platform, merged_template);
+  };
   if (request.dry_run) {
     options.workflow_id = spec.name;
   } else {
@@ -1247,35 +1281,58 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
     Status access = config::CheckAccess(caller.roles, "POST",
                                         "/api/pool/" + request.pool + "/workflow", snap.set);
     if (access.ok()) {
-      ASSIGN_OR_RETURN(int64_t seq, store_.NextSequence("workflow"));
+      ASSIGN_OR_RETURN(int64_t seq, store.NextSequence("workflow"));
       options.workflow_id = spec.name + "-" + std::to_string(seq);
     }
   }
-  ASSIGN_OR_RETURN(submit::SubmitPlan plan,
-                   submit::Submit(snap.set, nodes, submit::SubmitCaller{caller.user, caller.roles},
-                                  request.pool, spec, options));
+  return submit::Submit(snap.set, *submit_nodes, submit::SubmitCaller{caller.user, caller.roles},
+                        request.pool, spec, options);
+}
+
+}  // namespace
+
+Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& caller,
+                                                               const SubmitRequest& request,
+                                                               bool fresh) {
+  ASSIGN_OR_RETURN(submit::WorkflowSpec spec,
+                   submit::ParseWorkflow(request.spec_text, request.file_name, request.set_values));
+  // A dry run stores nothing that could check its inputs, so it reads the generations.
+  bool cached = !fresh && !request.dry_run;
+  ASSIGN_OR_RETURN(SnapshotCache::Keyed state,
+                   cached ? cache_->LastKeyed(store_) : cache_->GetKeyed(store_));
+  auto plan = PlanSubmission(store_, *cache_, caller, request, spec, state);
+  if (!plan.ok() && cached) {
+    // A refusal on cached configs and nodes stands only if they are still the current ones.
+    ASSIGN_OR_RETURN(SnapshotCache::Keyed now, cache_->GetKeyed(store_));
+    if (now.generations.configs != state.generations.configs ||
+        now.generations.nodes != state.generations.nodes) {
+      state = std::move(now);
+      plan = PlanSubmission(store_, *cache_, caller, request, spec, state);
+    }
+  }
+  if (!plan.ok()) return plan.status();
   PreparedSubmission prepared;
   prepared.planned_on = state.generations;
   SubmitResult& result = prepared.result;
-  result.name = plan.name;
-  result.pool = plan.pool;
-  result.warnings = plan.warnings;
-  result.task_count = static_cast<int>(plan.tasks.size());
+  result.name = plan->name;
+  result.pool = plan->pool;
+  result.warnings = plan->warnings;
+  result.task_count = static_cast<int>(plan->tasks.size());
   if (request.dry_run) {
-    for (auto& t : plan.tasks) result.pods.push_back(std::move(t.pod));
+    for (auto& t : plan->tasks) result.pods.push_back(std::move(t.pod));
     result.status = "DRY_RUN";
     return prepared;
   }
   store::WorkflowRecord& record = prepared.record.emplace();
-  record.id = plan.workflow_id;
-  record.name = plan.name;
-  record.pool = plan.pool;
+  record.id = plan->workflow_id;
+  record.name = plan->name;
+  record.pool = plan->pool;
   record.user = caller.user;
   record.status = "PENDING";
   record.submitted_ms = clock_.NowMillis();
   record.idempotency_key = request.idempotency_key;
   json tasks = json::array();
-  for (const auto& t : plan.tasks) {
+  for (const auto& t : plan->tasks) {
     tasks.push_back(json{{"group", t.group},
                          {"task", t.task},
                          {"platform", t.platform},
@@ -1285,11 +1342,11 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
   // Assigned member by member: a braced initializer list would copy the document and the tasks.
   record.spec = json::object();
   record.spec["workflow"] = std::move(spec.document);
-  record.spec["priority"] = std::string(submit::PriorityName(plan.priority));
-  record.spec["exec_timeout_seconds"] = plan.exec_timeout_seconds;
-  record.spec["queue_timeout_seconds"] = plan.queue_timeout_seconds;
+  record.spec["priority"] = std::string(submit::PriorityName(plan->priority));
+  record.spec["exec_timeout_seconds"] = plan->exec_timeout_seconds;
+  record.spec["queue_timeout_seconds"] = plan->queue_timeout_seconds;
   record.spec["tasks"] = std::move(tasks);
-  for (auto& t : plan.tasks) {
+  for (auto& t : plan->tasks) {
     store::TaskRecord task;
     task.group = t.group;
     task.name = t.task;
@@ -1303,7 +1360,7 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
   audit.source = caller.source;
   audit.action = "workflow submit";
   audit.target = record.id;
-  audit.detail = "pool " + plan.pool;
+  audit.detail = "pool " + plan->pool;
   return prepared;
 }
 

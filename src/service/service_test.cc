@@ -162,6 +162,36 @@ TEST_F(ServiceCacheTest, AsyncSubmissionsAndReadsSeeWritesOfAnotherStore) {
   EXPECT_EQ(cli_->ListWorkflows(admin_, {})->size(), 2u);
 }
 
+// The nodes a platform's node rules see are remembered per configs and nodes; nodes added
+// through the other store are seen by the next submission, on either path.
+TEST_F(ServiceCacheTest, NodeRulesSeeNodesAddedThroughAnotherStore) {
+  constexpr char kBig[] = R"(workflow:
+  name: big
+  resources:
+    default: {cpu: 32, memory: 1Gi, storage: 1Gi}
+  tasks:
+  - {name: t, image: busybox}
+)";
+  SubmitRequest submit{.pool = "default", .spec_text = kBig, .file_name = "big.yaml"};
+  ASSERT_TRUE(cli_->ImportNodes(admin_, kMoreNodes, "more.yaml").ok());  // 8 CPUs only
+  auto refused = server_->SubmitWorkflow(admin_, submit);
+  ASSERT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("validation failed"), std::string::npos)
+      << refused.status().ToString();
+  std::promise<Result<SubmitResult>> first;
+  server_->SubmitWorkflowAsync(admin_, submit,
+                               [&](Result<SubmitResult> r) { first.set_value(std::move(r)); });
+  EXPECT_EQ(first.get_future().get().status().code(), StatusCode::kInvalidArgument);
+
+  ASSERT_TRUE(cli_->ImportNodes(admin_, kNodes, "nodes.yaml").ok());  // adds 64 CPUs
+  std::promise<Result<SubmitResult>> second;
+  server_->SubmitWorkflowAsync(admin_, submit,
+                               [&](Result<SubmitResult> r) { second.set_value(std::move(r)); });
+  auto accepted = second.get_future().get();
+  EXPECT_TRUE(accepted.ok()) << accepted.status().ToString();
+  EXPECT_TRUE(server_->SubmitWorkflow(admin_, submit).ok());
+}
+
 TEST_F(ServiceCacheTest, MachinePoolsAreCheckedAtWriteTime) {
   auto put = [&](const std::string& body) {
     UpdateConfigRequest request;

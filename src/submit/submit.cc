@@ -40,9 +40,8 @@ struct PlatformContext {
   std::vector<std::string> template_names;
   std::vector<config::NamedRule> rules;
   bool has_node_rules = false;
-  bool cacheable = true;  // rules do not depend on per-task built-ins
-  bool nodes_loaded = false;
-  std::vector<const model::Node*> nodes;
+  bool cacheable = true;                  // rules do not depend on per-task built-ins
+  SubmitOptions::NodeList nodes;          // loaded when first needed
   std::map<std::string, bool> validated;  // resource name -> passed
   // (resource, task shape) -> the pod merged once with sentinel task values, built after the
   // first task of that key; nullopt when it could not be built (that key takes the full path).
@@ -512,14 +511,20 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
           validated = it != ctx->validated.end() && it->second;
         }
         if (!validated && !ctx->rules.empty()) {
-          if (ctx->has_node_rules && !ctx->nodes_loaded) {
-            ASSIGN_OR_RETURN(ctx->nodes, config::PlatformNodesOf(ctx->tmpl, nodes));
-            ctx->nodes_loaded = true;
+          if (ctx->nodes == nullptr) {
+            if (!ctx->has_node_rules) {
+              ctx->nodes = std::make_shared<const std::vector<const model::Node*>>();
+            } else if (options.platform_nodes) {
+              ASSIGN_OR_RETURN(ctx->nodes, options.platform_nodes(pool_str, ctx->name, ctx->tmpl));
+            } else {
+              ASSIGN_OR_RETURN(auto list, config::PlatformNodesOf(ctx->tmpl, nodes));
+              ctx->nodes = std::make_shared<const std::vector<const model::Node*>>(std::move(list));
+            }
           }
           std::vector<const model::Node*> candidates;
-          const std::vector<const model::Node*>* node_list = &ctx->nodes;
+          const std::vector<const model::Node*>* node_list = ctx->nodes.get();
           if (resource != nullptr && !resource->nodes_excluded.empty()) {
-            for (const model::Node* n : ctx->nodes) {
+            for (const model::Node* n : *ctx->nodes) {
               if (std::find(resource->nodes_excluded.begin(), resource->nodes_excluded.end(),
                             n->name) == resource->nodes_excluded.end()) {
                 candidates.push_back(n);

@@ -25,6 +25,8 @@
 // Thread contract: pure; safe to call concurrently.
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
@@ -52,6 +54,13 @@ struct SubmitOptions {
   // values put in. The result is the same as building each pod in full (submit_test checks);
   // false builds every pod in full.
   bool reuse_per_resource = true;
+  // The nodes of a platform (pointers into Submit's `nodes`), from its merged pod template: a
+  // caller that plans many workflows on the same configs and nodes remembers them, since
+  // matching every node per submission costs O(nodes). Empty: computed per submission.
+  using NodeList = std::shared_ptr<const std::vector<const model::Node*>>;
+  std::function<Result<NodeList>(std::string_view pool, std::string_view platform,
+                                 const nlohmann::ordered_json& merged_template)>
+      platform_nodes;
 };
 
 struct PlannedTask {

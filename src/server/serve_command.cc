@@ -37,13 +37,15 @@ namespace {
 constexpr int kPostgresReaders = 16;
 
 // GETs are answered on the I/O threads. A SQLite read is a few microseconds of CPU, so one loop
-// per core; a PostgreSQL read waits for a round trip, so more loops keep the cores busy meanwhile.
-// Measured on loopback PostgreSQL (docs/benchmarks/server.md): 4 loops per core 12,800 reads/s,
-// p99 9.5 ms; handing reads to the worker pool instead, 7,500-9,800 reads/s with p99 near 1 s.
+// per core. The hot PostgreSQL reads (GET /api/workflow/{id}) no longer wait on a loop (their
+// version checks are batched on the store's read thread), but the other GETs (lists, resources,
+// configs) still wait for a round trip, so two loops per core keep the cores busy meanwhile.
+// Measured on loopback PostgreSQL (docs/benchmarks/server.md round 5), reads of 1,000 workflows:
+// 2 loops 26,800-30,200/s, 4 loops 29,300/s, 8 loops 25,800-26,500/s; submissions alike.
 // 0 leaves the HTTP server's default, one loop per core.
 int DefaultIoThreads(const std::string& db) {
   if (!db.starts_with("postgres")) return 0;
-  return 4 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return 2 * std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
 std::atomic<bool> g_stop{false};
@@ -274,12 +276,13 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
   serve->add_option("--max-body-bytes", options->max_body_bytes, "request body limit")
       ->capture_default_str();
   serve
-      ->add_option("--threads", options->threads,
-                   "workers for requests that may wait on a write (all but GET and HEAD)")
+      ->add_option(
+          "--threads", options->threads,
+          "workers for requests that may wait on a write (all but GETs, HEADs and submissions)")
       ->capture_default_str();
   serve->add_option("--io-threads", options->io_threads,
                     "threads reading and writing connections and serving GETs (0: one per core for "
-                    "SQLite, four per core for PostgreSQL)");
+                    "SQLite, two per core for PostgreSQL)");
   serve
       ->add_option("--db-readers", options->db_readers,
                    "read connections beside the writer (0: --threads for SQLite, 16 for "

@@ -204,18 +204,9 @@ SqlStore::SqlStore(std::unique_ptr<SqlConnection> connection, ConnectionFactory 
       clock_(clock) {}
 
 SqlStore::~SqlStore() {
-  {
-    std::lock_guard lock(queue_mu_);
-    closing_ = true;
-  }
-  queue_cv_.notify_one();
-  if (committer_.joinable()) committer_.join();
-  {
-    std::lock_guard lock(checks_mu_);
-    checks_closing_ = true;
-  }
-  checks_cv_.notify_one();
-  if (checker_.joinable()) checker_.join();
+  // Before any member goes: what is queued is written and answered.
+  committer_.Close();
+  checker_.Close();
 }
 
 Result<std::unique_ptr<Store>> SqlStore::Open(std::unique_ptr<SqlConnection> connection,
@@ -727,50 +718,21 @@ Status SqlStore::InsertAudits(SqlConnection& db, const std::vector<const Pending
 }
 
 void SqlStore::GroupCommit(PendingWrite& write) {
-  Enqueue(&write);
-  std::unique_lock lock(queue_mu_);
-  write.wake.wait(lock, [&] { return write.done; });
+  committer_.Push(&write);
+  write.done.wait(false);
 }
 
-void SqlStore::Enqueue(PendingWrite* write) {
-  std::lock_guard lock(queue_mu_);
-  if (!committer_.joinable()) committer_ = std::thread([this] { CommitLoop(); });
-  queue_.push_back(write);
-  // The commit thread waits only when the queue was empty; while it writes a batch, the writes
-  // queued meanwhile form the next one.
-  if (queue_.size() == 1) queue_cv_.notify_one();
-}
-
-void SqlStore::CommitLoop() {
-  // At most this many writes per transaction, so that one batch's latency stays bounded.
-  constexpr size_t kMaxBatch = 256;
-  std::unique_lock lock(queue_mu_);
-  while (true) {
-    queue_cv_.wait(lock, [&] { return closing_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // closing, and every queued write is done
-    size_t n = std::min(queue_.size(), kMaxBatch);
-    std::vector<PendingWrite*> batch(queue_.begin(), queue_.begin() + static_cast<ptrdiff_t>(n));
-    queue_.erase(queue_.begin(), queue_.begin() + static_cast<ptrdiff_t>(n));
-    lock.unlock();
-    WriteBatch(batch);
-    std::vector<PendingWrite*> owned;
-    lock.lock();
-    for (PendingWrite* write : batch) {
-      if (write->owned) {
-        owned.push_back(write);
-        continue;
-      }
-      write->done = true;
-      write->wake.notify_one();
-    }
-    lock.unlock();
-    // Callbacks run without the lock, so that callers queue the next batch meanwhile.
-    for (PendingWrite* write : owned) {
+void SqlStore::CommitBatch(std::vector<PendingWrite*>& batch) {
+  WriteBatch(batch);
+  for (PendingWrite* write : batch) {
+    if (write->owned) {
       std::unique_ptr<PendingWrite> own(write);
       auto parts = std::move(write->owned);
       parts->done(Created(*write, std::move(parts->workflow)));
+    } else {
+      write->done.store(true);
+      write->done.notify_one();
     }
-    lock.lock();
   }
 }
 
@@ -973,7 +935,7 @@ void SqlStore::CreateWorkflowWithAuditAsync(WorkflowRecord workflow, AuditRecord
       PendingWrite::Owned{std::move(workflow), std::move(audit), std::move(done)});
   write->workflow = &write->owned->workflow;
   write->audit = &write->owned->audit;
-  Enqueue(write.release());
+  committer_.Push(write.release());
 }
 
 Result<WorkflowRecord> SqlStore::GetWorkflow(std::string_view id) {
@@ -998,27 +960,7 @@ Result<std::optional<WorkflowRecord>> SqlStore::GetWorkflowIfChanged(std::string
 
 void SqlStore::GetWorkflowIfChangedAsync(std::string id, int64_t known_version,
                                          IfChangedDone done) {
-  std::lock_guard lock(checks_mu_);
-  if (!checker_.joinable()) checker_ = std::thread([this] { CheckLoop(); });
-  checks_.push_back(VersionCheck{std::move(id), known_version, std::move(done)});
-  if (checks_.size() == 1) checks_cv_.notify_one();
-}
-
-void SqlStore::CheckLoop() {
-  // At most this many checks per batch, so that one batch's latency stays bounded.
-  constexpr size_t kMaxBatch = 1024;
-  std::unique_lock lock(checks_mu_);
-  while (true) {
-    checks_cv_.wait(lock, [&] { return checks_closing_ || !checks_.empty(); });
-    if (checks_.empty()) return;  // closing, and every queued check is answered
-    size_t n = std::min(checks_.size(), kMaxBatch);
-    std::vector<VersionCheck> batch(std::make_move_iterator(checks_.begin()),
-                                    std::make_move_iterator(checks_.begin() + n));
-    checks_.erase(checks_.begin(), checks_.begin() + static_cast<ptrdiff_t>(n));
-    lock.unlock();
-    CheckBatch(batch);
-    lock.lock();
-  }
+  checker_.Push(VersionCheck{std::move(id), known_version, std::move(done)});
 }
 
 Result<std::unordered_map<std::string, int64_t>> SqlStore::Versions(

@@ -24,6 +24,7 @@
 // leases are one conditional upsert. Transient failures (SQLite busy, PostgreSQL serialization
 // failure or deadlock, a connection lost before commit) rerun the whole transaction a few times.
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -33,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "store/batch_worker.h"
 #include "store/sql_connection.h"
 #include "store/store.h"
 
@@ -129,10 +131,8 @@ class SqlStore final : public Store {
     bool inserted = false;
     std::optional<WorkflowRecord> existing;
     Status status;  // the outcome of the whole write
-    bool done = false;
-    // Signalled (under queue_mu_) when the write is done: each waiter wakes for its own write
-    // only, not at every batch.
-    std::condition_variable wake;
+    // Set and notified when the write is done: each waiter wakes for its own write only.
+    std::atomic<bool> done{false};
     // A write nobody waits for (CreateWorkflowWithAuditAsync) owns what it writes and its
     // callback; the commit thread runs the callback and deletes the write.
     struct Owned {
@@ -144,10 +144,8 @@ class SqlStore final : public Store {
   };
   // Queues `write` and returns once a batch holding it has committed or failed.
   void GroupCommit(PendingWrite& write);
-  // Queues `write` (its thread does not wait; see PendingWrite::owned).
-  void Enqueue(PendingWrite* write);
-  // The commit thread: writes what is queued, batch after batch, until the store closes.
-  void CommitLoop();
+  // The commit thread's batch: writes it, then wakes its waiters and runs its callbacks.
+  void CommitBatch(std::vector<PendingWrite*>& batch);
   void WriteBatch(const std::vector<PendingWrite*>& batch);
 
   // One queued GetWorkflowIfChangedAsync.
@@ -156,8 +154,7 @@ class SqlStore final : public Store {
     int64_t known_version = 0;
     IfChangedDone done;
   };
-  // The read thread: answers the queued checks, batch after batch, until the store closes.
-  void CheckLoop();
+  // The read thread's batch.
   void CheckBatch(std::vector<VersionCheck>& batch);
   // The stored version of each of `ids` (distinct); absent ids are missing.
   Result<std::unordered_map<std::string, int64_t>> Versions(const std::vector<std::string>& ids);
@@ -213,18 +210,6 @@ class SqlStore final : public Store {
   int opening_readers_ = 0;
   bool readers_failed_ = false;  // opening a reader failed once: use the writer
 
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;  // the commit thread waits on it for writes (or closing)
-  std::deque<PendingWrite*> queue_;
-  bool closing_ = false;
-  std::thread committer_;  // started by the first queued write
-
-  std::mutex checks_mu_;
-  std::condition_variable checks_cv_;  // the read thread waits on it for checks (or closing)
-  std::deque<VersionCheck> checks_;
-  bool checks_closing_ = false;
-  std::thread checker_;  // started by the first queued check
-
   struct SequenceBlock {
     int64_t next = 0;  // the next value to return
     int64_t end = 0;   // one past the last reserved value
@@ -232,6 +217,11 @@ class SqlStore final : public Store {
   };
   std::mutex sequences_mu_;
   std::unordered_map<std::string, SequenceBlock> sequences_;
+
+  // Last: closed (their queues processed) first when the store is destroyed. At most 256 writes
+  // per transaction and 1,024 checks per batch, so that one batch's latency stays bounded.
+  BatchWorker<PendingWrite*> committer_{256, [this](auto& batch) { CommitBatch(batch); }};
+  BatchWorker<VersionCheck> checker_{1024, [this](auto& batch) { CheckBatch(batch); }};
 };
 
 }  // namespace gpupool::store

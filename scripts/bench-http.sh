@@ -23,24 +23,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cat >"$work/cluster.yaml" <<'YAML'
-apiVersion: v1
-kind: NodeList
-items:
-- apiVersion: v1
-  kind: Node
-  metadata: {name: bench-0}
-  status:
-    allocatable: {cpu: "64", memory: 512Gi, ephemeral-storage: 2Ti, pods: "110"}
-YAML
-cat >"$work/workflow.yaml" <<'YAML'
-workflow:
-  name: bench
-  resources:
-    default: {cpu: 1, memory: 1Gi, storage: 1Gi}
-  tasks:
-  - {name: t, image: busybox, sim_duration: 1h}
-YAML
+cp "$root/scripts/bench/one-node-cluster.yaml" "$work/cluster.yaml"
+cp "$root/scripts/bench/one-task-workflow.yaml" "$work/workflow.yaml"
 token="Bearer dev:bench:osmo-admin"
 body=$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' "$work/workflow.yaml")
 cat >"$work/submit.lua" <<LUA

@@ -15,23 +15,9 @@ for tool in valgrind wrk sqlite3 callgrind_annotate; do
 done
 work=$(mktemp -d)
 trap 'kill "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
-cat >"$work/cluster.yaml" <<'YAML'
-apiVersion: v1
-kind: NodeList
-items:
-- apiVersion: v1
-  kind: Node
-  metadata: {name: bench-0}
-  status:
-    allocatable: {cpu: "64", memory: 512Gi, ephemeral-storage: 2Ti, pods: "110"}
-YAML
-body=$(python3 -c 'import json; print(json.dumps("""workflow:
-  name: bench
-  resources:
-    default: {cpu: 1, memory: 1Gi, storage: 1Gi}
-  tasks:
-  - {name: t, image: busybox, sim_duration: 1h}
-"""))')
+cluster="$root/scripts/bench/one-node-cluster.yaml"
+body=$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' \
+  "$root/scripts/bench/one-task-workflow.yaml")
 cat >"$work/submit.lua" <<LUA
 wrk.method = "POST"
 wrk.body = $body
@@ -40,7 +26,7 @@ wrk.headers["Content-Type"] = "application/yaml"
 LUA
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" "$serve" serve \
-  --listen "127.0.0.1:$port" --db "sqlite:$work/bench.db" --backend "sim:$work/cluster.yaml" \
+  --listen "127.0.0.1:$port" --db "sqlite:$work/bench.db" --backend "sim:$cluster" \
   --auth dev --no-scheduler >"$work/serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 1 300); do curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break; sleep 0.2; done

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -1390,19 +1391,12 @@ bool IsStalePlan(const Status& status) {
 }  // namespace
 
 Result<SubmitResult> Service::SubmitWorkflow(const Caller& caller, const SubmitRequest& request) {
-  for (int attempt = 1;; ++attempt) {
-    ASSIGN_OR_RETURN(PreparedSubmission prepared,
-                     PrepareSubmission(caller, request, /*fresh=*/attempt > 1));
-    if (!prepared.record) return std::move(prepared.result);
-    // The audit record is written in the workflow's transaction (group-committed with
-    // concurrent submissions); the HTTP layer writes no second record for a successful
-    // submission.
-    auto stored = store_.CreateWorkflowWithAudit(std::move(*prepared.record), prepared.audit,
-                                                 prepared.planned_on);
-    if (!stored.ok() && IsStalePlan(stored.status()) && attempt < kMaxPlans) continue;
-    if (!stored.ok()) return stored.status();
-    return Submitted(std::move(prepared.result), *stored);
-  }
+  // The asynchronous submission, waited for: one path for the CLI's local mode and the server.
+  std::promise<Result<SubmitResult>> outcome;
+  SubmitWorkflowAsync(caller, request, [&outcome](Result<SubmitResult> result) {
+    outcome.set_value(std::move(result));
+  });
+  return outcome.get_future().get();
 }
 
 void Service::SubmitWorkflowAsync(const Caller& caller, const SubmitRequest& request,
@@ -1415,6 +1409,8 @@ void Service::SubmitAttempt(const Caller& caller, const SubmitRequest& request, 
   Result<PreparedSubmission> prepared = PrepareSubmission(caller, request, attempt > 1);
   if (!prepared.ok()) return done(prepared.status());
   if (!prepared->record) return done(std::move(prepared->result));
+  // The audit record is written in the workflow's transaction (group-committed with concurrent
+  // submissions); the HTTP layer writes no second record for a successful submission.
   store_.CreateWorkflowWithAuditAsync(
       std::move(*prepared->record), std::move(prepared->audit), prepared->planned_on,
       [this, caller, request, attempt, result = std::move(prepared->result),

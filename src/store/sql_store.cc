@@ -908,15 +908,22 @@ Result<WorkflowRecord> SqlStore::CreateWorkflow(const WorkflowRecord& workflow) 
   return Created(write, workflow);
 }
 
-Result<WorkflowRecord> SqlStore::CreateWorkflowWithAudit(
-    WorkflowRecord workflow, const AuditRecord& audit, std::optional<Generations> if_generations) {
+Status SqlStore::PrepareCreate(PendingWrite& write, const WorkflowRecord& workflow,
+                               const AuditRecord& audit,
+                               std::optional<Generations> if_generations) {
   RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
-  PendingWrite write;
-  write.workflow = &workflow;
-  write.if_generations = if_generations;
   ASSIGN_OR_RETURN(write.spec, DumpJson(workflow.spec, "workflow " + workflow.id));
+  write.workflow = &workflow;
   write.audit = &audit;
   write.audit_at_ms = audit.at_ms != 0 ? audit.at_ms : clock_.NowMillis();
+  write.if_generations = if_generations;
+  return OkStatus();
+}
+
+Result<WorkflowRecord> SqlStore::CreateWorkflowWithAudit(
+    WorkflowRecord workflow, const AuditRecord& audit, std::optional<Generations> if_generations) {
+  PendingWrite write;
+  RETURN_IF_ERROR(PrepareCreate(write, workflow, audit, if_generations));
   GroupCommit(write);
   return Created(write, std::move(workflow));
 }
@@ -924,17 +931,13 @@ Result<WorkflowRecord> SqlStore::CreateWorkflowWithAudit(
 void SqlStore::CreateWorkflowWithAuditAsync(WorkflowRecord workflow, AuditRecord audit,
                                             std::optional<Generations> if_generations,
                                             CreateDone done) {
-  if (Status s = RequireNonEmpty(workflow.id, "workflow id"); !s.ok()) return done(s);
   auto write = std::make_unique<PendingWrite>();
-  write->if_generations = if_generations;
-  auto spec = DumpJson(workflow.spec, "workflow " + workflow.id);
-  if (!spec.ok()) return done(spec.status());
-  write->spec = std::move(*spec);
-  write->audit_at_ms = audit.at_ms != 0 ? audit.at_ms : clock_.NowMillis();
   write->owned = std::make_unique<PendingWrite::Owned>(
       PendingWrite::Owned{std::move(workflow), std::move(audit), std::move(done)});
-  write->workflow = &write->owned->workflow;
-  write->audit = &write->owned->audit;
+  PendingWrite::Owned& owned = *write->owned;
+  if (Status s = PrepareCreate(*write, owned.workflow, owned.audit, if_generations); !s.ok()) {
+    return owned.done(s);
+  }
   committer_.Push(write.release());
 }
 

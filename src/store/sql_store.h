@@ -142,6 +142,9 @@ class SqlStore final : public Store {
     };
     std::unique_ptr<Owned> owned;
   };
+  // Fills `write` for creating `workflow` with `audit` (both must outlive the write).
+  Status PrepareCreate(PendingWrite& write, const WorkflowRecord& workflow,
+                       const AuditRecord& audit, std::optional<Generations> if_generations);
   // Queues `write` and returns once a batch holding it has committed or failed.
   void GroupCommit(PendingWrite& write);
   // The commit thread's batch: writes it, then wakes its waiters and runs its callbacks.

@@ -2,11 +2,18 @@
 // session with PQprepare, run with PQexecPrepared, text format), READ COMMITTED write transactions
 // (SqlStore's statements lock what they check), REPEATABLE READ READ ONLY snapshots for reads, and
 // a reconnect in Begin after a lost connection.
+//
+// Round trips are what a transaction costs on a busy machine (each wakes the server process and
+// then this thread), so BEGIN is held back and deferred statements (Defer) are queued: both go to
+// the server in one pipeline (libpq's pipeline mode) with the next Query or COMMIT. A group commit
+// of creates is then one or two round trips instead of six or more.
 
 #include <libpq-fe.h>
 
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "store/sql_connection.h"
 
@@ -34,35 +41,40 @@ class PostgresConnection final : public SqlConnection {
   const std::vector<Migration>& Migrations() const override { return PostgresMigrations(); }
 
   Result<std::vector<SqlRow>> Query(std::string_view sql, const SqlParams& params) override {
-    std::vector<std::string> texts(params.size());
-    std::vector<const char*> values(params.size(), nullptr);
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (const auto* text = std::get_if<std::string>(&params[i])) {
-        values[i] = text->c_str();
-      } else if (const auto* number = std::get_if<int64_t>(&params[i])) {
-        texts[i] = std::to_string(*number);
-        values[i] = texts[i].c_str();
-      }
-    }
     ASSIGN_OR_RETURN(const std::string* name, Prepare(sql, static_cast<int>(params.size())));
-    PgResult result(PQexecPrepared(conn_, name->c_str(), static_cast<int>(params.size()),
-                                   values.data(), nullptr, nullptr, /*resultFormat=*/0));
-    ExecStatusType status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
-    if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) return Fail(result.get(), sql);
+    PgResult result;
+    if (HasPending()) {
+      ASSIGN_OR_RETURN(result, SendPending(Step{sql, name, &params}));
+    } else {
+      ParamValues values(params);
+      result.reset(PQexecPrepared(conn_, name->c_str(), values.Count(), values.Data(), nullptr,
+                                  nullptr, /*resultFormat=*/0));
+      ExecStatusType status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
+      if (status != PGRES_TUPLES_OK && status != PGRES_COMMAND_OK) return Fail(result.get(), sql);
+    }
     failure_ = {};
+    return Rows(result.get());
+  }
+
+  Status Defer(std::string_view sql, SqlParams params) override {
+    ASSIGN_OR_RETURN(const std::string* name, Prepare(sql, static_cast<int>(params.size())));
+    deferred_.push_back(Deferred{std::string(sql), name, std::move(params)});
+    return OkStatus();
+  }
+
+  static std::vector<SqlRow> Rows(const PGresult* result) {
     std::vector<SqlRow> rows;
-    int n_rows = PQntuples(result.get());
-    int n_columns = PQnfields(result.get());
+    int n_rows = PQntuples(result);
+    int n_columns = PQnfields(result);
     rows.reserve(n_rows);
     for (int r = 0; r < n_rows; ++r) {
       std::vector<std::optional<std::string>> columns;
       columns.reserve(n_columns);
       for (int c = 0; c < n_columns; ++c) {
-        if (PQgetisnull(result.get(), r, c)) {
+        if (PQgetisnull(result, r, c)) {
           columns.emplace_back(std::nullopt);
         } else {
-          columns.emplace_back(
-              std::string(PQgetvalue(result.get(), r, c), PQgetlength(result.get(), r, c)));
+          columns.emplace_back(std::string(PQgetvalue(result, r, c), PQgetlength(result, r, c)));
         }
       }
       rows.emplace_back(std::move(columns));
@@ -71,6 +83,7 @@ class PostgresConnection final : public SqlConnection {
   }
 
   Status Script(std::string_view sql) override {
+    if (HasPending()) RETURN_IF_ERROR(SendPending(std::nullopt).status());
     std::string text(sql);
     PgResult result(PQexec(conn_, text.c_str()));
     ExecStatusType status = result ? PQresultStatus(result.get()) : PGRES_FATAL_ERROR;
@@ -80,7 +93,10 @@ class PostgresConnection final : public SqlConnection {
   }
 
   Status Ready() override {
-    if (PQstatus(conn_) != CONNECTION_OK) {
+    pending_begin_ = nullptr;
+    deferred_.clear();
+    // A pipeline left open by a failure mid-way cannot be resumed: start a new session.
+    if (PQstatus(conn_) != CONNECTION_OK || PQpipelineStatus(conn_) != PQ_PIPELINE_OFF) {
       statements_.clear();  // prepared statements die with the session
       PQreset(conn_);
       if (PQstatus(conn_) != CONNECTION_OK) {
@@ -96,13 +112,24 @@ class PostgresConnection final : public SqlConnection {
 
   Status Begin(bool write) override {
     RETURN_IF_ERROR(Ready());
-    return Script(write ? "BEGIN ISOLATION LEVEL READ COMMITTED"
-                        : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+    pending_begin_ = write ? "BEGIN ISOLATION LEVEL READ COMMITTED"
+                           : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY";
+    return OkStatus();
   }
 
-  Status Commit() override { return Script("COMMIT"); }
+  Status Commit() override {
+    if (pending_begin_ != nullptr && deferred_.empty()) {
+      pending_begin_ = nullptr;  // the transaction ran no statement: nothing to commit
+      failure_ = {};
+      return OkStatus();
+    }
+    if (!HasPending()) return Script("COMMIT");
+    return SendPending(Step{"COMMIT", nullptr, nullptr}).status();
+  }
 
   void Rollback() override {
+    pending_begin_ = nullptr;
+    deferred_.clear();
     if (PQstatus(conn_) != CONNECTION_OK) return;
     if (PQtransactionStatus(conn_) == PQTRANS_IDLE) return;
     PgResult result(PQexec(conn_, "ROLLBACK"));
@@ -118,6 +145,104 @@ class PostgresConnection final : public SqlConnection {
   }
 
  private:
+  // libpq's view of SqlParams: text (integers printed in decimal), NULL as a null pointer.
+  class ParamValues {
+   public:
+    explicit ParamValues(const SqlParams& params)
+        : numbers_(params.size()), values_(params.size(), nullptr) {
+      for (size_t i = 0; i < params.size(); ++i) {
+        if (const auto* text = std::get_if<std::string>(&params[i])) {
+          values_[i] = text->c_str();
+        } else if (const auto* number = std::get_if<int64_t>(&params[i])) {
+          numbers_[i] = std::to_string(*number);
+          values_[i] = numbers_[i].c_str();
+        }
+      }
+    }
+    int Count() const { return static_cast<int>(values_.size()); }
+    const char* const* Data() const { return values_.data(); }
+
+   private:
+    std::vector<std::string> numbers_;
+    std::vector<const char*> values_;
+  };
+
+  // One statement of a pipeline: a prepared statement with its parameters, or (name == nullptr)
+  // parameterless SQL such as BEGIN or COMMIT.
+  struct Step {
+    std::string_view sql;
+    const std::string* name;
+    const SqlParams* params;
+  };
+  struct Deferred {
+    std::string sql;
+    const std::string* name;
+    SqlParams params;
+  };
+
+  bool HasPending() const { return pending_begin_ != nullptr || !deferred_.empty(); }
+
+  // Sends the held-back BEGIN, the deferred statements and then `last` in one pipeline, and
+  // returns the result of the last statement sent. A failure is the first statement's that failed
+  // (those after it are skipped by the server); the transaction is then aborted.
+  Result<PgResult> SendPending(std::optional<Step> last) {
+    std::vector<Step> steps;
+    steps.reserve(deferred_.size() + 2);
+    if (pending_begin_ != nullptr) steps.push_back(Step{pending_begin_, nullptr, nullptr});
+    for (const Deferred& d : deferred_) steps.push_back(Step{d.sql, d.name, &d.params});
+    if (last) steps.push_back(*last);
+    auto result = RunPipeline(steps);
+    pending_begin_ = nullptr;
+    deferred_.clear();
+    return result;
+  }
+
+  Result<PgResult> RunPipeline(const std::vector<Step>& steps) {
+    if (PQenterPipelineMode(conn_) != 1) return Fail(nullptr, "pipeline mode");
+    for (const Step& step : steps) {
+      if (!Send(step)) return Broken(step.sql);
+    }
+    if (PQpipelineSync(conn_) != 1) return Broken("pipeline sync");
+    // Results come in order, each statement's followed by a null; then the sync point's.
+    Status failed;
+    PgResult last;
+    for (const Step& step : steps) {
+      PgResult result(PQgetResult(conn_));
+      if (result == nullptr) return Broken(step.sql);
+      ExecStatusType status = PQresultStatus(result.get());
+      if (status == PGRES_TUPLES_OK || status == PGRES_COMMAND_OK) {
+        last = std::move(result);
+      } else if (status != PGRES_PIPELINE_ABORTED && failed.ok()) {
+        failed = Fail(result.get(), step.sql);
+      }
+      PgResult end(PQgetResult(conn_));
+    }
+    PgResult sync(PQgetResult(conn_));
+    if (sync == nullptr || PQresultStatus(sync.get()) != PGRES_PIPELINE_SYNC ||
+        PQexitPipelineMode(conn_) != 1) {
+      return Broken("pipeline sync");
+    }
+    if (!failed.ok()) return failed;
+    return last;
+  }
+
+  bool Send(const Step& step) {
+    if (step.name == nullptr) {
+      std::string text(step.sql);
+      return PQsendQueryParams(conn_, text.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+    }
+    ParamValues values(*step.params);
+    return PQsendQueryPrepared(conn_, step.name->c_str(), values.Count(), values.Data(), nullptr,
+                               nullptr, /*resultFormat=*/0) == 1;
+  }
+
+  // The session is in an unknown state (a pipeline broken off): Ready reconnects, and the outcome
+  // of a COMMIT sent is unknown, as when the connection is lost.
+  Status Broken(std::string_view what) {
+    failure_ = {.transient = false, .connection_lost = true};
+    return UnavailableError("postgresql: " + ErrorMessage() + " (in: " + std::string(what) + ")");
+  }
+
   // Server-side prepared statement for `sql` (parsed and planned once per session).
   Result<const std::string*> Prepare(std::string_view sql, int n_params) {
     std::string key(sql);
@@ -166,6 +291,8 @@ class PostgresConnection final : public SqlConnection {
 
   PGconn* const conn_;
   std::unordered_map<std::string, std::string> statements_;  // SQL -> prepared statement name
+  const char* pending_begin_ = nullptr;  // the BEGIN of the open transaction, not yet sent
+  std::vector<Deferred> deferred_;       // statements held back by Defer, not yet sent
   SqlFailure failure_;
 };
 

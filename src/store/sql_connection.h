@@ -54,6 +54,10 @@ class SqlConnection {
 
   // Runs one statement and returns its rows (none for statements without RETURNING).
   virtual Result<std::vector<SqlRow>> Query(std::string_view sql, const SqlParams& params) = 0;
+  // Runs one statement whose rows are not needed, inside a transaction. A driver may hold it back
+  // and send it with the next Query or Commit, in one round trip (PostgreSQL's pipeline mode); its
+  // failure is then that call's failure. SQLite runs it at once.
+  virtual Status Defer(std::string_view sql, SqlParams params) = 0;
   // Runs a parameterless script of one or more statements (migrations).
   virtual Status Script(std::string_view sql) = 0;
 
@@ -63,7 +67,8 @@ class SqlConnection {
 
   // Transactions. Begin(write=true) takes the write lock up front where the database has one
   // (SQLite BEGIN IMMEDIATE); Begin(write=false) gives a consistent read snapshot. Begin also
-  // re-establishes a lost connection.
+  // re-establishes a lost connection. PostgreSQL sends BEGIN with the transaction's first
+  // statement (its snapshot is taken there anyway), so a failure to begin may surface there.
   virtual Status Begin(bool write) = 0;
   virtual Status Commit() = 0;
   virtual void Rollback() = 0;  // best effort; never fails

@@ -156,8 +156,14 @@ struct TaskRow {
   const TaskRecord* task;
 };
 
+// Runs a statement at once or, when `defer`, with the connection's next round trip (Defer).
+Status Execute(SqlConnection& db, bool defer, std::string_view sql, SqlParams params) {
+  if (defer) return db.Defer(sql, std::move(params));
+  return db.Query(sql, params).status();
+}
+
 // Inserts `rows` (of one workflow or several) in multi-row INSERTs, which save round trips.
-Status InsertTaskRows(SqlConnection& db, const std::vector<TaskRow>& rows) {
+Status InsertTaskRows(SqlConnection& db, const std::vector<TaskRow>& rows, bool defer) {
   for (size_t begin = 0; begin < rows.size(); begin += kTasksPerInsert) {
     size_t end = std::min(rows.size(), begin + kTasksPerInsert);
     SqlParams params;
@@ -175,7 +181,7 @@ Status InsertTaskRows(SqlConnection& db, const std::vector<TaskRow>& rows) {
                  t.finished_ms, int64_t{t.exit_code}, t.message},
                 i == begin);
     }
-    RETURN_IF_ERROR(db.Query(sql, params).status());
+    RETURN_IF_ERROR(Execute(db, defer, sql, std::move(params)));
   }
   return OkStatus();
 }
@@ -656,7 +662,7 @@ Status SqlStore::InsertTasks(SqlConnection& db, std::string_view workflow_id,
   for (size_t i = 0; i < tasks.size(); ++i) {
     rows.push_back(TaskRow{workflow_id, static_cast<int64_t>(i), &tasks[i]});
   }
-  return InsertTaskRows(db, rows);
+  return InsertTaskRows(db, rows, /*defer=*/false);
 }
 
 Result<SqlStore::CreateOutcome> SqlStore::CreateIn(SqlConnection& db,
@@ -699,7 +705,8 @@ Result<SqlStore::CreateOutcome> SqlStore::CreateIn(SqlConnection& db,
   return outcome;
 }
 
-Status SqlStore::InsertAudits(SqlConnection& db, const std::vector<const PendingWrite*>& writes) {
+Status SqlStore::InsertAudits(SqlConnection& db, const std::vector<const PendingWrite*>& writes,
+                              bool defer) {
   constexpr size_t kRowsPerInsert = 64;  // 6 parameters each
   for (size_t begin = 0; begin < writes.size(); begin += kRowsPerInsert) {
     size_t end = std::min(writes.size(), begin + kRowsPerInsert);
@@ -712,7 +719,7 @@ Status SqlStore::InsertAudits(SqlConnection& db, const std::vector<const Pending
                 {writes[i]->audit_at_ms, a.user, a.source, a.action, a.target, a.detail},
                 i == begin);
     }
-    RETURN_IF_ERROR(db.Query(sql, params).status());
+    RETURN_IF_ERROR(Execute(db, defer, sql, std::move(params)));
   }
   return OkStatus();
 }
@@ -743,6 +750,9 @@ Status SqlStore::CreateTogether(SqlConnection& db, const std::vector<PendingWrit
   // rest fills, so at most 7 distinct SQL texts (1, 2, 4, ..., 64 rows) and at most 7 statements
   // for 127 creates.
   constexpr size_t kWorkflowsPerInsert = 64;
+  // Deferred: PostgreSQL sends them with the batch's COMMIT. A taken id (no ON CONFLICT clause)
+  // fails the statement and with it the transaction; WriteBatch then writes the batch one create
+  // at a time, where CreateIn refuses that create alone. Ids come from sequences, so that is rare.
   std::vector<TaskRow> tasks;
   for (size_t begin = 0; begin < together.size();) {
     size_t end = begin + std::min(kWorkflowsPerInsert, std::bit_floor(together.size() - begin));
@@ -758,29 +768,15 @@ Status SqlStore::CreateTogether(SqlConnection& db, const std::vector<PendingWrit
                 {w.id, w.name, w.pool, w.user, w.status,
                  int64_t{IsFinishedWorkflowStatus(w.status) ? 1 : 0}, w.submitted_ms, write.spec},
                 k == begin, "1");
-    }
-    // As in CreateIn: a taken id is skipped (DO NOTHING), not an error, so it refuses its own
-    // create only. RETURNING names the rows inserted, in no particular order; the ids of one
-    // statement are distinct (the caller's promise), so an id names its create.
-    sql += " ON CONFLICT DO NOTHING RETURNING id";
-    ASSIGN_OR_RETURN(auto rows, db.Query(sql, params));
-    std::unordered_set<std::string_view> inserted;
-    for (const SqlRow& row : rows) inserted.insert(row.Text(0));
-    for (size_t k = begin; k < end; ++k) {
-      const WorkflowRecord& w = *todo[together[k]]->workflow;
-      CreateOutcome& outcome = outcomes[together[k]];
-      if (!inserted.contains(w.id)) {
-        outcome.refused = AlreadyExistsError("workflow " + w.id + " already exists");
-        continue;
-      }
-      outcome.inserted = true;
+      outcomes[together[k]].inserted = true;
       for (size_t i = 0; i < w.tasks.size(); ++i) {
         tasks.push_back(TaskRow{w.id, static_cast<int64_t>(i), &w.tasks[i]});
       }
     }
+    RETURN_IF_ERROR(db.Defer(sql, std::move(params)));
     begin = end;
   }
-  return InsertTaskRows(db, tasks);
+  return InsertTaskRows(db, tasks, /*defer=*/true);
 }
 
 Status SqlStore::RefuseStalePlans(SqlConnection& db, const std::vector<PendingWrite*>& todo,
@@ -822,48 +818,49 @@ std::vector<size_t> SqlStore::Together(const std::vector<PendingWrite*>& todo,
 void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
   std::vector<PendingWrite*> todo = batch;
   // Multi-row statements write the batch's creates without an idempotency key, their tasks and
-  // the audit records. A failing multi-row statement does not tell whose row failed, so the batch
-  // is then rerun with one statement per write (and stays so) to find the write that fails.
+  // the audit records, deferred to the COMMIT (one round trip with PostgreSQL). A failing shared
+  // statement does not tell whose row failed, so the batch is then rerun with one statement per
+  // write, none deferred (and stays so), to find the write that fails.
   bool one_by_one = false;
   while (!todo.empty()) {
     std::vector<CreateOutcome> outcomes;
     size_t failed = todo.size();  // the write whose statement failed, if one did
-    bool shared_failed = false;   // a multi-row statement failed
-    std::vector<bool> is_together;
+    bool shared_failed = false;   // a shared statement (or one sent with them) failed
     Status status = Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
       outcomes.assign(todo.size(), CreateOutcome{});
       failed = todo.size();
       shared_failed = false;
       RETURN_IF_ERROR(RefuseStalePlans(db, todo, outcomes));
       std::vector<size_t> together = Together(todo, outcomes, one_by_one);
-      is_together.assign(todo.size(), false);
+      std::vector<bool> is_together(todo.size(), false);
       for (size_t i : together) is_together[i] = true;
-      shared_failed = true;
+      shared_failed = true;  // SQLite runs deferred statements at once
       RETURN_IF_ERROR(CreateTogether(db, todo, together, outcomes));
-      shared_failed = false;
+      // The next statement sent carries the deferred ones: its failure may be theirs.
+      bool deferred = !together.empty();
       std::vector<const PendingWrite*> audited;
       for (size_t i = 0; i < todo.size(); ++i) {
         const PendingWrite& write = *todo[i];
         failed = i;
+        shared_failed = deferred;
         if (write.workflow != nullptr) {
           if (!outcomes[i].refused.ok()) continue;  // planned against changed configs or nodes
           if (!is_together[i]) {
             ASSIGN_OR_RETURN(outcomes[i], CreateIn(db, *write.workflow, write.spec));
+            deferred = false;
           }
           if (!outcomes[i].refused.ok()) continue;  // no audit record for a refused create
         }
         if (write.audit == nullptr) continue;
         if (one_by_one) {
-          RETURN_IF_ERROR(InsertAudits(db, {&write}));
+          RETURN_IF_ERROR(InsertAudits(db, {&write}, /*defer=*/false));
         } else {
           audited.push_back(&write);
         }
       }
       failed = todo.size();
-      shared_failed = true;
-      RETURN_IF_ERROR(InsertAudits(db, audited));
-      shared_failed = false;
-      return OkStatus();
+      shared_failed = !one_by_one;  // the COMMIT carries the deferred statements
+      return InsertAudits(db, audited, /*defer=*/true);
     });
     if (status.ok()) {
       for (size_t i = 0; i < todo.size(); ++i) {
@@ -874,7 +871,9 @@ void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
       }
       return;
     }
-    if (shared_failed && !one_by_one) {
+    // A lost connection leaves the COMMIT's outcome unknown: the whole batch fails (retryable),
+    // as rerunning it could refuse creates that did commit.
+    if (shared_failed && !one_by_one && status.code() != StatusCode::kUnavailable) {
       one_by_one = true;
       continue;
     }

@@ -184,12 +184,14 @@ class SqlStore final : public Store {
   static std::vector<size_t> Together(const std::vector<PendingWrite*>& todo,
                                       const std::vector<CreateOutcome>& outcomes, bool one_by_one);
   // Creates the workflows of todo[together[...]] (none with an idempotency key, no two with one
-  // id) in multi-row INSERTs, then their tasks, and sets outcomes[together[...]]. Fails on a
-  // statement error, which does not tell whose row failed.
+  // id) in multi-row INSERTs, then their tasks, all deferred (SqlConnection::Defer), and marks
+  // them inserted. A taken id fails the transaction: such a failure does not tell whose row
+  // failed.
   Status CreateTogether(SqlConnection& db, const std::vector<PendingWrite*>& todo,
                         const std::vector<size_t>& together, std::vector<CreateOutcome>& outcomes);
-  // Appends the audit records of `writes` in multi-row INSERTs.
-  Status InsertAudits(SqlConnection& db, const std::vector<const PendingWrite*>& writes);
+  // Appends the audit records of `writes` in multi-row INSERTs, deferred or at once.
+  Status InsertAudits(SqlConnection& db, const std::vector<const PendingWrite*>& writes,
+                      bool defer);
   // Stores a queued create's result in a Result (the given workflow as stored, or what the
   // batch found).
   static Result<WorkflowRecord> Created(PendingWrite& write, WorkflowRecord workflow);

@@ -93,6 +93,10 @@ class SqliteConnection final : public SqlConnection {
     return rows;
   }
 
+  Status Defer(std::string_view sql, SqlParams params) override {
+    return Query(sql, params).status();
+  }
+
   Status Script(std::string_view sql) override {
     std::string text(sql);
     char* error = nullptr;

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "store/sql_connection.h"
 #include "store/store.h"
 
 #ifdef GPUPOOL_WITH_POSTGRES
@@ -59,6 +60,11 @@ class SqliteBackend {
     std::filesystem::remove_all(dir_, ignored);
   }
   std::string Url() const { return "sqlite:" + Path(); }
+  // A bare SqlConnection to the same database (the driver surface under SqlStore).
+  Result<std::unique_ptr<SqlConnection>> Connect() const {
+    std::filesystem::create_directories(dir_ / "sub");
+    return OpenSqliteConnection(Path());
+  }
 
   // Holds the database's write lock on a connection of its own until destroyed, so writers
   // (BEGIN IMMEDIATE) wait meanwhile. Test-only plumbing.
@@ -138,6 +144,13 @@ class PostgresBackend {
     std::string base = BaseUrl();
     return base + (base.find('?') == std::string::npos ? "?" : "&") +
            "options=-c%20search_path%3D" + schema_;
+  }
+  Result<std::unique_ptr<SqlConnection>> Connect() const {
+#ifdef GPUPOOL_WITH_POSTGRES
+    return OpenPostgresConnection(Url());
+#else
+    return UnavailableError("built without PostgreSQL");
+#endif
   }
 
   // Holds a lock on the workflows table (in a transaction of a connection of its own) until
@@ -1709,6 +1722,104 @@ TEST(PostgresStoreTest, ReconnectsAfterTheServerDropsTheConnection) {
   EXPECT_THAT(*written, ElementsAre(2));
 }
 #endif
+
+// ---- The driver surface: deferred statements (PostgreSQL pipelines them) ----
+
+template <typename Backend>
+class SqlConnectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (std::string reason = Backend::SkipReason(); !reason.empty()) GTEST_SKIP() << reason;
+    auto db = backend_.Connect();
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    db_ = std::move(db).value();
+    ASSERT_TRUE(db_->Script("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL)").ok());
+  }
+
+  Status Insert(int64_t id, std::string v) {
+    return db_->Defer("INSERT INTO t (id, v) VALUES ($1, $2)", {id, std::move(v)});
+  }
+  // The rows of t, as "id=v", in id order (in a read transaction of its own).
+  std::vector<std::string> Rows() {
+    std::vector<std::string> out;
+    EXPECT_TRUE(db_->Begin(false).ok());
+    auto rows = db_->Query("SELECT id, v FROM t ORDER BY id", {});
+    EXPECT_TRUE(rows.ok()) << rows.status().ToString();
+    if (rows.ok()) {
+      for (const SqlRow& row : *rows) out.push_back(row.Text(0) + "=" + row.Text(1));
+    }
+    EXPECT_TRUE(db_->Commit().ok());
+    return out;
+  }
+
+  Backend backend_;
+  std::unique_ptr<SqlConnection> db_;
+};
+TYPED_TEST_SUITE(SqlConnectionTest, Backends, BackendNames);
+
+TYPED_TEST(SqlConnectionTest, DeferredStatementsRunBeforeTheNextQueryInOrder) {
+  SqlConnection& db = *this->db_;
+  ASSERT_TRUE(db.Begin(true).ok());
+  ASSERT_TRUE(this->Insert(1, "a").ok());
+  ASSERT_TRUE(this->Insert(2, "b").ok());
+  ASSERT_TRUE(db.Defer("UPDATE t SET v = $1 WHERE id = $2", {std::string("b2"), int64_t{2}}).ok());
+  auto seen = db.Query("SELECT COUNT(*), MAX(v) FROM t", {});
+  ASSERT_TRUE(seen.ok()) << seen.status().ToString();
+  EXPECT_EQ(seen->at(0).Int(0), 2);
+  EXPECT_EQ(seen->at(0).Text(1), "b2");  // the UPDATE ran after both INSERTs
+  ASSERT_TRUE(this->Insert(3, "c").ok());
+  ASSERT_TRUE(db.Commit().ok());  // carries the last deferred INSERT
+  EXPECT_THAT(this->Rows(), ElementsAre("1=a", "2=b2", "3=c"));
+}
+
+TYPED_TEST(SqlConnectionTest, ADeferredFailureFailsTheTransactionAndNamesItsStatement) {
+  SqlConnection& db = *this->db_;
+  ASSERT_TRUE(db.Begin(true).ok());
+  ASSERT_TRUE(this->Insert(1, "kept").ok());
+  ASSERT_TRUE(db.Commit().ok());
+  // Where the failure surfaces: at the next Query, or at the Commit carrying it (SQLite: Defer).
+  struct Case {
+    std::string name;
+    bool then_query;  // a Query follows the failing Defer
+  };
+  for (const Case& c : std::vector<Case>{{"at the commit", false}, {"at the next query", true}}) {
+    SCOPED_TRACE(c.name);
+    ASSERT_TRUE(db.Begin(true).ok());
+    Status failed = this->Insert(5, "lost");
+    if (failed.ok()) failed = this->Insert(1, "taken");  // the id is taken
+    if (failed.ok()) failed = this->Insert(6, "after");
+    if (failed.ok() && c.then_query) failed = db.Query("SELECT COUNT(*) FROM t", {}).status();
+    if (failed.ok()) failed = db.Commit();
+    EXPECT_EQ(failed.code(), StatusCode::kAlreadyExists) << failed.ToString();
+    EXPECT_NE(failed.message().find("INSERT INTO t"), std::string::npos) << failed.ToString();
+    EXPECT_FALSE(db.LastFailure().transient);
+    db.Rollback();
+    EXPECT_THAT(this->Rows(), ElementsAre("1=kept"));  // nothing of it stayed; still usable
+  }
+}
+
+TYPED_TEST(SqlConnectionTest, RollbackDropsWhatWasDeferred) {
+  SqlConnection& db = *this->db_;
+  ASSERT_TRUE(db.Begin(true).ok());
+  ASSERT_TRUE(this->Insert(1, "a").ok());
+  db.Rollback();
+  ASSERT_TRUE(db.Begin(true).ok());
+  ASSERT_TRUE(this->Insert(2, "b").ok());
+  ASSERT_TRUE(db.Commit().ok());
+  EXPECT_THAT(this->Rows(), ElementsAre("2=b"));
+}
+
+TYPED_TEST(SqlConnectionTest, ATransactionWithoutStatementsCommits) {
+  SqlConnection& db = *this->db_;
+  for (bool write : {true, false}) {
+    ASSERT_TRUE(db.Begin(write).ok());
+    EXPECT_TRUE(db.Commit().ok());
+  }
+  ASSERT_TRUE(db.Begin(false).ok());
+  db.Rollback();
+  EXPECT_TRUE(db.Ready().ok());
+  EXPECT_TRUE(this->Rows().empty());
+}
 
 }  // namespace
 }  // namespace gpupool::store

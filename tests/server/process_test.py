@@ -238,6 +238,21 @@ async def flood(server, store, spec, keys, kill_after, min_in_flight):
 
     acked = {}
     answered = [0]
+    bound = [0]
+    killed_after = [None]
+
+    def maybe_kill():
+        # Kill once enough are acknowledged and the loop is binding. Kill anyway while twice
+        # min_in_flight are still unanswered: answers already on their way when the kill lands are
+        # read after it. Checked on every answer and every look at the store, so that a fast server
+        # does not answer hundreds more between two checks.
+        if killed_after[0] is not None:
+            return
+        binding = bound[0] > 0
+        if (len(acked) >= kill_after and binding) or \
+                answered[0] >= len(keys) - 2 * min_in_flight:
+            server.kill9()
+            killed_after[0] = time.monotonic() - sent_at
 
     async def answer(reader, writer, key):
         try:
@@ -251,32 +266,25 @@ async def flood(server, store, spec, keys, kill_after, min_in_flight):
         answered[0] += 1
         if response[0] == 200:
             acked[key] = json.loads(response[1])["workflow_id"]
+        maybe_kill()
 
     # 3. The scheduling loop binds while the submissions arrive: watch the store for it.
-    bound = [0]
-
     async def watch_store():
         while True:
             bound[0] = sum((await asyncio.to_thread(store.bound_per_node)).values())
+            maybe_kill()
             await asyncio.sleep(0.01)
 
     readers = [asyncio.create_task(answer(r, w, k)) for (r, w), k in zip(conns, keys)]
     watcher = asyncio.create_task(watch_store())
-    killed_after = None
-    while killed_after is None and not all(t.done() for t in readers):
-        binding = bound[0] > 0
-        # Kill once enough are acknowledged and the loop is binding; kill anyway before fewer
-        # than min_in_flight are left unanswered (the checks below then report why).
-        if (len(acked) >= kill_after and binding) or answered[0] >= len(keys) - min_in_flight:
-            server.kill9()
-            killed_after = time.monotonic() - sent_at
+    while killed_after[0] is None and not all(t.done() for t in readers):
         await asyncio.sleep(0.002)
     watcher.cancel()
-    if killed_after is None:
+    if killed_after[0] is None:
         server.kill9()
-        killed_after = time.monotonic() - sent_at
+        killed_after[0] = time.monotonic() - sent_at
     await asyncio.gather(*readers)
-    return acked, answered[0], killed_after
+    return acked, answered[0], killed_after[0]
 
 
 def crash(args, workdir):

@@ -215,13 +215,23 @@ class SqlStore final : public Store {
   int opening_readers_ = 0;
   bool readers_failed_ = false;  // opening a reader failed once: use the writer
 
+  static constexpr int64_t kMaxSequenceBlock = 128;
   struct SequenceBlock {
-    int64_t next = 0;  // the next value to return
-    int64_t end = 0;   // one past the last reserved value
-    int64_t size = 0;  // the size of the last reservation
+    int64_t next = 0;        // the next value to return
+    int64_t end = 0;         // one past the last reserved value
+    int64_t size = 0;        // the size of the last reservation
+    int64_t spare_next = 0;  // a block reserved ahead: [spare_next, spare_end)
+    int64_t spare_end = 0;
+    bool reserving = false;  // a reservation ahead is under way
   };
+  // Reserves `size` values of sequence `name` in a transaction; returns the last one.
+  Result<int64_t> ReserveSequence(std::string_view name, int64_t size);
+  // The reserve thread's batch: a block ahead for each name.
+  void ReserveAhead(std::vector<std::string>& names);
   std::mutex sequences_mu_;
+  std::condition_variable sequences_cv_;
   std::unordered_map<std::string, SequenceBlock> sequences_;
+  BatchWorker<std::string> reserver_{16, [this](auto& names) { ReserveAhead(names); }};
 
   // Last: closed (their queues processed) first when the store is destroyed. At most 256 writes
   // per transaction and 1,024 checks per batch, so that one batch's latency stays bounded.

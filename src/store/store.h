@@ -262,8 +262,10 @@ class Store {
   // across processes and restarts, and successive calls on one Store return increasing values
   // starting at 1 for a new name. Values are reserved transactionally in blocks (like a
   // PostgreSQL sequence cache): the first reservation of a Store takes 1 value, each further one
-  // twice the last, up to 128. Values reserved but not returned before the Store is closed are
-  // never used (gaps), and two Stores on one database interleave.
+  // twice the last, up to 128; at that size the next block is reserved ahead, in the background,
+  // while half of the current one is left, so a busy caller does not wait for the write. Values
+  // reserved but not returned before the Store is closed (up to two blocks) are never used
+  // (gaps), and two Stores on one database interleave.
   virtual Result<int64_t> NextSequence(std::string_view name) = 0;
 
   // ---- Audit ----

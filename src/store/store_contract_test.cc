@@ -1057,7 +1057,7 @@ TYPED_TEST(StoreContractTest, ConcurrentWorkflowUpdatesAndSequences) {
 TYPED_TEST(StoreContractTest, SequenceValuesAreUniqueAcrossStoresAndRestarts) {
   constexpr int kStores = 2;
   constexpr int kThreadsPerStore = 3;
-  constexpr int kValues = 150;  // per thread: several block reservations each
+  constexpr int kValues = 300;  // per thread: several block reservations, some made ahead
   std::vector<std::unique_ptr<Store>> stores;
   for (int i = 0; i < kStores; ++i) stores.push_back(this->Open());
   std::vector<std::vector<int64_t>> values(kStores * kThreadsPerStore);

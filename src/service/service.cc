@@ -477,15 +477,22 @@ Status CheckPoolChange(store::Store& store, const config::ConfigSet& before,
   return OkStatus();
 }
 
-void Audit(store::Store& store, const Caller& caller, std::string_view action,
-           std::string_view target, std::string_view detail) {
+store::AuditRecord AuditOf(const Caller& caller, std::string_view action, std::string_view target,
+                           std::string_view detail) {
   store::AuditRecord record;
   record.user = caller.user;
   record.source = caller.source;
   record.action = std::string(action);
   record.target = std::string(target);
   record.detail = std::string(detail);
-  (void)store.AppendAudit(record);  // the write itself succeeded; the audit is best effort
+  return record;
+}
+
+// For writes that cannot carry their audit record in their own transaction.
+void Audit(store::Store& store, const Caller& caller, std::string_view action,
+           std::string_view target, std::string_view detail) {
+  // The write itself succeeded; the audit is best effort.
+  (void)store.AppendAudit(AuditOf(caller, action, target, detail));
 }
 
 // A batch of puts of one or more kinds, validated together and written atomically.
@@ -523,10 +530,13 @@ Status CheckReferences(const config::ConfigSet& set, const std::vector<PendingPu
   return InvalidArgumentError(Join(lines, "\n"));
 }
 
+// Writes the configs with their audit records and `also` (nodes, more records) in one
+// transaction.
 Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache& cache,
                                      const MachinePoolSupport& machine_pools, const Caller& caller,
                                      const std::vector<PendingPut>& puts, std::string_view action,
-                                     std::string_view description, std::string_view file_name) {
+                                     std::string_view description, std::string_view file_name,
+                                     store::Store::WriteAlso also = {}) {
   ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache.Get(store));
   const Snapshot& snap = *snap_ptr;
   config::ConfigSet next = snap.set;
@@ -571,7 +581,11 @@ Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache
       RETURN_IF_ERROR(CheckPoolChange(store, snap.set, next, put.name, &result.warnings));
     }
   }
-  auto revisions = store.WriteConfigs(writes, ActorOf(caller));
+  for (const store::ConfigWrite& w : writes) {
+    also.audit.push_back(
+        AuditOf(caller, "config " + std::string(action), w.kind + "/" + w.name, w.description));
+  }
+  auto revisions = store.WriteConfigs(writes, ActorOf(caller), also);
   if (!revisions.ok()) {
     if (revisions.status().code() == StatusCode::kAborted) {
       return AbortedError("configs changed while this update was validated; retry: " +
@@ -582,8 +596,6 @@ Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache
   for (size_t i = 0; i < writes.size(); ++i) {
     result.changes.push_back(
         ConfigChange{writes[i].kind, writes[i].name, (*revisions)[i], writes[i].action});
-    Audit(store, caller, "config " + std::string(action), writes[i].kind + "/" + writes[i].name,
-          writes[i].description);
   }
   return result;
 }
@@ -973,10 +985,12 @@ Result<WriteResult> Service::DeleteConfig(const Caller& caller,
   w.description = request.description.empty()
                       ? "gpupool config delete " + kind_name + " " + request.name
                       : request.description;
-  auto revisions = store_.WriteConfigs({w}, ActorOf(caller));
+  store::Store::WriteAlso also;
+  also.audit.push_back(
+      AuditOf(caller, "config delete", kind_name + "/" + request.name, w.description));
+  auto revisions = store_.WriteConfigs({w}, ActorOf(caller), also);
   if (!revisions.ok()) return revisions.status();
   result.changes.push_back(ConfigChange{kind_name, request.name, (*revisions)[0], "delete"});
-  Audit(store_, caller, "config delete", kind_name + "/" + request.name, w.description);
   return result;
 }
 
@@ -1019,17 +1033,23 @@ Result<ApplyResult> Service::Apply(const Caller& caller, const ApplyRequest& req
     ASSIGN_OR_RETURN(SnapshotPtr snap, cache_->Get(store_));
     RETURN_IF_ERROR(CheckNodeWriteAccess(caller, snap->set));
   }
+  // Configs, nodes and their audit records commit together: an apply that fails writes nothing.
+  store::Store::WriteAlso also;
+  if (!plan.nodes.empty()) {
+    also.audit.push_back(
+        AuditOf(caller, "node import", names, std::to_string(plan.nodes.size()) + " nodes"));
+    also.nodes = plan.nodes;
+  }
   ApplyResult result;
+  result.nodes_imported = static_cast<int>(plan.nodes.size());
   if (!plan.puts.empty()) {
     const std::string description =
         request.description.empty() ? "gpupool apply -f " + names : request.description;
-    ASSIGN_OR_RETURN(result.configs, ValidateAndWrite(store_, *cache_, machine_pools_, caller,
-                                                      plan.puts, "update", description, ""));
-  }
-  if (!plan.nodes.empty()) {
-    RETURN_IF_ERROR(store_.UpsertNodes(plan.nodes, false));
-    result.nodes_imported = static_cast<int>(plan.nodes.size());
-    Audit(store_, caller, "node import", names, std::to_string(plan.nodes.size()) + " nodes");
+    ASSIGN_OR_RETURN(result.configs,
+                     ValidateAndWrite(store_, *cache_, machine_pools_, caller, plan.puts, "update",
+                                      description, "", std::move(also)));
+  } else {
+    RETURN_IF_ERROR(store_.WriteConfigs({}, ActorOf(caller), also).status());
   }
   return result;
 }
@@ -1127,9 +1147,13 @@ Result<NodeImportResult> Service::ImportNodes(const Caller& caller, std::string_
     records.push_back(store::NodeRecord{n.name, model::NodeToJson(n)});
     result.names.push_back(n.name);
   }
-  RETURN_IF_ERROR(store_.UpsertNodes(records, replace_all));
   result.imported = static_cast<int>(records.size());
-  Audit(store_, caller, "node import", file_name, std::to_string(records.size()) + " nodes");
+  store::Store::WriteAlso also;
+  also.audit.push_back(
+      AuditOf(caller, "node import", file_name, std::to_string(records.size()) + " nodes"));
+  also.nodes = std::move(records);
+  also.replace_all_nodes = replace_all;
+  RETURN_IF_ERROR(store_.WriteConfigs({}, ActorOf(caller), also).status());
   return result;
 }
 

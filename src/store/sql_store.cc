@@ -186,6 +186,57 @@ Status InsertTaskRows(SqlConnection& db, const std::vector<TaskRow>& rows, bool 
   return OkStatus();
 }
 
+// One row of the audit log: `record`, stamped `at_ms`.
+struct AuditRow {
+  const AuditRecord* record;
+  int64_t at_ms;
+};
+
+// Appends `rows` in multi-row INSERTs, deferred or at once.
+Status InsertAudits(SqlConnection& db, const std::vector<AuditRow>& rows, bool defer) {
+  constexpr size_t kRowsPerInsert = 64;  // 6 parameters each
+  for (size_t begin = 0; begin < rows.size(); begin += kRowsPerInsert) {
+    size_t end = std::min(rows.size(), begin + kRowsPerInsert);
+    SqlParams params;
+    std::string sql =
+        "INSERT INTO audit_log (at_ms, user_name, source, action, target, detail) VALUES ";
+    for (size_t i = begin; i < end; ++i) {
+      const AuditRecord& a = *rows[i].record;
+      AppendRow(sql, params, {rows[i].at_ms, a.user, a.source, a.action, a.target, a.detail},
+                i == begin);
+    }
+    RETURN_IF_ERROR(Execute(db, defer, sql, std::move(params)));
+  }
+  return OkStatus();
+}
+
+// Upserts `nodes` (their objects encoded in `objects`) and counts a node change.
+Status UpsertNodesIn(SqlConnection& db, const std::vector<NodeRecord>& nodes,
+                     const std::vector<std::string>& objects, bool replace_all) {
+  RETURN_IF_ERROR(
+      db.Query("UPDATE node_generation SET value = value + 1 WHERE id = 1", {}).status());
+  if (replace_all) RETURN_IF_ERROR(db.Query("DELETE FROM nodes", {}).status());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    RETURN_IF_ERROR(db.Query("INSERT INTO nodes (name, object) VALUES ($1, $2) "
+                             "ON CONFLICT (name) DO UPDATE SET object = excluded.object",
+                             {nodes[i].name, objects[i]})
+                        .status());
+  }
+  return OkStatus();
+}
+
+// Checks the names and encodes the objects of `nodes`, outside any transaction.
+Result<std::vector<std::string>> EncodeNodes(const std::vector<NodeRecord>& nodes) {
+  std::vector<std::string> objects;
+  objects.reserve(nodes.size());
+  for (const NodeRecord& node : nodes) {
+    RETURN_IF_ERROR(RequireNonEmpty(node.name, "node name"));
+    ASSIGN_OR_RETURN(std::string object, DumpJson(node.object, "node " + node.name));
+    objects.push_back(std::move(object));
+  }
+  return objects;
+}
+
 }  // namespace
 
 const std::string& SqlRow::Text(size_t i) const {
@@ -359,7 +410,8 @@ Status SqlStore::Migrate() {
 // ---- Configs ----
 
 Result<std::vector<int64_t>> SqlStore::WriteConfigs(const std::vector<ConfigWrite>& writes,
-                                                    const Actor& actor) {
+                                                    const Actor& actor, const WriteAlso& also) {
+  ASSIGN_OR_RETURN(std::vector<std::string> node_objects, EncodeNodes(also.nodes));
   // Validate and encode outside the transaction.
   std::vector<std::optional<std::string>> bodies;
   bodies.reserve(writes.size());
@@ -450,6 +502,14 @@ Result<std::vector<int64_t>> SqlStore::WriteConfigs(const std::vector<ConfigWrit
               .status());
       revisions.push_back(revision);
     }
+    if (!also.nodes.empty() || also.replace_all_nodes) {
+      RETURN_IF_ERROR(UpsertNodesIn(db, also.nodes, node_objects, also.replace_all_nodes));
+    }
+    std::vector<AuditRow> audit;
+    for (const AuditRecord& record : also.audit) {
+      audit.push_back({&record, record.at_ms != 0 ? record.at_ms : now});
+    }
+    RETURN_IF_ERROR(InsertAudits(db, audit, /*defer=*/false));
     return revisions;
   });
 }
@@ -541,24 +601,9 @@ Result<Store::Generations> SqlStore::GetGenerations() {
 // ---- Nodes ----
 
 Status SqlStore::UpsertNodes(const std::vector<NodeRecord>& nodes, bool replace_all) {
-  std::vector<std::string> objects;
-  objects.reserve(nodes.size());
-  for (const NodeRecord& node : nodes) {
-    RETURN_IF_ERROR(RequireNonEmpty(node.name, "node name"));
-    ASSIGN_OR_RETURN(std::string object, DumpJson(node.object, "node " + node.name));
-    objects.push_back(std::move(object));
-  }
+  ASSIGN_OR_RETURN(std::vector<std::string> objects, EncodeNodes(nodes));
   return Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
-    RETURN_IF_ERROR(
-        db.Query("UPDATE node_generation SET value = value + 1 WHERE id = 1", {}).status());
-    if (replace_all) RETURN_IF_ERROR(db.Query("DELETE FROM nodes", {}).status());
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      RETURN_IF_ERROR(db.Query("INSERT INTO nodes (name, object) VALUES ($1, $2) "
-                               "ON CONFLICT (name) DO UPDATE SET object = excluded.object",
-                               {nodes[i].name, objects[i]})
-                          .status());
-    }
-    return OkStatus();
+    return UpsertNodesIn(db, nodes, objects, replace_all);
   });
 }
 
@@ -706,25 +751,6 @@ Result<SqlStore::CreateOutcome> SqlStore::CreateIn(SqlConnection& db,
   return outcome;
 }
 
-Status SqlStore::InsertAudits(SqlConnection& db, const std::vector<const PendingWrite*>& writes,
-                              bool defer) {
-  constexpr size_t kRowsPerInsert = 64;  // 6 parameters each
-  for (size_t begin = 0; begin < writes.size(); begin += kRowsPerInsert) {
-    size_t end = std::min(writes.size(), begin + kRowsPerInsert);
-    SqlParams params;
-    std::string sql =
-        "INSERT INTO audit_log (at_ms, user_name, source, action, target, detail) VALUES ";
-    for (size_t i = begin; i < end; ++i) {
-      const AuditRecord& a = *writes[i]->audit;
-      AppendRow(sql, params,
-                {writes[i]->audit_at_ms, a.user, a.source, a.action, a.target, a.detail},
-                i == begin);
-    }
-    RETURN_IF_ERROR(Execute(db, defer, sql, std::move(params)));
-  }
-  return OkStatus();
-}
-
 void SqlStore::GroupCommit(PendingWrite& write) {
   committer_.Push(&write);
   write.done.wait(false);
@@ -839,7 +865,7 @@ void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
       RETURN_IF_ERROR(CreateTogether(db, todo, together, outcomes));
       // The next statement sent carries the deferred ones: its failure may be theirs.
       bool deferred = !together.empty();
-      std::vector<const PendingWrite*> audited;
+      std::vector<AuditRow> audited;
       for (size_t i = 0; i < todo.size(); ++i) {
         const PendingWrite& write = *todo[i];
         failed = i;
@@ -853,10 +879,11 @@ void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
           if (!outcomes[i].refused.ok()) continue;  // no audit record for a refused create
         }
         if (write.audit == nullptr) continue;
+        AuditRow row{write.audit, write.audit_at_ms};
         if (one_by_one) {
-          RETURN_IF_ERROR(InsertAudits(db, {&write}, /*defer=*/false));
+          RETURN_IF_ERROR(InsertAudits(db, {row}, /*defer=*/false));
         } else {
-          audited.push_back(&write);
+          audited.push_back(row);
         }
       }
       failed = todo.size();

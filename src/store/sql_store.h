@@ -54,8 +54,9 @@ class SqlStore final : public Store {
 
   std::string_view Backend() const override { return connection_->Backend(); }
 
+  using Store::WriteConfigs;
   Result<std::vector<int64_t>> WriteConfigs(const std::vector<ConfigWrite>& writes,
-                                            const Actor& actor) override;
+                                            const Actor& actor, const WriteAlso& also) override;
   Result<ConfigRecord> GetConfig(std::string_view kind, std::string_view name) override;
   Result<std::vector<ConfigRecord>> ListConfigs(std::optional<std::string_view> kind) override;
   Result<std::vector<RevisionRecord>> History(std::optional<std::string_view> kind,
@@ -189,9 +190,6 @@ class SqlStore final : public Store {
   // failed.
   Status CreateTogether(SqlConnection& db, const std::vector<PendingWrite*>& todo,
                         const std::vector<size_t>& together, std::vector<CreateOutcome>& outcomes);
-  // Appends the audit records of `writes` in multi-row INSERTs, deferred or at once.
-  Status InsertAudits(SqlConnection& db, const std::vector<const PendingWrite*>& writes,
-                      bool defer);
   // Stores a queued create's result in a Result (the given workflow as stored, or what the
   // batch found).
   static Result<WorkflowRecord> Created(PendingWrite& write, WorkflowRecord workflow);

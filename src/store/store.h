@@ -149,8 +149,21 @@ class Store {
   // expected_revision check is kAborted. Writes later in the batch see the effect of earlier
   // ones. Config write transactions are serialised store-wide (they are rare), so the checks of a
   // batch hold until it commits. Timestamps come from the store's Clock.
+  //
+  // The same transaction may also upsert nodes (as UpsertNodes does) and append
+  // audit records, so that a change and its record (or an apply of configs and nodes) commit
+  // together or not at all.
+  struct WriteAlso {
+    std::vector<NodeRecord> nodes;
+    bool replace_all_nodes = false;  // as UpsertNodes(nodes, true): `nodes` become all nodes
+    std::vector<AuditRecord> audit;  // at_ms == 0: the store's clock
+  };
   virtual Result<std::vector<int64_t>> WriteConfigs(const std::vector<ConfigWrite>& writes,
-                                                    const Actor& actor) = 0;
+                                                    const Actor& actor, const WriteAlso& also) = 0;
+  Result<std::vector<int64_t>> WriteConfigs(const std::vector<ConfigWrite>& writes,
+                                            const Actor& actor) {
+    return WriteConfigs(writes, actor, WriteAlso{});
+  }
   // kNotFound when the config does not exist (or was deleted).
   virtual Result<ConfigRecord> GetConfig(std::string_view kind, std::string_view name) = 0;
   // All live configs (of one kind when given), sorted by kind, then name.

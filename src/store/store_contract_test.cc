@@ -586,6 +586,85 @@ TYPED_TEST(StoreContractTest, NodesUpsertReplaceDelete) {
   EXPECT_THAT(NodeNames(*nodes), ElementsAre("n2"));
 }
 
+TYPED_TEST(StoreContractTest, ConfigsNodesAndAuditCommitTogetherOrNotAtAll) {
+  Store& s = this->store();
+  ASSERT_TRUE(s.UpsertNodes({{"n1", NodeObject("n1", 8)}}, false).ok());
+  const int64_t revision = this->Put("POOL", "p", ordered_json{{"backend", "b"}});
+  auto before = s.GetGenerations();
+  ASSERT_TRUE(before.ok());
+  ConfigWrite put{.op = ConfigWrite::Op::kPut,
+                  .kind = "POOL",
+                  .name = "p",
+                  .body = ordered_json{{"backend", "c"}}};
+  Store::WriteAlso also{.nodes = {{"n2", NodeObject("n2", 4)}, {"n1", NodeObject("n1", 2)}},
+                        .audit = {{.user = "alice", .action = "apply", .target = "p"},
+                                  {.at_ms = 7, .user = "alice", .action = "node import"}}};
+  struct Case {
+    std::string name;
+    std::optional<int64_t> expected;  // of the pool write
+    Store::WriteAlso also;
+    StatusCode code;
+  };
+  const std::vector<Case> cases = {
+      // Each fails after or before the configs were checked: nothing of the call stays.
+      {"a stale revision", revision + 1, also, StatusCode::kAborted},
+      {"a node without a name", revision,
+       Store::WriteAlso{.nodes = {{"n3", NodeObject("n3", 1)}, {"", NodeObject("", 1)}},
+                        .audit = also.audit},
+       StatusCode::kInvalidArgument},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    put.expected_revision = c.expected;
+    auto failed = s.WriteConfigs({put}, this->actor_, c.also);
+    EXPECT_EQ(failed.status().code(), c.code) << failed.status().ToString();
+    auto config = s.GetConfig("POOL", "p");
+    ASSERT_TRUE(config.ok());
+    EXPECT_EQ(config->revision, revision);
+    auto nodes = s.ListNodes();
+    ASSERT_TRUE(nodes.ok());
+    EXPECT_THAT(NodeNames(*nodes), ElementsAre("n1"));
+    EXPECT_EQ(nodes->at(0).object, NodeObject("n1", 8));
+    auto audit = s.ListAudit(0);
+    ASSERT_TRUE(audit.ok());
+    EXPECT_TRUE(audit->empty());
+    auto generations = s.GetGenerations();
+    ASSERT_TRUE(generations.ok());
+    EXPECT_EQ(generations->configs, before->configs);
+    EXPECT_EQ(generations->nodes, before->nodes);
+  }
+
+  put.expected_revision = revision;
+  auto written = s.WriteConfigs({put}, this->actor_, also);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+  EXPECT_THAT(*written, ElementsAre(revision + 1));
+  auto nodes = s.ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_THAT(NodeNames(*nodes), ElementsAre("n1", "n2"));
+  EXPECT_EQ(nodes->at(0).object, NodeObject("n1", 2));
+  auto audit = s.ListAudit(0);
+  ASSERT_TRUE(audit.ok());
+  ASSERT_EQ(audit->size(), 2u);
+  std::set<std::pair<std::string, int64_t>> records;
+  for (const AuditRecord& r : *audit) records.insert({r.action, r.at_ms});
+  EXPECT_THAT(records, ::testing::UnorderedElementsAre(
+                           std::pair<std::string, int64_t>{"apply", 1'700'000'000'000},
+                           std::pair<std::string, int64_t>{"node import", 7}));
+  auto generations = s.GetGenerations();
+  ASSERT_TRUE(generations.ok());
+  EXPECT_GT(generations->nodes, before->nodes);
+  EXPECT_GT(generations->configs, before->configs);
+
+  // Nodes alone (no config write), replacing all of them.
+  ASSERT_TRUE(s.WriteConfigs({}, this->actor_,
+                             Store::WriteAlso{.nodes = {{"n5", NodeObject("n5", 1)}},
+                                              .replace_all_nodes = true})
+                  .ok());
+  nodes = s.ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_THAT(NodeNames(*nodes), ElementsAre("n5"));
+}
+
 TYPED_TEST(StoreContractTest, ChangeNodesIfUnchangedIsACompareAndSet) {
   Store& s = this->store();
   ASSERT_TRUE(

@@ -60,13 +60,14 @@ Result<MachinePoolStep> RunMachinePoolStep(store::Store& store,
                                            const std::vector<store::NodeRecord>& nodes_as_read,
                                            const scheduler::ClusterSnapshot& after_cycle,
                                            const autoscaler::Catalog& catalog, int64_t now_ms,
-                                           const autoscaler::ProvisionOptions& options) {
+                                           const autoscaler::ProvisionOptions& options,
+                                           const store::Store::LeaseFence& fence) {
   MachinePoolStep step;
   ASSIGN_OR_RETURN(auto pools, LoadMachinePools(store, catalog));
   if (pools.empty()) return step;
   ASSIGN_OR_RETURN(autoscaler::ProvisionDecision decision,
                    autoscaler::Reconcile(after_cycle, pools, catalog, now_ms, options));
-  Status written = store.ChangeNodesIfUnchanged(NodeChanges(decision, nodes_as_read));
+  Status written = store.ChangeNodesIfUnchanged(NodeChanges(decision, nodes_as_read), &fence);
   if (written.code() == StatusCode::kAborted) {
     step.stale = true;  // a node changed during the step (an interruption notice, an import)
     return step;

@@ -37,13 +37,15 @@ struct MachinePoolStep {
 // One reconciliation after the loop's scheduling cycle (`after_cycle`: autoscaler::AfterCycle of
 // the snapshot built from `nodes_as_read`). Node writes are a compare-and-set against
 // `nodes_as_read` (Store::ChangeNodesIfUnchanged), so a node changed meanwhile (a spot
-// interruption notice, an import) is never overwritten with the step's older view.
-// Does nothing when there are no machine pools.
+// interruption notice, an import) is never overwritten with the step's older view, and they are
+// fenced by the leader's lease: a loop that lost its lease launches and removes nothing
+// (kFailedPrecondition). Does nothing when there are no machine pools.
 Result<MachinePoolStep> RunMachinePoolStep(store::Store& store,
                                            const std::vector<store::NodeRecord>& nodes_as_read,
                                            const scheduler::ClusterSnapshot& after_cycle,
                                            const autoscaler::Catalog& catalog, int64_t now_ms,
-                                           const autoscaler::ProvisionOptions& options);
+                                           const autoscaler::ProvisionOptions& options,
+                                           const store::Store::LeaseFence& fence);
 
 // The 2-minute spot interruption notice for a stored node (POST /api/nodes/{name}/interrupt).
 // kNotFound for an unknown node, kFailedPrecondition when it is not a spot machine-pool node or

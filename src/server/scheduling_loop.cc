@@ -594,7 +594,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
     auto step =
         RunMachinePoolStep(store_, node_records, autoscaler::AfterCycle(snapshot, cycle),
                            options_.catalog ? *options_.catalog : autoscaler::Catalog::Builtin(),
-                           now, options_.provision);
+                           now, options_.provision, {options_.lease_name, options_.holder});
     if (step.ok()) {
       stats.nodes_launched = step->launched;
       stats.nodes_removed = step->removed;

@@ -237,6 +237,21 @@ Result<std::vector<std::string>> EncodeNodes(const std::vector<NodeRecord>& node
   return objects;
 }
 
+// Fails (kFailedPrecondition) unless `fence.holder` holds lease `fence.lease`; otherwise keeps the
+// lease row locked until the transaction ends, so a new leader's TryAcquireLease waits for it.
+// A no-op UPDATE rather than a SELECT takes that lock (PostgreSQL); SQLite's write transaction
+// already excludes every other writer.
+Status HoldFence(SqlConnection& db, const Store::LeaseFence& fence) {
+  ASSIGN_OR_RETURN(auto held, db.Query("UPDATE leases SET holder = holder "
+                                       "WHERE name = $1 AND holder = $2 RETURNING holder",
+                                       {fence.lease, fence.holder}));
+  if (held.empty()) {
+    return FailedPreconditionError("lease " + fence.lease + " is no longer held by " +
+                                   fence.holder + "; the write was fenced off");
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 const std::string& SqlRow::Text(size_t i) const {
@@ -620,7 +635,8 @@ Status SqlStore::DeleteNodes(const std::vector<std::string>& names) {
 }
 
 // One conditional statement per change; RETURNING tells whether it matched (both databases).
-Status SqlStore::ChangeNodesIfUnchanged(const std::vector<NodeChange>& changes) {
+Status SqlStore::ChangeNodesIfUnchanged(const std::vector<NodeChange>& changes,
+                                        const LeaseFence* fence) {
   struct Texts {
     std::string expected, next;
   };
@@ -637,6 +653,7 @@ Status SqlStore::ChangeNodesIfUnchanged(const std::vector<NodeChange>& changes) 
   }
   if (changes.empty()) return OkStatus();
   return Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
+    if (fence != nullptr) RETURN_IF_ERROR(HoldFence(db, *fence));
     RETURN_IF_ERROR(
         db.Query("UPDATE node_generation SET value = value + 1 WHERE id = 1", {}).status());
     for (size_t i = 0; i < changes.size(); ++i) {
@@ -1093,17 +1110,7 @@ Status SqlStore::WriteWorkflow(const WorkflowRecord& workflow, const LeaseFence*
   RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
   ASSIGN_OR_RETURN(std::string spec, DumpJson(workflow.spec, "workflow " + workflow.id));
   return Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
-    if (fence != nullptr) {
-      // A no-op UPDATE rather than a SELECT: it takes the lease row's lock (PostgreSQL) until
-      // commit; SQLite's write transaction already excludes every other writer.
-      ASSIGN_OR_RETURN(auto held, db.Query("UPDATE leases SET holder = holder "
-                                           "WHERE name = $1 AND holder = $2 RETURNING holder",
-                                           {fence->lease, fence->holder}));
-      if (held.empty()) {
-        return FailedPreconditionError("lease " + fence->lease + " is no longer held by " +
-                                       fence->holder + "; the write was fenced off");
-      }
-    }
+    if (fence != nullptr) RETURN_IF_ERROR(HoldFence(db, *fence));
     ASSIGN_OR_RETURN(
         auto updated,
         db.Query(

@@ -70,7 +70,9 @@ class SqlStore final : public Store {
   Status UpsertNodes(const std::vector<NodeRecord>& nodes, bool replace_all) override;
   Status DeleteNodes(const std::vector<std::string>& names) override;
   Result<std::vector<NodeRecord>> ListNodes() override;
-  Status ChangeNodesIfUnchanged(const std::vector<NodeChange>& changes) override;
+  using Store::ChangeNodesIfUnchanged;
+  Status ChangeNodesIfUnchanged(const std::vector<NodeChange>& changes,
+                                const LeaseFence* fence) override;
 
   Result<WorkflowRecord> CreateWorkflow(const WorkflowRecord& workflow) override;
   Result<WorkflowRecord> CreateWorkflowWithAudit(

@@ -200,13 +200,24 @@ class Store {
   // Compare-and-set for controllers that read nodes, decide, then write (the machine-pool step):
   // every change applies only if its node is still exactly as `expected` (nullopt: the node must
   // not exist); `next` nullopt deletes it. All changes commit in one transaction, or none:
-  // kAborted names the first node that someone else changed since it was read.
+  // kAborted names the first node that someone else changed since it was read. With a fence
+  // (the scheduling loop's machine-pool step), the changes commit only while the fence's holder
+  // holds its lease (else kFailedPrecondition): a leader that lost its lease launches nothing.
   struct NodeChange {
     std::string name;
     std::optional<nlohmann::ordered_json> expected;
     std::optional<nlohmann::ordered_json> next;
   };
-  virtual Status ChangeNodesIfUnchanged(const std::vector<NodeChange>& changes) = 0;
+  // The writer's leader lease, checked inside a write's transaction (see UpdateWorkflowAsLeader).
+  struct LeaseFence {
+    std::string lease;
+    std::string holder;
+  };
+  virtual Status ChangeNodesIfUnchanged(const std::vector<NodeChange>& changes,
+                                        const LeaseFence* fence) = 0;
+  Status ChangeNodesIfUnchanged(const std::vector<NodeChange>& changes) {
+    return ChangeNodesIfUnchanged(changes, nullptr);
+  }
 
   // ---- Workflows ----
   // Stores a new workflow with version 1 and returns it as stored. If idempotency_key is non-empty
@@ -264,10 +275,6 @@ class Store {
   // `lease` (else kFailedPrecondition, nothing written). The check locks the lease row inside the
   // write's transaction, so a new leader's TryAcquireLease waits for this write to commit and
   // then reads it: a leader that stalled past its lease can never bind what its successor binds.
-  struct LeaseFence {
-    std::string lease;
-    std::string holder;
-  };
   virtual Status UpdateWorkflowAsLeader(const WorkflowRecord& workflow,
                                         const LeaseFence& fence) = 0;
 

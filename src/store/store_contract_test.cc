@@ -699,6 +699,25 @@ TYPED_TEST(StoreContractTest, ChangeNodesIfUnchangedIsACompareAndSet) {
             StatusCode::kAborted);
 }
 
+TYPED_TEST(StoreContractTest, FencedNodeChangesCommitOnlyForTheLeaseHolder) {
+  Store& s = this->store();
+  const Store::LeaseFence a{"scheduler", "A"};
+  const Store::LeaseFence b{"scheduler", "B"};
+  // No one holds the lease yet: fenced off.
+  EXPECT_EQ(s.ChangeNodesIfUnchanged({{"n1", std::nullopt, NodeObject("n1", 1)}}, &a).code(),
+            StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(*s.TryAcquireLease("scheduler", "A", 1'000, 10'000));
+  ASSERT_TRUE(s.ChangeNodesIfUnchanged({{"n1", std::nullopt, NodeObject("n1", 1)}}, &a).ok());
+  // A stalled A loses the lease to B: A's next launch writes nothing, B's commits.
+  ASSERT_TRUE(*this->Open()->TryAcquireLease("scheduler", "B", 20'000, 10'000));
+  Status fenced = s.ChangeNodesIfUnchanged({{"n2", std::nullopt, NodeObject("n2", 1)}}, &a);
+  EXPECT_EQ(fenced.code(), StatusCode::kFailedPrecondition) << fenced.ToString();
+  ASSERT_TRUE(s.ChangeNodesIfUnchanged({{"n3", std::nullopt, NodeObject("n3", 1)}}, &b).ok());
+  auto nodes = s.ListNodes();
+  ASSERT_TRUE(nodes.ok());
+  EXPECT_THAT(NodeNames(*nodes), ElementsAre("n1", "n3"));
+}
+
 // ---- Workflows ----
 
 WorkflowRecord MakeWorkflow(const std::string& id, const std::string& pool, const std::string& user,

@@ -291,8 +291,9 @@ void SchedulingLoop::Stop() {
 Result<StepStats> SchedulingLoop::Step() {
   StepStats stats;
   int64_t now = clock_.NowMillis();
-  auto lease =
-      store_.TryAcquireLease(options_.lease_name, options_.holder, now, options_.lease_ttl_ms);
+  // The lease runs on the database's clock: servers whose clocks disagree still agree on it.
+  auto lease = store_.TryAcquireLease(options_.lease_name, options_.holder, std::nullopt,
+                                      options_.lease_ttl_ms);
   if (!lease.ok()) {
     leader_ = false;
     leader_gauge_->Set({}, 0);

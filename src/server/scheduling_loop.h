@@ -1,7 +1,8 @@
 #pragma once
 // The server's scheduling loop. Exactly one server per database runs it: the holder of the leader
-// lease "scheduler" (store::Store::TryAcquireLease, renewed every step; a crashed leader's lease
-// expires after lease_ttl_ms and another server takes over). Each step of the leader:
+// lease "scheduler" (store::Store::TryAcquireLease on the database's clock, renewed every step; a
+// crashed leader's lease expires after lease_ttl_ms and another server takes over). Each step of
+// the leader:
 //   1. re-adopts RUNNING tasks on the backend when it has just become leader (the sim backend is
 //      deterministic from the stored start time, so nothing is lost across a restart);
 //   2. applies task exits from the backend: the task's exitActions, else the pool's

@@ -1222,18 +1222,33 @@ Result<std::vector<AuditRecord>> SqlStore::ListAudit(int limit) {
 // ---- Leases ----
 
 Result<bool> SqlStore::TryAcquireLease(std::string_view name, std::string_view holder,
-                                       int64_t now_ms, int64_t ttl_ms) {
+                                       std::optional<int64_t> now_ms, int64_t ttl_ms) {
   RETURN_IF_ERROR(RequireNonEmpty(name, "lease name"));
   RETURN_IF_ERROR(RequireNonEmpty(holder, "lease holder"));
   if (ttl_ms <= 0) return InvalidArgumentError("lease ttl must be positive");
+  // Servers on one PostgreSQL may disagree about the time; the expiry is then reckoned on the
+  // database server's clock, so a server whose clock runs ahead cannot take a live lease.
+  const bool database_clock = !now_ms && connection_->Backend() == "postgresql";
+  if (!now_ms) now_ms = clock_.NowMillis();
+  // Explicit: $3 is the new expiry, $4 now. Database clock: $3 is the ttl.
+  const std::string now =
+      database_clock ? "CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000 AS BIGINT)" : "$4";
+  const std::string expiry = database_clock ? now + " + $3" : "$3";
+  const std::string sql = "INSERT INTO leases (name, holder, expires_ms) VALUES ($1, $2, " +
+                          expiry +
+                          ") ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
+                          "expires_ms = excluded.expires_ms "
+                          "WHERE leases.holder = excluded.holder OR leases.expires_ms <= " +
+                          now + " RETURNING holder";
+  SqlParams params = {std::string(name), std::string(holder)};
+  if (database_clock) {
+    params.push_back(ttl_ms);
+  } else {
+    params.push_back(*now_ms + ttl_ms);
+    params.push_back(*now_ms);
+  }
   return Run(Mode::kWrite, [&](SqlConnection& db) -> Result<bool> {
-    ASSIGN_OR_RETURN(auto rows,
-                     db.Query("INSERT INTO leases (name, holder, expires_ms) VALUES ($1, $2, $3) "
-                              "ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, "
-                              "expires_ms = excluded.expires_ms "
-                              "WHERE leases.holder = excluded.holder OR leases.expires_ms <= $4 "
-                              "RETURNING holder",
-                              {std::string(name), std::string(holder), now_ms + ttl_ms, now_ms}));
+    ASSIGN_OR_RETURN(auto rows, db.Query(sql, params));
     return !rows.empty();
   });
 }

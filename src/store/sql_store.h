@@ -94,8 +94,8 @@ class SqlStore final : public Store {
   Status AppendAudit(const AuditRecord& record) override;
   Result<std::vector<AuditRecord>> ListAudit(int limit) override;
 
-  Result<bool> TryAcquireLease(std::string_view name, std::string_view holder, int64_t now_ms,
-                               int64_t ttl_ms) override;
+  Result<bool> TryAcquireLease(std::string_view name, std::string_view holder,
+                               std::optional<int64_t> now_ms, int64_t ttl_ms) override;
   Status ReleaseLease(std::string_view name, std::string_view holder) override;
 
  private:

@@ -297,9 +297,11 @@ class Store {
   // ---- Leader lease ----
   // Returns true when `holder` now holds lease `name` until now_ms + ttl_ms: it was free, expired
   // (expiry <= now_ms), or already held by `holder` (renewal). Returns false when another holder's
-  // lease is still live. Times are the caller's (all contenders must share a clock basis).
+  // lease is still live. now_ms nullopt (what servers pass): the database's clock, which every
+  // contender shares whatever its own clock says (PostgreSQL's clock_timestamp(); SQLite, a file
+  // on one machine: the store's Clock). An explicit now_ms is the caller's clock (tests).
   virtual Result<bool> TryAcquireLease(std::string_view name, std::string_view holder,
-                                       int64_t now_ms, int64_t ttl_ms) = 0;
+                                       std::optional<int64_t> now_ms, int64_t ttl_ms) = 0;
   // Frees the lease when `holder` holds it; otherwise does nothing (OK).
   virtual Status ReleaseLease(std::string_view name, std::string_view holder) = 0;
 };

@@ -1027,6 +1027,26 @@ TYPED_TEST(StoreContractTest, LeaseAcquireRenewExpireSteal) {
   EXPECT_EQ(s.TryAcquireLease("leader", "A", 20, 0).status().code(), StatusCode::kInvalidArgument);
 }
 
+TYPED_TEST(StoreContractTest, LeaseWithoutATimeRunsOnTheDatabaseClock) {
+  // Servers pass no time: the expiry is reckoned on the database's clock (PostgreSQL's own; a
+  // SQLite file is on one machine, whose clock is the store's), never on a contender's.
+  Store& s = this->store();
+  constexpr int64_t kTtl = 600;
+  ASSERT_TRUE(*s.TryAcquireLease("leader", "A", std::nullopt, kTtl));
+  EXPECT_FALSE(*this->Open()->TryAcquireLease("leader", "B", std::nullopt, kTtl));
+  // B's clock runs two hours ahead.
+  this->clock_.Advance(2 * 3600 * 1000);
+  const bool database_clock = std::is_same_v<TypeParam, PostgresBackend>;
+  EXPECT_EQ(*this->Open()->TryAcquireLease("leader", "B", std::nullopt, kTtl), !database_clock)
+      << "a contender's clock decided the expiry";
+  if (!database_clock) return;
+  // The lease expires once the database's clock has passed it; then B takes it over.
+  ASSERT_TRUE(*s.TryAcquireLease("leader", "A", std::nullopt, kTtl));  // renewed
+  std::this_thread::sleep_for(std::chrono::milliseconds(kTtl + 200));
+  EXPECT_TRUE(*this->Open()->TryAcquireLease("leader", "B", std::nullopt, kTtl));
+  EXPECT_FALSE(*s.TryAcquireLease("leader", "A", std::nullopt, kTtl));
+}
+
 // ---- Concurrency and durability ----
 
 TYPED_TEST(StoreContractTest, ConcurrentReadModifyWriteLosesNoUpdate) {

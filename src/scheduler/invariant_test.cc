@@ -25,11 +25,36 @@ using testing::PodBuilder;
 
 constexpr int kScenarios = 1500;
 const std::vector<std::string> kPools = {"a100", "v100", "t4"};
-const std::vector<std::string> kQueues = {"d1-p1", "d1-p2", "d2-p1", "d2-p2"};
+
+// A queue tree, each queue after its parent: (name, parent). Pods go to the leaves.
+struct QueueTree {
+  std::vector<std::pair<std::string, std::string>> queues;
+  std::vector<std::string> leaves;
+};
+// Departments and projects.
+const QueueTree kTwoLevels = {
+    {{"d1", ""}, {"d2", ""}, {"d1-p1", "d1"}, {"d1-p2", "d1"}, {"d2-p1", "d2"}, {"d2-p2", "d2"}},
+    {"d1-p1", "d1-p2", "d2-p1", "d2-p2"}};
+// Departments, teams and projects: reclaim between teams of one department, or across
+// departments, must respect the levels in between as well.
+const QueueTree kThreeLevels = {
+    {{"d1", ""},
+     {"d2", ""},
+     {"d1-t1", "d1"},
+     {"d1-t2", "d1"},
+     {"d2-t1", "d2"},
+     {"d2-t2", "d2"},
+     {"d1-t1-p1", "d1-t1"},
+     {"d1-t1-p2", "d1-t1"},
+     {"d1-t2-p1", "d1-t2"},
+     {"d2-t1-p1", "d2-t1"},
+     {"d2-t2-p1", "d2-t2"},
+     {"d2-t2-p2", "d2-t2"}},
+    {"d1-t1-p1", "d1-t1-p2", "d1-t2-p1", "d2-t1-p1", "d2-t2-p1", "d2-t2-p2"}};
 
 class Generator {
  public:
-  explicit Generator(uint32_t seed) : rng_(seed) {}
+  Generator(uint32_t seed, const std::vector<std::string>& leaves) : rng_(seed), leaves_(leaves) {}
   int Int(int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng_); }
   bool Chance(int percent) { return Int(1, 100) <= percent; }
   template <typename T>
@@ -66,8 +91,8 @@ class Generator {
     } else if (kind < 6) {
       p.Fraction(Pick(std::vector<std::string>{"0.25", "0.5", "0.75"}));
     }
-    p.Queue(gang_size > 0 ? kQueues[std::hash<std::string>{}(gang) % kQueues.size()]
-                          : Pick(kQueues));
+    p.Queue(gang_size > 0 ? leaves_[std::hash<std::string>{}(gang) % leaves_.size()]
+                          : Pick(leaves_));
     if (gang_size > 0) {
       if (!gang_pools.empty()) p.NodePools(gang_pools);
     } else if (Chance(60)) {
@@ -154,6 +179,7 @@ class Generator {
 
  private:
   std::mt19937 rng_;
+  const std::vector<std::string>& leaves_;  // the queues that take pods
 };
 
 int64_t Dim(const model::ResourceList& list, const std::string& name) {
@@ -237,19 +263,24 @@ std::string ReclaimerQueue(const Eviction& e) {
   return e.message.substr(prefix.size(), end - prefix.size());
 }
 
-std::string TopQueue(const std::map<std::string, const model::Queue*>& queues,
-                     const std::string& name) {
-  const model::Queue* q = queues.at(name);
-  while (!q->parent.empty()) q = queues.at(q->parent);
-  return q->name;
+// The queue and its ancestors, by name.
+std::set<std::string> QueueAndAncestors(const std::map<std::string, const model::Queue*>& queues,
+                                        const std::string& name) {
+  std::set<std::string> out;
+  for (const model::Queue* q = queues.at(name); q != nullptr;
+       q = q->parent.empty() ? nullptr : queues.at(q->parent)) {
+    out.insert(q->name);
+  }
+  return out;
 }
 
 // Reclaim and preempt never evict a pod of priority >= 100. Reclaim never takes a queue below
-// its deserved quota in a node pool, in a resource it takes: the victim's queue, and its
-// department when the reclaimer is in another one (KAI compares where the two paths diverge).
-// A queue's allocation only drops through evictions, each reclaim checked when made; later
-// preemptions inside the queue (and, for a department, reclaims between its own projects) may
-// lower it legitimately, so they are added back before comparing with deserved.
+// its deserved quota in a node pool, in a resource it takes: each queue of the victim's path
+// below the queue it shares with the reclaimer (KAI compares where the two paths diverge; the
+// shared queue and those above it keep what they hold). A queue's allocation only drops through
+// evictions, each reclaim checked when made; later preemptions inside the queue (and reclaims
+// between queues below it) may lower it legitimately, so they are added back before comparing
+// with deserved.
 void CheckEvictions(const CycleResult& r, const std::map<std::string, const model::Node*>& nodes,
                     const std::map<std::string, const model::PodScheduling*>& pods,
                     const std::map<std::string, const model::Queue*>& queues,
@@ -266,10 +297,13 @@ void CheckEvictions(const CycleResult& r, const std::map<std::string, const mode
     const std::string pool = PoolOf(*nodes.at(e.node));
     const QuotaAmounts amounts = PodQuota(pod);
     const std::string reclaimer = ReclaimerQueue(e);
-    const bool cross_department = e.reason == EvictionReason::kReclaim && queues.count(reclaimer) &&
-                                  TopQueue(queues, reclaimer) != path.back()->name;
+    const std::set<std::string> shared =
+        e.reason == EvictionReason::kReclaim && queues.count(reclaimer)
+            ? QueueAndAncestors(queues, reclaimer)
+            : std::set<std::string>{};
     for (size_t level = 0; level < path.size(); ++level) {
-      const bool checked = e.reason == EvictionReason::kReclaim && (level == 0 || cross_department);
+      const bool checked = e.reason == EvictionReason::kReclaim &&
+                           (level == 0 || (!shared.empty() && !shared.count(path[level]->name)));
       QuotaAmounts& into = (checked ? reclaimed : slack)[{path[level]->name, pool}];
       for (int k = 0; k < model::kNumQuotaResources; ++k) into[k] += amounts[k];
     }
@@ -413,10 +447,10 @@ void CheckInvariants(const ClusterSnapshot& s, const CycleResult& r, bool initia
   }
 }
 
-TEST(InvariantTest, RandomScenarios) {
+void RunRandomScenarios(const QueueTree& tree) {
   for (int seed = 1; seed <= kScenarios; ++seed) {
     SCOPED_TRACE("seed " + std::to_string(seed));
-    Generator gen(static_cast<uint32_t>(seed));
+    Generator gen(static_cast<uint32_t>(seed), tree.leaves);
     ClusterSnapshot s;
     for (const std::string& pool : kPools) {
       s.node_pools.push_back(MakeNodePool(
@@ -424,9 +458,7 @@ TEST(InvariantTest, RandomScenarios) {
     }
     const int node_count = gen.Int(2, 24);
     for (int i = 0; i < node_count; ++i) s.nodes.push_back(gen.Node(i));
-    s.queues.push_back(gen.Queue("d1", ""));
-    s.queues.push_back(gen.Queue("d2", ""));
-    for (const std::string& q : kQueues) s.queues.push_back(gen.Queue(q, q.substr(0, 2)));
+    for (const auto& [name, parent] : tree.queues) s.queues.push_back(gen.Queue(name, parent));
     gen.AddPods(s, "a", gen.Int(1, 40));
     SchedulerOptions options;
     options.policy = gen.Pick(std::vector<PlacementPolicy>{
@@ -461,6 +493,10 @@ TEST(InvariantTest, RandomScenarios) {
     if (::testing::Test::HasFailure()) return;
   }
 }
+
+TEST(InvariantTest, RandomScenarios) { RunRandomScenarios(kTwoLevels); }
+
+TEST(InvariantTest, RandomScenariosThreeLevels) { RunRandomScenarios(kThreeLevels); }
 
 }  // namespace
 }  // namespace gpupool::scheduler

@@ -238,6 +238,78 @@ TEST(ReclaimTest, GangVictimNeverTakesItsQueueBelowDeserved) {
   }
 }
 
+TEST(ReclaimTest, GangMemberPlacedThisCycleLeavesWithItsGang) {
+  // The mlops gang "job" (gang-min 2) runs g0 on n1 and g1 on n2 (2 GPUs each); its third
+  // member g2 (1 GPU) is pending and fits, so the allocate phase places it. "big" (4 GPUs, a
+  // whole node) found no node and evicts the gang: every member goes, g2 included, though g2
+  // was only placed in this cycle; it never ran, so it loses its binding instead of being
+  // evicted. Left behind, g2 would run alone, below the gang's gang-min.
+  struct Case {
+    std::string name;
+    bool reclaim;  // else preempt inside mlops
+    EvictionReason reason;
+  };
+  std::vector<Case> cases = {
+      {"reclaim by another queue", true, EvictionReason::kReclaim},
+      {"preemption inside the queue", false, EvictionReason::kPreempt},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ClusterSnapshot s = TwoDepartments(8, 0);
+    auto member = [](const std::string& name, int gpus) {
+      return PodBuilder(name).Gpus(gpus).Queue("mlops").NodePools("a100").Gang("job", 2).Priority(
+          10);
+    };
+    s.pods = {member("g0", 2).On("n1").Build(), member("g1", 2).On("n2").Build(),
+              member("g2", 1).Build(),
+              PodBuilder("big")
+                  .Gpus(4)
+                  .Queue(c.reclaim ? "rnd" : "mlops")
+                  .NodePools("a100")
+                  .Priority(50)
+                  .Build()};
+    CycleResult r = Scheduler(SchedulerOptions{}).RunCycle(s);
+    ASSERT_NE(FindBinding(r, "big"), nullptr);
+    std::set<std::string> evicted;
+    for (const Eviction& e : r.evictions) {
+      evicted.insert(e.pod);
+      EXPECT_EQ(e.reason, c.reason);
+    }
+    EXPECT_EQ(evicted, (std::set<std::string>{"g0", "g1"}));
+    EXPECT_EQ(FindBinding(r, "g2"), nullptr) << "g2 would run without its gang";
+    const PendingPod* g2 = FindPending(r, "g2");
+    EXPECT_NE(g2, nullptr);
+    if (g2 != nullptr) {
+      EXPECT_NE(g2->reason.find("gang job"), std::string::npos) << g2->reason;
+    }
+    ExpectEvictedArePending(r);
+  }
+}
+
+TEST(ReclaimTest, GangEvictedThisCycleDoesNotRestartBelowGangMin) {
+  // The mlops gang "job" (gang-min 2) runs g0 on n1 and g1 on n2; its third member g2 (3 GPUs)
+  // is pending and does not fit. rnd's "big" (4 GPUs) reclaims the gang: g0 and g1 go. When
+  // g2's turn comes, n1 has room for it, but the gang has no member running any more and g0
+  // and g1 are not placed again in this cycle, so g2 alone would run below gang-min.
+  ClusterSnapshot s = TwoDepartments(8, 0);
+  auto member = [](const std::string& name, int gpus) {
+    return PodBuilder(name).Gpus(gpus).Queue("mlops").NodePools("a100").Gang("job", 2);
+  };
+  s.pods = {member("g0", 2).On("n1").Build(), member("g1", 2).On("n2").Build(),
+            member("g2", 3).Build(),
+            PodBuilder("big").Gpus(4).Queue("rnd").NodePools("a100").Build(),
+            // Keeps rnd's demand (and so its fair share) at its deserved 8 GPUs.
+            PodBuilder("huge").Gpus(8).Queue("rnd").NodePools("a100").Build(),
+            // A preemptible pod left running in a100 after the reclaim, so g2's job is tried.
+            PodBuilder("r0").Gpus(1).Queue("rnd").NodePools("a100").On("n1").Build()};
+  CycleResult r = Scheduler(SchedulerOptions{}).RunCycle(s);
+  ASSERT_NE(FindBinding(r, "big"), nullptr);
+  EXPECT_EQ(r.evictions.size(), 2u);
+  EXPECT_EQ(FindBinding(r, "g2"), nullptr) << "g2 would run without its gang";
+  EXPECT_NE(FindPending(r, "g2"), nullptr);
+  ExpectEvictedArePending(r);
+}
+
 TEST(ReclaimTest, GangWithAnUnevictablePeerStays) {
   // A gang of two 1-GPU pods runs on n: "low" (priority 10) and "peer". The evictor needs one
   // GPU; evicting "low" would take "peer" along, so "peer" must be evictable too: preemptible
@@ -352,6 +424,93 @@ TEST(ReclaimTest, ReclaimAcrossProjectsOfOneDepartment) {
   EXPECT_NE(FindBinding(r, "b"), nullptr);
   EXPECT_EQ(r.evictions.size(), 2u);
   EXPECT_EQ(FindShare(r, "rnd-1", "a100")->resources[0].allocated, 2000);
+}
+
+TEST(ReclaimTest, QuotaChecksHoldAtEveryLevelOfTheTree) {
+  // Three levels (department -> team -> project) over 8 GPUs in a100 (n1, n2: 4 each). The
+  // reclaimer "r" runs in project t1-a of team t1; the victims are 1- and 2-GPU pods of project
+  // t2-a. Reclaim compares the two sides at every level below the queue they share: the victim
+  // side must be above its fair share there and stay at or above its deserved quota, the
+  // reclaimer side must stay within its fair share with the pod, even at the team level that is
+  // neither the project nor the department.
+  struct Running {
+    std::string name, queue, node;
+    int gpus;
+    int priority = 0;
+  };
+  struct Case {
+    std::string name;
+    std::vector<model::Queue> queues;
+    std::vector<Running> running;
+    int reclaimer_gpus;
+    bool reclaims;
+  };
+  using testing::GpuQuota;
+  const GpuQuota no_weight{"a100", 0, -1, 0};  // deserved 0, no over-quota share
+  // t2-a holds 1 GPU on each node; "r" needs a whole node.
+  const std::vector<Running> spread = {{"v1", "t2-a", "n1", 1}, {"v2", "t2-a", "n2", 1}};
+  std::vector<Case> cases = {
+      {"same department: the victim's team would drop below its deserved quota",
+       {MakeQueue("d", "", {}), MakeQueue("t1", "d", {{"a100", 4}}),
+        MakeQueue("t1-a", "t1", {{"a100", 4}}), MakeQueue("t2", "d", {{"a100", 2}}),
+        MakeQueue("t2-a", "t2", {no_weight})},
+       spread,
+       4,
+       false},
+      {"other department: the victim's team would drop below its deserved quota",
+       {MakeQueue("d1", "", {{"a100", 4}}), MakeQueue("t1", "d1", {{"a100", 4}}),
+        MakeQueue("t1-a", "t1", {{"a100", 4}}), MakeQueue("d2", "", {no_weight}),
+        MakeQueue("t2", "d2", {{"a100", 2, -1, 0}}), MakeQueue("t2-a", "t2", {no_weight})},
+       spread,
+       4,
+       false},
+      // t1-b (non-preemptible) runs 3 GPUs on a fair share of 2, so t1 would end at 5 of its 4
+      // while t2 went down to 3 of its 4.
+      {"same department: the reclaimer's team would go above its fair share",
+       {MakeQueue("d", "", {}), MakeQueue("t1", "d", {{"a100", 4, -1, 0}}),
+        MakeQueue("t1-a", "t1", {{"a100", 2}}), MakeQueue("t1-b", "t1", {{"a100", 2}}),
+        MakeQueue("t2", "d", {{"a100", 1}}), MakeQueue("t2-a", "t2", {{"a100", 0}})},
+       {{"b0", "t1-b", "n1", 1, 100},
+        {"b1", "t1-b", "n1", 1, 100},
+        {"b2", "t1-b", "n1", 1, 100},
+        {"v0", "t2-a", "n1", 1},
+        {"v1", "t2-a", "n2", 2},
+        {"v2", "t2-a", "n2", 1},
+        {"v3", "t2-a", "n2", 1}},
+       2,
+       false},
+      {"the victim's team is above its fair share and deserved quota",
+       {MakeQueue("d", "", {}), MakeQueue("t1", "d", {{"a100", 4}}),
+        MakeQueue("t1-a", "t1", {{"a100", 4}}), MakeQueue("t2", "d", {no_weight}),
+        MakeQueue("t2-a", "t2", {no_weight})},
+       spread,
+       4,
+       true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ClusterSnapshot s;
+    s.node_pools = {MakeNodePool("a100")};
+    s.nodes = {NodeBuilder("n1").Gpus(4).Label("node-pool", "a100").Build(),
+               NodeBuilder("n2").Gpus(4).Label("node-pool", "a100").Build()};
+    s.queues = c.queues;
+    for (const Running& p : c.running) {
+      s.pods.push_back(PodBuilder(p.name)
+                           .Gpus(p.gpus)
+                           .Queue(p.queue)
+                           .NodePools("a100")
+                           .Priority(p.priority)
+                           .On(p.node)
+                           .Build());
+    }
+    s.pods.push_back(
+        PodBuilder("r").Gpus(c.reclaimer_gpus).Queue("t1-a").NodePools("a100").Build());
+    CycleResult r = Scheduler(SchedulerOptions{}).RunCycle(s);
+    EXPECT_EQ(FindBinding(r, "r") != nullptr, c.reclaims);
+    EXPECT_EQ(r.evictions.size(), c.reclaims ? 1u : 0u);
+    for (const Eviction& e : r.evictions) EXPECT_EQ(e.pod[0], 'v') << e.pod;
+    ExpectEvictedArePending(r);
+  }
 }
 
 TEST(ReclaimTest, PreemptInsideQueue) {

@@ -84,9 +84,10 @@ struct Job {
   QuotaVector quota{};  // sum over the job's pending pods
 };
 
-// Undo log entries.
+// Undo log entries. kWithdraw: a pod placed earlier in the cycle (its binding committed) taken
+// off its node again with its evicted gang; Commit drops its binding.
 struct Op {
-  enum Kind { kPlace, kEvict } kind;
+  enum Kind { kPlace, kEvict, kWithdraw } kind;
   int pod;
 };
 
@@ -256,6 +257,8 @@ class Cycle {
   // Reclaim / preempt.
   bool TryWithVictims(const Job& job, int pool, bool reclaim);
   bool SelectVictims(int pod, int node, int pool, bool reclaim, std::vector<int>& victims);
+  // Takes `victim` and its gang peers (WithGangPeers) off their nodes for `evictor`.
+  void EvictWithGang(int victim, const PodState& evictor, bool reclaim);
   // Quota already freed by the victims chosen so far, by (queue, node pool), ancestors included.
   using TakenQuota = std::map<std::pair<int, int>, QuotaVector>;
   bool VictimAllowed(const PodState& reclaimer, int victim, int pool,
@@ -264,7 +267,9 @@ class Cycle {
   // `evictor`: preemptible, and for preemption of strictly lower priority.
   bool GangEvictable(const PodState& evictor, int victim, bool reclaim) const;
   std::vector<int> WithGangPeers(int pod) const;
-  int TopQueue(int q) const;
+  // `q` and its ancestors, leaf first, up to (not including) the first one that is also `other`
+  // or an ancestor of it: the levels where the two queues' paths have parted.
+  std::vector<int> LevelsBelowSharedAncestor(int q, int other) const;
 
   const SchedulerOptions& options_;
   const ClusterSnapshot& snapshot_;
@@ -348,8 +353,12 @@ class Cycle {
   // Keyed by (signature, pool, shape): everything that decides a single pod's fit.
   std::unordered_map<FailureKey, CachedFailure, FailureKeyHash> failure_cache_;
   std::vector<uint64_t> pool_epoch_;
-  // Keyed by (signature, pool, shape, queue, priority).
+  // Keyed by (signature, pool, shape, queue, priority): committed_ops_ when the pod last found
+  // no victims (a later try can only differ once something else was committed).
   std::map<std::tuple<int, int, int, int, int32_t>, size_t> victim_failure_epoch_;
+  // Undo log entries committed so far (bindings and evictions come and, with withdrawals, go,
+  // so their sizes do not tell whether anything changed).
+  size_t committed_ops_ = 0;
   std::vector<double> share_cache_;
   std::vector<int64_t> decision_latency_ns_;
   std::vector<double> frag_before_;  // FGD: fragmentation of each node now (cache)
@@ -981,7 +990,7 @@ void Cycle::Rollback(size_t checkpoint) {
     } else {
       std::vector<int> devices = p.devices;
       Apply(op.pod, p.last_node, -1, false, &devices);
-      p.evicted = false;
+      p.evicted = false;  // a withdrawn pod was never marked evicted
     }
   }
 }
@@ -989,20 +998,35 @@ void Cycle::Rollback(size_t checkpoint) {
 void Cycle::Commit(size_t checkpoint, int pool) {
   for (size_t i = checkpoint; i < undo_.size(); ++i) {
     PodState& p = pods_[undo_[i].pod];
-    if (undo_[i].kind == Op::kPlace) {
-      Binding b;
-      b.pod = p.key;
-      b.node = view_.node(p.node).node->name;
-      b.node_pool = view_.PoolName(pool);
-      b.queue = queues_[p.queue].name;
-      b.gpu_device = p.gpu_fraction > 0 && !p.devices.empty() ? p.devices[0] : -1;
-      bindings_.push_back(std::move(b));
-      p.reason.clear();
-    } else {
-      evictions_.push_back(
-          {p.key, view_.node(p.last_node).node->name, p.evict_reason, p.evict_message});
+    switch (undo_[i].kind) {
+      case Op::kPlace: {
+        Binding b;
+        b.pod = p.key;
+        b.node = view_.node(p.node).node->name;
+        b.node_pool = view_.PoolName(pool);
+        b.queue = queues_[p.queue].name;
+        b.gpu_device = p.gpu_fraction > 0 && !p.devices.empty() ? p.devices[0] : -1;
+        bindings_.push_back(std::move(b));
+        p.reason.clear();
+        break;
+      }
+      case Op::kEvict:
+        evictions_.push_back(
+            {p.key, view_.node(p.last_node).node->name, p.evict_reason, p.evict_message});
+        break;
+      case Op::kWithdraw: {
+        // It never ran, so there is nothing to evict: its binding goes, and it stays pending.
+        auto b = std::find_if(bindings_.begin(), bindings_.end(),
+                              [&](const Binding& x) { return x.pod == p.key; });
+        if (b != bindings_.end()) bindings_.erase(b);
+        p.placed_now = false;
+        p.placed_pool = -1;
+        p.reason = p.evict_message;
+        break;
+      }
     }
   }
+  committed_ops_ += undo_.size() - checkpoint;
   undo_.resize(checkpoint);
 }
 
@@ -1799,17 +1823,27 @@ void Cycle::Allocate() {
 // ---------------------------------------------------------------------------------------------
 // Reclaim and preempt
 
-int Cycle::TopQueue(int q) const {
-  while (queues_[q].parent >= 0) q = queues_[q].parent;
-  return q;
+std::vector<int> Cycle::LevelsBelowSharedAncestor(int q, int other) const {
+  std::set<int> shared;
+  for (int a = other; a >= 0; a = queues_[a].parent) shared.insert(a);
+  std::vector<int> levels;
+  for (; q >= 0 && !shared.count(q); q = queues_[q].parent) levels.push_back(q);
+  return levels;
 }
 
+// Every member the cycle holds on a node: bound before the cycle, or placed earlier in it (by
+// the allocate phase or an earlier reclaim or preemption, while some of its peers were already
+// running). A gang is all or nothing, so evicting it must take the members placed in this cycle
+// too, or they would run below gang-min. KAI does the same: a victim job gives up all its
+// active allocated tasks, Allocated and Pipelined ones of the same session included
+// (GetTasksToEvict). Sparing such a gang instead would only bind a pod in this cycle to evict
+// its whole gang in the next.
 std::vector<int> Cycle::WithGangPeers(int pod) const {
   const PodState& p = pods_[pod];
   if (p.gang < 0) return {pod};
   std::vector<int> out;
   for (int m : gang_members_[p.gang]) {
-    if (pods_[m].node >= 0 && pods_[m].bound_initially) out.push_back(m);
+    if (pods_[m].node >= 0) out.push_back(m);
   }
   return out;
 }
@@ -1836,10 +1870,13 @@ bool Cycle::GangEvictable(const PodState& evictor, int victim, bool reclaim) con
 
 // A victim leaves with its whole gang (WithGangPeers), whose running members may sit on other
 // nodes and in other node pools, so the quota checks add up what the gang holds in each node
-// pool: the victim's queue (and its department, when the reclaimer is in another one) must be
-// above its fair share in the reclaim pool, and stay at or above its deserved quota in every
-// node pool the gang leaves, in every resource the gang frees there (KAI never reclaims
-// deserved quota).
+// pool. The two sides are compared at every level below the queue they share (KAI compares
+// siblings where the paths diverge; with departments, teams and projects each level below the
+// shared ancestor is such a pair of siblings, and what the shared ancestor and those above it
+// hold does not change). On the victim's side, each of those queues must be above its fair
+// share in the reclaim pool, and stay at or above its deserved quota in every node pool the
+// gang leaves, in every resource the gang frees there (KAI never reclaims deserved quota). On
+// the reclaimer's side, each must stay within its fair share with the pod.
 bool Cycle::VictimAllowed(const PodState& reclaimer, int victim, int pool,
                           const TakenQuota& taken) const {
   const PodState& v = pods_[victim];
@@ -1855,14 +1892,11 @@ bool Cycle::VictimAllowed(const PodState& reclaimer, int victim, int pool,
     QuotaVector& sum = freed[view_.node(pods_[m].node).pool];
     for (int r = 0; r < kQ; ++r) sum[r] += pods_[m].quota[r];
   }
-  const int top_v = TopQueue(v.queue), top_r = TopQueue(reclaimer.queue);
-  std::vector<int> levels = {v.queue};
-  if (top_v != top_r && top_v != v.queue) levels.push_back(top_v);
   auto allocated = [&](int x, int in_pool, int r) {
     auto it = taken.find({x, in_pool});
     return self.Alloc(x, in_pool, r) - (it == taken.end() ? 0 : it->second[r]);
   };
-  for (int x : levels) {
+  for (int x : LevelsBelowSharedAncestor(v.queue, reclaimer.queue)) {
     for (int r = 0; r < kQ; ++r) {
       if (gpu != (r == kGpuQ) || freed[pool][r] == 0) continue;
       if (allocated(x, pool, r) <= FairShare(x, pool, r)) return false;  // not above fair share
@@ -1877,12 +1911,13 @@ bool Cycle::VictimAllowed(const PodState& reclaimer, int victim, int pool,
       }
     }
   }
-  if (top_v != top_r) {
+  // The reclaimer's own queue: ReclaimerEligible, for the whole job. Its allocation before the
+  // victims chosen so far: the reprieve in SelectVictims may give those back.
+  for (int x : LevelsBelowSharedAncestor(reclaimer.queue, v.queue)) {
+    if (x == reclaimer.queue) continue;
     for (int r = 0; r < kQ; ++r) {
       if (gpu != (r == kGpuQ)) continue;
-      if (self.Alloc(top_r, pool, r) + reclaimer.quota[r] > FairShare(top_r, pool, r)) {
-        return false;
-      }
+      if (self.Alloc(x, pool, r) + reclaimer.quota[r] > FairShare(x, pool, r)) return false;
     }
   }
   return true;
@@ -1975,6 +2010,9 @@ bool Cycle::SelectVictims(int pod, int node, int pool, bool reclaim, std::vector
 
 bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
   if (reclaim && (!QuotaCheck(job, pool).empty() || !ReclaimerEligible(job, pool))) return false;
+  // Gang-min counts the members running now, not when the job was built (job.need): an earlier
+  // reclaim or preemption in this cycle may have evicted some, and they do not come back in it.
+  const int need = job.gang < 0 ? 1 : std::max(1, job.gang_min - RunningMembers(job.gang));
   const size_t checkpoint = undo_.size();
   std::vector<int> gang_nodes;
   int placed = 0;
@@ -2006,19 +2044,7 @@ bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
         }
       }
       if (best_node < 0) break;
-      for (int v : best_victims) {
-        for (int m : WithGangPeers(v)) {
-          if (pods_[m].evicted || pods_[m].node < 0) continue;
-          PodState& mp = pods_[m];
-          mp.evicted = true;
-          mp.evict_reason = reclaim ? EvictionReason::kReclaim : EvictionReason::kPreempt;
-          mp.evict_message =
-              reclaim
-                  ? "reclaimed by queue " + queues_[p.queue].name + " for pod " + p.key
-                  : "preempted by pod " + p.key + " (priority " + std::to_string(p.priority) + ")";
-          Remove(m, true);
-        }
-      }
+      for (int v : best_victims) EvictWithGang(v, p, reclaim);
       if (!Fits(p, best_node, &device)) break;
       node = best_node;
     }
@@ -2028,8 +2054,7 @@ bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
     gang_nodes.push_back(node);
     ++placed;
   }
-  bool ok = placed > 0 && placed >= std::max(job.need, 1) &&
-            (job.gang < 0 || placed == static_cast<int>(job.pods.size()) || placed >= job.need);
+  bool ok = placed >= need;
   if (ok && !reclaim) {
     // Preemption frees quota of the same queue: check limits after the fact.
     Job placed_only = job;
@@ -2064,6 +2089,29 @@ bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
   return true;
 }
 
+// A peer placed earlier in this cycle never ran: it is withdrawn (Op::kWithdraw) rather than
+// evicted, and stays pending with the reason.
+void Cycle::EvictWithGang(int victim, const PodState& evictor, bool reclaim) {
+  const std::string message =
+      reclaim ? "reclaimed by queue " + queues_[evictor.queue].name + " for pod " + evictor.key
+              : "preempted by pod " + evictor.key + " (priority " +
+                    std::to_string(evictor.priority) + ")";
+  for (int m : WithGangPeers(victim)) {
+    PodState& mp = pods_[m];
+    if (!mp.bound_initially) {
+      mp.evict_message = "placement withdrawn: gang " + mp.pod->labels.at(kGangLabel) + " was " +
+                         message + " in the same cycle";
+      Remove(m, false);
+      undo_.push_back({Op::kWithdraw, m});
+      continue;
+    }
+    mp.evicted = true;
+    mp.evict_reason = reclaim ? EvictionReason::kReclaim : EvictionReason::kPreempt;
+    mp.evict_message = message;
+    Remove(m, true);
+  }
+}
+
 void Cycle::ReclaimAndPreempt() {
   if (!options_.enable_reclaim && !options_.enable_preempt) return;
   // Running preemptible pods per pool: without any, there is nothing to evict.
@@ -2081,10 +2129,7 @@ void Cycle::ReclaimAndPreempt() {
       const auto key = std::make_tuple(first.signature, pool, first.shape, job.queue, job.priority);
       if (job.gang < 0) {
         auto it = victim_failure_epoch_.find(key);
-        if (it != victim_failure_epoch_.end() &&
-            it->second == evictions_.size() + bindings_.size()) {
-          continue;
-        }
+        if (it != victim_failure_epoch_.end() && it->second == committed_ops_) continue;
       }
       const size_t evictions_before = evictions_.size();
       if ((options_.enable_reclaim && TryWithVictims(job, pool, true)) ||
@@ -2096,7 +2141,7 @@ void Cycle::ReclaimAndPreempt() {
         done = true;
         break;
       }
-      if (job.gang < 0) victim_failure_epoch_[key] = evictions_.size() + bindings_.size();
+      if (job.gang < 0) victim_failure_epoch_[key] = committed_ops_;
     }
     (void)done;
   }

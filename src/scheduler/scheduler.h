@@ -33,15 +33,19 @@
 //      places every pod (filters and scores below).
 //   3. Reclaim, for jobs still pending whose queue stays within its fair share with the job:
 //      evicts preemptible pods (priority < 100) of other queues that are above their fair share,
-//      never taking a queue below its deserved quota; compared at the level where the two queues'
-//      paths diverge (sibling projects, or departments). Fewest victims first (then lowest
-//      priority, then node order). A victim that belongs to a gang takes its whole gang with it:
-//      every running member must be evictable, and the deserved check adds up what the gang
-//      holds in each node pool it runs in.
+//      never taking a queue below its deserved quota; compared at every level below the queue
+//      the two share (sibling projects; or teams, then their projects; or departments, then
+//      their teams and projects): each of the victim's queues there must be above its fair
+//      share and stay at or above its deserved quota, each of the reclaimer's must stay within
+//      its fair share with the pod. Fewest victims first (then lowest priority, then node
+//      order). A victim that belongs to a gang takes its whole gang with it: every member
+//      running or placed earlier in the cycle must be evictable, and the deserved check adds up
+//      what the gang holds in each node pool it runs in.
 //   4. Preempt: inside one queue, a job evicts strictly lower-priority preemptible pods (for a
-//      gang victim: all of its running members).
+//      gang victim: all of its running members and those placed earlier in the cycle).
 //   Evicted pods are reported in `evictions` and again as pending (requeued) in `unschedulable`;
-//   they are not placed again in the same cycle.
+//   they are not placed again in the same cycle. A gang member placed earlier in the cycle whose
+//   gang is evicted never ran: it is left out of `bindings` (not evicted) and stays pending.
 //
 // Placement of one pod, kube-scheduler semantics: filters in order NodeUnschedulable,
 // TaintToleration (NoSchedule/NoExecute), NodeAffinity (nodeSelector + required affinity, via

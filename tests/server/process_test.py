@@ -30,6 +30,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -170,24 +171,51 @@ def check_resources(port, prefix, nodes):
 
 class Store:
     """The store's tasks table read directly: the state as persisted, with or without a server
-    (SQLite through the sqlite3 module, PostgreSQL through psql)."""
+    (SQLite through the sqlite3 module, PostgreSQL through one psql session kept open: starting
+    psql for every look would take much of the two cores the server and the test share)."""
+
+    END = "-- end of result --"
 
     def __init__(self, url):
         self.url = url
+        self.psql = None
+        self.lock = threading.Lock()  # the watcher's thread and the test's take turns
 
-    def bound_per_node(self):
-        sql = ("SELECT node, COUNT(*) FROM tasks WHERE status IN ('SCHEDULED', 'RUNNING') "
-               "GROUP BY node")
+    def query(self, sql):
+        with self.lock:
+            return self._query(sql)
+
+    def _query(self, sql):
         if self.url.startswith("sqlite:"):
             con = sqlite3.connect(self.url[len("sqlite:"):], timeout=30)
             try:
-                return dict(con.execute(sql).fetchall())
+                return con.execute(sql).fetchall()
             finally:
                 con.close()
-        out = subprocess.run(["psql", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", self.url, "-c",
-                              sql], check=True, capture_output=True, text=True).stdout
-        return {node: int(count) for node, count in
-                (line.split("\t") for line in out.splitlines() if line)}
+        if self.psql is None or self.psql.poll() is not None:
+            self.psql = subprocess.Popen(
+                ["psql", "-At", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-q", self.url],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+        self.psql.stdin.write(sql + ";\n" + f"SELECT '{self.END}';\n")
+        self.psql.stdin.flush()
+        rows = []
+        for line in self.psql.stdout:
+            line = line.rstrip("\n")
+            if line == self.END:
+                return rows
+            if line:
+                rows.append(tuple(line.split("\t")))
+        raise RuntimeError("psql ended: " + str(self.psql.wait()))
+
+    def close(self):
+        if self.psql is not None and self.psql.poll() is None:
+            self.psql.stdin.close()
+            self.psql.wait()
+
+    def bound_per_node(self):
+        rows = self.query("SELECT node, COUNT(*) FROM tasks WHERE status IN ('SCHEDULED', "
+                          "'RUNNING') GROUP BY node")
+        return {node: int(count) for node, count in rows}
 
 
 def parse_response(data):
@@ -367,6 +395,7 @@ def crash(args, workdir):
               f"after retries, {placed} tasks placed on {nodes}x{cpus} cpus, none over-committed")
     finally:
         server.stop()
+        store.close()
 
 
 def leader(args, workdir):

@@ -21,6 +21,7 @@
 #include "model/node_pool.h"
 #include "model/queue.h"
 #include "service/located_errors.h"
+#include "store/batch_worker.h"
 #include "store/store.h"
 #include "submit/submit.h"
 #include "submit/workflow.h"
@@ -818,8 +819,19 @@ std::vector<PendingPut> ConfigFilePuts(Kind kind, std::vector<config::NamedBody>
 
 // ---- Service ------------------------------------------------------------------------------
 
+struct Service::Replanner {
+  store::BatchWorker<std::function<void()>> worker{16, [](auto& batch) {
+                                                     for (auto& replan : batch) replan();
+                                                   }};
+};
+
 Service::Service(store::Store& store, const Clock& clock)
-    : store_(store), clock_(clock), cache_(std::make_shared<SnapshotCache>()) {}
+    : store_(store),
+      clock_(clock),
+      cache_(std::make_shared<SnapshotCache>()),
+      replanner_(std::make_unique<Replanner>()) {}
+
+Service::~Service() = default;
 
 void Service::SetMachinePoolSupport(MachinePoolSupport support) {
   machine_pools_ = support;
@@ -1439,10 +1451,14 @@ void Service::SubmitAttempt(const Caller& caller, const SubmitRequest& request, 
       std::move(*prepared->record), std::move(prepared->audit), prepared->planned_on,
       [this, caller, request, attempt, result = std::move(prepared->result),
        done = std::move(done)](Result<store::WorkflowRecord> stored) mutable {
-        // Planning again happens here, on the store's commit thread: rare (a config or node
-        // write landed meanwhile), and it only queues the next write.
+        // Rare (a config or node write landed meanwhile): planned again on the replanner's
+        // thread, so that the commit thread goes on committing.
         if (!stored.ok() && IsStalePlan(stored.status()) && attempt < kMaxPlans) {
-          return SubmitAttempt(caller, request, attempt + 1, std::move(done));
+          replanner_->worker.Push([this, caller = std::move(caller), request = std::move(request),
+                                   attempt, done = std::move(done)]() mutable {
+            SubmitAttempt(caller, request, attempt + 1, std::move(done));
+          });
+          return;
         }
         if (!stored.ok()) return done(stored.status());
         done(Submitted(std::move(result), *stored));

@@ -265,6 +265,8 @@ class Service {
  public:
   // `store` and `clock` must outlive the Service.
   Service(store::Store& store, const Clock& clock);
+  ~Service();
+  Service(Service&&) = delete;
 
   // Set once, before the Service is shared between threads.
   void SetMachinePoolSupport(MachinePoolSupport support);
@@ -370,6 +372,11 @@ class Service {
 
  private:
   std::shared_ptr<SnapshotCache> cache_;
+  // Plans again a submission whose write found its plan stale, on a thread of its own: not on
+  // the store's commit thread, which would stop committing everyone's writes meanwhile (a fresh
+  // plan reads the configs and nodes), nor on an I/O loop. Last: drained first when destroyed.
+  struct Replanner;
+  std::unique_ptr<Replanner> replanner_;
 };
 
 // The JSON shapes of the results (CLI `-o json|yaml` and the REST API).

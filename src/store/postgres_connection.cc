@@ -30,6 +30,27 @@ using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
 
 void IgnoreNotice(void*, const char*) {}
 
+// The rows of a result, as text (NULL as nullopt).
+std::vector<SqlRow> Rows(const PGresult* result) {
+  std::vector<SqlRow> rows;
+  int n_rows = PQntuples(result);
+  int n_columns = PQnfields(result);
+  rows.reserve(n_rows);
+  for (int r = 0; r < n_rows; ++r) {
+    std::vector<std::optional<std::string>> columns;
+    columns.reserve(n_columns);
+    for (int c = 0; c < n_columns; ++c) {
+      if (PQgetisnull(result, r, c)) {
+        columns.emplace_back(std::nullopt);
+      } else {
+        columns.emplace_back(std::string(PQgetvalue(result, r, c), PQgetlength(result, r, c)));
+      }
+    }
+    rows.emplace_back(std::move(columns));
+  }
+  return rows;
+}
+
 class PostgresConnection final : public SqlConnection {
  public:
   explicit PostgresConnection(PGconn* conn) : conn_(conn) {}
@@ -60,26 +81,6 @@ class PostgresConnection final : public SqlConnection {
     ASSIGN_OR_RETURN(const std::string* name, Prepare(sql, static_cast<int>(params.size())));
     deferred_.push_back(Deferred{std::string(sql), name, std::move(params)});
     return OkStatus();
-  }
-
-  static std::vector<SqlRow> Rows(const PGresult* result) {
-    std::vector<SqlRow> rows;
-    int n_rows = PQntuples(result);
-    int n_columns = PQnfields(result);
-    rows.reserve(n_rows);
-    for (int r = 0; r < n_rows; ++r) {
-      std::vector<std::optional<std::string>> columns;
-      columns.reserve(n_columns);
-      for (int c = 0; c < n_columns; ++c) {
-        if (PQgetisnull(result, r, c)) {
-          columns.emplace_back(std::nullopt);
-        } else {
-          columns.emplace_back(std::string(PQgetvalue(result, r, c), PQgetlength(result, r, c)));
-        }
-      }
-      rows.emplace_back(std::move(columns));
-    }
-    return rows;
   }
 
   Status Script(std::string_view sql) override {

@@ -1330,7 +1330,7 @@ Result<submit::SubmitPlan> PlanSubmission(store::Store& store, Service::Snapshot
 
 Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& caller,
                                                                const SubmitRequest& request,
-                                                               bool fresh) {
+                                                               bool fresh, bool* refused_on_cache) {
   ASSIGN_OR_RETURN(submit::WorkflowSpec spec,
                    submit::ParseWorkflow(request.spec_text, request.file_name, request.set_values));
   // A dry run stores nothing that could check its inputs, so it reads the generations.
@@ -1338,16 +1338,10 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
   ASSIGN_OR_RETURN(SnapshotCache::Keyed state,
                    cached ? cache_->LastKeyed(store_) : cache_->GetKeyed(store_));
   auto plan = PlanSubmission(store_, *cache_, caller, request, spec, state);
-  if (!plan.ok() && cached) {
-    // A refusal on cached configs and nodes stands only if they are still the current ones.
-    ASSIGN_OR_RETURN(SnapshotCache::Keyed now, cache_->GetKeyed(store_));
-    if (now.generations.configs != state.generations.configs ||
-        now.generations.nodes != state.generations.nodes) {
-      state = std::move(now);
-      plan = PlanSubmission(store_, *cache_, caller, request, spec, state);
-    }
+  if (!plan.ok()) {
+    *refused_on_cache = cached;
+    return plan.status();
   }
-  if (!plan.ok()) return plan.status();
   PreparedSubmission prepared;
   prepared.planned_on = state.generations;
   SubmitResult& result = prepared.result;
@@ -1440,9 +1434,24 @@ void Service::SubmitWorkflowAsync(const Caller& caller, const SubmitRequest& req
   SubmitAttempt(caller, request, 1, std::move(done));
 }
 
+void Service::Replan(const Caller& caller, const SubmitRequest& request, int attempt,
+                     SubmitDone done) {
+  replanner_->worker.Push([this, caller, request, attempt, done = std::move(done)]() mutable {
+    SubmitAttempt(caller, request, attempt + 1, std::move(done));
+  });
+}
+
 void Service::SubmitAttempt(const Caller& caller, const SubmitRequest& request, int attempt,
                             SubmitDone done) {
-  Result<PreparedSubmission> prepared = PrepareSubmission(caller, request, attempt > 1);
+  bool refused_on_cache = false;
+  Result<PreparedSubmission> prepared =
+      PrepareSubmission(caller, request, attempt > 1, &refused_on_cache);
+  if (!prepared.ok() && refused_on_cache && attempt < kMaxPlans) {
+    // A refusal on cached configs and nodes stands only if they are still the current ones:
+    // planned again on fresh ones, on the replanner's thread (reading them would block the I/O
+    // loop this runs on).
+    return Replan(caller, request, attempt, std::move(done));
+  }
   if (!prepared.ok()) return done(prepared.status());
   if (!prepared->record) return done(std::move(prepared->result));
   // The audit record is written in the workflow's transaction (group-committed with concurrent
@@ -1454,11 +1463,7 @@ void Service::SubmitAttempt(const Caller& caller, const SubmitRequest& request, 
         // Rare (a config or node write landed meanwhile): planned again on the replanner's
         // thread, so that the commit thread goes on committing.
         if (!stored.ok() && IsStalePlan(stored.status()) && attempt < kMaxPlans) {
-          replanner_->worker.Push([this, caller = std::move(caller), request = std::move(request),
-                                   attempt, done = std::move(done)]() mutable {
-            SubmitAttempt(caller, request, attempt + 1, std::move(done));
-          });
-          return;
+          return Replan(caller, request, attempt, std::move(done));
         }
         if (!stored.ok()) return done(stored.status());
         done(Submitted(std::move(result), *stored));

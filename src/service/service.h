@@ -362,10 +362,13 @@ class Service {
   // A planned submission: the result so far and, unless a dry run, what to store.
   struct PreparedSubmission;
   // fresh: plan on configs and nodes read now, else on the cached ones (whose write is checked).
+  // A refusal made on the cached ones sets *refused_on_cache: it stands only if they are current.
   Result<PreparedSubmission> PrepareSubmission(const Caller& caller, const SubmitRequest& request,
-                                               bool fresh);
+                                               bool fresh, bool* refused_on_cache);
   void SubmitAttempt(const Caller& caller, const SubmitRequest& request, int attempt,
                      SubmitDone done);
+  // SubmitAttempt(attempt + 1), on fresh configs and nodes, on the replanner's thread.
+  void Replan(const Caller& caller, const SubmitRequest& request, int attempt, SubmitDone done);
 
  public:
   struct SnapshotCache;  // defined in service.cc

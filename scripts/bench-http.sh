@@ -26,13 +26,7 @@ trap cleanup EXIT
 cp "$root/scripts/bench/one-node-cluster.yaml" "$work/cluster.yaml"
 cp "$root/scripts/bench/one-task-workflow.yaml" "$work/workflow.yaml"
 token="Bearer dev:bench:osmo-admin"
-body=$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' "$work/workflow.yaml")
-cat >"$work/submit.lua" <<LUA
-wrk.method = "POST"
-wrk.body = $body
-wrk.headers["Authorization"] = "$token"
-wrk.headers["Content-Type"] = "application/yaml"
-LUA
+"$root/scripts/bench/submit-lua.sh" "$work/workflow.yaml" "$token" >"$work/submit.lua"
 cat >"$work/read.lua" <<LUA
 wrk.headers["Authorization"] = "$token"
 LUA
@@ -43,13 +37,7 @@ cat >"$work/paced.lua" <<LUA
 wrk.headers["Authorization"] = "$token"
 function delay() return 10 end
 LUA
-cat >"$work/paced_submit.lua" <<LUA
-wrk.method = "POST"
-wrk.body = $body
-wrk.headers["Authorization"] = "$token"
-wrk.headers["Content-Type"] = "application/yaml"
-function delay() return 10 end
-LUA
+{ cat "$work/submit.lua"; echo 'function delay() return 10 end'; } >"$work/paced_submit.lua"
 cat >"$work/report.lua" <<'LUA'
 done = function(summary, latency, requests)
   io.write(string.format("RESULT requests/s=%.0f p50=%.2fms p99=%.2fms errors=%d non2xx=%d\n",

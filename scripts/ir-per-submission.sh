@@ -16,14 +16,8 @@ done
 work=$(mktemp -d)
 trap 'kill "${pid:-}" 2>/dev/null || true; rm -rf "$work"' EXIT
 cluster="$root/scripts/bench/one-node-cluster.yaml"
-body=$(python3 -c 'import json,sys; print(json.dumps(open(sys.argv[1]).read()))' \
-  "$root/scripts/bench/one-task-workflow.yaml")
-cat >"$work/submit.lua" <<LUA
-wrk.method = "POST"
-wrk.body = $body
-wrk.headers["Authorization"] = "Bearer dev:bench:osmo-admin"
-wrk.headers["Content-Type"] = "application/yaml"
-LUA
+"$root/scripts/bench/submit-lua.sh" "$root/scripts/bench/one-task-workflow.yaml" \
+  "Bearer dev:bench:osmo-admin" >"$work/submit.lua"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 valgrind --tool=callgrind --callgrind-out-file="$work/callgrind.out" "$serve" serve \
   --listen "127.0.0.1:$port" --db "sqlite:$work/bench.db" --backend "sim:$cluster" \

@@ -279,7 +279,7 @@ SqlStore::~SqlStore() {
   // Before any member goes: what is queued is written and answered.
   committer_.Close();
   checker_.Close();
-  reserver_.Close();  // last: a re-planned submission on the commit thread takes sequence values
+  reserver_.Close();  // last: a write still queued may belong to a submission that takes ids
 }
 
 Result<std::unique_ptr<Store>> SqlStore::Open(std::unique_ptr<SqlConnection> connection,

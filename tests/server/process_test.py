@@ -212,6 +212,10 @@ class Store:
             self.psql.stdin.close()
             self.psql.wait()
 
+    def stored(self, name):
+        """How many workflows named `name` are stored (committed)."""
+        return int(self.query(f"SELECT COUNT(*) FROM workflows WHERE name = '{name}'")[0][0])
+
     def bound_per_node(self):
         rows = self.query("SELECT node, COUNT(*) FROM tasks WHERE status IN ('SCHEDULED', "
                           "'RUNNING') GROUP BY node")
@@ -235,9 +239,9 @@ def parse_response(data):
     return status, body[:length].decode()
 
 
-async def flood(server, store, spec, keys, kill_after, min_in_flight):
-    """Submits one workflow per key, each on its own connection, all sent before any answer is
-    read; kill -9 the server once `kill_after` are acknowledged and the store shows bound tasks.
+async def flood(server, store, name, spec, keys, kill_after, min_in_flight):
+    """Submits workflow `name` once per key, each on its own connection, all sent before any answer
+    is read; kill -9 the server once `kill_after` are stored and the store shows bound tasks.
     Returns (acknowledged {key: workflow id}, answered, seconds from the last send to the kill)."""
     port = server.port
     body = spec.encode()
@@ -267,18 +271,21 @@ async def flood(server, store, spec, keys, kill_after, min_in_flight):
     acked = {}
     answered = [0]
     bound = [0]
+    stored = [0]
     killed_after = [None]
 
     def maybe_kill():
-        # Kill once enough are acknowledged and the loop is binding. Kill anyway while twice
-        # min_in_flight are still unanswered: answers already on their way when the kill lands are
-        # read after it. Checked on every answer and every look at the store, so that a fast server
-        # does not answer hundreds more between two checks.
+        # Kill once enough are stored (or acknowledged) and the loop is binding; kill anyway while
+        # twice min_in_flight are not stored yet. The store tells the server's progress: this
+        # client, on the same two cores, reads answers hundreds behind a fast server. Checked on
+        # every answer and every look at the store.
         if killed_after[0] is not None:
             return
+        if not acked:
+            return  # the check after the restart needs acknowledgements to look for
         binding = bound[0] > 0
-        if (len(acked) >= kill_after and binding) or \
-                answered[0] >= len(keys) - 2 * min_in_flight:
+        progress = max(stored[0], answered[0])
+        if (progress >= kill_after and binding) or progress >= len(keys) - 2 * min_in_flight:
             server.kill9()
             killed_after[0] = time.monotonic() - sent_at
 
@@ -300,6 +307,7 @@ async def flood(server, store, spec, keys, kill_after, min_in_flight):
     async def watch_store():
         while True:
             bound[0] = sum((await asyncio.to_thread(store.bound_per_node)).values())
+            stored[0] = await asyncio.to_thread(store.stored, name)
             maybe_kill()
             await asyncio.sleep(0.01)
 
@@ -330,13 +338,14 @@ def crash(args, workdir):
     # A short loop interval: the loop binds while the 1,000 submissions arrive.
     server = Server(args.serve, args.db, cluster, workdir, "crash-1", interval="20ms", threads=64)
     acked, answered, killed_after = asyncio.run(
-        flood(server, store, spec, keys, args.kill_after, args.min_in_flight))
-    in_flight = args.submissions - answered
+        flood(server, store, name, spec, keys, args.kill_after, args.min_in_flight))
+    # In flight at the kill: sent and not yet committed (the store as the kill left it).
+    in_flight = args.submissions - store.stored(name)
     at_kill = store.bound_per_node()
     bound_at_kill = sum(n for node, n in at_kill.items() if node.startswith(prefix))
     print(f"crash: {args.submissions} submissions on {args.submissions} connections, all sent; "
           f"kill -9 {killed_after:.2f}s later with {len(acked)} acknowledged, "
-          f"{answered - len(acked)} refused and {in_flight} in flight (sent, unanswered); "
+          f"{answered - len(acked)} refused and {in_flight} in flight (sent, not stored); "
           f"{bound_at_kill} tasks bound in the store at the kill")
     assert in_flight >= args.min_in_flight, (
         f"only {in_flight} submissions in flight at the kill, expected >= {args.min_in_flight}")
@@ -504,9 +513,9 @@ def main():
     parser.add_argument("--db-env", default="")
     parser.add_argument("--submissions", type=int, default=1000)
     parser.add_argument("--kill-after", type=int, default=100,
-                        help="crash: acknowledgements before the kill")
+                        help="crash: submissions stored (or acknowledged) before the kill")
     parser.add_argument("--min-in-flight", type=int, default=300,
-                        help="crash: submissions that must be unanswered at the kill")
+                        help="crash: submissions that must not be stored yet at the kill")
     args = parser.parse_args()
     if args.db_env:
         args.db = os.environ.get(args.db_env, "")

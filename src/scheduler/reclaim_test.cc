@@ -513,6 +513,86 @@ TEST(ReclaimTest, QuotaChecksHoldAtEveryLevelOfTheTree) {
   }
 }
 
+TEST(ReclaimTest, ReclaimerSideCountsTheVictimsOfTheSameStep) {
+  // Department "d" -> teams t1 (projects t1-a, t1-b) and t2 (project t2-a), over one node n1
+  // (4 GPUs, 16 CPUs). The reclaimer "r" (t1-a, 2 GPUs, 12 CPUs) needs the GPUs of a t1-b pod and
+  // the CPUs of a t2-a pod. Team t1 is at its fair share because t1-b runs above its own, so the
+  // team-level check on the reclaimer's side passes for the t2-a victim only once the t1-b victim
+  // chosen before it in the same step is counted as gone (as KAI checks the reclaimer's queues
+  // against the state with the victims evicted), and fails if that victim is given back.
+  struct Running {
+    std::string name, queue;
+    int gpus;
+    int cpus;
+    int priority = 0;
+  };
+  struct Case {
+    std::string name;
+    double t1_deserved, t1_b_deserved;
+    std::vector<Running> running;
+    std::set<std::string> evicted;  // empty: no reclaim
+  };
+  std::vector<Case> cases = {
+      // t1 holds 3 of its fair share 3; without "s" it holds 1, with "r" 3 again.
+      {"a sibling project's pod and another team's pod in one step",
+       3,
+       1,
+       {{"s", "t1-b", 2, 1}, {"x", "t1-b", 1, 1, 100}, {"o", "t2-a", 1, 12}},
+       {"s", "o"}},
+      // Evicting "o" alone would make room for "r", but "o" was allowed only because "s" frees
+      // t1's share: giving "s" back would leave t1 at 4 of its fair share 2.
+      {"the sibling's pod is not given back when the other team's pod relies on it",
+       2,
+       0,
+       {{"s", "t1-b", 2, 1}, {"o", "t2-a", 1, 12}},
+       {"s", "o"}},
+      // "s" frees 1 GPU of the 2 "r" adds to t1: t1 would end at 3 of its fair share 2.
+      {"the sibling's pod frees less than the reclaimer adds to the team",
+       2,
+       1,
+       {{"s", "t1-b", 1, 1}, {"x", "t1-b", 1, 1, 100}, {"o", "t2-a", 1, 12}},
+       {}},
+  };
+  using testing::GpuQuota;
+  const GpuQuota no_weight{"a100", 0, -1, 0};  // deserved 0, no over-quota share
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ClusterSnapshot s;
+    s.node_pools = {MakeNodePool("a100")};
+    s.nodes = {NodeBuilder("n1").Gpus(4).Cpu("16").Label("node-pool", "a100").Build()};
+    s.queues = {MakeQueue("d", "", {}),
+                MakeQueue("t1", "d", {{"a100", c.t1_deserved, -1, 0}}),
+                MakeQueue("t1-a", "t1", {{"a100", 2, -1, 0}}),
+                MakeQueue("t1-b", "t1", {{"a100", c.t1_b_deserved, -1, 0}}),
+                MakeQueue("t2", "d", {no_weight}),
+                MakeQueue("t2-a", "t2", {no_weight})};
+    for (const Running& p : c.running) {
+      s.pods.push_back(PodBuilder(p.name)
+                           .Gpus(p.gpus)
+                           .Cpu(std::to_string(p.cpus))
+                           .Queue(p.queue)
+                           .NodePools("a100")
+                           .Priority(p.priority)
+                           .On("n1")
+                           .Build());
+    }
+    s.pods.push_back(PodBuilder("r").Gpus(2).Cpu("12").Queue("t1-a").NodePools("a100").Build());
+    CycleResult r = Scheduler(SchedulerOptions{}).RunCycle(s);
+    std::set<std::string> evicted;
+    for (const Eviction& e : r.evictions) {
+      EXPECT_EQ(e.reason, EvictionReason::kReclaim);
+      evicted.insert(e.pod);
+    }
+    EXPECT_EQ(evicted, c.evicted);
+    EXPECT_EQ(FindBinding(r, "r") != nullptr, !c.evicted.empty());
+    // t1's fair share is what the team holds before the step: the reclaim must not raise it.
+    const QueueShare* t1 = FindShare(r, "t1", "a100");
+    ASSERT_NE(t1, nullptr);
+    EXPECT_LE(t1->resources[0].allocated, t1->resources[0].fair_share);
+    ExpectEvictedArePending(r);
+  }
+}
+
 TEST(ReclaimTest, PreemptInsideQueue) {
   ClusterSnapshot s;
   s.nodes = {NodeBuilder("n").Gpus(2).Build()};

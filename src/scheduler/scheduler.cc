@@ -263,6 +263,11 @@ class Cycle {
   using TakenQuota = std::map<std::pair<int, int>, QuotaVector>;
   bool VictimAllowed(const PodState& reclaimer, int victim, int pool,
                      const TakenQuota& taken) const;
+  // Whether each queue on the reclaimer's path below the one it shares with `victim_queue`
+  // (its own queue aside: ReclaimerEligible checks that one for the whole job) stays within its
+  // fair share in `pool` with the pod, once the victims in `taken` are gone.
+  bool ReclaimerSideWithinFairShare(const PodState& reclaimer, int victim_queue, int pool,
+                                    const TakenQuota& taken) const;
   // Whether every pod that evicting `victim` takes along (WithGangPeers) may be evicted by
   // `evictor`: preemptible, and for preemption of strictly lower priority.
   bool GangEvictable(const PodState& evictor, int victim, bool reclaim) const;
@@ -1876,7 +1881,8 @@ bool Cycle::GangEvictable(const PodState& evictor, int victim, bool reclaim) con
 // hold does not change). On the victim's side, each of those queues must be above its fair
 // share in the reclaim pool, and stay at or above its deserved quota in every node pool the
 // gang leaves, in every resource the gang frees there (KAI never reclaims deserved quota). On
-// the reclaimer's side, each must stay within its fair share with the pod.
+// the reclaimer's side, each must stay within its fair share with the pod
+// (ReclaimerSideWithinFairShare).
 bool Cycle::VictimAllowed(const PodState& reclaimer, int victim, int pool,
                           const TakenQuota& taken) const {
   const PodState& v = pods_[victim];
@@ -1911,13 +1917,27 @@ bool Cycle::VictimAllowed(const PodState& reclaimer, int victim, int pool,
       }
     }
   }
-  // The reclaimer's own queue: ReclaimerEligible, for the whole job. Its allocation before the
-  // victims chosen so far: the reprieve in SelectVictims may give those back.
-  for (int x : LevelsBelowSharedAncestor(reclaimer.queue, v.queue)) {
+  return ReclaimerSideWithinFairShare(reclaimer, v.queue, pool, taken);
+}
+
+// Against the allocation once the victims chosen so far are gone, as KAI checks the reclaimer's
+// queues on the state with the victims evicted: a project's team may be at its fair share only
+// because a sibling project runs above its own, and a victim of that sibling chosen in the same
+// step makes room in the team for a victim of another team. The victims that freed it must then
+// stay chosen: SelectVictims' reprieve checks this again before giving one back.
+bool Cycle::ReclaimerSideWithinFairShare(const PodState& reclaimer, int victim_queue, int pool,
+                                         const TakenQuota& taken) const {
+  Cycle& self = const_cast<Cycle&>(*this);
+  const bool gpu = reclaimer.quota[kGpuQ] > 0;
+  for (int x : LevelsBelowSharedAncestor(reclaimer.queue, victim_queue)) {
     if (x == reclaimer.queue) continue;
+    auto it = taken.find({x, pool});
     for (int r = 0; r < kQ; ++r) {
       if (gpu != (r == kGpuQ)) continue;
-      if (self.Alloc(x, pool, r) + reclaimer.quota[r] > FairShare(x, pool, r)) return false;
+      const int64_t freed = it == taken.end() ? 0 : it->second[r];
+      if (self.Alloc(x, pool, r) - freed + reclaimer.quota[r] > FairShare(x, pool, r)) {
+        return false;
+      }
     }
   }
   return true;
@@ -1994,14 +2014,23 @@ bool Cycle::SelectVictims(int pod, int node, int pool, bool reclaim, std::vector
     chosen.push_back(v);
   }
   if (!fits()) return false;
-  // Reprieve: give back victims, highest priority first, while the pod still fits.
+  // Whether every victim still chosen passes the reclaimer's side of VictimAllowed with what the
+  // others free. Giving a victim back only raises the victims' queues, so their side still holds.
+  auto reclaimer_side_holds = [&](int given_back) {
+    return std::all_of(chosen.begin(), chosen.end(), [&](int c) {
+      return c == given_back || ReclaimerSideWithinFairShare(p, pods_[c].queue, pool, taken);
+    });
+  };
+  // Reprieve: give back victims, highest priority first, while the pod still fits and, for
+  // reclaim, no victim left relied on the given-back one's share (ReclaimerSideWithinFairShare).
   for (int i = static_cast<int>(chosen.size()) - 1; i >= 0; --i) {
     change(chosen[i], -1);
-    if (fits()) {
-      take(chosen[i], -1);
+    take(chosen[i], -1);
+    if (fits() && (!reclaim || reclaimer_side_holds(chosen[i]))) {
       chosen.erase(chosen.begin() + i);
     } else {
       change(chosen[i], +1);
+      take(chosen[i], +1);
     }
   }
   victims = chosen;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -1127,6 +1128,87 @@ std::string JsonTypeName(const ordered_json& value) {
     default:
       return "value";
   }
+}
+
+namespace {
+
+// True when `s` goes between quotes as it is: ASCII without control characters, '"' or '\\'
+// (DEL included, which JSON does not escape either).
+bool IsPlainAscii(std::string_view s) {
+  for (char c : s) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u >= 0x80 || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+void AppendQuoted(const std::string& s, std::string& out) {
+  if (!IsPlainAscii(s)) {
+    out += ordered_json(s).dump();  // escapes and UTF-8 checks
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+template <typename Integer>
+void AppendInteger(Integer n, std::string& out) {
+  char digits[24];
+  auto [end, ec] = std::to_chars(digits, digits + sizeof(digits), n);
+  out.append(digits, end);
+}
+
+}  // namespace
+
+void AppendCompact(const ordered_json& value, std::string& out) {
+  switch (value.type()) {
+    case ordered_json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (const auto& [key, member] : value.get_ref<const ordered_json::object_t&>()) {
+        if (!first) out += ',';
+        first = false;
+        AppendQuoted(key, out);
+        out += ':';
+        AppendCompact(member, out);
+      }
+      out += '}';
+      return;
+    }
+    case ordered_json::value_t::array: {
+      out += '[';
+      bool first = true;
+      for (const ordered_json& item : value.get_ref<const ordered_json::array_t&>()) {
+        if (!first) out += ',';
+        first = false;
+        AppendCompact(item, out);
+      }
+      out += ']';
+      return;
+    }
+    case ordered_json::value_t::string:
+      return AppendQuoted(value.get_ref<const std::string&>(), out);
+    case ordered_json::value_t::boolean:
+      out += value.get<bool>() ? "true" : "false";
+      return;
+    case ordered_json::value_t::null:
+      out += "null";
+      return;
+    case ordered_json::value_t::number_integer:
+      return AppendInteger(value.get<int64_t>(), out);
+    case ordered_json::value_t::number_unsigned:
+      return AppendInteger(value.get<uint64_t>(), out);
+    default:  // floats (nlohmann's shortest round-trip form), binary, discarded
+      out += value.dump();
+      return;
+  }
+}
+
+std::string DumpCompact(const ordered_json& value) {
+  std::string out;
+  AppendCompact(value, out);
+  return out;
 }
 
 }  // namespace gpupool::model

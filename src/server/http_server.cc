@@ -91,7 +91,7 @@ std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view tar
 }
 
 std::string BodyOf(const Reply& reply) {
-  return reply.text.empty() ? reply.json.dump() + "\n" : reply.text;
+  return reply.text.empty() ? model::DumpCompact(reply.json) + "\n" : reply.text;
 }
 
 }  // namespace

@@ -408,7 +408,8 @@ struct Service::SnapshotCache {
     fresh->user = wf.user;
     fresh->pool = wf.pool;
     fresh->view = ToView(wf);
-    fresh->json_text = std::make_shared<const std::string>(ToJson(fresh->view).dump() + "\n");
+    fresh->json_text =
+        std::make_shared<const std::string>(model::DumpCompact(ToJson(fresh->view)) + "\n");
     std::lock_guard<std::mutex> lock(mu);
     auto& slot = workflows[std::string(id)];
     if (slot == nullptr || slot->version <= fresh->version) {

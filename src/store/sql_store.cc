@@ -11,6 +11,8 @@
 #include <unordered_set>
 #include <utility>
 
+#include "model/json_io.h"
+
 namespace gpupool::store {
 namespace {
 
@@ -24,7 +26,7 @@ std::string ConfigKey(std::string_view kind, std::string_view name) {
 
 Result<std::string> DumpJson(const ordered_json& value, std::string_view what) {
   try {
-    return value.dump();
+    return model::DumpCompact(value);
   } catch (const std::exception& e) {
     return InvalidArgumentError(std::string(what) + ": cannot encode JSON: " + e.what());
   }
@@ -154,6 +156,7 @@ struct TaskRow {
   std::string_view workflow_id;
   int64_t position;
   const TaskRecord* task;
+  const std::string* pod = nullptr;  // task->pod encoded, when it already is
 };
 
 // Runs a statement at once or, when `defer`, with the connection's next round trip (Defer).
@@ -173,8 +176,13 @@ Status InsertTaskRows(SqlConnection& db, const std::vector<TaskRow>& rows, bool 
         "status_changed_ms, started_ms, finished_ms, exit_code, message) VALUES ";
     for (size_t i = begin; i < end; ++i) {
       const TaskRecord& t = *rows[i].task;
-      ASSIGN_OR_RETURN(std::string pod,
-                       DumpJson(t.pod, "task " + std::string(rows[i].workflow_id) + "/" + t.name));
+      std::string pod;
+      if (rows[i].pod != nullptr) {
+        pod = *rows[i].pod;
+      } else {
+        ASSIGN_OR_RETURN(
+            pod, DumpJson(t.pod, "task " + std::string(rows[i].workflow_id) + "/" + t.name));
+      }
       AppendRow(sql, params,
                 {std::string(rows[i].workflow_id), rows[i].position, t.group, t.name, t.status,
                  t.node, std::move(pod), int64_t{t.retry}, t.status_changed_ms, t.started_ms,
@@ -719,18 +727,20 @@ Result<WorkflowRecord> SqlStore::LoadWorkflow(SqlConnection& db, std::string_vie
 }
 
 Status SqlStore::InsertTasks(SqlConnection& db, std::string_view workflow_id,
-                             const std::vector<TaskRecord>& tasks) {
+                             const std::vector<TaskRecord>& tasks,
+                             const std::vector<std::string>* pods) {
   std::vector<TaskRow> rows;
   rows.reserve(tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) {
-    rows.push_back(TaskRow{workflow_id, static_cast<int64_t>(i), &tasks[i]});
+    rows.push_back(TaskRow{workflow_id, static_cast<int64_t>(i), &tasks[i],
+                           pods != nullptr ? &(*pods)[i] : nullptr});
   }
   return InsertTaskRows(db, rows, /*defer=*/false);
 }
 
-Result<SqlStore::CreateOutcome> SqlStore::CreateIn(SqlConnection& db,
-                                                   const WorkflowRecord& workflow,
-                                                   const std::string& spec) {
+Result<SqlStore::CreateOutcome> SqlStore::CreateIn(SqlConnection& db, const PendingWrite& write) {
+  const WorkflowRecord& workflow = *write.workflow;
+  const std::string& spec = write.spec;
   SqlParam key =
       workflow.idempotency_key.empty() ? SqlParam(nullptr) : SqlParam(workflow.idempotency_key);
   auto find_by_key = [&]() -> Result<std::optional<WorkflowRecord>> {
@@ -763,7 +773,7 @@ Result<SqlStore::CreateOutcome> SqlStore::CreateIn(SqlConnection& db,
     }
     return outcome;
   }
-  RETURN_IF_ERROR(InsertTasks(db, workflow.id, workflow.tasks));
+  RETURN_IF_ERROR(InsertTasks(db, workflow.id, workflow.tasks, &write.pods));
   outcome.inserted = true;
   return outcome;
 }
@@ -814,7 +824,7 @@ Status SqlStore::CreateTogether(SqlConnection& db, const std::vector<PendingWrit
                 k == begin, "1");
       outcomes[together[k]].inserted = true;
       for (size_t i = 0; i < w.tasks.size(); ++i) {
-        tasks.push_back(TaskRow{w.id, static_cast<int64_t>(i), &w.tasks[i]});
+        tasks.push_back(TaskRow{w.id, static_cast<int64_t>(i), &w.tasks[i], &write.pods[i]});
       }
     }
     RETURN_IF_ERROR(db.Defer(sql, std::move(params)));
@@ -890,7 +900,7 @@ void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
         if (write.workflow != nullptr) {
           if (!outcomes[i].refused.ok()) continue;  // planned against changed configs or nodes
           if (!is_together[i]) {
-            ASSIGN_OR_RETURN(outcomes[i], CreateIn(db, *write.workflow, write.spec));
+            ASSIGN_OR_RETURN(outcomes[i], CreateIn(db, write));
             deferred = false;
           }
           if (!outcomes[i].refused.ok()) continue;  // no audit record for a refused create
@@ -941,11 +951,24 @@ Result<WorkflowRecord> SqlStore::Created(PendingWrite& write, WorkflowRecord wor
   return workflow;
 }
 
-Result<WorkflowRecord> SqlStore::CreateWorkflow(const WorkflowRecord& workflow) {
+// Encodes the workflow's spec and its tasks' pods on the caller's thread, not the commit
+// thread, which every create waits on.
+Status SqlStore::EncodeCreate(PendingWrite& write, const WorkflowRecord& workflow) {
   RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
-  PendingWrite write;
   write.workflow = &workflow;
   ASSIGN_OR_RETURN(write.spec, DumpJson(workflow.spec, "workflow " + workflow.id));
+  write.pods.clear();
+  write.pods.reserve(workflow.tasks.size());
+  for (const TaskRecord& task : workflow.tasks) {
+    ASSIGN_OR_RETURN(std::string pod, DumpJson(task.pod, "task " + workflow.id + "/" + task.name));
+    write.pods.push_back(std::move(pod));
+  }
+  return OkStatus();
+}
+
+Result<WorkflowRecord> SqlStore::CreateWorkflow(const WorkflowRecord& workflow) {
+  PendingWrite write;
+  RETURN_IF_ERROR(EncodeCreate(write, workflow));
   GroupCommit(write);
   if (!write.status.ok()) return write.status;
   if (write.existing) return std::move(*write.existing);
@@ -955,9 +978,7 @@ Result<WorkflowRecord> SqlStore::CreateWorkflow(const WorkflowRecord& workflow) 
 Status SqlStore::PrepareCreate(PendingWrite& write, const WorkflowRecord& workflow,
                                const AuditRecord& audit,
                                std::optional<Generations> if_generations) {
-  RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
-  ASSIGN_OR_RETURN(write.spec, DumpJson(workflow.spec, "workflow " + workflow.id));
-  write.workflow = &workflow;
+  RETURN_IF_ERROR(EncodeCreate(write, workflow));
   write.audit = &audit;
   write.audit_at_ms = audit.at_ms != 0 ? audit.at_ms : clock_.NowMillis();
   write.if_generations = if_generations;

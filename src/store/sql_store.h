@@ -126,6 +126,7 @@ class SqlStore final : public Store {
   struct PendingWrite {
     const WorkflowRecord* workflow = nullptr;   // create this workflow
     std::string spec;                           // workflow->spec, encoded
+    std::vector<std::string> pods;              // the pod of each of workflow->tasks, encoded
     const AuditRecord* audit = nullptr;         // append this record
     std::optional<Generations> if_generations;  // refuse the create unless these are current
     int64_t audit_at_ms = 0;
@@ -145,6 +146,8 @@ class SqlStore final : public Store {
     };
     std::unique_ptr<Owned> owned;
   };
+  // Fills `write` for creating `workflow` (which must outlive the write).
+  Status EncodeCreate(PendingWrite& write, const WorkflowRecord& workflow);
   // Fills `write` for creating `workflow` with `audit` (both must outlive the write).
   Status PrepareCreate(PendingWrite& write, const WorkflowRecord& workflow,
                        const AuditRecord& audit, std::optional<Generations> if_generations);
@@ -167,8 +170,10 @@ class SqlStore final : public Store {
 
   // Helpers that run inside a transaction.
   Result<WorkflowRecord> LoadWorkflow(SqlConnection& db, std::string_view id);
+  // `pods`, when given, holds each task's pod already encoded.
   Status InsertTasks(SqlConnection& db, std::string_view workflow_id,
-                     const std::vector<TaskRecord>& tasks);
+                     const std::vector<TaskRecord>& tasks,
+                     const std::vector<std::string>* pods = nullptr);
   // The outcome of one create: inserted as given, the existing workflow of the same idempotency
   // key, or a refusal that left the transaction usable (kAlreadyExists). The Result fails on a
   // statement error (the transaction must be rolled back).
@@ -177,8 +182,7 @@ class SqlStore final : public Store {
     std::optional<WorkflowRecord> existing;
     Status refused;
   };
-  Result<CreateOutcome> CreateIn(SqlConnection& db, const WorkflowRecord& workflow,
-                                 const std::string& spec);
+  Result<CreateOutcome> CreateIn(SqlConnection& db, const PendingWrite& write);
   static Result<Generations> ReadGenerations(SqlConnection& db);
   // Refuses (kAborted, kStalePlan) each create whose if_generations are not the current ones.
   static Status RefuseStalePlans(SqlConnection& db, const std::vector<PendingWrite*>& todo,

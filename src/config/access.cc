@@ -70,10 +70,45 @@ void EvaluateRole(const Role& role, std::string_view method, std::string_view pa
 
 }  // namespace
 
-Result<std::string> NormalizeRequestPath(std::string_view raw) {
-  std::string_view path = raw;
+namespace {
+
+// True when `path` (its query cut off) is what normalising returns: it starts with '/' and has
+// no percent-encoding, backslash or control character, and no empty ("//", a trailing '/'),
+// "." or ".." segment. Most requests are so; they skip decoding and rebuilding the path.
+bool IsAlreadyNormal(std::string_view path) {
+  if (path.size() < 2 || path[0] != '/') return path == "/";
+  size_t segment_start = 1;
+  for (size_t i = 1; i <= path.size(); ++i) {
+    if (i < path.size()) {
+      char c = path[i];
+      auto u = static_cast<unsigned char>(c);
+      if (c == '%' || c == '\\' || u < 0x20 || u == 0x7f) return false;
+      if (c != '/') continue;
+    }
+    std::string_view segment = path.substr(segment_start, i - segment_start);
+    if (segment.empty() || segment == "." || segment == "..") return false;
+    segment_start = i + 1;
+  }
+  return true;
+}
+
+std::string_view WithoutQuery(std::string_view path) {
   size_t cut = path.find_first_of("?#");
-  if (cut != std::string_view::npos) path = path.substr(0, cut);
+  return cut == std::string_view::npos ? path : path.substr(0, cut);
+}
+
+}  // namespace
+
+Result<std::string> NormalizeRequestPath(std::string_view raw) {
+  std::string_view path = WithoutQuery(raw);
+  if (IsAlreadyNormal(path)) return std::string(path);
+  return internal::NormalizeRequestPathFully(raw);
+}
+
+namespace internal {
+
+Result<std::string> NormalizeRequestPathFully(std::string_view raw) {
+  std::string_view path = WithoutQuery(raw);
   if (!StartsWith(path, "/")) return Refused(raw, "it must start with \"/\"");
   std::string decoded;
   decoded.reserve(path.size());
@@ -114,6 +149,8 @@ Result<std::string> NormalizeRequestPath(std::string_view raw) {
   if (out.empty()) out = "/";
   return out;
 }
+
+}  // namespace internal
 
 bool GlobMatch(std::string_view pattern, std::string_view text) {
   size_t p = 0, t = 0;

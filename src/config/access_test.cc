@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "config/test_util.h"
 
 namespace gpupool::config {
@@ -53,6 +55,23 @@ TEST(NormalizeRequestPathTest, Table) {
     }
     ASSERT_TRUE(got.ok()) << got.status().ToString();
     EXPECT_EQ(*got, c.want);
+  }
+}
+
+// The shortcut for paths that are already normal gives what full normalisation gives, on
+// random paths built from the pieces that matter (separators, dots, encodings, a query).
+TEST(NormalizeRequestPathTest, ShortcutAgreesWithFullNormalisation) {
+  const std::vector<std::string> pieces = {"/", "/",  "a",      "pool", ".", "..",   "%2e",  "%2F",
+                                           "%", "\\", "?x=/..", "#f",   "-", "\x01", "\x7f", "~"};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 20000; ++i) {
+    std::string path;
+    for (int n = static_cast<int>(rng() % 7); n >= 0; --n) path += pieces[rng() % pieces.size()];
+    SCOPED_TRACE(path);
+    Result<std::string> fast = NormalizeRequestPath(path);
+    Result<std::string> full = internal::NormalizeRequestPathFully(path);
+    ASSERT_EQ(fast.ok(), full.ok());
+    if (fast.ok()) ASSERT_EQ(*fast, *full);
   }
 }
 

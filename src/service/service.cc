@@ -490,13 +490,6 @@ store::AuditRecord AuditOf(const Caller& caller, std::string_view action, std::s
   return record;
 }
 
-// For writes that cannot carry their audit record in their own transaction.
-void Audit(store::Store& store, const Caller& caller, std::string_view action,
-           std::string_view target, std::string_view detail) {
-  // The write itself succeeded; the audit is best effort.
-  (void)store.AppendAudit(AuditOf(caller, action, target, detail));
-}
-
 // A batch of puts of one or more kinds, validated together and written atomically.
 struct PendingPut {
   Kind kind;
@@ -1579,10 +1572,9 @@ Result<WorkflowView> Service::CancelWorkflow(const Caller& caller, std::string_v
       t.finished_ms = now;
       t.message = "canceled by " + caller.user;
     }
-    Status s = store_.UpdateWorkflow(updated);
+    Status s = store_.UpdateWorkflowWithAudit(updated, AuditOf(caller, "workflow cancel", id, ""));
     if (s.code() == StatusCode::kAborted) continue;  // changed underneath: re-read and retry
     RETURN_IF_ERROR(s);
-    Audit(store_, caller, "workflow cancel", id, "");
     updated.version += 1;
     return ToView(updated);
   }

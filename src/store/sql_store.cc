@@ -1123,13 +1123,20 @@ Status SqlStore::UpdateWorkflow(const WorkflowRecord& workflow) {
   return WriteWorkflow(workflow, nullptr);
 }
 
+Status SqlStore::UpdateWorkflowWithAudit(const WorkflowRecord& workflow, const AuditRecord& audit) {
+  return WriteWorkflow(workflow, nullptr, &audit);
+}
+
 Status SqlStore::UpdateWorkflowAsLeader(const WorkflowRecord& workflow, const LeaseFence& fence) {
   return WriteWorkflow(workflow, &fence);
 }
 
-Status SqlStore::WriteWorkflow(const WorkflowRecord& workflow, const LeaseFence* fence) {
+Status SqlStore::WriteWorkflow(const WorkflowRecord& workflow, const LeaseFence* fence,
+                               const AuditRecord* audit) {
   RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
   ASSIGN_OR_RETURN(std::string spec, DumpJson(workflow.spec, "workflow " + workflow.id));
+  const int64_t audit_at_ms =
+      audit == nullptr ? 0 : (audit->at_ms != 0 ? audit->at_ms : clock_.NowMillis());
   return Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
     if (fence != nullptr) RETURN_IF_ERROR(HoldFence(db, *fence));
     ASSIGN_OR_RETURN(
@@ -1149,7 +1156,9 @@ Status SqlStore::WriteWorkflow(const WorkflowRecord& workflow, const LeaseFence*
                           std::to_string(rows[0].Int(0)) + "); reload and retry");
     }
     RETURN_IF_ERROR(db.Query("DELETE FROM tasks WHERE workflow_id = $1", {workflow.id}).status());
-    return InsertTasks(db, workflow.id, workflow.tasks);
+    RETURN_IF_ERROR(InsertTasks(db, workflow.id, workflow.tasks));
+    if (audit == nullptr) return OkStatus();
+    return InsertAudits(db, {AuditRow{audit, audit_at_ms}}, /*defer=*/false);
   });
 }
 

@@ -88,6 +88,7 @@ class SqlStore final : public Store {
                                  IfChangedDone done) override;
   Result<std::vector<WorkflowRecord>> ListWorkflows(const WorkflowFilter& filter) override;
   Status UpdateWorkflow(const WorkflowRecord& workflow) override;
+  Status UpdateWorkflowWithAudit(const WorkflowRecord& workflow, const AuditRecord& audit) override;
   Status UpdateWorkflowAsLeader(const WorkflowRecord& workflow, const LeaseFence& fence) override;
   Result<int64_t> NextSequence(std::string_view name) override;
 
@@ -103,7 +104,8 @@ class SqlStore final : public Store {
            int max_readers, const Clock& clock);
 
   // UpdateWorkflow, fenced by a lease when `fence` is given.
-  Status WriteWorkflow(const WorkflowRecord& workflow, const LeaseFence* fence);
+  Status WriteWorkflow(const WorkflowRecord& workflow, const LeaseFence* fence,
+                       const AuditRecord* audit = nullptr);
 
   // How a body runs: in a write transaction on the writer; in a read transaction (a consistent
   // snapshot) on a reader; or as one read statement outside any transaction, on a reader.

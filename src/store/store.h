@@ -271,6 +271,9 @@ class Store {
   // submitted_ms and idempotency_key are kept), replaces the task list and sets version + 1. On
   // success the caller's copy is stale by one: bump workflow.version or re-read.
   virtual Status UpdateWorkflow(const WorkflowRecord& workflow) = 0;
+  // UpdateWorkflow that appends `audit` in the same transaction: both or neither.
+  virtual Status UpdateWorkflowWithAudit(const WorkflowRecord& workflow,
+                                         const AuditRecord& audit) = 0;
   // UpdateWorkflow by a leader, fenced by its lease: commits only while `holder` still holds lease
   // `lease` (else kFailedPrecondition, nothing written). The check locks the lease row inside the
   // write's transaction, so a new leader's TryAcquireLease waits for this write to commit and

@@ -862,6 +862,38 @@ TYPED_TEST(StoreContractTest, WorkflowCompareAndSet) {
   EXPECT_EQ(s.UpdateWorkflow(missing).code(), StatusCode::kNotFound);
 }
 
+// A workflow update and its audit record commit together: a stale update appends no record.
+TYPED_TEST(StoreContractTest, WorkflowUpdateWithAuditIsOneTransaction) {
+  Store& s = this->store();
+  ASSERT_TRUE(s.CreateWorkflow(MakeWorkflow("wf-1", "p", "u", "PENDING", 1)).ok());
+  auto w = s.GetWorkflow("wf-1");
+  ASSERT_TRUE(w.ok());
+  AuditRecord audit;
+  audit.user = "alice";
+  audit.source = "127.0.0.1";
+  audit.action = "workflow cancel";
+  audit.target = "wf-1";
+
+  WorkflowRecord canceled = *w;
+  canceled.status = "CANCELED";
+  ASSERT_TRUE(s.UpdateWorkflowWithAudit(canceled, audit).ok());
+  EXPECT_EQ(s.GetWorkflow("wf-1")->status, "CANCELED");
+  auto log = s.ListAudit(10);
+  ASSERT_TRUE(log.ok());
+  ASSERT_EQ(log->size(), 1u);
+  EXPECT_EQ(log->at(0).action, "workflow cancel");
+  EXPECT_EQ(log->at(0).user, "alice");
+  EXPECT_NE(log->at(0).at_ms, 0);
+
+  // `canceled` is stale by one now: refused, and no second record.
+  EXPECT_EQ(s.UpdateWorkflowWithAudit(canceled, audit).code(), StatusCode::kAborted);
+  EXPECT_EQ(s.ListAudit(10)->size(), 1u);
+  WorkflowRecord missing = canceled;
+  missing.id = "wf-404";
+  EXPECT_EQ(s.UpdateWorkflowWithAudit(missing, audit).code(), StatusCode::kNotFound);
+  EXPECT_EQ(s.ListAudit(10)->size(), 1u);
+}
+
 TYPED_TEST(StoreContractTest, LeaderWritesAreFencedByTheLease) {
   Store& s = this->store();
   ASSERT_TRUE(s.CreateWorkflow(MakeWorkflow("wf-1", "p", "u", "PENDING", 1)).ok());

@@ -508,6 +508,14 @@ TEST_F(ApiTest, WorkflowRoutes) {
   ASSERT_TRUE(canceled.ok()) << canceled.status().ToString();
   EXPECT_EQ((*canceled)["status"], "CANCELED");
   EXPECT_EQ(admin.CancelWorkflow(id).status().code(), StatusCode::kFailedPrecondition);
+  // The cancel committed with its audit record; the refused second cancel wrote none.
+  auto audit = admin.Call("GET", "/api/audit?limit=100");
+  ASSERT_TRUE(audit.ok());
+  int cancels = 0;
+  for (const Json& record : (*audit)["audit"]) {
+    if (record["action"] == "workflow cancel" && record["target"] == id) ++cancels;
+  }
+  EXPECT_EQ(cancels, 1) << (*audit).dump();
   EXPECT_EQ(admin.QueryWorkflow("nope-9").status().code(), StatusCode::kNotFound);
   // A user of another team may not read or cancel it (its pool is "default").
   Client team = server_->As(kTeam);

@@ -286,6 +286,32 @@ struct Service::SnapshotCache {
   NodesPtr platform_lists_nodes;  // held: the lists point into it
   std::unordered_map<std::string, submit::SubmitOptions::NodeList> platform_lists;
 
+  // Each platform's merged pod template and rules under `snap` (submit::SubmitOptions::
+  // platform_setup), remembered for the last snapshot: merging the templates and decoding the
+  // rules cost a submission more than the rest of its validation.
+  Result<submit::PlatformSetupPtr> PlatformSetup(const SnapshotPtr& snap, const config::Pool& pool,
+                                                 std::string_view platform) {
+    std::string key = pool.name + '\0' + std::string(platform);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (platform_setups_snapshot == snap) {
+        auto it = platform_setups.find(key);
+        if (it != platform_setups.end()) return it->second;
+      }
+    }
+    ASSIGN_OR_RETURN(submit::PlatformSetupPtr setup,
+                     submit::BuildPlatformSetup(pool, platform, snap->set));
+    std::lock_guard<std::mutex> lock(mu);
+    if (platform_setups_snapshot != snap) {
+      platform_setups.clear();
+      platform_setups_snapshot = snap;
+    }
+    platform_setups.emplace(key, setup);
+    return setup;
+  }
+  SnapshotPtr platform_setups_snapshot;
+  std::unordered_map<std::string, submit::PlatformSetupPtr> platform_setups;
+
   NodesPtr NodesForSubmit(const SnapshotPtr& snap, const NodesPtr& base) {
     if (snap->scale_up_nodes.empty()) return base;
     std::lock_guard<std::mutex> lock(mu);
@@ -1304,6 +1330,10 @@ Result<submit::SubmitPlan> PlanSubmission(store::Store& store, Service::Snapshot
                                std::string_view pool, std::string_view platform,
                                const json& merged_template) {
     return cache.PlatformNodes(snapshot, submit_nodes, pool, platform, merged_template);
+  };
+  options.platform_setup = [&cache, snapshot = state.snapshot](const config::Pool& pool,
+                                                               std::string_view platform) {
+    return cache.PlatformSetup(snapshot, pool, platform);
   };
   if (request.dry_run) {
     options.workflow_id = spec.name;

@@ -35,10 +35,9 @@ struct Skeleton {
 struct PlatformContext {
   const config::Platform* platform = nullptr;
   std::string name;
-  std::string label;  // LabelValue(name)
-  json tmpl;          // merged, unrendered
+  std::string label;       // LabelValue(name)
+  PlatformSetupPtr setup;  // never null
   std::vector<std::string> template_names;
-  std::vector<config::NamedRule> rules;
   bool has_node_rules = false;
   bool cacheable = true;                  // rules do not depend on per-task built-ins
   SubmitOptions::NodeList nodes;          // loaded when first needed
@@ -343,6 +342,14 @@ std::string LabelValue(std::string_view text) {
   return out.substr(start);
 }
 
+Result<PlatformSetupPtr> BuildPlatformSetup(const config::Pool& pool, std::string_view platform,
+                                            const config::ConfigSet& configs) {
+  auto setup = std::make_shared<PlatformSetup>();
+  ASSIGN_OR_RETURN(setup->merged_template, config::PlatformTemplate(pool, platform, configs));
+  ASSIGN_OR_RETURN(setup->rules, config::PlatformRules(pool, platform, configs));
+  return PlatformSetupPtr(std::move(setup));
+}
+
 Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<model::Node>& nodes,
                           const SubmitCaller& caller, std::string_view pool_name,
                           const WorkflowSpec& workflow, const SubmitOptions& options) {
@@ -427,9 +434,9 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
     ctx.template_names = pool->common_pod_template;
     ctx.template_names.insert(ctx.template_names.end(), platform->override_pod_template.begin(),
                               platform->override_pod_template.end());
-    ASSIGN_OR_RETURN(ctx.tmpl, config::PlatformTemplate(*pool, name, configs));
-    ASSIGN_OR_RETURN(ctx.rules, config::PlatformRules(*pool, name, configs));
-    for (const auto& r : ctx.rules) {
+    ASSIGN_OR_RETURN(ctx.setup, options.platform_setup ? options.platform_setup(*pool, name)
+                                                       : BuildPlatformSetup(*pool, name, configs));
+    for (const auto& r : ctx.setup->rules) {
       if (config::IsNodeRule(r.rule)) ctx.has_node_rules = true;
       if (MentionsTaskBuiltins(r.rule)) ctx.cacheable = false;
     }
@@ -510,14 +517,16 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
           auto it = ctx->validated.find(task.resource);
           validated = it != ctx->validated.end() && it->second;
         }
-        if (!validated && !ctx->rules.empty()) {
+        if (!validated && !ctx->setup->rules.empty()) {
           if (ctx->nodes == nullptr) {
             if (!ctx->has_node_rules) {
               ctx->nodes = std::make_shared<const std::vector<const model::Node*>>();
             } else if (options.platform_nodes) {
-              ASSIGN_OR_RETURN(ctx->nodes, options.platform_nodes(pool_str, ctx->name, ctx->tmpl));
+              ASSIGN_OR_RETURN(ctx->nodes, options.platform_nodes(pool_str, ctx->name,
+                                                                  ctx->setup->merged_template));
             } else {
-              ASSIGN_OR_RETURN(auto list, config::PlatformNodesOf(ctx->tmpl, nodes));
+              ASSIGN_OR_RETURN(auto list,
+                               config::PlatformNodesOf(ctx->setup->merged_template, nodes));
               ctx->nodes = std::make_shared<const std::vector<const model::Node*>>(std::move(list));
             }
           }
@@ -533,7 +542,7 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
             node_list = &candidates;
           }
           config::ValidationScope scope{task.name, pool_str, ctx->name};
-          auto result = config::ValidateTask(scope, ctx->rules, vars, *node_list);
+          auto result = config::ValidateTask(scope, ctx->setup->rules, vars, *node_list);
           if (!result.ok()) {
             return InvalidArgumentError("validation failed: task \"" + task.name +
                                         "\": " + result.status().message());
@@ -546,8 +555,8 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
         }
 
         // 5. Templates.
-        auto rendered =
-            config::Render(ctx->tmpl, vars, "platform " + ctx->name + " of pool " + pool_str);
+        auto rendered = config::Render(ctx->setup->merged_template, vars,
+                                       "platform " + ctx->name + " of pool " + pool_str);
         if (!rendered.ok()) return ExplainRenderError(rendered.status(), *ctx, configs, vars);
 
         // 6. The pod.
@@ -569,7 +578,7 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
           stc.container_name = std::string(kContainerSentinel);
           auto svars = config::ResolveVariables(*pool, ctx->platform, user_values, stc);
           if (svars.ok()) {
-            auto srendered = config::Render(ctx->tmpl, *svars, "skeleton");
+            auto srendered = config::Render(ctx->setup->merged_template, *svars, "skeleton");
             if (srendered.ok()) {
               Skeleton sk;
               sk.requests = requests;

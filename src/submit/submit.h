@@ -34,6 +34,7 @@
 
 #include "common/status.h"
 #include "config/config_set.h"
+#include "config/merge.h"
 #include "model/k8s.h"
 #include "model/quantity.h"
 #include "submit/workflow.h"
@@ -44,6 +45,16 @@ struct SubmitCaller {
   std::string user;
   std::vector<std::string> roles;
 };
+
+// What a platform's pods start from: its merged, unrendered pod template and its validation
+// rules. Both depend on the configs only, not on the workflow.
+struct PlatformSetup {
+  nlohmann::ordered_json merged_template;  // config::PlatformTemplate
+  std::vector<config::NamedRule> rules;    // config::PlatformRules
+};
+using PlatformSetupPtr = std::shared_ptr<const PlatformSetup>;
+Result<PlatformSetupPtr> BuildPlatformSetup(const config::Pool& pool, std::string_view platform,
+                                            const config::ConfigSet& configs);
 
 struct SubmitOptions {
   // WF_ID and the pod-name prefix. The service uses "<name>-<sequence>"; dry runs
@@ -61,6 +72,10 @@ struct SubmitOptions {
   std::function<Result<NodeList>(std::string_view pool, std::string_view platform,
                                  const nlohmann::ordered_json& merged_template)>
       platform_nodes;
+  // A platform's setup (BuildPlatformSetup on Submit's configs), remembered by a caller that
+  // plans many workflows on the same configs. Empty: built per submission.
+  std::function<Result<PlatformSetupPtr>(const config::Pool& pool, std::string_view platform)>
+      platform_setup;
 };
 
 struct PlannedTask {

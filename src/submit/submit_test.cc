@@ -346,6 +346,53 @@ TEST(SubmitTest, ReuseGivesTheSamePods) {
   EXPECT_EQ(a->tasks[1].pod["spec"]["volumes"][0]["hostPath"]["path"], "/data/b");
 }
 
+// A caller's remembered platform setups give the pods a fresh one gives; the caller's setup is
+// the one used (a setup with its template changed shows in the pods).
+TEST(SubmitTest, PlatformSetupFromTheCallerIsUsed) {
+  WorkflowSpec wf = Parse(R"(workflow:
+  name: s
+  resources:
+    big: {cpu: 4, memory: 8Gi, gpu: 1}
+  tasks:
+  - {name: a, image: i1}
+  - {name: b, image: i2, resource: big}
+)");
+  std::map<std::string, PlatformSetupPtr> remembered;
+  int built = 0;
+  SubmitOptions cached{"s-1"};
+  cached.platform_setup = [&](const config::Pool& pool, std::string_view platform) {
+    std::string key = pool.name + "/" + std::string(platform);
+    if (!remembered.count(key)) {
+      ++built;
+      auto setup = BuildPlatformSetup(pool, platform, Configs());
+      if (!setup.ok()) return setup;
+      remembered[key] = *setup;
+    }
+    return Result<PlatformSetupPtr>(remembered[key]);
+  };
+  auto fresh = Submit(Configs(), Nodes(), kAdmin, "heterogeneous_pool", wf, SubmitOptions{"s-1"});
+  auto first = Submit(Configs(), Nodes(), kAdmin, "heterogeneous_pool", wf, cached);
+  auto second = Submit(Configs(), Nodes(), kAdmin, "heterogeneous_pool", wf, cached);
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ(built, static_cast<int>(remembered.size()));  // once per platform, not per submission
+  ASSERT_EQ(fresh->tasks.size(), 2u);
+  for (size_t i = 0; i < fresh->tasks.size(); ++i) {
+    EXPECT_EQ(first->tasks[i].pod.dump(), fresh->tasks[i].pod.dump());
+    EXPECT_EQ(second->tasks[i].pod.dump(), fresh->tasks[i].pod.dump());
+  }
+  // The remembered setup is what the pods come from.
+  for (auto& [key, setup] : remembered) {
+    auto changed = std::make_shared<PlatformSetup>(*setup);
+    changed->merged_template["metadata"]["annotations"]["remembered"] = "yes";
+    setup = changed;
+  }
+  auto third = Submit(Configs(), Nodes(), kAdmin, "heterogeneous_pool", wf, cached);
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  EXPECT_EQ(third->tasks[0].pod["metadata"]["annotations"]["remembered"], "yes");
+}
+
 TEST(SubmitTest, Names) {
   EXPECT_EQ(PodName("Sim_Run-1", "Train_Big"), "sim-run-1-train-big");
   EXPECT_EQ(LabelValue("a b/c"), "a-b-c");

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <random>
@@ -325,7 +326,164 @@ void CheckEvictions(const CycleResult& r, const std::map<std::string, const mode
   }
 }
 
-void CheckInvariants(const ClusterSnapshot& s, const CycleResult& r, bool initial_consistent) {
+// The pod an eviction names as its cause ("reclaimed by queue q for pod p", "preempted by pod p
+// (priority n)"); empty for NoExecute, which no pod causes.
+std::string EvictorPod(const Eviction& e) {
+  for (const std::string marker : {" for pod ", "preempted by pod "}) {
+    const size_t at = e.message.find(marker);
+    if (at == std::string::npos) continue;
+    const size_t begin = at + marker.size();
+    return e.message.substr(begin, e.message.find(' ', begin) - begin);
+  }
+  return "";
+}
+
+// Whether the pod's job asks for GPUs: the pod, or its gang's members pending at the start (the
+// scheduler's JobQuota).
+bool JobAsksForGpus(const ClusterSnapshot& s, const model::PodScheduling& pod) {
+  if (GpuMilli(pod) > 0) return true;
+  auto gang = pod.labels.find(kGangLabel);
+  if (gang == pod.labels.end()) return false;
+  const auto queue = pod.labels.find(kQueueLabel);
+  return std::any_of(s.pods.begin(), s.pods.end(), [&](const model::PodScheduling& peer) {
+    auto peer_gang = peer.labels.find(kGangLabel);
+    auto peer_queue = peer.labels.find(kQueueLabel);
+    return peer.node_name.empty() && peer_gang != peer.labels.end() &&
+           peer_gang->second == gang->second && peer_queue != peer.labels.end() &&
+           queue != pod.labels.end() && peer_queue->second == queue->second && GpuMilli(peer) > 0;
+  });
+}
+
+// The resources a reclaim compares with fair share, as the scheduler's `gpu != (r == kGpuQ)`:
+// the GPUs of a GPU job or pod, the cpu and memory of a CPU-only one.
+bool Compared(bool asks_for_gpus, int r) {
+  return asks_for_gpus == (r == static_cast<int>(model::QuotaResource::kGpu));
+}
+
+// How often the random reclaims took the paths the reclaimer-side check is about.
+struct ReclaimCoverage {
+  int steps = 0;  // pods placed by reclaim
+  // ... whose victims diverge from the reclaimer at different levels (a sibling project's pod
+  // and another team's in one step)
+  int victims_at_two_levels = 0;
+  // ... where a queue above the reclaimer's own is within its fair share only because a victim
+  // of the same step below it is gone (what ReclaimerSideWithinFairShare's `taken` is for)
+  int relied_on_a_victim_of_the_step = 0;
+
+  ReclaimCoverage& operator+=(const ReclaimCoverage& o) {
+    steps += o.steps;
+    victims_at_two_levels += o.victims_at_two_levels;
+    relied_on_a_victim_of_the_step += o.relied_on_a_victim_of_the_step;
+    return *this;
+  }
+};
+
+// Reclaim on the reclaimer's side: the queues of the reclaiming pod's path below the queue it
+// shares with a victim (where the two paths diverge, as on the victim's side) must stay within
+// their fair share in the node pool with the pod, once the victims of its step are gone (KAI
+// checks the reclaimer's queues on the state with the victims evicted). Its own leaf queue is
+// checked for the whole job before the job starts, and only the job's pods join it, so it too is
+// within its fair share after each step (in the resources compared for the job).
+//
+// Checked right after each step, not after the cycle: the fair shares are fixed for the cycle,
+// but a queue's allocation at the end also carries decisions that were not compared at its
+// level, e.g. a later reclaim between two of its children (it is their shared ancestor) or a
+// preemption inside one of its projects that places a bigger pod than it evicts. The step is
+// observable: bindings and evictions are each in decision order and every eviction names the
+// pod it made room for, so right after pod P's step the cluster runs the pods bound at the start,
+// minus the NoExecute evictions and the evictions for P and for the pods bound before P, plus
+// the bindings up to P's. What the result does not show can only make the replayed allocation
+// smaller than the scheduler's, which keeps the check sound: a gang member placed and withdrawn
+// in the same cycle is in no binding (it counted while placed), and an eviction whose pod is not
+// bound in the end (withdrawn with its gang, or a gang member that did not fit after all) is
+// taken as gone from the start.
+ReclaimCoverage CheckReclaimerSide(const ClusterSnapshot& s, const CycleResult& r,
+                                   const std::map<std::string, const model::Node*>& nodes,
+                                   const std::map<std::string, const model::PodScheduling*>& pods,
+                                   const std::map<std::string, const model::Queue*>& queues) {
+  std::map<std::string, size_t> binding_index;
+  for (size_t i = 0; i < r.bindings.size(); ++i) binding_index[r.bindings[i].pod] = i;
+  std::map<size_t, std::vector<const Eviction*>> evictions_of_step;  // by the evictor's binding
+  std::set<std::string> gone_from_start;
+  for (const Eviction& e : r.evictions) {
+    auto evictor = binding_index.find(EvictorPod(e));
+    if (evictor == binding_index.end()) {
+      gone_from_start.insert(e.pod);
+    } else {
+      evictions_of_step[evictor->second].push_back(&e);
+    }
+  }
+  std::map<QueuePool, const QueueShare*> shares;
+  for (const QueueShare& share : r.fair_share) shares[{share.queue, share.node_pool}] = &share;
+  auto fair_share = [&](const std::string& queue, const std::string& pool, int k) -> int64_t {
+    auto it = shares.find({queue, pool});
+    return it == shares.end() ? 0 : it->second->resources[k].fair_share;  // absent: 0 and unused
+  };
+
+  std::map<std::string, std::string> running;  // pod key -> node, as the steps go
+  for (const auto& p : s.pods) {
+    if (!p.node_name.empty() && !gone_from_start.count(PodKey(p))) running[PodKey(p)] = p.node_name;
+  }
+  ReclaimCoverage coverage;
+  size_t next_binding = 0;
+  for (const auto& [index, evictions] : evictions_of_step) {
+    for (; next_binding <= index; ++next_binding) {
+      running[r.bindings[next_binding].pod] = r.bindings[next_binding].node;
+    }
+    for (const Eviction* e : evictions) running.erase(e->pod);
+    const Binding& placed = r.bindings[index];
+    const model::PodScheduling& reclaimer = *pods.at(placed.pod);
+    const std::vector<const model::Queue*> path = QueuePath(queues, reclaimer);
+    // The levels compared for some victim of the step, and what the step's victims free below
+    // each queue of the path in the reclaim's node pool.
+    std::set<size_t> compared_levels, divergence_levels;
+    std::map<std::string, QuotaAmounts> freed_below;
+    for (const Eviction* e : evictions) {
+      if (e->reason != EvictionReason::kReclaim) continue;
+      const model::PodScheduling& victim = *pods.at(e->pod);
+      const std::vector<const model::Queue*> victim_path = QueuePath(queues, victim);
+      if (victim_path.empty()) continue;
+      const std::set<std::string> shared = QueueAndAncestors(queues, victim_path[0]->name);
+      size_t level = 0;
+      for (; level < path.size() && !shared.count(path[level]->name); ++level) {
+        compared_levels.insert(level);
+      }
+      divergence_levels.insert(level);
+      if (PoolOf(*nodes.at(e->node)) != placed.node_pool) continue;
+      for (const model::Queue* x : victim_path) {
+        for (int k = 0; k < model::kNumQuotaResources; ++k) {
+          freed_below[x->name][k] += PodQuota(victim)[k];
+        }
+      }
+    }
+    if (compared_levels.empty()) continue;  // preemption only
+    ++coverage.steps;
+    if (divergence_levels.size() > 1) ++coverage.victims_at_two_levels;
+
+    const std::map<QueuePool, QuotaAmounts> use = QueueUse(running, nodes, pods, queues);
+    const bool pod_asks_for_gpus = GpuMilli(reclaimer) > 0;
+    const bool job_asks_for_gpus = JobAsksForGpus(s, reclaimer);
+    bool relied = false;
+    for (size_t level : compared_levels) {
+      const std::string& queue = path[level]->name;
+      auto u = use.find({queue, placed.node_pool});
+      for (int k = 0; k < model::kNumQuotaResources; ++k) {
+        if (!Compared(level == 0 ? job_asks_for_gpus : pod_asks_for_gpus, k)) continue;
+        const int64_t allocated = u == use.end() ? 0 : u->second[k];
+        const int64_t share = fair_share(queue, placed.node_pool, k);
+        EXPECT_LE(allocated, share)
+            << "reclaim for " << placed.pod << " took queue " << queue << " above its fair share "
+            << model::kQuotaResourceK8sNames[k] << " in node pool " << placed.node_pool;
+        relied |= level > 0 && allocated + freed_below[queue][k] > share;
+      }
+    }
+    if (relied) ++coverage.relied_on_a_victim_of_the_step;
+  }
+  return coverage;
+}
+
+ReclaimCoverage CheckInvariants(const ClusterSnapshot& s, const CycleResult& r,
+                                bool initial_consistent) {
   std::map<std::string, const model::Node*> nodes;
   for (const auto& n : s.nodes) nodes[n.name] = &n;
   std::map<std::string, const model::PodScheduling*> pods;
@@ -426,6 +584,7 @@ void CheckInvariants(const ClusterSnapshot& s, const CycleResult& r, bool initia
     }
   }
   CheckEvictions(r, nodes, pods, queues, queue_use);
+  const ReclaimCoverage coverage = CheckReclaimerSide(s, r, nodes, pods, queues);
 
   // Gangs: running members are 0 or at least gang-min.
   std::map<std::string, std::pair<int, int>> gangs;  // gang -> (running, min)
@@ -445,6 +604,137 @@ void CheckInvariants(const ClusterSnapshot& s, const CycleResult& r, bool initia
     EXPECT_TRUE(entry.first == 0 || entry.first >= entry.second)
         << "gang " << gang << " partly placed: " << entry.first << " of min " << entry.second;
   }
+  return coverage;
+}
+
+// The shape where the reclaimer's side depends on the victims of its own step (kThreeLevels, one
+// node pool): project d1-t1-p1 reclaims while its team d1-t1 holds about its deserved quota only
+// because the sibling project d1-t1-p2 runs above its own, and the other team d1-t2 runs above
+// its share too, their pods sharing the nodes. Deserved quotas are derived from what each queue
+// runs (table below) and over-quota weights are mostly 0, so that fair shares sit at or near the
+// deserved quotas; the sizes stay random so that the victims' order, the reprieve and the fit
+// decide.
+ClusterSnapshot TeamReclaimScenario(Generator& gen) {
+  const std::string pool = "a100";
+  ClusterSnapshot s;
+  s.node_pools = {MakeNodePool(pool)};
+  struct Free {
+    int gpus, cpus, memory_gi;
+  };
+  std::vector<Free> free;
+  const int node_count = gen.Int(1, 3);
+  for (int i = 0; i < node_count; ++i) {
+    free.push_back({gen.Pick(std::vector<int>{2, 4, 8}), gen.Int(8, 32), gen.Int(32, 128)});
+    s.nodes.push_back(NodeBuilder("node-" + std::to_string(i))
+                          .Gpus(free.back().gpus)
+                          .Cpu(std::to_string(free.back().cpus))
+                          .Memory(std::to_string(free.back().memory_gi) + "Gi")
+                          .Label("node-pool", pool)
+                          .Build());
+  }
+  // Pod sizes by queue, mostly as in the shape: the sibling project's pods hold GPUs, the other
+  // team's hold CPUs, the reclaimer needs both (or CPUs only); now and then any size.
+  struct PodShape {
+    std::string queue;
+    std::vector<int> gpus;
+    int cpus_low, cpus_high;
+  };
+  const std::vector<PodShape> shapes = {{"d1-t1-p2", {1, 2, 2, 3}, 1, 4},
+                                        {"d1-t2-p1", {1, 1, 2}, 4, 12},
+                                        {"d1-t1-p1", {0, 1, 2, 2, 3}, 2, 12}};
+  const PodShape any_size = {"", {0, 1, 1, 2, 3}, 1, 12};
+  // Running pods are sometimes not preemptible; pending ones always are.
+  auto pod = [&](const std::string& name, const std::string& queue, bool running) {
+    auto shape = std::find_if(shapes.begin(), shapes.end(),
+                              [&](const PodShape& x) { return x.queue == queue; });
+    const PodShape& size = shape == shapes.end() || gen.Chance(25) ? any_size : *shape;
+    const int gpus = gen.Pick(size.gpus);
+    PodBuilder p(name);
+    p.Cpu(std::to_string(gen.Int(size.cpus_low, size.cpus_high)))
+        .Memory(std::to_string(gen.Int(1, 16)) + "Gi");
+    if (gpus > 0) p.Gpus(gpus);
+    return p.Queue(queue).NodePools(pool).Priority(
+        gen.Pick(running ? std::vector<int>{0, 0, 10, 50, 100} : std::vector<int>{0, 10, 50}));
+  };
+  // Running: on each node a pod of the sibling project and one of the other team first (when they
+  // fit), then a mix, mostly of the same two.
+  const std::vector<std::string> running_queues = {"d1-t1-p2", "d1-t1-p2", "d1-t2-p1",
+                                                   "d1-t2-p1", "d1-t1-p1", "d2-t1-p1"};
+  for (int i = 0; i < node_count; ++i) {
+    const int attempts = gen.Int(3, 6);
+    for (int attempt = 0; attempt < attempts; ++attempt) {
+      const std::string queue = attempt == 0   ? "d1-t1-p2"
+                                : attempt == 1 ? "d1-t2-p1"
+                                               : gen.Pick(running_queues);
+      model::PodScheduling p =
+          pod("run-" + std::to_string(i) + "-" + std::to_string(attempt), queue, true)
+              .On(s.nodes[i].name)
+              .Build();
+      const int gpus = static_cast<int>(GpuMilli(p) / 1000);
+      const int cpus = static_cast<int>(Dim(p.requests, "cpu") / 1000);
+      const int memory_gi = static_cast<int>(Dim(p.requests, "memory") >> 30);
+      if (gpus > free[i].gpus || cpus > free[i].cpus || memory_gi > free[i].memory_gi) continue;
+      free[i] = {free[i].gpus - gpus, free[i].cpus - cpus, free[i].memory_gi - memory_gi};
+      s.pods.push_back(std::move(p));
+    }
+  }
+  // Pending: the reclaimer's pods (now and then a gang), and sometimes demand elsewhere.
+  for (int i = gen.Int(1, 3); i > 0; --i) {
+    const std::string name = "r" + std::to_string(i);
+    if (gen.Chance(20)) {
+      for (int m = 0; m < 2; ++m) {
+        s.pods.push_back(pod(name + "-" + std::to_string(m), "d1-t1-p1", false).Gang(name).Build());
+      }
+    } else {
+      s.pods.push_back(pod(name, "d1-t1-p1", false).Build());
+    }
+  }
+  if (gen.Chance(30)) s.pods.push_back(pod("extra", gen.Pick(kThreeLevels.leaves), false).Build());
+
+  // What each queue (with its descendants) runs, or asks for when it has no pod running.
+  std::map<std::string, std::string> parent_of(kThreeLevels.queues.begin(),
+                                               kThreeLevels.queues.end());
+  std::map<std::string, QuotaAmounts> runs, asks;
+  for (const auto& p : s.pods) {
+    for (std::string q = p.labels.at(kQueueLabel); !q.empty(); q = parent_of[q]) {
+      QuotaAmounts& into = (p.node_name.empty() ? asks : runs)[q];
+      for (int k = 0; k < model::kNumQuotaResources; ++k) into[k] += PodQuota(p)[k];
+    }
+  }
+  // Deserved = a random percentage, in [low, high], of what the queue runs (the reclaimer's
+  // project: of what it runs and asks for), rounded to whole GPUs, cores and GiB; over-quota
+  // weight picked from `weights` (mostly 0 on the victims' side, so that they run above their
+  // fair share).
+  struct QuotaRule {
+    std::string queue;
+    int low, high;
+    std::vector<int> weights;
+  };
+  const std::vector<QuotaRule> rules = {
+      {"d1", 100, 200, {0, 1}},      {"d2", 0, 200, {0, 1}},         {"d1-t1", 90, 130, {0}},
+      {"d1-t2", 0, 40, {0}},         {"d2-t1", 0, 200, {0, 1}},      {"d2-t2", 0, 200, {0, 1}},
+      {"d1-t1-p1", 80, 200, {0, 1}}, {"d1-t1-p2", 0, 40, {0, 0, 1}}, {"d1-t2-p1", 0, 40, {0, 0, 1}},
+      {"d2-t1-p1", 0, 200, {0, 1}},  {"d2-t2-p1", 0, 200, {0, 1}},   {"d2-t2-p2", 0, 200, {0, 1}}};
+  // One GPU, one core, one GiB, in PodQuota's units and in quota milli-units.
+  const QuotaAmounts unit = {1000, 1000, int64_t{1} << 30};
+  const QuotaAmounts unit_milli = {1000, 1000, int64_t{1000} << 30};
+  // cpu and memory quota in some scenarios only: then they bind victims' deserved quota too.
+  const bool cpu_quota = gen.Chance(50), memory_quota = gen.Chance(25);
+  for (const auto& [name, parent] : kThreeLevels.queues) {
+    model::Queue q = MakeQueue(name, parent, {});
+    const auto rule = std::find_if(rules.begin(), rules.end(),
+                                   [&](const QuotaRule& x) { return x.queue == name; });
+    for (int k = 0; k < model::kNumQuotaResources; ++k) {
+      if ((k == 1 && !cpu_quota) || (k == 2 && !memory_quota)) continue;
+      const int64_t base = runs[name][k] + (name == "d1-t1-p1" ? asks[name][k] : 0);
+      const int64_t percent = gen.Int(rule->low, rule->high);
+      model::ResourceQuota& quota = q.resources[pool][static_cast<model::QuotaResource>(k)];
+      quota.deserved_milli = (base * percent / 100 + unit[k] / 2) / unit[k] * unit_milli[k];
+      quota.over_quota_weight = gen.Pick(rule->weights);
+    }
+    s.queues.push_back(std::move(q));
+  }
+  return s;
 }
 
 void RunRandomScenarios(const QueueTree& tree) {
@@ -497,6 +787,29 @@ void RunRandomScenarios(const QueueTree& tree) {
 TEST(InvariantTest, RandomScenarios) { RunRandomScenarios(kTwoLevels); }
 
 TEST(InvariantTest, RandomScenariosThreeLevels) { RunRandomScenarios(kThreeLevels); }
+
+TEST(InvariantTest, RandomReclaimsAcrossTeamsAndSiblingProjects) {
+  ReclaimCoverage coverage;
+  for (int seed = 1; seed <= kScenarios; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    Generator gen(static_cast<uint32_t>(seed), kThreeLevels.leaves);
+    const ClusterSnapshot s = TeamReclaimScenario(gen);
+    SchedulerOptions options;
+    options.policy = gen.Pick(std::vector<PlacementPolicy>{
+        PlacementPolicy::kFgd, PlacementPolicy::kGpuPacking, PlacementPolicy::kBestFit});
+    const CycleResult r = Scheduler(options).RunCycle(s);
+    coverage += CheckInvariants(s, r, /*initial_consistent=*/true);
+    if (::testing::Test::HasFailure()) {
+      ADD_FAILURE() << ScheduleResultToJson(r).dump(1);
+      return;
+    }
+  }
+  // The shape must keep reaching the path it is built for: an over-strict reclaimer side (one
+  // that ignores the victims of the same step) breaks no invariant, it only stops these reclaims.
+  EXPECT_GE(coverage.relied_on_a_victim_of_the_step, kScenarios / 50)
+      << coverage.steps << " reclaims, " << coverage.victims_at_two_levels
+      << " with victims at two levels";
+}
 
 }  // namespace
 }  // namespace gpupool::scheduler

@@ -274,6 +274,43 @@ TEST(QuantityTest, AddAndMaxResources) {
   EXPECT_EQ(max.at("nvidia.com/gpu").Value(), 2);
 }
 
+// Short quantities are computed in 128 bits, long ones digit by digit. Leading zeros make any
+// quantity long, so each random quantity is parsed both ways and must agree: the value, the
+// format, and the refusal of what is too large.
+TEST(QuantityTest, ShortAndLongArithmeticAgree) {
+  const std::vector<std::string> suffixes = {"",   "m",  "k",  "M",   "G",   "T",   "P",
+                                             "E",  "n",  "u",  "Ki",  "Mi",  "Gi",  "Ti",
+                                             "Pi", "Ei", "e3", "e-2", "E18", "e-9", "e19"};
+  std::mt19937_64 rng(11);
+  auto digits = [&](int max_len) {
+    std::string out;
+    for (int n = static_cast<int>(rng() % static_cast<uint64_t>(max_len + 1)); n > 0; --n) {
+      out += static_cast<char>('0' + rng() % 10);
+    }
+    return out;
+  };
+  int checked = 0;
+  for (int i = 0; i < 50000; ++i) {
+    // Mostly short (the 128-bit path), sometimes at the edge of 18 digits and beyond.
+    std::string number = digits(rng() % 4 == 0 ? 19 : 10);
+    if (rng() % 2) number += "." + digits(rng() % 4 == 0 ? 12 : 6);
+    if (number.empty() || number == ".") number = "1";
+    const std::string suffix = suffixes[rng() % suffixes.size()];
+    const std::string sign = rng() % 4 == 0 ? "-" : "";
+    const std::string text = sign + number + suffix;
+    const std::string padded = sign + std::string(20, '0') + number + suffix;
+    SCOPED_TRACE(text);
+    Result<Quantity> short_form = Quantity::Parse(text);
+    Result<Quantity> long_form = Quantity::Parse(padded);
+    ASSERT_EQ(short_form.ok(), long_form.ok()) << padded;
+    if (!short_form.ok()) continue;
+    ASSERT_EQ(short_form->MilliValue(), long_form->MilliValue());
+    ASSERT_EQ(short_form->format(), long_form->format());
+    ++checked;
+  }
+  EXPECT_GT(checked, 25000);  // most are in range
+}
+
 TEST(QuantityTest, RandomTextNeverCrashesAndRoundTrips) {
   std::mt19937 random(7);
   const std::string alphabet = "0123456789.+-eEkKmMGgTPinu ";

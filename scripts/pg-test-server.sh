@@ -127,10 +127,18 @@ $durability -c max_connections=200" \
 pg_test_server_stop() {
   if [ -n "${_PG_TEST_DIR:-}" ] && [ -d "$_PG_TEST_DIR" ]; then
     if [ -f "$_PG_TEST_DIR/data/postmaster.pid" ]; then
+      local pid
+      pid=$(head -n 1 "$_PG_TEST_DIR/data/postmaster.pid")
       _pg_test_as_owner "${_PG_TEST_BIN}/pg_ctl" -D "$_PG_TEST_DIR/data" -m fast -w -t 30 stop \
         >/dev/null 2>&1 ||
         _pg_test_as_owner "${_PG_TEST_BIN}/pg_ctl" -D "$_PG_TEST_DIR/data" -m immediate -w stop \
           >/dev/null 2>&1 || true
+      # pg_ctl refuses to run as root: a shell that lost _PG_TEST_OWNER stops it by its pid, so
+      # no server is left running on a deleted data directory.
+      if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+        kill -INT "$pid" 2>/dev/null || true
+        for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      fi
     fi
     rm -rf "$_PG_TEST_DIR"
   fi

@@ -200,6 +200,11 @@ struct AuditRow {
   int64_t at_ms;
 };
 
+// When `record` happened: its own time, else `now`.
+int64_t AuditTime(const AuditRecord& record, int64_t now) {
+  return record.at_ms != 0 ? record.at_ms : now;
+}
+
 // Appends `rows` in multi-row INSERTs, deferred or at once.
 Status InsertAudits(SqlConnection& db, const std::vector<AuditRow>& rows, bool defer) {
   constexpr size_t kRowsPerInsert = 64;  // 6 parameters each
@@ -530,7 +535,7 @@ Result<std::vector<int64_t>> SqlStore::WriteConfigs(const std::vector<ConfigWrit
     }
     std::vector<AuditRow> audit;
     for (const AuditRecord& record : also.audit) {
-      audit.push_back({&record, record.at_ms != 0 ? record.at_ms : now});
+      audit.push_back({&record, AuditTime(record, now)});
     }
     RETURN_IF_ERROR(InsertAudits(db, audit, /*defer=*/false));
     return revisions;
@@ -980,7 +985,7 @@ Status SqlStore::PrepareCreate(PendingWrite& write, const WorkflowRecord& workfl
                                std::optional<Generations> if_generations) {
   RETURN_IF_ERROR(EncodeCreate(write, workflow));
   write.audit = &audit;
-  write.audit_at_ms = audit.at_ms != 0 ? audit.at_ms : clock_.NowMillis();
+  write.audit_at_ms = AuditTime(audit, clock_.NowMillis());
   write.if_generations = if_generations;
   return OkStatus();
 }
@@ -1135,8 +1140,7 @@ Status SqlStore::WriteWorkflow(const WorkflowRecord& workflow, const LeaseFence*
                                const AuditRecord* audit) {
   RETURN_IF_ERROR(RequireNonEmpty(workflow.id, "workflow id"));
   ASSIGN_OR_RETURN(std::string spec, DumpJson(workflow.spec, "workflow " + workflow.id));
-  const int64_t audit_at_ms =
-      audit == nullptr ? 0 : (audit->at_ms != 0 ? audit->at_ms : clock_.NowMillis());
+  const int64_t audit_at_ms = audit == nullptr ? 0 : AuditTime(*audit, clock_.NowMillis());
   return Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
     if (fence != nullptr) RETURN_IF_ERROR(HoldFence(db, *fence));
     ASSIGN_OR_RETURN(
@@ -1227,7 +1231,7 @@ void SqlStore::ReserveAhead(std::vector<std::string>& names) {
 Status SqlStore::AppendAudit(const AuditRecord& record) {
   PendingWrite write;
   write.audit = &record;
-  write.audit_at_ms = record.at_ms != 0 ? record.at_ms : clock_.NowMillis();
+  write.audit_at_ms = AuditTime(record, clock_.NowMillis());
   GroupCommit(write);
   return write.status;
 }

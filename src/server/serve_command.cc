@@ -25,6 +25,7 @@
 #include "server/http_server.h"
 #include "server/machine_pools.h"
 #include "server/scheduling_loop.h"
+#include "server/store_metrics.h"
 #include "server/what_if.h"
 #include "service/service.h"
 #include "store/store.h"
@@ -166,8 +167,10 @@ int RunServe(const ServeOptions& o) {
   }
 
   std::string db = o.db.empty() ? DefaultDb() : o.db;
+  Registry registry;
   store::StoreOptions store_options;
   store_options.clock = &clock;
+  store_options.observe = ObserveStoreTransactions(registry);
   store_options.max_readers = o.db_readers > 0             ? o.db_readers
                               : db.starts_with("postgres") ? kPostgresReaders
                                                            : o.threads;
@@ -200,7 +203,6 @@ int RunServe(const ServeOptions& o) {
     }
   }
 
-  Registry registry;
   AccessControl access(**store, clock);
   std::unique_ptr<SchedulingLoop> loop;
   if (backend && !o.no_scheduler) {

@@ -282,11 +282,12 @@ int64_t SqlRow::Int(size_t i) const {
 }
 
 SqlStore::SqlStore(std::unique_ptr<SqlConnection> connection, ConnectionFactory open_reader,
-                   int max_readers, const Clock& clock)
+                   int max_readers, const Clock& clock, TransactionObserver observe)
     : connection_(std::move(connection)),
       open_reader_(std::move(open_reader)),
       max_readers_(open_reader_ ? std::max(0, max_readers) : 0),
-      clock_(clock) {}
+      clock_(clock),
+      observe_(std::move(observe)) {}
 
 SqlStore::~SqlStore() {
   // Before any member goes: what is queued is written and answered.
@@ -297,9 +298,9 @@ SqlStore::~SqlStore() {
 
 Result<std::unique_ptr<Store>> SqlStore::Open(std::unique_ptr<SqlConnection> connection,
                                               ConnectionFactory open_reader, int max_readers,
-                                              const Clock& clock) {
-  std::unique_ptr<SqlStore> store(
-      new SqlStore(std::move(connection), std::move(open_reader), max_readers, clock));
+                                              const Clock& clock, TransactionObserver observe) {
+  std::unique_ptr<SqlStore> store(new SqlStore(std::move(connection), std::move(open_reader),
+                                               max_readers, clock, std::move(observe)));
   RETURN_IF_ERROR(store->Migrate());
   return std::unique_ptr<Store>(std::move(store));
 }
@@ -387,7 +388,24 @@ auto SqlStore::RunOn(SqlConnection& db, Mode mode, Body& body) -> decltype(body(
 }
 
 template <typename Body>
-auto SqlStore::Run(Mode mode, Body&& body) -> decltype(body(std::declval<SqlConnection&>())) {
+auto SqlStore::Run(Mode mode, Body&& body, size_t batched_writes)
+    -> decltype(body(std::declval<SqlConnection&>())) {
+  if (!observe_) return RunOnConnection(mode, body);
+  const auto start = std::chrono::steady_clock::now();
+  auto result = RunOnConnection(mode, body);
+  TransactionObservation seen;
+  seen.kind = mode == Mode::kWrite ? TransactionObservation::Kind::kWrite
+                                   : TransactionObservation::Kind::kRead;
+  seen.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  seen.ok = result.ok();
+  seen.batched_writes = batched_writes;
+  observe_(seen);
+  return result;
+}
+
+template <typename Body>
+auto SqlStore::RunOnConnection(Mode mode, Body& body)
+    -> decltype(body(std::declval<SqlConnection&>())) {
   if (mode != Mode::kWrite) {
     if (SqlConnection* reader = AcquireReader(); reader != nullptr) {
       struct Release {
@@ -885,7 +903,7 @@ void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
     std::vector<CreateOutcome> outcomes;
     size_t failed = todo.size();  // the write whose statement failed, if one did
     bool shared_failed = false;   // a shared statement (or one sent with them) failed
-    Status status = Run(Mode::kWrite, [&](SqlConnection& db) -> Status {
+    auto write_batch = [&](SqlConnection& db) -> Status {
       outcomes.assign(todo.size(), CreateOutcome{});
       failed = todo.size();
       shared_failed = false;
@@ -921,7 +939,8 @@ void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
       failed = todo.size();
       shared_failed = !one_by_one;  // the COMMIT carries the deferred statements
       return InsertAudits(db, audited, /*defer=*/true);
-    });
+    };
+    Status status = Run(Mode::kWrite, write_batch, /*batched_writes=*/todo.size());
     if (status.ok()) {
       for (size_t i = 0; i < todo.size(); ++i) {
         CreateOutcome& outcome = outcomes[i];

@@ -49,7 +49,7 @@ class SqlStore final : public Store {
   // opened. `clock` must outlive the store.
   static Result<std::unique_ptr<Store>> Open(std::unique_ptr<SqlConnection> connection,
                                              ConnectionFactory open_reader, int max_readers,
-                                             const Clock& clock);
+                                             const Clock& clock, TransactionObserver observe = {});
   ~SqlStore() override;
 
   std::string_view Backend() const override { return connection_->Backend(); }
@@ -101,7 +101,7 @@ class SqlStore final : public Store {
 
  private:
   SqlStore(std::unique_ptr<SqlConnection> connection, ConnectionFactory open_reader,
-           int max_readers, const Clock& clock);
+           int max_readers, const Clock& clock, TransactionObserver observe);
 
   // UpdateWorkflow, fenced by a lease when `fence` is given.
   Status WriteWorkflow(const WorkflowRecord& workflow, const LeaseFence* fence,
@@ -114,9 +114,13 @@ class SqlStore final : public Store {
   Status Migrate();
 
   // Runs `body(SqlConnection&)` (returning Status or Result<T>) as `mode` says, committing when it
-  // succeeds and rerunning it on transient failures.
+  // succeeds and rerunning it on transient failures. The observer sees the transaction, with
+  // `batched_writes` (a group commit's writes).
   template <typename Body>
-  auto Run(Mode mode, Body&& body) -> decltype(body(std::declval<SqlConnection&>()));
+  auto Run(Mode mode, Body&& body, size_t batched_writes = 0)
+      -> decltype(body(std::declval<SqlConnection&>()));
+  template <typename Body>
+  auto RunOnConnection(Mode mode, Body& body) -> decltype(body(std::declval<SqlConnection&>()));
   template <typename Body>
   auto RunOn(SqlConnection& db, Mode mode, Body& body) -> decltype(body(db));
 
@@ -206,6 +210,7 @@ class SqlStore final : public Store {
   const ConnectionFactory open_reader_;
   const int max_readers_;
   const Clock& clock_;
+  const TransactionObserver observe_;
   std::mutex mu_;  // guards connection_ use
 
   // A caller waiting for a reader (FIFO).

@@ -24,7 +24,7 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const StoreOption
     std::string reader_url(url);
     return SqlStore::Open(
         std::move(connection), [reader_url] { return OpenPostgresConnection(reader_url); },
-        options.max_readers, clock);
+        options.max_readers, clock, options.observe);
 #else
     return InvalidArgumentError("store: this gpupool was built without PostgreSQL support");
 #endif
@@ -55,7 +55,8 @@ Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const StoreOption
     // WAL readers of the same file (the writer has set journal_mode=WAL, which persists).
     open_reader = [path] { return OpenSqliteConnection(path); };
   }
-  return SqlStore::Open(std::move(connection), std::move(open_reader), options.max_readers, clock);
+  return SqlStore::Open(std::move(connection), std::move(open_reader), options.max_readers, clock,
+                        options.observe);
 }
 
 }  // namespace gpupool::store

@@ -16,6 +16,7 @@
 // empty kind), kUnavailable (database cannot be reached), kInternal (anything else the database
 // reports). No exception leaves this module.
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -309,6 +310,22 @@ class Store {
   virtual Status ReleaseLease(std::string_view name, std::string_view holder) = 0;
 };
 
+// One transaction as operators' metrics see it (StoreOptions::observe).
+struct TransactionObservation {
+  // kRead: read transactions and single read statements (the batched version checks of reads).
+  enum class Kind { kWrite, kRead };
+  Kind kind = Kind::kWrite;
+  // From the call to the commit or rollback: waits for the writer or a reader connection and
+  // reruns after transient failures are included, as the caller waited for them.
+  double seconds = 0;
+  // false: rolled back, for a refused write (a revision conflict, say) or a database error.
+  bool ok = true;
+  // The writes a group commit carried (creates of workflows, each with its tasks and audit
+  // record); 0 for every other transaction.
+  size_t batched_writes = 0;
+};
+using TransactionObserver = std::function<void(const TransactionObservation&)>;
+
 struct StoreOptions {
   // Source of timestamps for revisions, configs and audit records. nullptr: the system clock.
   // Must outlive the store.
@@ -317,6 +334,9 @@ struct StoreOptions {
   // reads neither wait for the writer nor for each other. 0: reads use the writer connection.
   // An in-memory SQLite database has no readers (its data lives in the writer connection).
   int max_readers = 4;
+  // Called after every transaction, on the thread that ran it (so it must be thread-safe and
+  // cheap). Empty: nothing is observed.
+  TransactionObserver observe;
 };
 
 // Opens (creating if needed) a store and runs pending migrations. url: "sqlite:PATH", a plain

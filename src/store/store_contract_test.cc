@@ -21,6 +21,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/clock.h"
@@ -740,6 +741,82 @@ WorkflowRecord MakeWorkflow(const std::string& id, const std::string& pool, cons
   b.retry = 1;
   w.tasks = {a, b};
   return w;
+}
+
+// Collects what a store reports of its transactions (StoreOptions::observe).
+class TransactionLog {
+ public:
+  TransactionObserver Observer() {
+    return [this](const TransactionObservation& seen) {
+      std::lock_guard lock(mu_);
+      seen_.push_back(seen);
+    };
+  }
+  std::vector<TransactionObservation> TakeAll() {
+    std::lock_guard lock(mu_);
+    return std::exchange(seen_, {});
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<TransactionObservation> seen_;
+};
+
+TYPED_TEST(StoreContractTest, ObserverSeesEveryTransactionWithItsOutcome) {
+  using Kind = TransactionObservation::Kind;
+  TransactionLog log;
+  auto opened = OpenStore(this->backend_.Url(),
+                          StoreOptions{.clock = &this->clock_, .observe = log.Observer()});
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  Store& s = **opened;
+  log.TakeAll();  // the migrations' transactions
+
+  ConfigWrite put{.op = ConfigWrite::Op::kPut, .kind = "POOL", .name = "p", .body = {{"a", 1}}};
+  ASSERT_TRUE(s.WriteConfigs({put}, this->actor_).ok());
+  put.expected_revision = 7;  // a revision conflict: refused, rolled back
+  ASSERT_EQ(s.WriteConfigs({put}, this->actor_).status().code(), StatusCode::kAborted);
+  ASSERT_TRUE(s.GetConfig("POOL", "p").ok());
+  auto seen = log.TakeAll();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].kind, Kind::kWrite);
+  EXPECT_TRUE(seen[0].ok);
+  EXPECT_EQ(seen[0].batched_writes, 0u);
+  EXPECT_EQ(seen[1].kind, Kind::kWrite);
+  EXPECT_FALSE(seen[1].ok);
+  EXPECT_EQ(seen[2].kind, Kind::kRead);
+  EXPECT_TRUE(seen[2].ok);
+  for (const auto& one : seen) EXPECT_GE(one.seconds, 0);
+
+  // Creates go through the group commit: while inserts are blocked, the first create's batch
+  // waits and the others queue, so they commit together in the next batch.
+  constexpr int kCreates = 6;
+  {
+    auto block = this->backend_.BlockWorkflowInserts();
+    std::latch started(kCreates);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kCreates; ++i) {
+      threads.emplace_back([&, i] {
+        started.count_down();
+        EXPECT_TRUE(
+            s.CreateWorkflow(MakeWorkflow("obs-" + std::to_string(i), "p", "u", "PENDING", 1))
+                .ok());
+      });
+    }
+    started.wait();
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    block.reset();
+    for (auto& thread : threads) thread.join();
+  }
+  size_t batched = 0, largest = 0;
+  for (const auto& one : log.TakeAll()) {
+    if (one.batched_writes == 0) continue;
+    EXPECT_EQ(one.kind, Kind::kWrite);
+    EXPECT_TRUE(one.ok);
+    batched += one.batched_writes;
+    largest = std::max(largest, one.batched_writes);
+  }
+  EXPECT_EQ(batched, static_cast<size_t>(kCreates));
+  EXPECT_GT(largest, 1u);
 }
 
 TYPED_TEST(StoreContractTest, WorkflowCreateGetList) {

@@ -17,6 +17,7 @@
 #include "server/access_control.h"
 #include "server/client.h"
 #include "server/http_server.h"
+#include "server/store_metrics.h"
 #include "server/testing/token_minter.h"
 #include "server/what_if.h"
 #include "service/service.h"
@@ -57,6 +58,7 @@ class TestServer {
     fs::create_directories(dir_);
     store::StoreOptions options;
     options.clock = &clock;
+    options.observe = ObserveStoreTransactions(registry_);
     auto store = store::OpenStore("sqlite:" + (dir_ / "db").string(), options);
     if (!store.ok()) throw std::runtime_error(store.status().ToString());
     store_ = std::move(*store);
@@ -159,6 +161,44 @@ TEST_F(ApiTest, HealthReadinessAndMetricsArePublic) {
             std::string::npos)
       << metrics->body;
   EXPECT_NE(metrics->body.find("gpupool_http_request_duration_seconds_bucket"), std::string::npos);
+}
+
+// The value of one series in a Prometheus text page ("name{labels} value"), -1 when absent.
+double MetricValue(const std::string& page, const std::string& series) {
+  size_t at = page.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(page.substr(at + series.size() + 2));
+}
+
+TEST_F(ApiTest, MetricsShowStoreTransactionsAndGroupCommits) {
+  Client admin = server_->As(kAdmin);
+  auto metrics = [&] {
+    auto page = Raw("GET", "/metrics", "");
+    EXPECT_TRUE(page && page->status == 200);
+    return page ? page->body : std::string();
+  };
+  const std::string before = metrics();
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(admin.SubmitWorkflow("default", kQuickWorkflow, {}, false).ok());
+  }
+  const std::string after = metrics();
+  auto added = [&](const std::string& series) {
+    return MetricValue(after, series) - std::max(0.0, MetricValue(before, series));
+  };
+  const std::string writes =
+      "gpupool_store_transaction_seconds_count{kind=\"write\",outcome=\"ok\"}";
+  EXPECT_GE(added(writes), 3) << after;
+  EXPECT_GT(
+      MetricValue(after, "gpupool_store_transaction_seconds_sum{kind=\"write\",outcome=\"ok\"}"),
+      0);
+  EXPECT_GE(
+      MetricValue(after, "gpupool_store_transaction_seconds_count{kind=\"read\",outcome=\"ok\"}"),
+      1);
+  // Three submissions, one after another: three group commits of one write each (the create
+  // with its audit record).
+  EXPECT_EQ(added("gpupool_store_group_commit_writes_count"), 3) << after;
+  EXPECT_EQ(added("gpupool_store_group_commit_writes_sum"), 3);
+  EXPECT_EQ(added("gpupool_store_group_commit_writes_bucket{le=\"1\"}"), 3);
 }
 
 TEST_F(ApiTest, ConfigRoutesWithRevisionsHistoryRollbackAndConflicts) {

@@ -2,7 +2,9 @@
 # HTTP load benchmark of gpupool serve with wrk (Debian's wrk 4.1) on loopback:
 #   1. durable submissions: POST /api/pool/default/workflow (a one-task workflow), max throughput;
 #   2. reads: GET /api/workflow/<id> (authentication, access check, store read), max throughput;
-#   3. paced reads and submissions at ~1,000 requests/s (wrk's delay() hook) for the p99.
+#   3. paced reads and submissions at ~1,000 requests/s (wrk's delay() hook) for the p99; for
+#      the paced submissions also the server's own p50/p99 and its store's write transactions'
+#      (scripts/bench/window-quantiles.py, from /metrics).
 # On SQLite (a temp file, WAL) and, when PostgreSQL is available, on PostgreSQL (started with
 # scripts/pg-test-server.sh unless GPUPOOL_TEST_PG_URL is set).
 #   scripts/bench-http.sh [BUILD_DIR] [DURATION_SECONDS]
@@ -80,8 +82,13 @@ LUA
   wrk -t2 -c64 -d"${duration}s" -s "$work/many.lua" "$url" | grep RESULT
   echo -n "paced reads (~1,000/s, 11 connections, ${duration}s): "
   wrk -t2 -c11 -d"${duration}s" -s "$work/paced.lua" "$url/api/workflow/$id" | grep RESULT
+  curl -fsS "$url/metrics" >"$work/before.prom"
   echo -n "paced submissions (~1,000/s, 14 connections, ${duration}s): "
   wrk -t2 -c14 -d"${duration}s" -s "$work/paced_submit.lua" "$url/api/pool/default/workflow" | grep RESULT
+  # Where that window's time went: the server's own timing and the store's write transactions.
+  curl -fsS "$url/metrics" >"$work/after.prom"
+  echo -n "  during the paced submissions: "
+  python3 "$root/scripts/bench/window-quantiles.py" "$work/before.prom" "$work/after.prom"
   kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
 }
 

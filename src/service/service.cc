@@ -7,6 +7,8 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "common/strings.h"
@@ -223,6 +225,40 @@ Result<std::vector<model::Node>> LoadNodes(store::Store& store) {
 
 using NodesPtr = std::shared_ptr<const std::vector<model::Node>>;
 
+// Values per (pool, platform), each computed from the objects `Sources` (shared pointers: a
+// config snapshot, a node list) and remembered while the same objects are current; other
+// sources clear them. Holding the sources keeps them alive, so a pointer comparison cannot
+// mistake a new object at an old address, and values that point into them stay valid. Guarded by
+// the caller's mutex, which `make` runs outside of (two callers may compute the same value; the
+// first stored wins, and both are equal).
+template <typename Value, typename... Sources>
+class PlatformMemo {
+ public:
+  template <typename Make>
+  Result<Value> Get(std::mutex& mu, std::tuple<const Sources&...> sources, std::string_view pool,
+                    std::string_view platform, Make&& make) {
+    std::string key = std::string(pool) + '\0' + std::string(platform);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (sources_ == sources) {
+        auto it = values_.find(key);
+        if (it != values_.end()) return it->second;
+      }
+    }
+    ASSIGN_OR_RETURN(Value value, make());
+    std::lock_guard<std::mutex> lock(mu);
+    if (sources_ != sources) {
+      values_.clear();
+      sources_ = sources;
+    }
+    return values_.emplace(std::move(key), std::move(value)).first->second;
+  }
+
+ private:
+  std::tuple<Sources...> sources_;
+  std::unordered_map<std::string, Value> values_;
+};
+
 // A workflow as last read, with its view and the view's JSON text (the REST response body).
 struct CachedWorkflow {
   int64_t version = 0;
@@ -263,54 +299,25 @@ struct Service::SnapshotCache {
                                                         std::string_view pool,
                                                         std::string_view platform,
                                                         const json& merged_template) {
-    std::string key = std::string(pool) + '\0' + std::string(platform);
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (platform_lists_snapshot == snap && platform_lists_nodes == nodes_of) {
-        auto it = platform_lists.find(key);
-        if (it != platform_lists.end()) return it->second;
-      }
-    }
-    ASSIGN_OR_RETURN(auto list, config::PlatformNodesOf(merged_template, *nodes_of));
-    auto shared = std::make_shared<const std::vector<const model::Node*>>(std::move(list));
-    std::lock_guard<std::mutex> lock(mu);
-    if (platform_lists_snapshot != snap || platform_lists_nodes != nodes_of) {
-      platform_lists.clear();
-      platform_lists_snapshot = snap;
-      platform_lists_nodes = nodes_of;
-    }
-    platform_lists.emplace(key, shared);
-    return shared;
+    return platform_lists.Get(
+        mu, std::tie(snap, nodes_of), pool, platform,
+        [&]() -> Result<submit::SubmitOptions::NodeList> {
+          ASSIGN_OR_RETURN(auto list, config::PlatformNodesOf(merged_template, *nodes_of));
+          return std::make_shared<const std::vector<const model::Node*>>(std::move(list));
+        });
   }
-  SnapshotPtr platform_lists_snapshot;
-  NodesPtr platform_lists_nodes;  // held: the lists point into it
-  std::unordered_map<std::string, submit::SubmitOptions::NodeList> platform_lists;
+  PlatformMemo<submit::SubmitOptions::NodeList, SnapshotPtr, NodesPtr> platform_lists;
 
   // Each platform's merged pod template and rules under `snap` (submit::SubmitOptions::
   // platform_setup), remembered for the last snapshot: merging the templates and decoding the
   // rules were ~4 % of a submission's instructions, for the same answer every time.
   Result<submit::PlatformSetupPtr> PlatformSetup(const SnapshotPtr& snap, const config::Pool& pool,
                                                  std::string_view platform) {
-    std::string key = pool.name + '\0' + std::string(platform);
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (platform_setups_snapshot == snap) {
-        auto it = platform_setups.find(key);
-        if (it != platform_setups.end()) return it->second;
-      }
-    }
-    ASSIGN_OR_RETURN(submit::PlatformSetupPtr setup,
-                     submit::BuildPlatformSetup(pool, platform, snap->set));
-    std::lock_guard<std::mutex> lock(mu);
-    if (platform_setups_snapshot != snap) {
-      platform_setups.clear();
-      platform_setups_snapshot = snap;
-    }
-    platform_setups.emplace(key, setup);
-    return setup;
+    return platform_setups.Get(mu, std::tie(snap), pool.name, platform, [&] {
+      return submit::BuildPlatformSetup(pool, platform, snap->set);
+    });
   }
-  SnapshotPtr platform_setups_snapshot;
-  std::unordered_map<std::string, submit::PlatformSetupPtr> platform_setups;
+  PlatformMemo<submit::PlatformSetupPtr, SnapshotPtr> platform_setups;
 
   NodesPtr NodesForSubmit(const SnapshotPtr& snap, const NodesPtr& base) {
     if (snap->scale_up_nodes.empty()) return base;

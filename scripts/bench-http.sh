@@ -50,6 +50,15 @@ end
 LUA
 for f in submit read paced paced_submit; do cat "$work/report.lua" >>"$work/$f.lua"; done
 
+# CPU use of the whole machine between two copies of /proc/stat's first line: busy (not idle, not
+# waiting for I/O) and stolen by the hypervisor, in % of all cores.
+cpu_use() {
+  paste "$1" "$2" | awk '{ n = (NF - 2) / 2; total = 0
+    for (i = 2; i <= n + 1; i++) { d[i - 1] = $(i + n + 1) - $i; total += d[i - 1] }
+    if (total <= 0) { print "n/a"; exit }
+    printf "busy %.0f %%, steal %.1f %%\n", 100 * (total - d[4] - d[5]) / total, 100 * d[8] / total }'
+}
+
 run_store() {
   local label=$1 db=$2 port
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -83,12 +92,15 @@ LUA
   echo -n "paced reads (~1,000/s, 11 connections, ${duration}s): "
   wrk -t2 -c11 -d"${duration}s" -s "$work/paced.lua" "$url/api/workflow/$id" | grep RESULT
   curl -fsS "$url/metrics" >"$work/before.prom"
+  head -n 1 /proc/stat >"$work/before.stat"
   echo -n "paced submissions (~1,000/s, 14 connections, ${duration}s): "
   wrk -t2 -c14 -d"${duration}s" -s "$work/paced_submit.lua" "$url/api/pool/default/workflow" | grep RESULT
   # Where that window's time went: the server's own timing and the store's write transactions.
   curl -fsS "$url/metrics" >"$work/after.prom"
+  head -n 1 /proc/stat >"$work/after.stat"
   echo -n "  during the paced submissions: "
   python3 "$root/scripts/bench/window-quantiles.py" "$work/before.prom" "$work/after.prom"
+  echo "  the machine then (all processes, wrk and PostgreSQL included): $(cpu_use "$work/before.stat" "$work/after.stat")"
   kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
 }
 

@@ -28,8 +28,9 @@ store::TransactionObserver ObserveStoreTransactions(Registry& registry) {
       {"kind", "outcome"}, TransactionBuckets());
   Histogram* batch = registry.AddHistogram(
       "gpupool_store_group_commit_writes",
-      "Writes (workflow creates with their tasks and audit records) per group commit.", {},
-      BatchBuckets());
+      "Writes per group commit (workflow creates with their tasks and audit records, and "
+      "audit records alone).",
+      {}, BatchBuckets());
   // The four label sets, built once: the observer runs on every transaction.
   using Kind = store::TransactionObservation::Kind;
   static const std::array<LabelValues, 4> kLabels = {

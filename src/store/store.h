@@ -321,7 +321,7 @@ struct TransactionObservation {
   // false: rolled back, for a refused write (a revision conflict, say) or a database error.
   bool ok = true;
   // The writes a group commit carried (creates of workflows, each with its tasks and audit
-  // record); 0 for every other transaction.
+  // record, and audit records alone); 0 for every other transaction.
   size_t batched_writes = 0;
 };
 using TransactionObserver = std::function<void(const TransactionObservation&)>;

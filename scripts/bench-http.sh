@@ -3,8 +3,9 @@
 #   1. durable submissions: POST /api/pool/default/workflow (a one-task workflow), max throughput;
 #   2. reads: GET /api/workflow/<id> (authentication, access check, store read), max throughput;
 #   3. paced reads and submissions at ~1,000 requests/s (wrk's delay() hook) for the p99; for
-#      the paced submissions also the server's own p50/p99 and its store's write transactions'
-#      (scripts/bench/window-quantiles.py, from /metrics).
+#      the paced submissions also the server's own p50/p99, its group commits' queue wait and its
+#      store's write transactions' (scripts/bench/window-quantiles.py, from /metrics), and the
+#      machine's CPU use.
 # On SQLite (a temp file, WAL) and, when PostgreSQL is available, on PostgreSQL (started with
 # scripts/pg-test-server.sh unless GPUPOOL_TEST_PG_URL is set).
 #   scripts/bench-http.sh [BUILD_DIR] [DURATION_SECONDS]

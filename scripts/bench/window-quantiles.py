@@ -7,16 +7,19 @@ For the window between the pages it prints the p50 and p99 (interpolated inside 
 Prometheus's histogram_quantile does) of
   - the submissions as the server timed them (gpupool_http_request_duration_seconds of
     POST /api/pool/{pool}/workflow, code 200: from the request's arrival to its reply), and
+  - how long a group commit's oldest write waited in the queue for the commit before it
+    (gpupool_store_group_commit_wait_seconds), and
   - the store's committed write transactions (gpupool_store_transaction_seconds), with the mean
     writes per group commit.
 bench-http.sh prints it under wrk's figures of the paced submissions: wrk's latency minus the
-server's is the client's and the kernel's; the server's minus twice a transaction (a submission
-can wait for the commit in progress, then its own) is the server's own work and queueing.
+server's is the client's and the kernel's; the server's minus the wait and the transaction is
+the server's own work and its threads' queueing.
 """
 import sys
 
 SUBMISSIONS = ('gpupool_http_request_duration_seconds_bucket{route="/api/pool/{pool}/workflow",'
                'method="POST",code="200",le="')
+WAITS = 'gpupool_store_group_commit_wait_seconds_bucket{le="'
 WRITES = 'gpupool_store_transaction_seconds_bucket{kind="write",outcome="ok",le="'
 
 
@@ -66,7 +69,8 @@ def window(before, after, prefix):
 def main():
     before, after = read_page(sys.argv[1]), read_page(sys.argv[2])
     parts = []
-    for label, prefix in (('server', SUBMISSIONS), ('store writes', WRITES)):
+    for label, prefix in (('server', SUBMISSIONS), ('commit wait', WAITS),
+                          ('store writes', WRITES)):
         seen = window(before, after, prefix)
         parts.append('%s: none' % label if seen is None else
                      '%s: n=%d p50=%.2fms p99=%.2fms' % ((label,) + seen))

@@ -31,17 +31,23 @@ store::TransactionObserver ObserveStoreTransactions(Registry& registry) {
       "Writes per group commit (workflow creates with their tasks and audit records, and "
       "audit records alone).",
       {}, BatchBuckets());
+  Histogram* wait = registry.AddHistogram(
+      "gpupool_store_group_commit_wait_seconds",
+      "How long the oldest write of a group commit had waited in the queue when its transaction "
+      "began (the commit before it in progress).",
+      {}, TransactionBuckets());
   // The four label sets, built once: the observer runs on every transaction.
   using Kind = store::TransactionObservation::Kind;
   static const std::array<LabelValues, 4> kLabels = {
       LabelValues{"write", "ok"}, LabelValues{"write", "error"}, LabelValues{"read", "ok"},
       LabelValues{"read", "error"}};
   static const LabelValues kNoLabels;
-  return [seconds, batch](const store::TransactionObservation& seen) {
+  return [seconds, batch, wait](const store::TransactionObservation& seen) {
     size_t index = (seen.kind == Kind::kWrite ? 0 : 2) + (seen.ok ? 0 : 1);
     seconds->Observe(kLabels[index], seen.seconds);
     if (seen.batched_writes > 0) {
       batch->Observe(kNoLabels, static_cast<double>(seen.batched_writes));
+      wait->Observe(kNoLabels, seen.queued_seconds);
     }
   };
 }

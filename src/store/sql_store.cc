@@ -388,17 +388,21 @@ auto SqlStore::RunOn(SqlConnection& db, Mode mode, Body& body) -> decltype(body(
 }
 
 template <typename Body>
-auto SqlStore::Run(Mode mode, Body&& body, size_t batched_writes)
+auto SqlStore::Run(Mode mode, Body&& body, const BatchInfo* batch)
     -> decltype(body(std::declval<SqlConnection&>())) {
   if (!observe_) return RunOnConnection(mode, body);
+  using Seconds = std::chrono::duration<double>;
   const auto start = std::chrono::steady_clock::now();
   auto result = RunOnConnection(mode, body);
   TransactionObservation seen;
   seen.kind = mode == Mode::kWrite ? TransactionObservation::Kind::kWrite
                                    : TransactionObservation::Kind::kRead;
-  seen.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  seen.seconds = Seconds(std::chrono::steady_clock::now() - start).count();
   seen.ok = result.ok();
-  seen.batched_writes = batched_writes;
+  if (batch != nullptr) {
+    seen.batched_writes = batch->writes;
+    seen.queued_seconds = Seconds(start - batch->oldest_queued).count();
+  }
   observe_(seen);
   return result;
 }
@@ -801,8 +805,13 @@ Result<SqlStore::CreateOutcome> SqlStore::CreateIn(SqlConnection& db, const Pend
   return outcome;
 }
 
+void SqlStore::Enqueue(PendingWrite* write) {
+  write->queued_at = std::chrono::steady_clock::now();
+  committer_.Push(write);
+}
+
 void SqlStore::GroupCommit(PendingWrite& write) {
-  committer_.Push(&write);
+  Enqueue(&write);
   write.done.wait(false);
 }
 
@@ -940,7 +949,9 @@ void SqlStore::WriteBatch(const std::vector<PendingWrite*>& batch) {
       shared_failed = !one_by_one;  // the COMMIT carries the deferred statements
       return InsertAudits(db, audited, /*defer=*/true);
     };
-    Status status = Run(Mode::kWrite, write_batch, /*batched_writes=*/todo.size());
+    // Writes are queued in order, so the batch's first one waited longest.
+    BatchInfo info{todo.size(), batch.front()->queued_at};
+    Status status = Run(Mode::kWrite, write_batch, &info);
     if (status.ok()) {
       for (size_t i = 0; i < todo.size(); ++i) {
         CreateOutcome& outcome = outcomes[i];
@@ -1027,7 +1038,7 @@ void SqlStore::CreateWorkflowWithAuditAsync(WorkflowRecord workflow, AuditRecord
   if (Status s = PrepareCreate(*write, owned.workflow, owned.audit, if_generations); !s.ok()) {
     return owned.done(s);
   }
-  committer_.Push(write.release());
+  Enqueue(write.release());
 }
 
 Result<WorkflowRecord> SqlStore::GetWorkflow(std::string_view id) {

@@ -25,6 +25,7 @@
 // failure or deadlock, a connection lost before commit) rerun the whole transaction a few times.
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -113,11 +114,16 @@ class SqlStore final : public Store {
 
   Status Migrate();
 
+  // What the observer is told of a group commit's transaction.
+  struct BatchInfo {
+    size_t writes = 0;
+    std::chrono::steady_clock::time_point oldest_queued;  // when its first write was queued
+  };
   // Runs `body(SqlConnection&)` (returning Status or Result<T>) as `mode` says, committing when it
-  // succeeds and rerunning it on transient failures. The observer sees the transaction, with
-  // `batched_writes` (a group commit's writes).
+  // succeeds and rerunning it on transient failures. The observer sees the transaction, and
+  // `batch` when it is a group commit's.
   template <typename Body>
-  auto Run(Mode mode, Body&& body, size_t batched_writes = 0)
+  auto Run(Mode mode, Body&& body, const BatchInfo* batch = nullptr)
       -> decltype(body(std::declval<SqlConnection&>()));
   template <typename Body>
   auto RunOnConnection(Mode mode, Body& body) -> decltype(body(std::declval<SqlConnection&>()));
@@ -136,6 +142,7 @@ class SqlStore final : public Store {
     const AuditRecord* audit = nullptr;         // append this record
     std::optional<Generations> if_generations;  // refuse the create unless these are current
     int64_t audit_at_ms = 0;
+    std::chrono::steady_clock::time_point queued_at;  // set by Enqueue
     // The outcome of the create: `inserted` (the caller's workflow was stored as given), or the
     // existing workflow an idempotency key named, or a refusal (kAlreadyExists).
     bool inserted = false;
@@ -157,6 +164,8 @@ class SqlStore final : public Store {
   // Fills `write` for creating `workflow` with `audit` (both must outlive the write).
   Status PrepareCreate(PendingWrite& write, const WorkflowRecord& workflow,
                        const AuditRecord& audit, std::optional<Generations> if_generations);
+  // Queues `write` for the commit thread, noting when.
+  void Enqueue(PendingWrite* write);
   // Queues `write` and returns once a batch holding it has committed or failed.
   void GroupCommit(PendingWrite& write);
   // The commit thread's batch: writes it, then wakes its waiters and runs its callbacks.

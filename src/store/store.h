@@ -323,6 +323,9 @@ struct TransactionObservation {
   // The writes a group commit carried (creates of workflows, each with its tasks and audit
   // record, and audit records alone); 0 for every other transaction.
   size_t batched_writes = 0;
+  // A group commit's: how long the oldest of its writes had waited in the queue when the
+  // transaction began (for the commit in progress, or for a rerun of this batch); 0 otherwise.
+  double queued_seconds = 0;
 };
 using TransactionObserver = std::function<void(const TransactionObservation&)>;
 

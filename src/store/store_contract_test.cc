@@ -781,6 +781,7 @@ TYPED_TEST(StoreContractTest, ObserverSeesEveryTransactionWithItsOutcome) {
   EXPECT_EQ(seen[0].kind, Kind::kWrite);
   EXPECT_TRUE(seen[0].ok);
   EXPECT_EQ(seen[0].batched_writes, 0u);
+  EXPECT_EQ(seen[0].queued_seconds, 0);
   EXPECT_EQ(seen[1].kind, Kind::kWrite);
   EXPECT_FALSE(seen[1].ok);
   EXPECT_EQ(seen[2].kind, Kind::kRead);
@@ -807,16 +808,18 @@ TYPED_TEST(StoreContractTest, ObserverSeesEveryTransactionWithItsOutcome) {
     block.reset();
     for (auto& thread : threads) thread.join();
   }
-  size_t batched = 0, largest = 0;
+  size_t batched = 0;
+  TransactionObservation largest;
   for (const auto& one : log.TakeAll()) {
     if (one.batched_writes == 0) continue;
     EXPECT_EQ(one.kind, Kind::kWrite);
     EXPECT_TRUE(one.ok);
     batched += one.batched_writes;
-    largest = std::max(largest, one.batched_writes);
+    if (one.batched_writes > largest.batched_writes) largest = one;
   }
   EXPECT_EQ(batched, static_cast<size_t>(kCreates));
-  EXPECT_GT(largest, 1u);
+  EXPECT_GT(largest.batched_writes, 1u);
+  EXPECT_GT(largest.queued_seconds, 0);  // its writes queued behind the blocked commit
 }
 
 TYPED_TEST(StoreContractTest, WorkflowCreateGetList) {

@@ -199,6 +199,7 @@ TEST_F(ApiTest, MetricsShowStoreTransactionsAndGroupCommits) {
   EXPECT_EQ(added("gpupool_store_group_commit_writes_count"), 3) << after;
   EXPECT_EQ(added("gpupool_store_group_commit_writes_sum"), 3);
   EXPECT_EQ(added("gpupool_store_group_commit_writes_bucket{le=\"1\"}"), 3);
+  EXPECT_EQ(added("gpupool_store_group_commit_wait_seconds_count"), 3);
 }
 
 TEST_F(ApiTest, ConfigRoutesWithRevisionsHistoryRollbackAndConflicts) {

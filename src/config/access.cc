@@ -68,10 +68,6 @@ void EvaluateRole(const Role& role, std::string_view method, std::string_view pa
   }
 }
 
-}  // namespace
-
-namespace {
-
 // True when `path` (its query cut off) is what normalising returns: it starts with '/' and has
 // no percent-encoding, backslash or control character, and no empty ("//", a trailing '/'),
 // "." or ".." segment. Most requests are so; they skip decoding and rebuilding the path.

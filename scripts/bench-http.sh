@@ -5,7 +5,12 @@
 #   3. paced reads and submissions at ~1,000 requests/s (wrk's delay() hook) for the p99; for
 #      the paced submissions also the server's own p50/p99, its group commits' queue wait and its
 #      store's write transactions' (scripts/bench/window-quantiles.py, from /metrics), and the
-#      machine's CPU use.
+#      machine's CPU use;
+#   4. the same two open loop (gpupool-http-load, bench/http_load.cc): 1,000 requests/s as
+#      Poisson arrivals (from many users who do not coordinate), each request's latency counted
+#      from when it was due. wrk's pacing is closed-loop: a stall holds back the requests that
+#      would have waited for it, and its connections, released together by a group commit, fall
+#      into step and arrive in bursts; neither happens here.
 # On SQLite (a temp file, WAL) and, when PostgreSQL is available, on PostgreSQL (started with
 # scripts/pg-test-server.sh unless GPUPOOL_TEST_PG_URL is set).
 #   scripts/bench-http.sh [BUILD_DIR] [DURATION_SECONDS]
@@ -16,6 +21,8 @@ case "$build" in /*) ;; *) build="$root/$build" ;; esac
 duration=${2:-10}
 serve="$build/src/server/gpupool-serve"
 [ -x "$serve" ] || { echo "build $serve first (cmake --build $build --target gpupool-serve)"; exit 1; }
+load="$build/bench/gpupool-http-load"
+[ -x "$load" ] || { echo "build $load first (cmake --build $build --target gpupool-http-load)"; exit 1; }
 command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"; exit 1; }
 work=$(mktemp -d)
 pids=()
@@ -92,17 +99,34 @@ LUA
   wrk -t2 -c64 -d"${duration}s" -s "$work/many.lua" "$url" | grep RESULT
   echo -n "paced reads (~1,000/s, 11 connections, ${duration}s): "
   wrk -t2 -c11 -d"${duration}s" -s "$work/paced.lua" "$url/api/workflow/$id" | grep RESULT
-  curl -fsS "$url/metrics" >"$work/before.prom"
-  head -n 1 /proc/stat >"$work/before.stat"
+  window_start "$url"
   echo -n "paced submissions (~1,000/s, 14 connections, ${duration}s): "
   wrk -t2 -c14 -d"${duration}s" -s "$work/paced_submit.lua" "$url/api/pool/default/workflow" | grep RESULT
-  # Where that window's time went: the server's own timing and the store's write transactions.
-  curl -fsS "$url/metrics" >"$work/after.prom"
-  head -n 1 /proc/stat >"$work/after.stat"
-  echo -n "  during the paced submissions: "
-  python3 "$root/scripts/bench/window-quantiles.py" "$work/before.prom" "$work/after.prom"
-  echo "  the machine then (all processes, wrk and PostgreSQL included): $(cpu_use "$work/before.stat" "$work/after.stat")"
+  window_report "$url"
+  echo -n "open-loop reads (1,000/s Poisson, ${duration}s, latency from due): "
+  "$load" --url "$url/api/workflow/$id" --header "Authorization: $token" --rate 1000 \
+    --arrivals poisson --duration "$duration" | grep RESULT
+  window_start "$url"
+  echo -n "open-loop submissions (1,000/s Poisson, ${duration}s, latency from due): "
+  "$load" --url "$url/api/pool/default/workflow" --method POST --body-file "$work/workflow.yaml" \
+    --content-type application/yaml --header "Authorization: $token" --rate 1000 \
+    --arrivals poisson --duration "$duration" | grep RESULT
+  window_report "$url"
   kill "${pids[-1]}"; wait "${pids[-1]}" 2>/dev/null || true
+}
+
+# A window of paced submissions: /metrics and /proc/stat before and after, then where the time
+# went (the server's own timing and its store's write transactions) and the machine's CPU use.
+window_start() {
+  curl -fsS "$1/metrics" >"$work/before.prom"
+  head -n 1 /proc/stat >"$work/before.stat"
+}
+window_report() {
+  curl -fsS "$1/metrics" >"$work/after.prom"
+  head -n 1 /proc/stat >"$work/after.stat"
+  echo -n "  during them: "
+  python3 "$root/scripts/bench/window-quantiles.py" "$work/before.prom" "$work/after.prom"
+  echo "  the machine then (all processes, the client and PostgreSQL included): $(cpu_use "$work/before.stat" "$work/after.stat")"
 }
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); load: $(cut -d' ' -f1-3 /proc/loadavg)"

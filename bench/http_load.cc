@@ -123,7 +123,7 @@ class Load {
 
   const OpenLoopPlan& plan() const { return plan_; }
   Micros elapsed() const { return elapsed_; }
-  int64_t unanswered() const { return plan_.in_flight(); }
+  int64_t unanswered() const { return plan_.unanswered(); }
 
  private:
   struct Connection {
@@ -143,8 +143,7 @@ class Load {
     for (Dispatch d : plan_.Issue(Now())) Send(d);
     std::optional<Micros> next = plan_.NextDue();
     if (!next) {
-      last_due_ = Clock::now();
-      timer_.expires_at(last_due_ + drain_);
+      timer_.expires_at(Clock::now() + drain_);
       timer_.async_wait([this](beast::error_code ec) {
         if (!ec) Stop();  // the drain deadline passed with requests unanswered
       });
@@ -207,7 +206,6 @@ class Load {
   asio::steady_timer timer_;
   std::vector<std::unique_ptr<Connection>> connections_;
   Clock::time_point start_;
-  Clock::time_point last_due_;
   Micros elapsed_ = 0;
 };
 

@@ -63,6 +63,8 @@ class OpenLoopPlan {
   // Every request issued and answered.
   bool Done() const;
   int64_t in_flight() const { return in_flight_; }
+  // Requests without a response yet: in flight, waiting for a connection, or not yet due.
+  int64_t unanswered() const { return requests_ - static_cast<int64_t>(samples_.size()); }
   const std::vector<Sample>& samples() const { return samples_; }
   // The longest the queue of waiting requests got: 0 when a connection was always free.
   size_t max_waiting() const { return max_waiting_; }

@@ -132,8 +132,17 @@ TEST(OpenLoopPlanTest, NotDoneWhileARequestIsInFlight) {
   EXPECT_FALSE(plan.NextDue().has_value());
   EXPECT_FALSE(plan.Done());
   EXPECT_EQ(plan.in_flight(), 1);
+  EXPECT_EQ(plan.unanswered(), 1);
   EXPECT_FALSE(plan.Complete(0, 700, Outcome::kOk).has_value());
   EXPECT_TRUE(plan.Done());
+  EXPECT_EQ(plan.unanswered(), 0);
+}
+
+TEST(OpenLoopPlanTest, RequestsWaitingForAConnectionCountAsUnanswered) {
+  OpenLoopPlan plan({0, 0, 0, 5}, /*connections=*/1);
+  ASSERT_EQ(plan.Issue(0).size(), 1u);  // one sent, two waiting, one not yet due
+  EXPECT_EQ(plan.in_flight(), 1);
+  EXPECT_EQ(plan.unanswered(), 4);
 }
 
 TEST(PercentileTest, NearestRank) {

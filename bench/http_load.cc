@@ -13,6 +13,7 @@
 // wrk (Debian's) stays the tool for maximum throughput; it has no open-loop mode.
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -215,6 +216,20 @@ std::string Millis(Micros us) {
   return text;
 }
 
+// p50, p90, p99, p99.9 and max, formatted.
+std::vector<std::string> Quantiles(std::vector<Micros> values) {
+  std::sort(values.begin(), values.end());
+  std::vector<std::string> out;
+  for (double p : {50.0, 90.0, 99.0, 99.9, 100.0}) out.push_back(Millis(Percentile(values, p)));
+  return out;
+}
+
+void PrintRow(const char* label, const std::vector<std::string>& cells) {
+  std::printf("  %-22s", label);
+  for (const std::string& cell : cells) std::printf(" %9s", cell.c_str());
+  std::printf("\n");
+}
+
 void Report(const Options& options, const Load& load) {
   const OpenLoopPlan& plan = load.plan();
   std::vector<Micros> latency, service;
@@ -225,22 +240,17 @@ void Report(const Options& options, const Load& load) {
     if (s.outcome == Outcome::kError) ++errors;
     if (s.outcome == Outcome::kNon2xx) ++non2xx;
   }
+  std::vector<std::string> from_due = Quantiles(latency), from_sent = Quantiles(service);
+  PrintRow("latency", {"p50", "p90", "p99", "p99.9", "max"});
+  PrintRow("from due (open loop)", from_due);
+  PrintRow("from sent", from_sent);
   double seconds = static_cast<double>(load.elapsed()) / 1e6;
   double achieved = seconds > 0 ? static_cast<double>(plan.samples().size()) / seconds : 0;
-  std::printf("  %-22s %9s %9s %9s %9s %9s\n", "latency", "p50", "p90", "p99", "p99.9", "max");
-  std::printf("  %-22s %9s %9s %9s %9s %9s\n", "from due (open loop)",
-              Millis(Percentile(latency, 50)).c_str(), Millis(Percentile(latency, 90)).c_str(),
-              Millis(Percentile(latency, 99)).c_str(), Millis(Percentile(latency, 99.9)).c_str(),
-              Millis(Percentile(latency, 100)).c_str());
-  std::printf("  %-22s %9s %9s %9s %9s %9s\n", "from sent", Millis(Percentile(service, 50)).c_str(),
-              Millis(Percentile(service, 90)).c_str(), Millis(Percentile(service, 99)).c_str(),
-              Millis(Percentile(service, 99.9)).c_str(), Millis(Percentile(service, 100)).c_str());
   std::printf(
       "RESULT requests/s=%.0f target/s=%.0f answered=%zu p50=%s p99=%s p99.9=%s max=%s "
       "sent_p99=%s errors=%lld non2xx=%lld max_waiting=%zu connections_used=%d\n",
-      achieved, options.rate, plan.samples().size(), Millis(Percentile(latency, 50)).c_str(),
-      Millis(Percentile(latency, 99)).c_str(), Millis(Percentile(latency, 99.9)).c_str(),
-      Millis(Percentile(latency, 100)).c_str(), Millis(Percentile(service, 99)).c_str(),
+      achieved, options.rate, plan.samples().size(), from_due[0].c_str(), from_due[2].c_str(),
+      from_due[3].c_str(), from_due[4].c_str(), from_sent[2].c_str(),
       static_cast<long long>(errors), static_cast<long long>(non2xx), plan.max_waiting(),
       plan.connections_used());
 }

@@ -202,6 +202,7 @@ class Connection;
 struct Loop {
   asio::io_context io{1};
   asio::steady_timer sweep{io};
+  asio::steady_timer lag_probe{io};
   std::vector<std::weak_ptr<Connection>> connections;
 };
 
@@ -426,6 +427,22 @@ void Sweep(Loop& loop) {
   });
 }
 
+// Often enough that a stall of a few tens of milliseconds always overlaps a probe; rarely enough
+// to cost nothing measurable (50 wake-ups a second per loop).
+constexpr auto kLagProbeInterval = std::chrono::milliseconds(20);
+
+// Observes how late the loop's timer fires, then re-arms it: a request that arrived when the
+// probe was due waited about as long before the loop could read it.
+void ProbeLag(Loop& loop, Histogram* lag) {
+  auto due = Clock::now() + kLagProbeInterval;
+  loop.lag_probe.expires_at(due);
+  loop.lag_probe.async_wait([&loop, lag, due](beast::error_code ec) {
+    if (ec) return;
+    lag->Observe({}, std::chrono::duration<double>(Clock::now() - due).count());
+    ProbeLag(loop, lag);
+  });
+}
+
 void Accept(Transport& transport) {
   Loop& loop = *transport.loops[transport.next_loop];
   transport.next_loop = (transport.next_loop + 1) % transport.loops.size();
@@ -471,6 +488,11 @@ HttpServer::HttpServer(Router router, const Authenticator* authenticator, Access
   latency_ = registry.AddHistogram("gpupool_http_request_duration_seconds",
                                    "HTTP request latency by route pattern and status code.",
                                    {"route", "method", "code"}, LatencyBuckets());
+  loop_lag_ = registry.AddHistogram(
+      "gpupool_http_loop_lag_seconds",
+      "How late the I/O loops' probe timers (every 20 ms) fired: how long a request arriving "
+      "then waited in its socket before a loop could read it.",
+      {}, {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1});
 }
 
 HttpServer::~HttpServer() { Stop(); }
@@ -502,6 +524,7 @@ void HttpServer::Serve() {
   std::vector<std::thread> threads;
   for (auto& loop : transport.loops) {
     Sweep(*loop);
+    ProbeLag(*loop, loop_lag_);
     if (loop != transport.loops[0]) threads.emplace_back([&loop] { loop->io.run(); });
   }
   transport.loops[0]->io.run();

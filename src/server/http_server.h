@@ -9,6 +9,9 @@
 //      a non-OK Status becomes an HTTP error through status_to_http (the only mapping);
 //      an exception escaping a handler is a 500 (a bug; never for user input);
 //   5. metrics (requests and latency by route pattern and code) and, for writes, the audit hook.
+// The request latency runs from a parsed request to its reply; the time a request waits in its
+// socket before a loop reads it shows as the loops' lag (gpupool_http_loop_lag_seconds: how late
+// each loop's probe timer fires, the loop being busy or its thread not scheduled).
 // Bodies larger than ServerOptions::max_body_bytes are refused with 400 before any handler runs.
 //
 // Threads: a few I/O threads (ServerOptions::io_threads, one per core by default) read and write
@@ -179,6 +182,7 @@ class HttpServer {
   const ServerOptions options_;
   Counter* requests_;
   Histogram* latency_;
+  Histogram* loop_lag_;
   std::unique_ptr<Transport> transport_;
 };
 

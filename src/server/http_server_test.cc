@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -34,6 +35,13 @@ class HttpServerTest : public ::testing::Test {
                  return Reply::Json({{"a", r.Query("a").value_or("(none)")},
                                      {"set", r.QueryAll("set")},
                                      {"missing", r.Query("missing").has_value()}});
+               },
+               {.requires_auth = false});
+    // Holds its I/O loop for 150 ms (GETs run on the loops): the loop-lag probe must see it.
+    router.Add("GET", "/block",
+               [](const RouteRequest&) -> Result<Reply> {
+                 std::this_thread::sleep_for(std::chrono::milliseconds(150));
+                 return Reply::Text("done\n", "text/plain");
                },
                {.requires_auth = false});
     router.Add("GET", "/api/pool/{pool}", [](const RouteRequest& r) -> Result<Reply> {
@@ -224,6 +232,40 @@ TEST_F(HttpServerTest, CountsRequestsByRouteAndCodeAndAuditsWrites) {
             std::string::npos);
   std::lock_guard lock(mu_);
   EXPECT_EQ(audited_, (std::vector<std::string>{"root DELETE /api/thing/busy 409"}));
+}
+
+// The value of the sample line `series` (name and labels, as rendered) in `text`; -1 if absent.
+double SampleValue(const std::string& text, const std::string& series) {
+  size_t at = text.find(series + " ");
+  if (at == std::string::npos) return -1;
+  return std::stod(text.substr(at + series.size() + 1));
+}
+
+TEST_F(HttpServerTest, LoopLagShowsALoopHeldByAHandler) {
+  // Probes that fired over 100 ms late so far; -1 before the first probe has fired.
+  auto late_probes = [this] {
+    std::string text = registry_.Render();
+    double all = SampleValue(text, "gpupool_http_loop_lag_seconds_count");
+    double on_time = SampleValue(text, "gpupool_http_loop_lag_seconds_bucket{le=\"0.1\"}");
+    return all < 0 ? -1 : all - on_time;
+  };
+  // Polls for up to 5 s until `done` holds.
+  auto wait_for = [](const std::function<bool()>& done) {
+    for (int i = 0; i < 500 && !done(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  };
+  wait_for([&] { return late_probes() >= 0; });
+  double before = late_probes();
+  ASSERT_GE(before, 0) << registry_.Render();
+
+  auto res = client_->Get("/block");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  // The probe due during the 150 ms fires at least 130 ms late, once the handler returns; the
+  // reply may reach the client first.
+  wait_for([&] { return late_probes() > before; });
+  EXPECT_GT(late_probes(), before) << registry_.Render();
 }
 
 TEST_F(HttpServerTest, DecodesQueryParametersOnce) {

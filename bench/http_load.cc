@@ -13,7 +13,6 @@
 // wrk (Debian's) stays the tool for maximum throughput; it has no open-loop mode.
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -124,7 +123,6 @@ class Load {
 
   const OpenLoopPlan& plan() const { return plan_; }
   Micros elapsed() const { return elapsed_; }
-  int64_t unanswered() const { return plan_.unanswered(); }
 
  private:
   struct Connection {
@@ -217,8 +215,7 @@ std::string Millis(Micros us) {
 }
 
 // p50, p90, p99, p99.9 and max, formatted.
-std::vector<std::string> Quantiles(std::vector<Micros> values) {
-  std::sort(values.begin(), values.end());
+std::vector<std::string> Quantiles(const std::vector<Micros>& values) {
   std::vector<std::string> out;
   for (double p : {50.0, 90.0, 99.0, 99.9, 100.0}) out.push_back(Millis(Percentile(values, p)));
   return out;
@@ -233,7 +230,7 @@ void PrintRow(const char* label, const std::vector<std::string>& cells) {
 void Report(const Options& options, const Load& load) {
   const OpenLoopPlan& plan = load.plan();
   std::vector<Micros> latency, service;
-  int64_t errors = load.unanswered(), non2xx = 0;
+  int64_t errors = plan.unanswered(), non2xx = 0;
   for (const Sample& s : plan.samples()) {
     latency.push_back(s.latency);
     service.push_back(s.service);

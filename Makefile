@@ -3,13 +3,24 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: deps build test run bench format clean
+.PHONY: deps deps-clang build test run bench format clean sanitize
+
+# `make sanitize`: the whole suite under AddressSanitizer and UBSan, built with clang in its own
+# directory. The same directory carries libFuzzer's instrumentation (GPUPOOL_FUZZ) so the fuzz
+# targets reuse its objects, and treats warnings as errors. See cmake/sanitize.cmake.
+SANITIZE_DIR ?= build-sanitize
+SANITIZE_FLAGS ?= -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_C_COMPILER=clang-14 \
+  -DCMAKE_CXX_COMPILER=clang++-14 -DGPUPOOL_SANITIZE=ON -DGPUPOOL_FUZZ=ON -DGPUPOOL_WERROR=ON \
+  -DGPUPOOL_BUILD_BENCH=OFF -DGPUPOOL_WITH_JEMALLOC=OFF
 
 deps:
 	@bash scripts/install-deps.sh
 
 $(BUILD_DIR)/build.ninja: | deps
 	cmake -S . -B $(BUILD_DIR) -G Ninja $(CMAKE_FLAGS)
+
+deps-clang:
+	@bash scripts/install-deps.sh --clang
 
 build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
@@ -23,6 +34,13 @@ run: deps $(BUILD_DIR)/build.ninja
 
 bench: build
 	bash scripts/run-bench.sh $(BUILD_DIR)
+
+$(SANITIZE_DIR)/build.ninja: | deps deps-clang
+	cmake -S . -B $(SANITIZE_DIR) -G Ninja $(SANITIZE_FLAGS)
+
+sanitize: deps deps-clang $(SANITIZE_DIR)/build.ninja
+	cmake --build $(SANITIZE_DIR) -j $(JOBS)
+	bash scripts/run-tests.sh $(SANITIZE_DIR)
 
 format:
 	find src tests bench -name '*.h' -o -name '*.cc' | xargs clang-format -i

@@ -11,6 +11,11 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   curl wrk
 )
+# --clang: what `make sanitize` and scripts/lint.sh need besides (Debian 12's LLVM 14: the
+# compiler, the sanitizer and libFuzzer runtimes, clang-tidy with run-clang-tidy, clang-format).
+if [ "${1:-}" = --clang ]; then
+  packages=(clang-14 libclang-rt-14-dev clang-tidy-14 clang-format-14)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

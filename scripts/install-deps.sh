@@ -10,6 +10,9 @@ packages=(
   libboost-dev libcpp-httplib-dev libjwt-dev libssl-dev openssl libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl wrk
+  # The Slurm backend's tests and benchmark run a loopback cluster (scripts/slurm-test-cluster.sh).
+  # Never slurm-wlm-emulator: it is broken in Debian 12 and takes over these daemons' names.
+  slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin
 )
 # --clang: what `make sanitize` and scripts/lint.sh need besides (Debian 12's LLVM 14: the
 # compiler, the sanitizer and libFuzzer runtimes, clang-tidy with run-clang-tidy, clang-format).

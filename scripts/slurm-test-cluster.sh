@@ -22,7 +22,8 @@
 #
 # Node shape, from the environment (defaults in brackets):
 #   SLURM_TEST_GPUS [8]  SLURM_TEST_GPU_TYPE [a100]  SLURM_TEST_CPUS [64]
-#   SLURM_TEST_MEMORY_MB [512000]  SLURM_TEST_FEATURES [none; e.g. "ib,nvlink"]
+#   SLURM_TEST_MEMORY_MB [512000]  SLURM_TEST_TMP_DISK_MB [1048576]
+#   SLURM_TEST_FEATURES [none; e.g. "ib,nvlink"]
 #   SLURM_TEST_PARTITION [gpu]  SLURM_TEST_SCHED_PARAMS [tuned backfill, see below]
 #   SLURM_TEST_REST [1; 0 starts no slurmrestd]
 #
@@ -124,6 +125,7 @@ write_configs() {
   local dir=$1 count=$2 ctld_port=$3 slurmd_base=$4
   local gpus=${SLURM_TEST_GPUS:-8} gpu_type=${SLURM_TEST_GPU_TYPE:-a100}
   local cpus=${SLURM_TEST_CPUS:-64} memory=${SLURM_TEST_MEMORY_MB:-512000}
+  local tmp_disk=${SLURM_TEST_TMP_DISK_MB:-1048576}
   local partition=${SLURM_TEST_PARTITION:-gpu} features=${SLURM_TEST_FEATURES:-}
   # Backfill tuned for throughput: a deep queue, short intervals, scheduling soon after submits.
   local sched=${SLURM_TEST_SCHED_PARAMS:-default_queue_depth=20000,partition_job_depth=0,\
@@ -187,7 +189,7 @@ CredType=cred/munge
 AuthInfo=socket=$dir/munge/munge.socket.2
 AuthAltTypes=auth/jwt
 AuthAltParameters=jwt_key=$dir/etc/jwt_hs256.key
-NodeName=$nodes NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$slurmd_base-$((slurmd_base + count - 1))] CPUs=$cpus RealMemory=$memory$gres_line$feature_line State=UNKNOWN
+NodeName=$nodes NodeHostname=localhost NodeAddr=127.0.0.1 Port=[$slurmd_base-$((slurmd_base + count - 1))] CPUs=$cpus RealMemory=$memory TmpDisk=$tmp_disk$gres_line$feature_line State=UNKNOWN
 PartitionName=$partition Nodes=$nodes Default=YES MaxTime=INFINITE State=UP
 EOF
 

@@ -1,0 +1,266 @@
+#include "slurm/cluster.h"
+
+#include <algorithm>
+
+namespace gpupool::slurm {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+// The newest moment of the past a job shows on slurmctld's clock: when it was submitted,
+// started (running or ended jobs; a pending job's start_time is a forecast) and ended (ended
+// jobs; a running job's end_time is its limit). Every change slurmctld makes after the listing
+// is at or after it, so `update_time` = this misses none.
+int64_t NewestPastTime(const SlurmJob& job, const JobOutcome& outcome) {
+  int64_t newest = job.submit_time;
+  if (outcome.phase != JobPhase::kPending) newest = std::max(newest, job.start_time);
+  if (outcome.phase == JobPhase::kEnded) newest = std::max(newest, job.end_time);
+  return newest;
+}
+
+bool Ended(const SlurmJob& job) { return OutcomeOf(job).phase == JobPhase::kEnded; }
+
+}  // namespace
+
+SlurmCluster::SlurmCluster(std::shared_ptr<RestClient> client, ClusterOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {
+  if (options_.submit.comment.empty()) options_.submit.comment = "gpupool";
+}
+
+Result<std::string> SlurmCluster::Connect() {
+  ASSIGN_OR_RETURN(std::string release, client_->CheckVersion());
+  std::lock_guard lock(mu_);
+  RETURN_IF_ERROR(RefreshNodesLocked());
+  RETURN_IF_ERROR(RefreshJobsLocked());
+  return release;
+}
+
+Status SlurmCluster::RefreshJobsLocked() {
+  ASSIGN_OR_RETURN(auto listing, client_->GetJobs(jobs_since_));
+  if (!listing) return OkStatus();  // 304: nothing changed
+  std::map<int64_t, SlurmJob> jobs;
+  std::map<std::string, int64_t> by_key;
+  int64_t since = 0;
+  int64_t max_id = 0;
+  for (SlurmJob& job : *listing) {
+    JobOutcome outcome = OutcomeOf(job);
+    since = std::max(since, NewestPastTime(job, outcome));
+    max_id = std::max(max_id, job.job_id);
+    if (job.comment != options_.submit.comment) continue;
+    // Several jobs of one key (a cancelled one and its successor): the newest that is not
+    // cancelled wins, else the newest.
+    auto it = by_key.find(job.name);
+    bool replace = it == by_key.end();
+    if (!replace) {
+      const SlurmJob& other = jobs[it->second];
+      bool this_cancelled = job.state == "CANCELLED";
+      bool other_cancelled = other.state == "CANCELLED";
+      replace = (this_cancelled == other_cancelled) ? job.job_id > other.job_id : other_cancelled;
+    }
+    if (replace) by_key[job.name] = job.job_id;
+    jobs.emplace(job.job_id, std::move(job));
+  }
+  jobs_ = std::move(jobs);
+  job_by_key_ = std::move(by_key);
+  jobs_since_ = since;
+  max_job_id_ = max_id;
+  return OkStatus();
+}
+
+Status SlurmCluster::RefreshNodesLocked() {
+  // Nodes carry no time of their last change, so they are listed in full (1,000 nodes: ~1 MB).
+  ASSIGN_OR_RETURN(auto nodes, client_->GetNodes());
+  ASSIGN_OR_RETURN(auto partitions, client_->GetPartitions());
+  if (nodes) nodes_ = std::move(*nodes);
+  if (partitions) partitions_ = std::move(*partitions);
+  options_.nodes.closed_partitions.clear();
+  for (const auto& p : partitions_) {
+    if (p.state != "UP") options_.nodes.closed_partitions.insert(p.name);
+  }
+  return OkStatus();
+}
+
+const SlurmNode* SlurmCluster::FindNodeLocked(const std::string& name) const {
+  for (const auto& node : nodes_) {
+    if (node.name == name) return &node;
+  }
+  return nullptr;
+}
+
+Result<std::vector<Json>> SlurmCluster::Nodes() {
+  std::lock_guard lock(mu_);
+  RETURN_IF_ERROR(RefreshJobsLocked());
+  RETURN_IF_ERROR(RefreshNodesLocked());
+  std::map<std::string, NodeUsage> own;
+  for (const auto& [id, job] : jobs_) {
+    if (OutcomeOf(job).phase != JobPhase::kRunning || job.nodes.empty()) continue;
+    own[job.nodes].Add(JobUsage(job));
+  }
+  std::vector<Json> out;
+  out.reserve(nodes_.size());
+  for (const auto& node : nodes_) {
+    auto usage = own.find(node.name);
+    ASSIGN_OR_RETURN(
+        Json json,
+        NodeFromSlurm(node, usage == own.end() ? NodeUsage{} : usage->second, options_.nodes));
+    out.push_back(std::move(json));
+  }
+  return out;
+}
+
+Status SlurmCluster::SubmitLocked(const std::string& key, Task& task) {
+  const SlurmNode* node = FindNodeLocked(task.run.node);
+  if (node == nullptr) {
+    RETURN_IF_ERROR(RefreshNodesLocked());
+    node = FindNodeLocked(task.run.node);
+  }
+  if (node == nullptr) {
+    return InvalidArgumentError("Slurm has no node \"" + task.run.node + "\" for task " + key);
+  }
+  ASSIGN_OR_RETURN(JobSubmission submission,
+                   SubmissionForTask(task.run, *node, partitions_, options_.submit));
+  ASSIGN_OR_RETURN(task.job_id, client_->SubmitJob(submission));
+  return OkStatus();
+}
+
+Status SlurmCluster::Run(const TaskRun& run, bool adopt) {
+  std::lock_guard lock(mu_);
+  if (tasks_.contains(run.key)) return OkStatus();
+  to_cancel_.erase(run.key);
+  Task task;
+  task.run = run;
+  // The listing is fresh (304 when nothing changed), so a job submitted for this key by an
+  // earlier process is found rather than submitted again.
+  Status listed = RefreshJobsLocked();
+  if (listed.ok()) {
+    // A cancelled job of the key was stopped (gpupool evicted the task, which then keeps its
+    // key): a new launch runs it again. An adopted task keeps even a cancelled job.
+    if (auto it = job_by_key_.find(run.key);
+        it != job_by_key_.end() && (adopt || jobs_.at(it->second).state != "CANCELLED")) {
+      task.job_id = it->second;
+      tasks_.emplace(run.key, std::move(task));
+      return OkStatus();
+    }
+    if (adopt) {
+      task.lost = "no Slurm job named " + run.key +
+                  " (it ended longer ago than slurmctld keeps jobs, MinJobAge, or never started)";
+      tasks_.emplace(run.key, std::move(task));
+      return OkStatus();
+    }
+  } else if (listed.code() != StatusCode::kUnavailable) {
+    return listed;
+  }
+  if (listed.ok()) {
+    Status submitted = SubmitLocked(run.key, task);
+    if (!submitted.ok() && submitted.code() != StatusCode::kUnavailable) return submitted;
+  }
+  // Submitted, or waiting for Slurm to answer (Poll submits it then).
+  tasks_.emplace(run.key, std::move(task));
+  return OkStatus();
+}
+
+Status SlurmCluster::Stop(const std::string& key) {
+  std::lock_guard lock(mu_);
+  int64_t job_id = 0;
+  if (auto it = tasks_.find(key); it != tasks_.end()) {
+    job_id = it->second.job_id;
+    tasks_.erase(it);
+  } else if (auto known = job_by_key_.find(key); known != job_by_key_.end()) {
+    job_id = known->second;
+  }
+  if (job_id == 0) {
+    // Maybe submitted by a request whose answer was lost: cancel whatever shows up.
+    to_cancel_.insert(key);
+    return OkStatus();
+  }
+  auto job = jobs_.find(job_id);
+  if (job != jobs_.end() && Ended(job->second)) return OkStatus();
+  Status cancelled = client_->CancelJob(job_id);
+  if (!cancelled.ok()) to_cancel_.insert(key);
+  return cancelled;
+}
+
+Result<std::vector<TaskEvent>> SlurmCluster::Poll() {
+  std::lock_guard lock(mu_);
+  std::vector<TaskEvent> events;
+  if (tasks_.empty() && to_cancel_.empty()) return events;
+  RETURN_IF_ERROR(RefreshJobsLocked());
+
+  for (auto it = to_cancel_.begin(); it != to_cancel_.end();) {
+    auto known = job_by_key_.find(*it);
+    if (known != job_by_key_.end() && !Ended(jobs_.at(known->second))) {
+      if (!client_->CancelJob(known->second).ok()) {
+        ++it;
+        continue;
+      }
+    }
+    it = to_cancel_.erase(it);
+  }
+
+  for (auto it = tasks_.begin(); it != tasks_.end();) {
+    const std::string& key = it->first;
+    Task& task = it->second;
+    if (task.job_id == 0 && task.lost.empty()) {
+      if (auto known = job_by_key_.find(key);
+          known != job_by_key_.end() && jobs_.at(known->second).state != "CANCELLED") {
+        task.job_id = known->second;  // an earlier, unanswered submission did reach Slurm
+      } else {
+        Status submitted = SubmitLocked(key, task);
+        if (!submitted.ok() && submitted.code() != StatusCode::kUnavailable) {
+          task.lost = "Slurm refused the job: " + submitted.message();
+        }
+      }
+    }
+    if (!task.lost.empty()) {
+      TaskEvent event{TaskEvent::Kind::kEnded, key};
+      event.job_id = task.job_id;
+      event.exit_code = 1;
+      event.reason = task.lost;
+      event.lost = true;
+      events.push_back(std::move(event));
+      it = tasks_.erase(it);
+      continue;
+    }
+    if (task.job_id == 0) {
+      ++it;
+      continue;
+    }
+    auto job_it = jobs_.find(task.job_id);
+    if (job_it == jobs_.end()) {
+      // Listed by id up to a newer one, yet absent: slurmctld forgot it (purged, or its state
+      // was lost in a restart).
+      if (task.job_id <= max_job_id_)
+        task.lost =
+            "Slurm job " + std::to_string(task.job_id) + " of " + key + " is gone from slurmctld";
+      ++it;
+      continue;
+    }
+    const SlurmJob& job = job_it->second;
+    JobOutcome outcome = OutcomeOf(job);
+    if (outcome.phase != JobPhase::kPending && !task.started) {
+      task.started = true;
+      TaskEvent event{TaskEvent::Kind::kStarted, key, job.job_id, job.nodes};
+      event.time_ms = job.start_time * 1000;
+      events.push_back(std::move(event));
+    }
+    if (outcome.phase == JobPhase::kEnded) {
+      TaskEvent event{TaskEvent::Kind::kEnded, key, job.job_id, job.nodes};
+      event.time_ms = job.end_time * 1000;
+      event.exit_code = outcome.exit_code;
+      event.reason = outcome.reason;
+      event.lost = outcome.lost;
+      events.push_back(std::move(event));
+      it = tasks_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+  return events;
+}
+
+size_t SlurmCluster::Tracked() const {
+  std::lock_guard lock(mu_);
+  return tasks_.size();
+}
+
+}  // namespace gpupool::slurm

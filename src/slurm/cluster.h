@@ -1,0 +1,106 @@
+#pragma once
+// SlurmCluster: what gpupool asks of one Slurm cluster, in the shape of an event-based backend
+// (nodes in; task started/ended events out; run and stop commands idempotent by the attempt
+// key). It owns no gpupool state: the server's backend adapter (backend/slurm) maps its calls
+// onto whatever contract the server has.
+//
+//   Nodes()  the cluster's nodes as v1 Nodes (translate.h), with what jobs gpupool did not
+//            submit hold already taken off their allocatable resources.
+//   Run()    submits the task's batch job, unless a job named after its attempt key exists
+//            (a restarted gpupool finds its jobs instead of submitting twice). When Slurm cannot
+//            be reached the submission waits and Poll() retries it: only a job Slurm refuses,
+//            or a task Slurm cannot run, fails Run().
+//   Stop()   cancels the task's job (retried by Poll() while Slurm is unreachable).
+//   Poll()   the started and ended events since the last call, each once, from an incremental
+//            job listing (`update_time`: an unchanged cluster answers 304 and costs nothing).
+//
+// gpupool's jobs carry `comment` (SubmitOptions::comment, "gpupool" by default) and are named
+// after the attempt key; jobs without the comment are someone else's.
+//
+// Thread contract: all methods are safe to call from several threads (one mutex; HTTP requests
+// are made under it).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "slurm/rest_client.h"
+#include "slurm/translate.h"
+
+namespace gpupool::slurm {
+
+struct ClusterOptions {
+  NodeOptions nodes;
+  SubmitOptions submit;  // comment "" becomes "gpupool"
+};
+
+struct TaskEvent {
+  enum class Kind { kStarted, kEnded };
+  Kind kind = Kind::kStarted;
+  std::string key;
+  int64_t job_id = 0;
+  std::string node;     // where the job ran ("" when it never did)
+  int64_t time_ms = 0;  // when it started or ended, on slurmctld's clock
+  // kEnded:
+  int exit_code = 0;
+  std::string reason;  // "" for a job that completed
+  bool lost = false;   // ended through no fault of the task (node failure, preemption, or its
+                       // job vanished from Slurm)
+};
+
+class SlurmCluster {
+ public:
+  SlurmCluster(std::shared_ptr<RestClient> client, ClusterOptions options);
+
+  // Checks the API version and credentials, loads nodes, partitions and jobs. Returns the Slurm
+  // release.
+  Result<std::string> Connect();
+
+  Result<std::vector<nlohmann::ordered_json>> Nodes();
+
+  // `adopt`: the task was running under an earlier gpupool process; find its job, never submit.
+  // A job that cannot be found is reported by the next Poll() as ended and lost.
+  Status Run(const TaskRun& task, bool adopt);
+  // Unknown keys are ignored (the task may have ended already).
+  Status Stop(const std::string& key);
+  Result<std::vector<TaskEvent>> Poll();
+
+  // Tasks run or adopted and not yet reported ended.
+  size_t Tracked() const;
+
+ private:
+  struct Task {
+    TaskRun run;
+    int64_t job_id = 0;  // 0: not submitted yet (Slurm was unreachable)
+    bool started = false;
+    std::string lost;  // set: report as ended and lost at the next Poll
+  };
+
+  Status RefreshJobsLocked();
+  Status RefreshNodesLocked();
+  Status SubmitLocked(const std::string& key, Task& task);
+  const SlurmNode* FindNodeLocked(const std::string& name) const;
+
+  const std::shared_ptr<RestClient> client_;
+  ClusterOptions options_;
+
+  mutable std::mutex mu_;
+  // gpupool's jobs in slurmctld's last listing, by id, and the newest id per attempt key.
+  std::map<int64_t, SlurmJob> jobs_;
+  std::map<std::string, int64_t> job_by_key_;
+  int64_t jobs_since_ = 0;  // for update_time: the newest past time the listing showed
+  int64_t max_job_id_ = 0;  // the largest id in the last listing (of any user)
+  std::vector<SlurmNode> nodes_;
+  std::vector<SlurmPartition> partitions_;
+  std::map<std::string, Task> tasks_;  // by attempt key
+  std::set<std::string> to_cancel_;    // keys whose jobs are cancelled once Slurm answers
+};
+
+}  // namespace gpupool::slurm

@@ -1,0 +1,226 @@
+#include "slurm/cluster.h"
+
+#include <gtest/gtest.h>
+
+#include "slurm/fake_slurmrestd.h"
+
+namespace gpupool::slurm {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using testing::FakeSlurmRest;
+
+Json Pod(int gpus) {
+  Json pod = Json::parse(R"({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+      "spec": {"containers": [{"name": "c", "command": ["sleep", "1"],
+      "resources": {"requests": {"cpu": "2", "memory": "4Gi"}}}]}})");
+  if (gpus > 0) pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] = gpus;
+  return pod;
+}
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // An empty cluster: the captured nodes, none of the captured jobs.
+    Reset(std::make_shared<FakeSlurmRest::State>());
+    auto release = cluster_->Connect();
+    ASSERT_TRUE(release.ok()) << release.status().message();
+    EXPECT_EQ(*release, "22.05.8");
+  }
+
+  // A new SlurmCluster (a restarted gpupool) on the same fake slurmrestd.
+  void Reset(std::shared_ptr<FakeSlurmRest::State> state) {
+    state_ = std::move(state);
+    ClientOptions client_options;
+    client_options.user = "nobody";
+    client_options.token = TokenSource::Fixed("t");
+    client_options.max_attempts = 2;
+    client_options.sleep = [](std::chrono::milliseconds) {};
+    auto client = std::make_shared<RestClient>(*ParseEndpoint("http://127.0.0.1:6820"),
+                                               std::make_unique<FakeSlurmRest>(state_),
+                                               std::move(client_options));
+    ClusterOptions options;
+    options.submit.output_dir = "/jobs";
+    cluster_ = std::make_unique<SlurmCluster>(client, options);
+  }
+
+  std::vector<TaskEvent> Poll() {
+    auto events = cluster_->Poll();
+    EXPECT_TRUE(events.ok()) << events.status().message();
+    return events.ok() ? *events : std::vector<TaskEvent>{};
+  }
+
+  int64_t JobOf(const std::string& name) {
+    for (const auto& [id, job] : state_->jobs) {
+      if (job["name"] == name && job["job_state"] != "CANCELLED") return id;
+    }
+    return 0;
+  }
+
+  std::shared_ptr<FakeSlurmRest::State> state_;
+  std::unique_ptr<SlurmCluster> cluster_;
+};
+
+TEST_F(ClusterTest, RunSubmitsOnceAndReportsStartAndEndOnce) {
+  TaskRun run{"wf/g/a/0", "gpu0004", Pod(2), 600};
+  ASSERT_TRUE(cluster_->Run(run, false).ok());
+  ASSERT_TRUE(cluster_->Run(run, false).ok());  // idempotent
+  ASSERT_EQ(state_->submissions.size(), 1u);
+  const Json& job = state_->submissions[0]["job"];
+  EXPECT_EQ(job["name"], "wf/g/a/0");
+  EXPECT_EQ(job["nodelist"], "gpu0004");
+  EXPECT_EQ(job["comment"], "gpupool");
+  EXPECT_EQ(job["gpus_per_node"], "a100:2");
+  EXPECT_EQ(job["partition"], "gpu");
+  EXPECT_EQ(cluster_->Tracked(), 1u);
+
+  EXPECT_TRUE(Poll().empty());  // pending
+  int64_t id = JobOf("wf/g/a/0");
+  state_->SetState(id, "RUNNING", 0, "gpu0004");
+  auto events = Poll();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, TaskEvent::Kind::kStarted);
+  EXPECT_EQ(events[0].key, "wf/g/a/0");
+  EXPECT_EQ(events[0].node, "gpu0004");
+  EXPECT_EQ(events[0].time_ms, state_->now * 1000);
+  EXPECT_TRUE(Poll().empty());
+
+  state_->SetState(id, "FAILED", 3 << 8);
+  events = Poll();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, TaskEvent::Kind::kEnded);
+  EXPECT_EQ(events[0].exit_code, 3);
+  EXPECT_FALSE(events[0].lost);
+  EXPECT_EQ(events[0].time_ms, state_->now * 1000);
+  EXPECT_TRUE(Poll().empty());
+  EXPECT_EQ(cluster_->Tracked(), 0u);
+}
+
+TEST_F(ClusterTest, AnUnchangedClusterIsAskedIncrementally) {
+  ASSERT_TRUE(cluster_->Run({"wf/g/a/0", "gpu0004", Pod(1), 600}, false).ok());
+  Poll();
+  size_t before = state_->requests.size();
+  Poll();
+  ASSERT_EQ(state_->requests.size(), before + 1);
+  EXPECT_NE(state_->requests.back().find("/jobs?update_time="), std::string::npos)
+      << state_->requests.back();
+  // An idle gpupool (nothing tracked) asks nothing.
+  int64_t id = JobOf("wf/g/a/0");
+  state_->SetState(id, "RUNNING", 0, "gpu0004");
+  state_->SetState(id, "COMPLETED");
+  Poll();
+  before = state_->requests.size();
+  EXPECT_TRUE(Poll().empty());
+  EXPECT_EQ(state_->requests.size(), before);
+}
+
+TEST_F(ClusterTest, RestartedGpupoolFindsItsJobsInsteadOfSubmittingTwice) {
+  ASSERT_TRUE(cluster_->Run({"wf/g/a/0", "gpu0004", Pod(1), 600}, false).ok());
+  ASSERT_TRUE(cluster_->Run({"wf/g/b/0", "gpu0004", Pod(1), 600}, false).ok());
+  int64_t b = JobOf("wf/g/b/0");
+  state_->SetState(b, "RUNNING", 0, "gpu0004");
+  state_->SetState(b, "COMPLETED");
+
+  Reset(state_);  // gpupool restarts
+  ASSERT_TRUE(cluster_->Connect().ok());
+  // a was SCHEDULED (launched again), b was RUNNING (adopted), c is new.
+  ASSERT_TRUE(cluster_->Run({"wf/g/a/0", "gpu0004", Pod(1), 600}, false).ok());
+  ASSERT_TRUE(cluster_->Run({"wf/g/b/0", "gpu0004", Pod(1), 600}, true).ok());
+  ASSERT_TRUE(cluster_->Run({"wf/g/c/0", "gpu0004", Pod(1), 600}, false).ok());
+  EXPECT_EQ(state_->submissions.size(), 3u);  // a, b before; c now
+  auto events = Poll();
+  ASSERT_EQ(events.size(), 2u);  // b started and ended
+  EXPECT_EQ(events[0].key, "wf/g/b/0");
+  EXPECT_EQ(events[1].kind, TaskEvent::Kind::kEnded);
+  EXPECT_EQ(events[1].exit_code, 0);
+}
+
+TEST_F(ClusterTest, AnAdoptedTaskWithoutAJobIsLost) {
+  ASSERT_TRUE(cluster_->Run({"wf/g/gone/0", "gpu0004", Pod(1), 600}, true).ok());
+  EXPECT_TRUE(state_->submissions.empty());
+  auto events = Poll();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, TaskEvent::Kind::kEnded);
+  EXPECT_TRUE(events[0].lost);
+  EXPECT_NE(events[0].reason.find("no Slurm job named wf/g/gone/0"), std::string::npos);
+}
+
+TEST_F(ClusterTest, StopCancelsAndAStoppedKeyRunsAnew) {
+  ASSERT_TRUE(cluster_->Run({"wf/g/a/0", "gpu0004", Pod(1), 600}, false).ok());
+  int64_t first = JobOf("wf/g/a/0");
+  state_->SetState(first, "RUNNING", 0, "gpu0004");
+  ASSERT_TRUE(cluster_->Stop("wf/g/a/0").ok());
+  EXPECT_EQ(state_->jobs.at(first)["job_state"], "CANCELLED");
+  EXPECT_EQ(cluster_->Tracked(), 0u);
+  EXPECT_TRUE(cluster_->Stop("wf/g/unknown/0").ok());
+  // Evicted, then placed again with the same attempt key: a new job.
+  ASSERT_TRUE(cluster_->Run({"wf/g/a/0", "gpu0003", Pod(1), 600}, false).ok());
+  EXPECT_EQ(state_->submissions.size(), 2u);
+  EXPECT_NE(JobOf("wf/g/a/0"), first);
+  EXPECT_TRUE(Poll().empty());
+}
+
+TEST_F(ClusterTest, SubmissionsWaitForAnUnreachableSlurm) {
+  state_->down = true;
+  ASSERT_TRUE(cluster_->Run({"wf/g/a/0", "gpu0004", Pod(1), 600}, false).ok());
+  EXPECT_EQ(cluster_->Tracked(), 1u);
+  EXPECT_EQ(cluster_->Poll().status().code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(state_->submissions.empty());
+  state_->down = false;
+  EXPECT_TRUE(Poll().empty());
+  ASSERT_EQ(state_->submissions.size(), 1u);
+  EXPECT_TRUE(Poll().empty());
+  EXPECT_EQ(state_->submissions.size(), 1u);
+}
+
+TEST_F(ClusterTest, RefusedTasksFailRun) {
+  Status unknown = cluster_->Run({"wf/g/a/0", "nosuchnode", Pod(1), 600}, false);
+  EXPECT_EQ(unknown.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.message().find("Slurm has no node \"nosuchnode\""), std::string::npos);
+  Json no_command = Pod(0);
+  no_command["spec"]["containers"][0].erase("command");
+  Status refused = cluster_->Run({"wf/g/b/0", "gpu0004", no_command, 600}, false);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(cluster_->Tracked(), 0u);
+}
+
+TEST_F(ClusterTest, AJobThatVanishesIsLost) {
+  ASSERT_TRUE(cluster_->Run({"wf/g/a/0", "gpu0004", Pod(1), 600}, false).ok());
+  int64_t id = JobOf("wf/g/a/0");
+  state_->SetState(id, "RUNNING", 0, "gpu0004");
+  ASSERT_EQ(Poll().size(), 1u);
+  // slurmctld restarted without its state: the job is gone, newer ones exist.
+  state_->jobs.erase(id);
+  state_->AddJob(Json{{"name", "other"}, {"job_state", "PENDING"}});
+  EXPECT_TRUE(Poll().empty());  // noticed
+  auto events = Poll();         // reported
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_TRUE(events[0].lost);
+  EXPECT_NE(events[0].reason.find("is gone from slurmctld"), std::string::npos);
+}
+
+TEST_F(ClusterTest, NodesCountForeignJobsAsUsed) {
+  // The captured node gpu0001 runs a foreign job (4 CPUs, 8000 MiB, 3 GPUs) and gpupool's
+  // wf2/g/train/0 (2 CPUs, 4096 MiB, 1 GPU). Here gpupool's job is in the listing too.
+  state_->AddJob(Json{{"name", "wf2/g/train/0"},
+                      {"comment", "gpupool"},
+                      {"job_state", "RUNNING"},
+                      {"nodes", "gpu0001"},
+                      {"cpus", 2},
+                      {"memory_per_node", 4096},
+                      {"gres_detail", {"gpu:a100:1(IDX:3)"}},
+                      {"start_time", state_->now}});
+  auto nodes = cluster_->Nodes();
+  ASSERT_TRUE(nodes.ok()) << nodes.status().message();
+  ASSERT_EQ(nodes->size(), 4u);
+  const Json& n1 = (*nodes)[0];
+  EXPECT_EQ(n1["metadata"]["name"], "gpu0001");
+  EXPECT_EQ(n1["status"]["allocatable"]["nvidia.com/gpu"], "5");
+  EXPECT_EQ(n1["status"]["allocatable"]["cpu"], "60");
+  EXPECT_EQ(n1["metadata"]["annotations"]["slurm.gpupool.io/foreign-usage"],
+            "cpu=4,memory=8000Mi,gpu=3");
+  EXPECT_EQ((*nodes)[3]["spec"]["unschedulable"], true);
+}
+
+}  // namespace
+}  // namespace gpupool::slurm

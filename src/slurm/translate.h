@@ -1,0 +1,137 @@
+#pragma once
+// Pure translations between Slurm's objects and gpupool's: a Slurm node as a Kubernetes v1 Node,
+// a gpupool task (its rendered pod) as a batch job submission, a job's state as a task outcome.
+// No I/O; table-tested against responses captured from slurmrestd (testdata/).
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "slurm/objects.h"
+
+namespace gpupool::slurm {
+
+// Label keys gpupool puts on nodes imported from Slurm (besides kubernetes.io/hostname and
+// NVIDIA's nvidia.com/gpu.product and nvidia.com/gpu.count).
+inline constexpr char kFeatureLabelPrefix[] = "feature.slurm.gpupool.io/";      // + feature
+inline constexpr char kPartitionLabelPrefix[] = "partition.slurm.gpupool.io/";  // + partition
+inline constexpr char kSourceLabel[] = "gpupool.io/source";                     // = "slurm"
+// The taint on a node Slurm does not offer for new jobs; its value is the state
+// (down, drain, maint, ...) and spec.unschedulable is set too.
+inline constexpr char kUnavailableTaint[] = "slurm.gpupool.io/unavailable";
+// Resources that jobs gpupool did not submit hold on the node ("cpu=4,memory=8000Mi,gpu=3").
+inline constexpr char kForeignUsageAnnotation[] = "slurm.gpupool.io/foreign-usage";
+inline constexpr char kReasonAnnotation[] = "slurm.gpupool.io/reason";
+
+// The GPUs of a GRES string: "gpu:a100:8(S:0-1)" -> 8 of type a100; "gpu:4" -> 4 untyped;
+// "gpu:a100:4,gpu:v100:4" -> 8, types {a100, v100}; "gpu:a100:3(IDX:0-2)" (gres_used) -> 3;
+// other GRES (mps, shard, ...) are not GPUs. "", "(null)" -> 0.
+struct GpuGres {
+  int64_t count = 0;
+  std::set<std::string> types;  // empty for untyped GPUs
+  // The one type, or "" when untyped or mixed.
+  std::string SingleType() const { return types.size() == 1 ? *types.begin() : ""; }
+};
+Result<GpuGres> ParseGpuGres(std::string_view gres);
+
+// What gpupool's own running jobs hold on one node (so the rest is someone else's).
+struct NodeUsage {
+  int64_t cpus = 0;
+  int64_t memory_mb = 0;
+  int64_t gpus = 0;
+  void Add(const NodeUsage& other);
+};
+
+struct NodeOptions {
+  // Slurm GPU type -> nvidia.com/gpu.product value (e.g. a100 -> NVIDIA-A100-SXM4-80GB); a type
+  // not in the map is used as it is.
+  std::map<std::string, std::string> gpu_products;
+  // Partitions that accept no jobs (state other than UP); a node only in such partitions is
+  // unschedulable.
+  std::set<std::string> closed_partitions;
+};
+
+// Why Slurm offers a node for no new jobs ("" when it does): the base state down, future,
+// unknown or error, or a flag DRAIN, FAIL, MAINTENANCE, NOT_RESPONDING, RESERVED, POWERED_DOWN,
+// POWERING_DOWN, POWERING_UP, REBOOT_REQUESTED, REBOOT_ISSUED, INVALID_REG. The word is the
+// taint's value: "down", "drain", "maint", ...
+std::string UnavailableState(const SlurmNode& node, const NodeOptions& options);
+
+// A Slurm node as a v1 Node:
+//   metadata.labels: kubernetes.io/hostname, gpupool.io/source=slurm, nvidia.com/gpu.product
+//     (one GPU type) and nvidia.com/gpu.count, feature.slurm.gpupool.io/<f>=true per feature,
+//     partition.slurm.gpupool.io/<p>=true per partition;
+//   status.capacity: cpu, memory (Mi), nvidia.com/gpu, ephemeral-storage (TmpDisk, when set),
+//     pods (= CPUs: every job takes at least one);
+//   status.allocatable: capacity less what jobs gpupool did not submit hold (node usage less
+//     `own`), recorded in the foreign-usage annotation;
+//   unavailable (UnavailableState): spec.unschedulable, a NoSchedule taint
+//     slurm.gpupool.io/unavailable=<state>, a Ready=False condition with Slurm's reason.
+Result<nlohmann::ordered_json> NodeFromSlurm(const SlurmNode& node, const NodeUsage& own,
+                                             const NodeOptions& options);
+
+// One task to run as a batch job.
+struct TaskRun {
+  std::string key;  // the attempt key "<workflow>/<group>/<task>/<retry>": the job's name
+  std::string node;
+  nlohmann::ordered_json pod;  // the task's rendered Pod
+  std::optional<int64_t> exec_timeout_seconds;
+};
+
+struct SubmitOptions {
+  std::string partition;   // "" = the node's: the default partition when the node is in it,
+                           // else its first
+  std::string output_dir;  // each task writes <dir>/<key with '/' as '.'>.out; must exist on
+                           // the nodes and be writable by the jobs' user
+  std::string comment;     // marks gpupool's jobs
+};
+
+// The submission for a task on `node`:
+//   name = key, comment, nodelist = the node, partition;
+//   cpus_per_task = the pod's cpu request rounded up (at least 1), memory_per_node = its memory
+//     in MiB rounded up, temporary_disk_per_node = its ephemeral-storage, gpus_per_node =
+//     "<type>:<n>" with the node's GPU type (just "<n>" when untyped or mixed);
+//   time_limit = the exec timeout in minutes, rounded up, plus one: gpupool ends the task at its
+//     timeout and Slurm's limit only backs that up;
+//   environment = the first container's env (plain values; valueFrom is refused) over a default
+//     PATH, plus GPUPOOL_TASK_KEY; script = its command and args, shell-quoted, exec'd by
+//     /bin/sh; output to the per-task file.
+// InvalidArgument (naming the field) for what Slurm cannot run: no command, env from valueFrom.
+Result<JobSubmission> SubmissionForTask(const TaskRun& task, const SlurmNode& node,
+                                        const std::vector<SlurmPartition>& partitions,
+                                        const SubmitOptions& options);
+
+// The output file of a task's job.
+std::string OutputPath(const std::string& output_dir, const std::string& key);
+
+// What a job's state means for its task.
+enum class JobPhase { kPending, kRunning, kEnded };
+
+struct JobOutcome {
+  JobPhase phase = JobPhase::kPending;
+  int exit_code = 0;   // kEnded: the script's exit code, 128 + N when signal N ended it
+  std::string reason;  // kEnded and not COMPLETED: "TIMEOUT: ...", "NODE_FAIL: ...", ...
+  bool lost = false;   // kEnded through no fault of the task: node failure, boot failure,
+                       // preemption, revocation
+};
+
+// COMPLETED -> exit 0; FAILED -> the exit code; TIMEOUT, CANCELLED, DEADLINE, PREEMPTED,
+// OUT_OF_MEMORY, NODE_FAIL, BOOT_FAIL, REVOKED, SPECIAL_EXIT -> the decoded exit code, or the
+// state's conventional one when the job never ran (143 = SIGTERM, 137 = SIGKILL/OOM, 1);
+// PENDING, CONFIGURING, REQUEUED, ... -> kPending; RUNNING, COMPLETING, SUSPENDED, ... ->
+// kRunning. An unknown state is kPending with the state in the reason.
+JobOutcome OutcomeOf(const SlurmJob& job);
+
+// The exit code in a wait status: status >> 8 when it exited, 128 + signal when killed.
+int DecodeWaitStatus(int64_t status);
+
+// gpupool's share of a running job on its node (single-node jobs): CPUs, memory, GPUs.
+NodeUsage JobUsage(const SlurmJob& job);
+
+}  // namespace gpupool::slurm

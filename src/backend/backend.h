@@ -1,6 +1,7 @@
 #pragma once
 // Backend: one cluster that runs work. The server's scheduling loop decides where a task goes;
-// the backend runs it there and reports when it ends. Implementations: sim/ (simulated nodes).
+// the backend runs it there and reports when it ends. Implementations: sim/ (simulated nodes),
+// slurm/ (a Slurm cluster through slurmrestd).
 //
 // Thread contract: a Backend is used by one thread at a time (the scheduling loop); ListNodes may
 // be called from any thread.
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,12 +26,26 @@ struct TaskLaunch {
   int64_t start_ms = 0;     // when the task started (the store's record, not "now")
   int64_t duration_ms = 0;  // simulated run time (workflow field `sim_duration`)
   int exit_code = 0;        // simulated exit code (workflow field `sim_exit_code`)
+  // For backends that run tasks for real: the task's rendered Pod, its exec timeout, and whether
+  // the task was already running under an earlier leader (find it; never start it again).
+  nlohmann::ordered_json pod;
+  std::optional<int64_t> exec_timeout_ms;
+  bool adopt = false;
 };
 
 struct TaskExit {
   std::string key;
   int exit_code = 0;
   int64_t finished_ms = 0;
+  std::string reason;  // why it ended, when the backend knows more than the exit code ("" = none)
+};
+
+// Options of backends that talk to a real cluster (`gpupool serve --slurm-*`).
+struct BackendOptions {
+  std::string slurm_jwt_file;    // token when $SLURM_JWT is unset
+  std::string slurm_user;        // "" = the OS user
+  std::string slurm_output_dir;  // where each task's job writes its output ("" = /tmp)
+  std::string slurm_partition;   // "" = each node's default
 };
 
 class Backend {
@@ -62,7 +78,9 @@ class Backend {
 };
 
 // Opens a backend from its command-line spec: "sim:CLUSTER_FILE" (a file or a directory of
-// JSON/YAML Node manifests).
-Result<std::unique_ptr<Backend>> OpenBackend(std::string_view spec);
+// JSON/YAML Node manifests), or "slurm:http://HOST:PORT" / "slurm:unix:PATH" (slurmrestd; see
+// backend/slurm/slurm_backend.h).
+Result<std::unique_ptr<Backend>> OpenBackend(std::string_view spec,
+                                             const BackendOptions& options = {});
 
 }  // namespace gpupool::backend

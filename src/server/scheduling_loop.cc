@@ -183,12 +183,18 @@ std::string WorkflowStatus(const std::vector<store::TaskRecord>& tasks) {
 // The simulated run of a task: pod annotations gpupool.io/sim-duration-seconds and
 // gpupool.io/sim-exit-code (written by the service), else the task's sim_duration / sim_exit_code
 // in the stored spec, else the default duration and exit code 0.
+// Backends that run tasks for real get the pod, the exec timeout and whether the task is adopted
+// from an earlier leader (`adopt`: find it, never start it again).
 backend::TaskLaunch LaunchFor(std::string key, const store::TaskRecord& task, const Json* spec,
-                              int64_t start_ms, int64_t default_duration_ms) {
+                              int64_t start_ms, int64_t default_duration_ms,
+                              const RunPolicy& policy, bool adopt) {
   backend::TaskLaunch launch;
   launch.key = std::move(key);
   launch.node = task.node;
   launch.start_ms = start_ms;
+  launch.pod = task.pod;
+  launch.exec_timeout_ms = policy.exec_timeout_ms;
+  launch.adopt = adopt;
   launch.duration_ms = DurationMs(Field(spec, "sim_duration")).value_or(default_duration_ms);
   launch.exit_code = 0;
   if (const Json* code = Field(spec, "sim_exit_code"); code && code->is_number_integer()) {
@@ -344,8 +350,9 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
       for (const auto& task : wf.tasks) {
         if (task.status != kRunning) continue;
         const Json* spec = FindTaskSpec(wf.spec, task.group, task.name);
-        backend::TaskLaunch launch = LaunchFor(TaskKey(wf.id, task), task, spec, task.started_ms,
-                                               options_.default_sim_duration_ms);
+        backend::TaskLaunch launch =
+            LaunchFor(TaskKey(wf.id, task), task, spec, task.started_ms,
+                      options_.default_sim_duration_ms, PolicyFor(wf, configs), /*adopt=*/true);
         if (backend_.Launch(launch).ok()) launched_.insert(launch.key);
       }
     }
@@ -375,10 +382,12 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
         if (exit != exits_.end()) {
           task.exit_code = exit->second.exit_code;
           task.finished_ms = exit->second.finished_ms;
+          const std::string why =
+              exit->second.reason.empty() ? "" : " (" + exit->second.reason + ")";
           std::string action = ExitActionFor(spec, policy, task.exit_code);
           if (action == "RESCHEDULE" && task.retry < options_.max_retries) {
             SetStatus(task, kRescheduled, now, transitions_);
-            task.message = "exit code " + std::to_string(task.exit_code) + ": rescheduled";
+            task.message = "exit code " + std::to_string(task.exit_code) + why + ": rescheduled";
             store::TaskRecord next = task;
             next.retry = task.retry + 1;
             next.node.clear();
@@ -392,7 +401,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
             SetStatus(task, kCompleted, now, transitions_);
           } else {
             SetStatus(task, kFailed, now, transitions_);
-            task.message = "exit code " + std::to_string(task.exit_code) +
+            task.message = "exit code " + std::to_string(task.exit_code) + why +
                            (action == "RESCHEDULE" ? " (retries exhausted)" : "");
           }
           ++stats.finished;
@@ -409,15 +418,17 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
         } else {
           running_keys.insert(key);
           if (!launched_.contains(key)) {  // e.g. lost by a backend restart: adopt again
-            backend::TaskLaunch launch =
-                LaunchFor(key, task, spec, task.started_ms, options_.default_sim_duration_ms);
+            backend::TaskLaunch launch = LaunchFor(key, task, spec, task.started_ms,
+                                                   options_.default_sim_duration_ms, policy,
+                                                   /*adopt=*/true);
             if (backend_.Launch(launch).ok()) launched_.insert(key);
           }
         }
       } else if (task.status == kScheduled) {
         // Launch first (idempotent; if the write below loses a race, the next step kills it).
         backend::TaskLaunch launch =
-            LaunchFor(key, task, spec, now, options_.default_sim_duration_ms);
+            LaunchFor(key, task, spec, now, options_.default_sim_duration_ms, policy,
+                      /*adopt=*/false);
         Status launched = backend_.Launch(launch);
         if (launched.ok()) {
           launched_.insert(key);

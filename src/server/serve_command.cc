@@ -24,6 +24,7 @@
 #include "server/auth.h"
 #include "server/http_server.h"
 #include "server/machine_pools.h"
+#include "server/node_sync.h"
 #include "server/scheduling_loop.h"
 #include "server/store_metrics.h"
 #include "server/what_if.h"
@@ -153,6 +154,8 @@ int RunServe(const ServeOptions& o) {
   if (!provision_delay.ok()) return Fail(provision_delay.status(), 2);
   auto scale_down_after = ParseMillis(o.scale_down_after, "--scale-down-after");
   if (!scale_down_after.ok()) return Fail(scale_down_after.status(), 2);
+  auto node_sync_period = ParseMillis(o.node_sync, "--node-sync");
+  if (!node_sync_period.ok()) return Fail(node_sync_period.status(), 2);
   std::optional<autoscaler::Catalog> own_catalog;
   if (!o.catalog.empty()) {
     auto loaded = autoscaler::LoadCatalogFile(o.catalog);
@@ -182,7 +185,12 @@ int RunServe(const ServeOptions& o) {
 
   std::unique_ptr<backend::Backend> backend;
   if (!o.backend.empty()) {
-    auto opened = backend::OpenBackend(o.backend);
+    backend::BackendOptions backend_options;
+    backend_options.slurm_jwt_file = o.slurm_jwt_file;
+    backend_options.slurm_user = o.slurm_user;
+    backend_options.slurm_output_dir = o.slurm_output_dir;
+    backend_options.slurm_partition = o.slurm_partition;
+    auto opened = backend::OpenBackend(o.backend, backend_options);
     if (!opened.ok()) return Fail(opened.status());
     backend = std::move(*opened);
     auto nodes = backend->ListNodes();
@@ -201,6 +209,13 @@ int RunServe(const ServeOptions& o) {
       for (auto& node : *stored) all.push_back(std::move(node.object));
       backend = std::make_unique<backend::SimBackend>(std::move(all));
     }
+  }
+
+  // A real cluster's nodes change under gpupool (down, drained, busy with others' jobs).
+  std::unique_ptr<NodeSync> node_sync;
+  if (backend && backend->Kind() != "sim" && *node_sync_period > 0) {
+    node_sync =
+        std::make_unique<NodeSync>(*backend, **store, std::chrono::milliseconds(*node_sync_period));
   }
 
   AccessControl access(**store, clock);
@@ -249,6 +264,7 @@ int RunServe(const ServeOptions& o) {
   std::signal(SIGTERM, OnSignal);
   std::signal(SIGPIPE, SIG_IGN);
   std::thread serving([&http] { http.Serve(); });
+  if (node_sync) node_sync->Start();
   if (loop) loop->Start();
   std::cout << "gpupool: listening on http://" << listen->first << ":" << *port << " (store "
             << (*store)->Backend() << ", auth " << (*authenticator)->Mode()
@@ -256,6 +272,7 @@ int RunServe(const ServeOptions& o) {
   while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::cout << "gpupool: stopping" << std::endl;
   if (loop) loop->Stop();
+  if (node_sync) node_sync->Stop();
   http.Stop();
   serving.join();
   return 0;
@@ -266,7 +283,21 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
   CLI::App* serve = app.add_subcommand("serve", "run the HTTP API server and scheduling loop");
   serve->add_option("--listen", options->listen, "HOST:PORT to listen on")->capture_default_str();
   serve->add_option("--db", options->db, "store URL (sqlite:PATH or postgresql://...)");
-  serve->add_option("--backend", options->backend, "sim:CLUSTER_FILE (nodes as JSON/YAML)");
+  serve->add_option("--backend", options->backend,
+                    "sim:CLUSTER_FILE (nodes as JSON/YAML), slurm:http://HOST:PORT or "
+                    "slurm:unix:PATH (slurmrestd)");
+  serve->add_option("--slurm-jwt-file", options->slurm_jwt_file,
+                    "slurm: file holding the JWT when $SLURM_JWT is unset (`scontrol token`)");
+  serve->add_option("--slurm-user", options->slurm_user,
+                    "slurm: user the token belongs to (default: the OS user)");
+  serve->add_option("--slurm-output-dir", options->slurm_output_dir,
+                    "slurm: directory on the nodes for each task's output file (default /tmp)");
+  serve->add_option("--slurm-partition", options->slurm_partition,
+                    "slurm: partition for every job (default: each node's default partition)");
+  serve
+      ->add_option("--node-sync", options->node_sync,
+                   "how often a real cluster's nodes are re-read (0 = never)")
+      ->capture_default_str();
   serve->add_option("--auth", options->auth, "oidc or dev")->capture_default_str();
   serve->add_option("--jwks", options->jwks, "JWKS file or URL (--auth oidc)");
   serve->add_option("--issuer", options->issuer, "required token issuer (--auth oidc)");

@@ -3,6 +3,9 @@
 // process.
 //
 //   gpupool serve --listen 127.0.0.1:8080 --db URL --backend sim:CLUSTER_FILE
+//                 (or --backend slurm:http://HOST:PORT | slurm:unix:PATH
+//                  [--slurm-jwt-file FILE] [--slurm-user USER] [--slurm-output-dir DIR]
+//                  [--slurm-partition P] [--node-sync 5s])
 //                 [--auth oidc --jwks FILE_OR_URL --issuer ISS --audience AUD
 //                  [--roles-claim realm_access.roles] | --auth dev]
 //                 [--max-body-bytes N] [--threads N] [--db-readers N] [--lease-ttl 5s]
@@ -25,8 +28,17 @@ namespace gpupool::server {
 
 struct ServeOptions {
   std::string listen = "127.0.0.1:8080";
-  std::string db;             // "" = $GPUPOOL_DB, else sqlite:~/.local/share/gpupool/gpupool.db
-  std::string backend;        // sim:CLUSTER_FILE; "" = no backend (API only, no scheduling loop)
+  std::string db;  // "" = $GPUPOOL_DB, else sqlite:~/.local/share/gpupool/gpupool.db
+  std::string
+      backend;  // sim:CLUSTER_FILE, slurm:URL; "" = no backend (API only, no scheduling loop)
+  // slurm: the token file when $SLURM_JWT is unset, the user ("" = the OS user), where tasks
+  // write their output ("" = /tmp), a partition for every job ("" = each node's default).
+  std::string slurm_jwt_file;
+  std::string slurm_user;
+  std::string slurm_output_dir;
+  std::string slurm_partition;
+  // How often nodes are re-read from a backend that reports its own (slurm).
+  std::string node_sync = "5s";
   std::string auth = "oidc";  // oidc | dev
   std::string jwks;
   std::string issuer;

@@ -124,13 +124,4 @@ size_t SimBackend::RunningCount() const {
   return running_.size();
 }
 
-Result<std::unique_ptr<Backend>> OpenBackend(std::string_view spec) {
-  if (StartsWith(spec, "sim:")) {
-    ASSIGN_OR_RETURN(auto nodes, LoadClusterNodes(std::string(spec.substr(4))));
-    return std::unique_ptr<Backend>(std::make_unique<SimBackend>(std::move(nodes)));
-  }
-  return InvalidArgumentError("unknown backend \"" + std::string(spec) +
-                              "\": expected sim:CLUSTER_FILE");
-}
-
 }  // namespace gpupool::backend

@@ -1,0 +1,23 @@
+#include "backend/backend.h"
+
+#include "backend/sim/sim_backend.h"
+#include "backend/slurm/slurm_backend.h"
+#include "common/strings.h"
+
+namespace gpupool::backend {
+
+Result<std::unique_ptr<Backend>> OpenBackend(std::string_view spec, const BackendOptions& options) {
+  if (StartsWith(spec, "sim:")) {
+    ASSIGN_OR_RETURN(auto nodes, LoadClusterNodes(std::string(spec.substr(4))));
+    return std::unique_ptr<Backend>(std::make_unique<SimBackend>(std::move(nodes)));
+  }
+  if (StartsWith(spec, "slurm:")) {
+    ASSIGN_OR_RETURN(auto slurm, SlurmBackend::Open(spec.substr(6), options));
+    return std::unique_ptr<Backend>(std::move(slurm));
+  }
+  return InvalidArgumentError("unknown backend \"" + std::string(spec) +
+                              "\": expected sim:CLUSTER_FILE, slurm:http://HOST:PORT or "
+                              "slurm:unix:PATH");
+}
+
+}  // namespace gpupool::backend

@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""gpupool-serve on a real Slurm cluster (scripts/slurm-test-cluster.sh, started by the ctest
+fixture), over slurmrestd.
+
+  workflow --transport tcp|unix: nodes are imported from Slurm; a workflow of three tasks
+          (2 GPUs, 1 GPU, no GPU) runs for real as Slurm batch jobs; each task writes
+          $SLURMD_NODENAME and $CUDA_VISIBLE_DEVICES to a file; the workflow completes; every task
+          ran on the node gpupool chose, with as many GPUs as it asked for; each attempt key is the
+          name of exactly one Slurm job. A task that exits 3 fails its workflow with exit code 3.
+  restart: six workflows; gpupool is killed with SIGKILL while their jobs are being submitted and
+          started; a new gpupool on the same database finds the jobs by their attempt keys: every
+          task runs exactly once (one Slurm job per key, one line in each task's file) and every
+          workflow completes.
+
+Exit 0 on success, 1 on failure, 77 when the cluster fixture could not start (Slurm's packages
+missing, or not root).
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+ADMIN = "Bearer dev:slurm-test:osmo-admin"
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def request(port, method, path, body=None, headers=None, timeout=30):
+    data = body.encode() if isinstance(body, str) else body
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method)
+    req.add_header("Authorization", ADMIN)
+    for k, v in (headers or {}).items():
+        req.add_header(k, v)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as res:
+            return res.status, res.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def read_env(cluster_dir):
+    env = {}
+    with open(os.path.join(cluster_dir, "env")) as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("export "):
+                key, _, value = line[len("export "):].partition("=")
+                env[key] = value
+    return env
+
+
+def slurm(env, *args):
+    return subprocess.run(list(args), env={**os.environ, "SLURM_CONF": env["SLURM_CONF"]},
+                          check=True, capture_output=True, text=True).stdout
+
+
+class Server:
+    def __init__(self, binary, workdir, cluster_env, transport, db, name):
+        self.port = free_port()
+        self.log_path = os.path.join(workdir, f"{name}.log")
+        self.log = open(self.log_path, "ab")
+        if transport == "unix":
+            backend = ["--backend", f"slurm:unix:{cluster_env['GPUPOOL_SLURM_SOCKET']}"]
+        else:
+            token = slurm(cluster_env, "scontrol", "token",
+                          f"username={cluster_env['GPUPOOL_SLURM_USER']}", "lifespan=3600")
+            token_file = os.path.join(workdir, "jwt")
+            with open(token_file, "w") as f:
+                f.write(token)
+            backend = ["--backend", f"slurm:{cluster_env['GPUPOOL_SLURM_URL']}",
+                       "--slurm-jwt-file", token_file,
+                       "--slurm-user", cluster_env["GPUPOOL_SLURM_USER"]]
+        env = {k: v for k, v in os.environ.items() if k != "SLURM_JWT"}
+        self.proc = subprocess.Popen(
+            [binary, "serve", "--listen", f"127.0.0.1:{self.port}", "--db", db, "--auth", "dev",
+             "--interval", "100ms", "--node-sync", "1s",
+             "--slurm-output-dir", cluster_env["GPUPOOL_SLURM_JOBS_DIR"]] + backend,
+            stdout=self.log, stderr=subprocess.STDOUT, env=env)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{name} exited with {self.proc.returncode}: {self.tail()}")
+            try:
+                if request(self.port, "GET", "/readyz", timeout=2)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"{name} did not become ready: {self.tail()}")
+
+    def tail(self):
+        self.log.flush()
+        with open(self.log_path, errors="replace") as f:
+            return f.read()[-2000:]
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+
+def workflow_yaml(name, tasks):
+    """tasks: [(task name, gpus, shell command)]."""
+    lines = [f"workflow:\n  name: {name}\n  resources:"]
+    for gpus in sorted({t[1] for t in tasks}):
+        lines.append(f"    g{gpus}: {{cpu: 1, memory: 1Gi, storage: 1Gi, gpu: {gpus}}}")
+    lines.append("  tasks:")
+    for task, gpus, command in tasks:
+        lines.append(f"  - name: {task}\n    image: none\n    resource: g{gpus}\n"
+                     f"    command: [sh, -c, {json.dumps(command)}]")
+    return "\n".join(lines) + "\n"
+
+
+def submit(port, text):
+    status, body = request(port, "POST", "/api/pool/default/workflow", text,
+                           {"Content-Type": "application/yaml"})
+    assert status == 200, f"submit: {status} {body}"
+    return json.loads(body)["workflow_id"]
+
+
+def get_workflow(port, wid):
+    status, body = request(port, "GET", f"/api/workflow/{wid}")
+    assert status == 200, f"get {wid}: {status} {body}"
+    return json.loads(body)
+
+
+def attempt_keys(flow):
+    """The attempt key of each task entry: "<workflow>/<group>/<task>/<retry>", where retry
+    counts the entries of the same task before it."""
+    keys, seen = [], {}
+    for task in flow["tasks"]:
+        name = (task["group"], task["name"])
+        retry = seen.get(name, 0)
+        seen[name] = retry + 1
+        keys.append(f"{flow['id']}/{task['group']}/{task['name']}/{retry}")
+    return keys
+
+
+def wait_finished(server, wids, timeout_s=180):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        flows = {w: get_workflow(server.port, w) for w in wids}
+        if all(f["status"] in ("COMPLETED", "CANCELED") or f["status"].startswith("FAILED")
+               for f in flows.values()):
+            return flows
+        time.sleep(0.3)
+    raise AssertionError(f"not finished in {timeout_s} s: "
+                         f"{ {w: f['status'] for w, f in flows.items()} }\n{server.tail()}")
+
+
+def slurm_jobs(env):
+    """{job name: [(state, node)]} of every job slurmctld still knows."""
+    jobs = {}
+    for line in slurm(env, "squeue", "-h", "-t", "all", "-o", "%j|%T|%N").splitlines():
+        name, state, node = line.split("|")
+        jobs.setdefault(name, []).append((state, node))
+    return jobs
+
+
+def check_nodes(server, env):
+    status, body = request(server.port, "GET", "/api/nodes")
+    assert status == 200, body
+    nodes = json.loads(body)["items"]
+    names = sorted(n["metadata"]["name"] for n in nodes)
+    want = [f"gpu{i:04d}" for i in range(1, int(env["GPUPOOL_SLURM_NODES"]) + 1)]
+    assert names == want, f"imported nodes {names}, want {want}"
+    for n in nodes:
+        labels = n["metadata"]["labels"]
+        assert labels.get("nvidia.com/gpu.product") == "a100", labels
+        assert labels.get("partition.slurm.gpupool.io/gpu") == "true", labels
+        assert n["status"]["capacity"]["nvidia.com/gpu"] in ("8", 8), n["status"]
+
+
+def run_workflow(args, env, workdir):
+    db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
+    server = Server(args.serve, workdir, env, args.transport, db, "serve")
+    try:
+        check_nodes(server, env)
+        out = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-{args.transport}-{os.getpid()}")
+        os.makedirs(out)
+        os.chmod(out, 0o1777)
+        tasks = [(name, gpus, f'echo "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES" > {out}/{name}.txt')
+                 for name, gpus in (("two", 2), ("one", 1), ("none", 0))]
+        wid = submit(server.port, workflow_yaml(f"slurm-e2e-{args.transport}", tasks))
+        failing = submit(server.port, workflow_yaml(
+            f"slurm-e2e-fail-{args.transport}", [("bad", 1, "exit 3")]))
+        flows = wait_finished(server, [wid, failing])
+        flow = flows[wid]
+        assert flow["status"] == "COMPLETED", f"{flow['status']}: {json.dumps(flow['tasks'])}"
+        jobs = slurm_jobs(env)
+        for task, key in zip(flow["tasks"], attempt_keys(flow)):
+            name = task["name"]
+            gpus = dict((t[0], t[1]) for t in tasks)[name]
+            with open(os.path.join(out, f"{name}.txt")) as f:
+                node, _, devices = f.read().strip().partition(" ")
+            assert node == task["node"], f"{name} ran on {node}, gpupool chose {task['node']}"
+            got = len([d for d in devices.split(",") if d]) if gpus else 0
+            assert got == gpus, f"{name}: CUDA_VISIBLE_DEVICES={devices!r}, asked for {gpus}"
+            assert jobs.get(key) == [("COMPLETED", node)], f"{key}: Slurm jobs {jobs.get(key)}"
+        bad = flows[failing]
+        assert bad["status"] == "FAILED", bad["status"]
+        assert bad["tasks"][0]["exit_code"] == 3, bad["tasks"][0]
+        assert "exit code 3" in bad["tasks"][0]["message"], bad["tasks"][0]["message"]
+        print(f"workflow ({args.transport}): {len(flow['tasks'])} tasks ran on the chosen nodes "
+              f"with their GPUs; a failing task failed its workflow with exit code 3")
+    finally:
+        server.stop()
+
+
+def run_restart(args, env, workdir):
+    db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
+    out = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-restart-{os.getpid()}")
+    os.makedirs(out)
+    os.chmod(out, 0o1777)
+    server = Server(args.serve, workdir, env, "tcp", db, "before")
+    wids = []
+    try:
+        def wave(first, until):
+            for i in range(first, first + 3):
+                command = f'echo "$SLURMD_NODENAME" >> {out}/w{i}.txt; sleep 2'
+                wids.append(submit(server.port, workflow_yaml(f"restart-{i}", [("t", 1, command)])))
+            deadline = time.time() + 60
+            while time.time() < deadline:
+                statuses = [get_workflow(server.port, w)["tasks"][0]["status"] for w in wids]
+                if any(s in until for s in statuses[first:]):
+                    return statuses
+                time.sleep(0.02)
+            raise AssertionError(f"no task reached {until}: {statuses}")
+        # The first wave runs; the second is killed as soon as gpupool binds one of its tasks,
+        # before or while it hands them to Slurm.
+        wave(0, ("RUNNING",))
+        statuses = wave(3, ("SCHEDULED", "RUNNING"))
+    finally:
+        server.kill9()
+    assert "COMPLETED" not in statuses, f"finished before the kill: {statuses}"
+    after = Server(args.serve, workdir, env, "tcp", db, "after")
+    try:
+        flows = wait_finished(after, wids)
+        for wid, flow in flows.items():
+            assert flow["status"] == "COMPLETED", f"{wid}: {flow['status']} {flow['tasks']}"
+        jobs = slurm_jobs(env)
+        for i, wid in enumerate(wids):
+            assert len(flows[wid]["tasks"]) == 1, f"{wid}: {flows[wid]['tasks']}"
+            task = flows[wid]["tasks"][0]
+            key = attempt_keys(flows[wid])[0]
+            assert len(jobs.get(key, [])) == 1, f"{key}: Slurm jobs {jobs.get(key)}"
+            with open(os.path.join(out, f"w{i}.txt")) as f:
+                runs = f.read().split()
+            assert runs == [task["node"]], f"{wid} ran {runs}, chosen node {task['node']}"
+        print(f"restart: killed with tasks {statuses}; after the restart {len(wids)} workflows "
+              f"completed, each task ran exactly once")
+    finally:
+        after.stop()
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["workflow", "restart"])
+    parser.add_argument("--serve", required=True)
+    parser.add_argument("--cluster-dir", required=True)
+    parser.add_argument("--transport", choices=["tcp", "unix"], default="tcp")
+    args = parser.parse_args()
+    if not os.path.exists(os.path.join(args.cluster_dir, "env")):
+        reason = os.path.join(args.cluster_dir, "skipped")
+        why = open(reason).read().strip() if os.path.exists(reason) else "no cluster started"
+        print(f"SKIPPED: the Slurm test cluster is not running: {why}")
+        return 77
+    env = read_env(args.cluster_dir)
+    workdir = tempfile.mkdtemp(prefix="gpupool-slurm-e2e-")
+    try:
+        if args.mode == "workflow":
+            run_workflow(args, env, workdir)
+        else:
+            run_restart(args, env, workdir)
+    except AssertionError as e:
+        print(f"FAILED: {e}")
+        print(f"(logs kept in {workdir})")
+        return 1
+    shutil.rmtree(workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -161,8 +161,9 @@ ProctrackType=proctrack/pgid
 TaskPlugin=task/none
 SwitchType=switch/none
 MpiDefault=none
-# A node that comes back registers as usable again.
-ReturnToService=2
+# A node that stopped responding is usable again when its slurmd registers; one set DOWN by
+# an admin stays down until resumed (=2 would return it at its next registration, at once here).
+ReturnToService=1
 # The machine has far fewer CPUs and less memory than the nodes claim.
 SlurmdParameters=config_overrides
 SlurmctldTimeout=300

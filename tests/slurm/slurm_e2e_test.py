@@ -190,6 +190,46 @@ def check_nodes(server, env):
         assert n["status"]["capacity"]["nvidia.com/gpu"] in ("8", 8), n["status"]
 
 
+def node_object(server, name):
+    status, body = request(server.port, "GET", "/api/nodes")
+    assert status == 200, body
+    return next(n for n in json.loads(body)["items"] if n["metadata"]["name"] == name)
+
+
+def check_node_down(server, env):
+    """A node set DOWN under a running task: the task fails with Slurm's NODE_FAIL (the default
+    exit actions), and gpupool sees the node unschedulable with Slurm's reason."""
+    wid = submit(server.port, workflow_yaml("slurm-e2e-down", [("long", 1, "sleep 120")]))
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        task = get_workflow(server.port, wid)["tasks"][0]
+        if task["status"] == "RUNNING" and slurm_jobs(env).get(
+                attempt_keys(get_workflow(server.port, wid))[0], [("", "")])[0][0] == "RUNNING":
+            break
+        time.sleep(0.2)
+    node = task["node"]
+    slurm(env, "scontrol", "update", f"nodename={node}", "state=down", "reason=e2e power loss")
+    try:
+        flow = wait_finished(server, [wid], timeout_s=60)[wid]
+        task = flow["tasks"][0]
+        assert flow["status"] == "FAILED", f"{flow['status']}: {task}"
+        assert "NODE_FAIL" in task["message"], task["message"]
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            obj = node_object(server, node)
+            if obj.get("spec", {}).get("unschedulable"):
+                break
+            time.sleep(0.2)
+        assert obj.get("spec", {}).get("unschedulable"), f"{node} still schedulable: {obj}"
+        taint = obj["spec"]["taints"][0]
+        assert (taint["key"], taint["value"]) == ("slurm.gpupool.io/unavailable", "down"), taint
+        assert obj["metadata"]["annotations"]["slurm.gpupool.io/reason"] == "e2e power loss"
+        print(f"node down: the task on {node} failed ({task['message']}); the node is "
+              f"unschedulable in gpupool")
+    finally:
+        slurm(env, "scontrol", "update", f"nodename={node}", "state=resume")
+
+
 def run_workflow(args, env, workdir):
     db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
     server = Server(args.serve, workdir, env, args.transport, db, "serve")
@@ -222,6 +262,8 @@ def run_workflow(args, env, workdir):
         assert "exit code 3" in bad["tasks"][0]["message"], bad["tasks"][0]["message"]
         print(f"workflow ({args.transport}): {len(flow['tasks'])} tasks ran on the chosen nodes "
               f"with their GPUs; a failing task failed its workflow with exit code 3")
+        if args.transport == "tcp":
+            check_node_down(server, env)
     finally:
         server.stop()
 

@@ -363,7 +363,7 @@ fail_start() {
 on_start_exit() {
   if [ "$1" != 0 ]; then
     log "start failed; stopping what had started (logs stay in $DIR/log)"
-    stop_cluster "$DIR" >/dev/null 2>&1 || true
+    SLURM_TEST_KEEP=1 stop_cluster "$DIR" >/dev/null 2>&1 || true
   fi
 }
 

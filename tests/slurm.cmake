@@ -3,22 +3,22 @@
 # They skip (77) where the cluster cannot run: Slurm's packages missing, or not root.
 find_package(Python3 COMPONENTS Interpreter)
 if(TARGET gpupool-serve AND Python3_FOUND)
-  set(slurm_dir ${CMAKE_BINARY_DIR}/slurm-test-cluster)
+  set(slurm_state ${CMAKE_BINARY_DIR}/slurm-test-cluster.state)
   set(slurm_fixture ${CMAKE_CURRENT_SOURCE_DIR}/slurm/cluster_fixture.sh)
   set(slurm_test ${CMAKE_CURRENT_SOURCE_DIR}/slurm/slurm_e2e_test.py)
-  add_test(NAME slurm_cluster_start COMMAND ${slurm_fixture} start ${slurm_dir})
-  add_test(NAME slurm_cluster_stop COMMAND ${slurm_fixture} stop ${slurm_dir})
+  add_test(NAME slurm_cluster_start COMMAND ${slurm_fixture} start ${slurm_state})
+  add_test(NAME slurm_cluster_stop COMMAND ${slurm_fixture} stop ${slurm_state})
   set_tests_properties(slurm_cluster_start PROPERTIES FIXTURES_SETUP slurm_cluster TIMEOUT 120)
   set_tests_properties(slurm_cluster_stop PROPERTIES FIXTURES_CLEANUP slurm_cluster TIMEOUT 120)
   add_test(NAME slurm_e2e_workflow_tcp
            COMMAND ${Python3_EXECUTABLE} ${slurm_test} workflow --transport tcp
-                   --serve $<TARGET_FILE:gpupool-serve> --cluster-dir ${slurm_dir})
+                   --serve $<TARGET_FILE:gpupool-serve> --cluster-state ${slurm_state})
   add_test(NAME slurm_e2e_workflow_unix
            COMMAND ${Python3_EXECUTABLE} ${slurm_test} workflow --transport unix
-                   --serve $<TARGET_FILE:gpupool-serve> --cluster-dir ${slurm_dir})
+                   --serve $<TARGET_FILE:gpupool-serve> --cluster-state ${slurm_state})
   add_test(NAME slurm_e2e_restart
            COMMAND ${Python3_EXECUTABLE} ${slurm_test} restart
-                   --serve $<TARGET_FILE:gpupool-serve> --cluster-dir ${slurm_dir})
+                   --serve $<TARGET_FILE:gpupool-serve> --cluster-state ${slurm_state})
   # One cluster, one test at a time: the tests count the cluster's jobs.
   set_tests_properties(slurm_e2e_workflow_tcp slurm_e2e_workflow_unix slurm_e2e_restart
                        PROPERTIES FIXTURES_REQUIRED slurm_cluster SKIP_RETURN_CODE 77 TIMEOUT 300

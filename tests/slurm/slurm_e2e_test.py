@@ -318,14 +318,15 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["workflow", "restart"])
     parser.add_argument("--serve", required=True)
-    parser.add_argument("--cluster-dir", required=True)
+    parser.add_argument("--cluster-state", required=True,
+                        help="the fixture's state file: the cluster's directory or why it skipped")
     parser.add_argument("--transport", choices=["tcp", "unix"], default="tcp")
     args = parser.parse_args()
-    if not os.path.exists(os.path.join(args.cluster_dir, "env")):
-        reason = os.path.join(args.cluster_dir, "skipped")
-        why = open(reason).read().strip() if os.path.exists(reason) else "no cluster started"
-        print(f"SKIPPED: the Slurm test cluster is not running: {why}")
+    state = open(args.cluster_state).read().strip() if os.path.exists(args.cluster_state) else ""
+    if not state or state.startswith("skipped") or not os.path.exists(os.path.join(state, "env")):
+        print(f"SKIPPED: no Slurm test cluster: {state or 'the fixture did not run'}")
         return 77
+    args.cluster_dir = state
     env = read_env(args.cluster_dir)
     workdir = tempfile.mkdtemp(prefix="gpupool-slurm-e2e-")
     try:

@@ -7,6 +7,9 @@
 #                                                 # SLURM_TEST_KEEP=1
 #   scripts/slurm-test-cluster.sh status [DIR]    # daemons, nodes, jobs, REST URL
 #   scripts/slurm-test-cluster.sh env [DIR]       # the cluster's variables (see below), to source
+#   scripts/slurm-test-cluster.sh ctld-stop [DIR] | ctld-start [DIR]
+#                                                 # stop slurmctld (jobs keep running), start it
+#                                                 # again from its saved state
 #
 # Without DIR, stop/status/env use $GPUPOOL_SLURM_DIR, else the cluster this script started last.
 #
@@ -454,6 +457,25 @@ stop_cluster() {
   fi
 }
 
+ctld_stop() {
+  local dir=$1
+  # shellcheck disable=SC2046
+  terminate 30 $(pids_of "$dir/run/slurmctld.bgpid")
+  rm -f "$dir/run/slurmctld.bgpid"
+  log "slurmctld stopped"
+}
+
+ctld_start() {
+  local dir=$1
+  DIR=$dir
+  export SLURM_CONF="$dir/etc/slurm.conf"
+  # Without -i: the jobs and nodes come back from the state slurmctld saved when it stopped.
+  spawn "$dir/run/slurmctld.bgpid" "$dir/log/slurmctld.stdout" /usr/sbin/slurmctld -D
+  wait_for_daemon "$dir/run/slurmctld.bgpid" 30 scontrol ping ||
+    fail_start "slurmctld did not answer scontrol ping within 30 s" "$dir/log/slurmctld.log"
+  log "slurmctld started again"
+}
+
 status_cluster() {
   local dir=$1 pid alive=0 dead=0
   export SLURM_CONF="$dir/etc/slurm.conf"
@@ -483,6 +505,8 @@ main() {
     stop) stop_cluster "$(resolve_dir "${1:-}")" ;;
     status) status_cluster "$(resolve_dir "${1:-}")" ;;
     env) cat "$(resolve_dir "${1:-}")/env" ;;
+    ctld-stop) ctld_stop "$(resolve_dir "${1:-}")" ;;
+    ctld-start) ctld_start "$(resolve_dir "${1:-}")" ;;
     packages)
       # For tests: prints the missing packages, exits 1 when some are.
       local missing

@@ -27,16 +27,27 @@ SlurmCluster::SlurmCluster(std::shared_ptr<RestClient> client, ClusterOptions op
   if (options_.submit.comment.empty()) options_.submit.comment = "gpupool";
 }
 
+// How long Run() leaves Slurm alone after it did not answer.
+constexpr std::chrono::seconds kUnreachablePause{5};
+
 Result<std::string> SlurmCluster::Connect() {
   ASSIGN_OR_RETURN(std::string release, client_->CheckVersion());
   std::lock_guard lock(mu_);
-  RETURN_IF_ERROR(RefreshNodesLocked());
+  RETURN_IF_ERROR(RefreshNodes());
   RETURN_IF_ERROR(RefreshJobsLocked());
   return release;
 }
 
+bool SlurmCluster::SlurmRecentlyUnreachable() const {
+  return std::chrono::steady_clock::now() < unreachable_until_;
+}
+
 Status SlurmCluster::RefreshJobsLocked() {
-  ASSIGN_OR_RETURN(auto listing, client_->GetJobs(jobs_since_));
+  auto answer = client_->GetJobs(jobs_since_);
+  if (!answer.ok() && answer.status().code() == StatusCode::kUnavailable) {
+    unreachable_until_ = std::chrono::steady_clock::now() + kUnreachablePause;
+  }
+  ASSIGN_OR_RETURN(auto listing, std::move(answer));
   if (!listing) return OkStatus();  // 304: nothing changed
   std::map<int64_t, SlurmJob> jobs;
   std::map<std::string, int64_t> by_key;
@@ -67,59 +78,78 @@ Status SlurmCluster::RefreshJobsLocked() {
   return OkStatus();
 }
 
-Status SlurmCluster::RefreshNodesLocked() {
+Status SlurmCluster::RefreshNodes() {
   // Nodes carry no time of their last change, so they are listed in full (1,000 nodes: ~1 MB).
+  // The requests are made outside nodes_mu_, so readers of the cached nodes never wait on them.
   ASSIGN_OR_RETURN(auto nodes, client_->GetNodes());
   ASSIGN_OR_RETURN(auto partitions, client_->GetPartitions());
+  std::lock_guard nodes_lock(nodes_mu_);
   if (nodes) nodes_ = std::move(*nodes);
   if (partitions) partitions_ = std::move(*partitions);
-  options_.nodes.closed_partitions.clear();
+  node_options_ = options_.nodes;
   for (const auto& p : partitions_) {
-    if (p.state != "UP") options_.nodes.closed_partitions.insert(p.name);
+    if (p.state != "UP") node_options_.closed_partitions.insert(p.name);
   }
   return OkStatus();
 }
 
-const SlurmNode* SlurmCluster::FindNodeLocked(const std::string& name) const {
+Result<std::optional<JobSubmission>> SlurmCluster::Check(const TaskRun& run) const {
+  std::lock_guard nodes_lock(nodes_mu_);
   for (const auto& node : nodes_) {
-    if (node.name == name) return &node;
+    if (node.name != run.node) continue;
+    ASSIGN_OR_RETURN(JobSubmission submission,
+                     SubmissionForTask(run, node, partitions_, options_.submit));
+    return std::optional(std::move(submission));
   }
-  return nullptr;
+  return std::optional<JobSubmission>();
 }
 
 Result<std::vector<Json>> SlurmCluster::Nodes() {
-  std::lock_guard lock(mu_);
-  RETURN_IF_ERROR(RefreshJobsLocked());
-  RETURN_IF_ERROR(RefreshNodesLocked());
+  std::vector<SlurmNode> nodes;
+  NodeOptions node_options;
+  RETURN_IF_ERROR(RefreshNodes());
+  {
+    std::lock_guard nodes_lock(nodes_mu_);
+    nodes = nodes_;
+    node_options = node_options_;
+  }
+  // What gpupool's running jobs hold, from the job listing: refreshed here when nobody else is
+  // talking to Slurm (Poll and Run keep it fresh otherwise).
   std::map<std::string, NodeUsage> own;
-  for (const auto& [id, job] : jobs_) {
-    if (OutcomeOf(job).phase != JobPhase::kRunning || job.nodes.empty()) continue;
-    own[job.nodes].Add(JobUsage(job));
+  {
+    std::unique_lock lock(mu_, std::try_to_lock);
+    if (lock.owns_lock() && !SlurmRecentlyUnreachable()) {
+      (void)RefreshJobsLocked();
+    } else if (!lock.owns_lock()) {
+      lock.lock();
+    }
+    for (const auto& [id, job] : jobs_) {
+      if (OutcomeOf(job).phase != JobPhase::kRunning || job.nodes.empty()) continue;
+      own[job.nodes].Add(JobUsage(job));
+    }
   }
   std::vector<Json> out;
-  out.reserve(nodes_.size());
-  for (const auto& node : nodes_) {
+  out.reserve(nodes.size());
+  for (const auto& node : nodes) {
     auto usage = own.find(node.name);
     ASSIGN_OR_RETURN(
         Json json,
-        NodeFromSlurm(node, usage == own.end() ? NodeUsage{} : usage->second, options_.nodes));
+        NodeFromSlurm(node, usage == own.end() ? NodeUsage{} : usage->second, node_options));
     out.push_back(std::move(json));
   }
   return out;
 }
 
 Status SlurmCluster::SubmitLocked(const std::string& key, Task& task) {
-  const SlurmNode* node = FindNodeLocked(task.run.node);
-  if (node == nullptr) {
-    RETURN_IF_ERROR(RefreshNodesLocked());
-    node = FindNodeLocked(task.run.node);
+  ASSIGN_OR_RETURN(auto submission, Check(task.run));
+  if (!submission) {
+    RETURN_IF_ERROR(RefreshNodes());
+    ASSIGN_OR_RETURN(submission, Check(task.run));
   }
-  if (node == nullptr) {
+  if (!submission) {
     return InvalidArgumentError("Slurm has no node \"" + task.run.node + "\" for task " + key);
   }
-  ASSIGN_OR_RETURN(JobSubmission submission,
-                   SubmissionForTask(task.run, *node, partitions_, options_.submit));
-  ASSIGN_OR_RETURN(task.job_id, client_->SubmitJob(submission));
+  ASSIGN_OR_RETURN(task.job_id, client_->SubmitJob(*submission));
   return OkStatus();
 }
 
@@ -129,6 +159,11 @@ Status SlurmCluster::Run(const TaskRun& run, bool adopt) {
   to_cancel_.erase(run.key);
   Task task;
   task.run = run;
+  // Slurm did not answer a moment ago: the task waits for Poll to submit it.
+  if (SlurmRecentlyUnreachable()) {
+    tasks_.emplace(run.key, std::move(task));
+    return OkStatus();
+  }
   // The listing is fresh (304 when nothing changed), so a job submitted for this key by an
   // earlier process is found rather than submitted again.
   Status listed = RefreshJobsLocked();

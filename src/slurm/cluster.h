@@ -17,9 +17,15 @@
 // gpupool's jobs carry `comment` (SubmitOptions::comment, "gpupool" by default) and are named
 // after the attempt key; jobs without the comment are someone else's.
 //
-// Thread contract: all methods are safe to call from several threads (one mutex; HTTP requests
-// are made under it).
+// Outages: slurmrestd takes seconds to say that slurmctld does not answer. After such an answer
+// Run() does not ask again for a few seconds (the task waits for Poll() to submit it), so the
+// caller's loop is not held up once per task.
+//
+// Thread contract: all methods are safe to call from several threads. Run, Stop and Poll share
+// one mutex (HTTP requests are made under it); Nodes() lists nodes under another one, so a slow
+// node listing does not hold up job submissions.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -70,6 +76,9 @@ class SlurmCluster {
   Status Run(const TaskRun& task, bool adopt);
   // Unknown keys are ignored (the task may have ended already).
   Status Stop(const std::string& key);
+  // The submission Run() would make, from the cached nodes, without asking Slurm: InvalidArgument
+  // for a task Slurm cannot run; nullopt when the node is not (yet) known.
+  Result<std::optional<JobSubmission>> Check(const TaskRun& run) const;
   Result<std::vector<TaskEvent>> Poll();
 
   // Tasks run or adopted and not yet reported ended.
@@ -84,23 +93,28 @@ class SlurmCluster {
   };
 
   Status RefreshJobsLocked();
-  Status RefreshNodesLocked();
+  Status RefreshNodes();
   Status SubmitLocked(const std::string& key, Task& task);
-  const SlurmNode* FindNodeLocked(const std::string& name) const;
+  bool SlurmRecentlyUnreachable() const;
 
   const std::shared_ptr<RestClient> client_;
   ClusterOptions options_;
 
   mutable std::mutex mu_;
+  std::chrono::steady_clock::time_point unreachable_until_{};
   // gpupool's jobs in slurmctld's last listing, by id, and the newest id per attempt key.
   std::map<int64_t, SlurmJob> jobs_;
   std::map<std::string, int64_t> job_by_key_;
-  int64_t jobs_since_ = 0;  // for update_time: the newest past time the listing showed
-  int64_t max_job_id_ = 0;  // the largest id in the last listing (of any user)
-  std::vector<SlurmNode> nodes_;
-  std::vector<SlurmPartition> partitions_;
+  int64_t jobs_since_ = 0;             // for update_time: the newest past time the listing showed
+  int64_t max_job_id_ = 0;             // the largest id in the last listing (of any user)
   std::map<std::string, Task> tasks_;  // by attempt key
   std::set<std::string> to_cancel_;    // keys whose jobs are cancelled once Slurm answers
+
+  // Taken after mu_ when both are needed, never before.
+  mutable std::mutex nodes_mu_;
+  std::vector<SlurmNode> nodes_;
+  std::vector<SlurmPartition> partitions_;
+  NodeOptions node_options_;
 };
 
 }  // namespace gpupool::slurm

@@ -36,12 +36,13 @@ std::vector<int64_t> ErrorNumbers(const Json& body) {
 }
 
 // Slurm's communication errors (SLURM_COMMUNICATIONS_*, SLURMCTLD_COMMUNICATIONS_*, protocol
-// errors) are numbered 1000-1999: slurmrestd could not reach slurmctld, which is worth waiting
-// for. ESLURM_* (2000 and up) are answers, not outages.
+// errors) are numbered 1000-1999, and slurmrestd 22.05 reports a listing that failed because
+// slurmctld did not answer as "Unspecified error" (-1): slurmctld was not reached, which is
+// worth waiting for. ESLURM_* (2000 and up) are answers, not outages.
 bool IsControllerOutage(const Json& body) {
   auto numbers = ErrorNumbers(body);
   return std::any_of(numbers.begin(), numbers.end(),
-                     [](int64_t n) { return n >= 1000 && n < 2000; });
+                     [](int64_t n) { return n == -1 || (n >= 1000 && n < 2000); });
 }
 
 // ESLURM_INVALID_JOB_ID: slurmctld does not know the job id.

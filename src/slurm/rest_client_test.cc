@@ -145,6 +145,16 @@ TEST(RestClientTest, ControllerOutageIsRetriedOtherErrorsAreNot) {
   ASSERT_TRUE(partitions.ok()) << partitions.status().message();
   EXPECT_EQ((*partitions)->size(), 1u);
   EXPECT_EQ(h.shared->requests.size(), 2u);
+  // slurmrestd 22.05's answer to a listing while slurmctld is down.
+  const std::string unspecified =
+      R"json({"errors": [{"description": "Failed while looking for jobs",
+      "error_number": -1, "error": "Unspecified error", "source": "slurm_load_jobs"}]})json";
+  Harness down;
+  for (int i = 0; i < 3; ++i) down.Push(ScriptedTransport::Answer(500, unspecified));
+  auto jobs = down.client->GetJobs();
+  EXPECT_EQ(jobs.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(jobs.status().message().find("Failed while looking for jobs"), std::string::npos);
+  EXPECT_EQ(down.shared->requests.size(), 3u);
   Harness rejected;
   rejected.Push(ScriptedTransport::Answer(500, ReadTestFile("submit_unknown_key.json")));
   auto submitted = rejected.client->SubmitJob(JobSubmission{.name = "x"});

@@ -7,6 +7,8 @@ fixture), over slurmrestd.
           $SLURMD_NODENAME and $CUDA_VISIBLE_DEVICES to a file; the workflow completes; every task
           ran on the node gpupool chose, with as many GPUs as it asked for; each attempt key is the
           name of exactly one Slurm job. A task that exits 3 fails its workflow with exit code 3.
+  ctld-restart: slurmctld stops while three tasks run and three more are placed; it starts
+          again from its saved state; all six complete, each task ran exactly once.
   restart: six workflows; gpupool is killed with SIGKILL while their jobs are being submitted and
           started; a new gpupool on the same database finds the jobs by their attempt keys: every
           task runs exactly once (one Slurm job per key, one line in each task's file) and every
@@ -314,9 +316,60 @@ def run_restart(args, env, workdir):
         after.stop()
 
 
+def run_ctld_restart(args, env, workdir):
+    """slurmctld stops under gpupool and comes back from its saved state: tasks that ran go on,
+    tasks placed meanwhile are submitted once it answers, each runs exactly once."""
+    db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
+    out = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-ctld-{os.getpid()}")
+    os.makedirs(out)
+    os.chmod(out, 0o1777)
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
+                          "slurm-test-cluster.sh")
+    server = Server(args.serve, workdir, env, "tcp", db, "serve")
+    wids = []
+
+    def submit_wave(first):
+        for i in range(first, first + 3):
+            command = f'echo "$SLURMD_NODENAME" >> {out}/w{i}.txt; sleep 3'
+            wids.append(submit(server.port, workflow_yaml(f"ctld-{i}", [("t", 1, command)])))
+
+    def wait_running(indices):
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            statuses = [get_workflow(server.port, wids[i])["tasks"][0]["status"] for i in indices]
+            if all(s == "RUNNING" for s in statuses):
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"not running: {statuses}")
+
+    try:
+        submit_wave(0)
+        wait_running(range(0, 3))
+        subprocess.run([script, "ctld-stop", args.cluster_dir], check=True)
+        try:
+            submit_wave(3)  # placed by gpupool while slurmctld is down
+            wait_running(range(3, 6))
+        finally:
+            subprocess.run([script, "ctld-start", args.cluster_dir], check=True)
+        flows = wait_finished(server, wids)
+        jobs = slurm_jobs(env)
+        for i, wid in enumerate(wids):
+            flow = flows[wid]
+            assert flow["status"] == "COMPLETED", f"{wid}: {flow['status']} {flow['tasks']}"
+            key = attempt_keys(flow)[0]
+            assert len(jobs.get(key, [])) == 1, f"{key}: Slurm jobs {jobs.get(key)}"
+            with open(os.path.join(out, f"w{i}.txt")) as f:
+                runs = f.read().split()
+            assert runs == [flow["tasks"][0]["node"]], f"{wid} ran {runs}"
+        print(f"slurmctld restart: {len(wids)} workflows (3 placed while it was down) completed, "
+              f"each task ran exactly once")
+    finally:
+        server.stop()
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["workflow", "restart"])
+    parser.add_argument("mode", choices=["workflow", "restart", "ctld-restart"])
     parser.add_argument("--serve", required=True)
     parser.add_argument("--cluster-state", required=True,
                         help="the fixture's state file: the cluster's directory or why it skipped")
@@ -332,8 +385,10 @@ def main():
     try:
         if args.mode == "workflow":
             run_workflow(args, env, workdir)
-        else:
+        elif args.mode == "restart":
             run_restart(args, env, workdir)
+        else:
+            run_ctld_restart(args, env, workdir)
     except AssertionError as e:
         print(f"FAILED: {e}")
         print(f"(logs kept in {workdir})")

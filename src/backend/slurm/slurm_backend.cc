@@ -3,6 +3,7 @@
 #include <pwd.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <iostream>
 
 namespace gpupool::backend {
@@ -15,6 +16,9 @@ std::string OsUser() {
   return "";
 }
 
+// How often the worker asks Slurm for job changes when nothing is queued.
+constexpr std::chrono::milliseconds kPollPeriod{200};
+
 }  // namespace
 
 Result<std::unique_ptr<SlurmBackend>> SlurmBackend::Open(std::string_view url,
@@ -23,6 +27,9 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::Open(std::string_view url,
   slurm::ClientOptions client_options;
   client_options.user = options.slurm_user.empty() ? OsUser() : options.slurm_user;
   client_options.token = slurm::TokenSource::FromEnvironmentOr(options.slurm_jwt_file);
+  // slurmrestd takes about 9 s to say that slurmctld does not answer: one retry, and the
+  // worker's next round tries again.
+  client_options.max_attempts = 2;
   auto client = std::make_shared<slurm::RestClient>(
       endpoint, slurm::MakeBeastTransport(endpoint, slurm::HttpTimeouts{}),
       std::move(client_options));
@@ -39,51 +46,112 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::Open(std::string_view url,
 }
 
 SlurmBackend::SlurmBackend(std::unique_ptr<slurm::SlurmCluster> cluster)
-    : cluster_(std::move(cluster)) {}
+    : cluster_(std::move(cluster)) {
+  worker_ = std::thread([this] { Work(); });
+}
+
+SlurmBackend::~SlurmBackend() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  worker_.join();
+}
 
 Result<std::vector<nlohmann::ordered_json>> SlurmBackend::ListNodes() const {
   return cluster_->Nodes();
 }
 
 Status SlurmBackend::Launch(const TaskLaunch& launch) {
-  slurm::TaskRun run;
-  run.key = launch.key;
-  run.node = launch.node;
-  run.pod = launch.pod;
-  if (launch.exec_timeout_ms) run.exec_timeout_seconds = (*launch.exec_timeout_ms + 999) / 1000;
-  return cluster_->Run(run, launch.adopt);
+  Command command;
+  command.run.key = launch.key;
+  command.run.node = launch.node;
+  command.run.pod = launch.pod;
+  if (launch.exec_timeout_ms) {
+    command.run.exec_timeout_seconds = (*launch.exec_timeout_ms + 999) / 1000;
+  }
+  command.adopt = launch.adopt;
+  // What Slurm could never run fails now, with its reason (no command, env from valueFrom).
+  if (!launch.adopt) RETURN_IF_ERROR(cluster_->Check(command.run).status());
+  std::lock_guard lock(mu_);
+  if (!running_.insert(launch.key).second) return OkStatus();  // launched already
+  commands_.push_back(std::move(command));
+  wake_.notify_all();
+  return OkStatus();
 }
 
-Status SlurmBackend::Kill(std::string_view key) { return cluster_->Stop(std::string(key)); }
+Status SlurmBackend::Kill(std::string_view key) {
+  std::lock_guard lock(mu_);
+  auto it = running_.find(key);
+  if (it != running_.end()) running_.erase(it);
+  Command command;
+  command.stop = true;
+  command.run.key = std::string(key);
+  commands_.push_back(std::move(command));
+  wake_.notify_all();
+  return OkStatus();
+}
 
 std::vector<TaskExit> SlurmBackend::Poll(int64_t now_ms) {
+  std::lock_guard lock(mu_);
   std::vector<TaskExit> exits;
-  auto events = cluster_->Poll();
-  if (!events.ok()) {
-    // The loop calls this every step: say it once per distinct failure, then again when it
-    // changes, so a Slurm outage is visible but does not flood the log.
-    if (events.status().message() != last_poll_error_) {
-      last_poll_error_ = events.status().message();
-      std::cerr << "gpupool: slurm backend: " << last_poll_error_ << std::endl;
-    }
-    return exits;
-  }
-  if (!last_poll_error_.empty()) {
-    std::cerr << "gpupool: slurm backend: reachable again" << std::endl;
-    last_poll_error_.clear();
-  }
-  for (const auto& event : *events) {
-    if (event.kind != slurm::TaskEvent::Kind::kEnded) continue;
-    TaskExit exit;
-    exit.key = event.key;
-    exit.exit_code = event.exit_code;
-    exit.finished_ms = event.time_ms > 0 ? event.time_ms : now_ms;
-    exit.reason = event.lost ? "lost: " + event.reason : event.reason;
-    exits.push_back(std::move(exit));
+  exits.swap(exits_);
+  for (auto& exit : exits) {
+    if (exit.finished_ms <= 0) exit.finished_ms = now_ms;
   }
   return exits;
 }
 
-size_t SlurmBackend::RunningCount() const { return cluster_->Tracked(); }
+size_t SlurmBackend::RunningCount() const {
+  std::lock_guard lock(mu_);
+  return running_.size();
+}
+
+void SlurmBackend::Report(const Status& status) {
+  // Said once per distinct failure, and once when Slurm answers again, so an outage is visible
+  // without flooding the log.
+  if (!status.ok() && status.message() != last_error_) {
+    std::cerr << "gpupool: slurm backend: " << status.message() << std::endl;
+  } else if (status.ok() && !last_error_.empty()) {
+    std::cerr << "gpupool: slurm backend: reachable again" << std::endl;
+  }
+  last_error_ = status.ok() ? "" : status.message();
+}
+
+void SlurmBackend::Work() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    wake_.wait_for(lock, kPollPeriod, [this] { return stop_ || !commands_.empty(); });
+    if (stop_) break;
+    std::deque<Command> commands;
+    commands.swap(commands_);
+    lock.unlock();
+    std::vector<TaskExit> exits;
+    for (const Command& command : commands) {
+      Status status = command.stop ? cluster_->Stop(command.run.key)
+                                   : cluster_->Run(command.run, command.adopt);
+      // Run keeps a task whose submission must wait for Slurm and submits it on a later Poll;
+      // an error here is Slurm refusing the task for good.
+      if (!status.ok() && !command.stop) {
+        exits.push_back({command.run.key, 1, 0, "refused by Slurm: " + status.message()});
+      }
+    }
+    auto events = cluster_->Poll();
+    Report(events.status());
+    if (events.ok()) {
+      for (const auto& event : *events) {
+        if (event.kind != slurm::TaskEvent::Kind::kEnded) continue;
+        exits.push_back({event.key, event.exit_code, event.time_ms,
+                         event.lost ? "lost: " + event.reason : event.reason});
+      }
+    }
+    lock.lock();
+    for (auto& exit : exits) {
+      // A task killed meanwhile is not reported (as on the simulated cluster).
+      if (running_.erase(exit.key) > 0) exits_.push_back(std::move(exit));
+    }
+  }
+}
 
 }  // namespace gpupool::backend

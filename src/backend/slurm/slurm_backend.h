@@ -6,20 +6,29 @@
 //                                                     from $SLURM_JWT or --slurm-jwt-file)
 //   gpupool serve --backend slurm:unix:PATH          (slurmrestd with rest_auth/local)
 //
-// Mapping of today's Backend calls:
-//   ListNodes  -> SlurmCluster::Nodes (Slurm's nodes as v1 Nodes);
-//   Launch     -> SlurmCluster::Run (a batch job named after the attempt key on the chosen node;
-//                 an existing job of that name is adopted, never submitted twice);
-//   Kill       -> SlurmCluster::Stop (the job is cancelled);
-//   Poll       -> the ended events of SlurmCluster::Poll as exits, with Slurm's reason. Started
-//                 events have no place in this contract yet (the loop marks a task RUNNING when
-//                 it launches it), and a Poll that cannot reach Slurm reports nothing and tries
-//                 again next time.
+// The scheduling loop must never wait on Slurm (slurmrestd takes seconds to say that slurmctld
+// is down, and a step longer than the leader lease loses it), so Launch, Kill and Poll only queue
+// and collect: a worker thread talks to Slurm.
+//   ListNodes  -> SlurmCluster::Nodes (Slurm's nodes as v1 Nodes; called by the node sync);
+//   Launch     -> checked at once against the cached nodes (a task Slurm cannot run fails
+//                 here), then SlurmCluster::Run on the worker (a batch job named after the
+//                 attempt key on the chosen node; an existing job of that name is adopted, never
+//                 submitted twice);
+//   Kill       -> SlurmCluster::Stop on the worker (the job is cancelled);
+//   Poll       -> the exits the worker collected from SlurmCluster::Poll, with Slurm's reason.
+//                 Started events have no place in this contract yet (the loop marks a task
+//                 RUNNING when it launches it). A job Slurm refuses later ends its task with
+//                 exit code 1 and the refusal as the reason.
 //
 // Thread contract: as Backend; ListNodes may be called from any thread.
 
+#include <condition_variable>
+#include <deque>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 
 #include "backend/backend.h"
 #include "slurm/cluster.h"
@@ -34,6 +43,7 @@ class SlurmBackend final : public Backend {
                                                     const BackendOptions& options);
 
   explicit SlurmBackend(std::unique_ptr<slurm::SlurmCluster> cluster);
+  ~SlurmBackend() override;
 
   std::string_view Kind() const override { return "slurm"; }
   Result<std::vector<nlohmann::ordered_json>> ListNodes() const override;
@@ -45,9 +55,25 @@ class SlurmBackend final : public Backend {
   const std::string& release() const { return release_; }
 
  private:
+  struct Command {
+    bool stop = false;  // Stop(key), else Run(run, adopt)
+    slurm::TaskRun run;
+    bool adopt = false;
+  };
+  void Work();
+  void Report(const Status& status);
+
   std::unique_ptr<slurm::SlurmCluster> cluster_;
   std::string release_;
-  std::string last_poll_error_;  // printed once, not every step
+  std::string last_error_;  // printed once per distinct failure (worker thread only)
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<Command> commands_;
+  std::vector<TaskExit> exits_;
+  std::set<std::string, std::less<>> running_;  // launched, not yet reported or killed
+  bool stop_ = false;
+  std::thread worker_;
 };
 
 }  // namespace gpupool::backend

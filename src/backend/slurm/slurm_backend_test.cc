@@ -1,0 +1,130 @@
+#include "backend/slurm/slurm_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "slurm/fake_slurmrestd.h"
+
+namespace gpupool::backend {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using slurm::testing::FakeSlurmRest;
+
+Json Pod(bool with_command = true) {
+  Json pod = Json::parse(R"({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+      "spec": {"containers": [{"name": "c", "command": ["true"],
+      "resources": {"requests": {"cpu": "1", "nvidia.com/gpu": 1}}}]}})");
+  if (!with_command) pod["spec"]["containers"][0].erase("command");
+  return pod;
+}
+
+class SlurmBackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    state_ = std::make_shared<FakeSlurmRest::State>();
+    slurm::ClientOptions client_options;
+    client_options.user = "nobody";
+    client_options.token = slurm::TokenSource::Fixed("t");
+    client_options.sleep = [](std::chrono::milliseconds) {};
+    auto client = std::make_shared<slurm::RestClient>(
+        *slurm::ParseEndpoint("http://127.0.0.1:6820"), std::make_unique<FakeSlurmRest>(state_),
+        std::move(client_options));
+    slurm::ClusterOptions options;
+    options.submit.output_dir = "/jobs";
+    auto cluster = std::make_unique<slurm::SlurmCluster>(client, options);
+    ASSERT_TRUE(cluster->Connect().ok());
+    backend_ = std::make_unique<SlurmBackend>(std::move(cluster));
+  }
+
+  // The worker runs on its own thread: wait (bounded) until `done` holds.
+  template <typename Predicate>
+  bool WaitFor(Predicate done) {
+    for (int i = 0; i < 500; ++i) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
+
+  int64_t JobOf(const std::string& name) {
+    std::lock_guard lock(state_->mu);
+    for (const auto& [id, job] : state_->jobs) {
+      if (job["name"] == name) return id;
+    }
+    return 0;
+  }
+
+  std::shared_ptr<FakeSlurmRest::State> state_;
+  std::unique_ptr<SlurmBackend> backend_;
+};
+
+TEST_F(SlurmBackendTest, LaunchSubmitsAndPollReportsTheExitOnce) {
+  TaskLaunch launch{"wf/g/a/0", "gpu0004"};
+  launch.pod = Pod();
+  ASSERT_TRUE(backend_->Launch(launch).ok());
+  ASSERT_TRUE(backend_->Launch(launch).ok());  // idempotent
+  EXPECT_EQ(backend_->RunningCount(), 1u);
+  ASSERT_TRUE(WaitFor([&] { return JobOf("wf/g/a/0") != 0; }));
+  int64_t id = JobOf("wf/g/a/0");
+  {
+    std::lock_guard lock(state_->mu);
+    state_->SetState(id, "RUNNING", 0, "gpu0004");
+    state_->SetState(id, "FAILED", 2 << 8);
+  }
+  std::vector<TaskExit> exits;
+  ASSERT_TRUE(WaitFor([&] {
+    auto polled = backend_->Poll(1);
+    exits.insert(exits.end(), polled.begin(), polled.end());
+    return !exits.empty();
+  }));
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].key, "wf/g/a/0");
+  EXPECT_EQ(exits[0].exit_code, 2);
+  EXPECT_EQ(exits[0].reason, "FAILED");
+  EXPECT_EQ(backend_->RunningCount(), 0u);
+  EXPECT_EQ(state_->submissions.size(), 1u);
+}
+
+TEST_F(SlurmBackendTest, WhatSlurmCannotRunFailsAtLaunch) {
+  TaskLaunch launch{"wf/g/a/0", "gpu0004"};
+  launch.pod = Pod(/*with_command=*/false);
+  Status status = backend_->Launch(launch);
+  EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("no command or args"), std::string::npos);
+  EXPECT_EQ(backend_->RunningCount(), 0u);
+}
+
+TEST_F(SlurmBackendTest, KillCancelsAndReportsNoExit) {
+  TaskLaunch launch{"wf/g/a/0", "gpu0004"};
+  launch.pod = Pod();
+  ASSERT_TRUE(backend_->Launch(launch).ok());
+  ASSERT_TRUE(WaitFor([&] { return JobOf("wf/g/a/0") != 0; }));
+  ASSERT_TRUE(backend_->Kill("wf/g/a/0").ok());
+  EXPECT_EQ(backend_->RunningCount(), 0u);
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard lock(state_->mu);
+    return state_->cancels == 1;
+  }));
+  EXPECT_TRUE(backend_->Poll(1).empty());
+}
+
+TEST_F(SlurmBackendTest, AnAdoptedTaskWithoutAJobEndsLost) {
+  TaskLaunch launch{"wf/g/gone/0", "gpu0004"};
+  launch.pod = Pod();
+  launch.adopt = true;
+  ASSERT_TRUE(backend_->Launch(launch).ok());
+  std::vector<TaskExit> exits;
+  ASSERT_TRUE(WaitFor([&] {
+    exits = backend_->Poll(42);
+    return !exits.empty();
+  }));
+  EXPECT_EQ(exits[0].finished_ms, 42);
+  EXPECT_EQ(exits[0].reason.rfind("lost: no Slurm job named wf/g/gone/0", 0), 0u)
+      << exits[0].reason;
+  EXPECT_TRUE(state_->submissions.empty());
+}
+
+}  // namespace
+}  // namespace gpupool::backend

@@ -287,6 +287,18 @@ ResolvedAction ResolveAction(std::string_view method, std::string_view normalize
     if (m == "delete") return {"workflow:Delete", resource};
     return {};
   }
+  if (area == "views" && m == "get") {
+    // The dashboard's read-only views, as the lists they summarise.
+    std::string_view view = at(2);
+    if (view == "overview" || view == "pools" || view == "queues") return {"pool:List", ""};
+    if (view == "nodes" || view == "machine-pools") return {"resources:Read", ""};
+    if (view == "workflows" && s.size() == 3) return {"workflow:List", ""};
+    if (view == "workflows" && s.size() == 4) {
+      return {"workflow:Read",
+              "pool/" + (workflow_pool.has_value() ? std::string(*workflow_pool) : "*")};
+    }
+    return {};
+  }
   if (area == "profile") return {m == "get" ? "profile:Read" : "profile:Update", ""};
   if (area == "auth") {
     if (at(2) == "login") return {"auth:Login", ""};

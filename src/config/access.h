@@ -29,7 +29,10 @@
 // pool/<workflow's pool> (AccessRequest::workflow_pool, else pool/*);
 // /api/profile[/...] GET -> profile:Read, else profile:Update; /api/auth/login -> auth:Login,
 // /api/auth/refresh -> auth:Refresh, /api/auth/... -> auth:Token; /healthz, /readyz, /metrics,
-// /api/health -> system:Health; /api/version -> system:Version; GET /api/users -> user:List.
+// /api/health -> system:Health; /api/version -> system:Version; GET /api/users -> user:List;
+// the dashboard's GET /api/views/{overview,pools[/..],queues[/..]} -> pool:List,
+// /api/views/{nodes,machine-pools} -> resources:Read, /api/views/workflows -> workflow:List,
+// /api/views/workflows/<id> -> workflow:Read on pool/<workflow's pool>.
 // Other routes map to no action: only `*` / `*:*` policies (admin) allow them.
 
 #include <optional>

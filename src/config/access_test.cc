@@ -170,6 +170,15 @@ TEST(ResolveActionTest, Routes) {
       {"GET", "/healthz", "system:Health", ""},
       {"GET", "/api/version", "system:Version", ""},
       {"GET", "/api/agent/x", "", ""},
+      {"GET", "/api/views/overview", "pool:List", ""},
+      {"GET", "/api/views/pools/p1", "pool:List", ""},
+      {"GET", "/api/views/queues/q1", "pool:List", ""},
+      {"GET", "/api/views/nodes", "resources:Read", ""},
+      {"GET", "/api/views/machine-pools", "resources:Read", ""},
+      {"GET", "/api/views/workflows", "workflow:List", ""},
+      {"GET", "/api/views/workflows/wf-1", "workflow:Read", "pool/*"},
+      {"POST", "/api/views/overview", "", ""},
+      {"GET", "/api/views/unknown", "", ""},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.method + " " + c.path);

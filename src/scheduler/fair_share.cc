@@ -18,7 +18,8 @@ int64_t Requestable(const SiblingInput& s) {
 // Returns what is left; records fractional remainders for the leftover pass.
 int64_t WaterFill(int64_t available, const std::vector<int>& members,
                   std::span<const SiblingInput> siblings, std::vector<int64_t>& share,
-                  std::vector<double>& remainder, int64_t unit) {
+                  std::vector<double>& remainder, int64_t unit, int64_t priority,
+                  FairShareTrace* trace) {
   std::vector<bool> satisfied(siblings.size(), false);
   while (available > 0) {
     Int128 weight_sum = 0;
@@ -32,6 +33,12 @@ int64_t WaterFill(int64_t available, const std::vector<int>& members,
     }
     if (weight_sum == 0) break;
     const int64_t round_start = available;
+    FairShareTrace::Round* round = nullptr;
+    if (trace != nullptr) {
+      trace->rounds.push_back({priority, available, static_cast<int64_t>(weight_sum),
+                               std::vector<int64_t>(siblings.size(), 0)});
+      round = &trace->rounds.back();
+    }
     bool someone_satisfied = false;
     int64_t given_total = 0;
     for (int i : members) {
@@ -43,6 +50,7 @@ int64_t WaterFill(int64_t available, const std::vector<int>& members,
       if (Int128(need) * weight_sum <= numerator) {
         share[i] += need;
         given_total += need;
+        if (round != nullptr) round->given[i] = need;
         satisfied[i] = true;
         someone_satisfied = true;
         remainder[i] = 0;
@@ -51,6 +59,7 @@ int64_t WaterFill(int64_t available, const std::vector<int>& members,
       const int64_t units = static_cast<int64_t>(numerator / denominator);
       share[i] += units * unit;
       given_total += units * unit;
+      if (round != nullptr) round->given[i] = units * unit;
       remainder[i] =
           static_cast<double>(numerator % denominator) / static_cast<double>(denominator);
     }
@@ -63,17 +72,26 @@ int64_t WaterFill(int64_t available, const std::vector<int>& members,
 }  // namespace
 
 std::vector<int64_t> DivideAmongSiblings(int64_t capacity, std::span<const SiblingInput> siblings,
-                                         int64_t unit) {
+                                         int64_t unit, FairShareTrace* trace) {
   const int n = static_cast<int>(siblings.size());
   std::vector<int64_t> share(n, 0);
   int64_t available = std::max<int64_t>(0, capacity);
+  if (trace != nullptr) {
+    *trace = FairShareTrace{};
+    trace->leftover.assign(n, 0);
+  }
   for (int i = 0; i < n; ++i) {
     const int64_t requestable = Requestable(siblings[i]);
     share[i] = siblings[i].deserved == kUnlimitedAmount
                    ? requestable
                    : std::min(std::max<int64_t>(0, siblings[i].deserved), requestable);
     available -= share[i];
+    if (trace != nullptr) {
+      trace->requestable.push_back(requestable);
+      trace->deserved_pass.push_back(share[i]);
+    }
   }
+  if (trace != nullptr) trace->left_after_deserved = available;
   if (available <= 0) return share;
   // Priority tiers, highest first; inside a tier, input order.
   std::map<int64_t, std::vector<int>, std::greater<>> tiers;
@@ -81,7 +99,7 @@ std::vector<int64_t> DivideAmongSiblings(int64_t capacity, std::span<const Sibli
   std::vector<double> remainder(n, 0);
   for (const auto& [priority, members] : tiers) {
     if (available <= 0) break;
-    available = WaterFill(available, members, siblings, share, remainder, unit);
+    available = WaterFill(available, members, siblings, share, remainder, unit, priority, trace);
     // Leftover whole units to the largest remainders of this tier.
     std::vector<int> order;
     for (int i : members) {
@@ -96,8 +114,10 @@ std::vector<int64_t> DivideAmongSiblings(int64_t capacity, std::span<const Sibli
       if (give <= 0) continue;
       share[i] += give;
       available -= give;
+      if (trace != nullptr) trace->leftover[i] += give;
     }
   }
+  if (trace != nullptr) trace->unused = std::max<int64_t>(0, available);
   return share;
 }
 

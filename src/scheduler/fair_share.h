@@ -47,7 +47,25 @@ struct SiblingInput {
   int64_t over_quota_weight = 1;
   int64_t demand = 0;
 };
+// How DivideAmongSiblings reached its result, step by step, for explanations (the dashboard's
+// "why is my fair share this"). Amounts are in the resource's accounting unit.
+struct FairShareTrace {
+  std::vector<int64_t> requestable;    // per sibling: min(demand, limit)
+  std::vector<int64_t> deserved_pass;  // per sibling: what step 2 gave
+  int64_t left_after_deserved = 0;     // capacity minus step 2 (negative: deserved oversubscribed)
+  struct Round {
+    int64_t priority = 0;        // the tier
+    int64_t available = 0;       // what the round shared
+    int64_t weight_sum = 0;      // of the siblings still wanting more
+    std::vector<int64_t> given;  // per sibling (0 for those not in the round)
+  };
+  std::vector<Round> rounds;
+  std::vector<int64_t> leftover;  // per sibling: step 4's extra units
+  int64_t unused = 0;             // capacity nobody asked for
+};
+
+// `trace` (optional) records the steps.
 std::vector<int64_t> DivideAmongSiblings(int64_t capacity, std::span<const SiblingInput> siblings,
-                                         int64_t unit);
+                                         int64_t unit, FairShareTrace* trace = nullptr);
 
 }  // namespace gpupool::scheduler

@@ -136,3 +136,36 @@ TEST(FairShareTest, NeverExceedsCapacityWhenDeservedFits) {
 
 }  // namespace
 }  // namespace gpupool::scheduler
+
+namespace gpupool::scheduler {
+namespace {
+
+// The trace says how the result was reached, and its steps add up to it.
+TEST(FairShareTrace, RecordsEachStep) {
+  // 10 units: a deserves 2 and wants 8 (weight 2), b deserves 2 and wants 3 (weight 1), c
+  // deserves 0 and wants nothing.
+  std::vector<SiblingInput> siblings = {{0, 2000, kUnlimitedAmount, 2, 8000},
+                                        {0, 2000, kUnlimitedAmount, 1, 3000},
+                                        {0, 0, kUnlimitedAmount, 1, 0}};
+  FairShareTrace trace;
+  std::vector<int64_t> shares = DivideAmongSiblings(10000, siblings, 1000, &trace);
+  EXPECT_EQ(shares, DivideAmongSiblings(10000, siblings, 1000));
+  EXPECT_EQ(trace.requestable, (std::vector<int64_t>{8000, 3000, 0}));
+  EXPECT_EQ(trace.deserved_pass, (std::vector<int64_t>{2000, 2000, 0}));
+  EXPECT_EQ(trace.left_after_deserved, 6000);
+  ASSERT_FALSE(trace.rounds.empty());
+  EXPECT_EQ(trace.rounds[0].available, 6000);
+  EXPECT_EQ(trace.rounds[0].weight_sum, 3);
+  // b needs 1 more, under its slice of 2: it gets exactly 1; a gets floor(6*2/3) = 4.
+  EXPECT_EQ(trace.rounds[0].given, (std::vector<int64_t>{4000, 1000, 0}));
+  for (size_t i = 0; i < siblings.size(); ++i) {
+    int64_t sum = trace.deserved_pass[i] + trace.leftover[i];
+    for (const auto& round : trace.rounds) sum += round.given[i];
+    EXPECT_EQ(sum, shares[i]) << i;
+  }
+  EXPECT_EQ(shares, (std::vector<int64_t>{7000, 3000, 0}));
+  EXPECT_EQ(trace.unused, 0);
+}
+
+}  // namespace
+}  // namespace gpupool::scheduler

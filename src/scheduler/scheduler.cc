@@ -289,6 +289,7 @@ class Cycle {
   std::vector<int> gang_min_;
   std::vector<int64_t> alloc_, alloc_np_, fs_;
   std::vector<int64_t> deserved_, limit_, weight_;
+  std::vector<int64_t> demand_;  // ComputeFairShare's input, reported in CycleResult::fair_share
   std::vector<char> applies_;
   std::vector<Op> undo_;
   std::vector<Binding> bindings_;
@@ -716,7 +717,8 @@ void Cycle::BuildJobs() {
 // The price: a job that lists several pools weighs on the over-quota split of each of them.
 void Cycle::ComputeFairShare() {
   const int nq = static_cast<int>(queues_.size());
-  std::vector<int64_t> demand(static_cast<size_t>(nq) * pools_ * kQ, 0);
+  demand_.assign(static_cast<size_t>(nq) * pools_ * kQ, 0);
+  std::vector<int64_t>& demand = demand_;
   auto add = [&](const PodState& p, int pool) {
     for (int r = 0; r < kQ; ++r) demand[(p.queue * pools_ + pool) * kQ + r] += p.quota[r];
   };
@@ -2362,10 +2364,18 @@ CycleResult Cycle::Collect() {
         s.limit = Limit(static_cast<int>(q), pool, r);
         s.fair_share = FairShare(static_cast<int>(q), pool, r);
         s.allocated = Alloc(static_cast<int>(q), pool, r);
-        if (s.fair_share != 0 || s.allocated != 0) interesting = true;
+        s.demand = demand_.empty() ? 0 : demand_[(q * pools_ + pool) * kQ + r];
+        s.over_quota_weight = weight_[(q * pools_ + pool) * kQ + r];
+        if (s.fair_share != 0 || s.allocated != 0 || s.demand != 0) interesting = true;
       }
       if (interesting) result.fair_share.push_back(std::move(share));
     }
+  }
+  for (int pool = 0; pool < pools_; ++pool) {
+    NodePoolCapacity capacity;
+    capacity.node_pool = view_.PoolName(pool);
+    for (int r = 0; r < kQ; ++r) capacity.capacity[r] = view_.PoolCapacity(pool, r);
+    result.node_pools.push_back(std::move(capacity));
   }
   return result;
 }

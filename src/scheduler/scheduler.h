@@ -169,6 +169,11 @@ struct ResourceShare {
   int64_t fair_share = 0;
   int64_t allocated = 0;  // after this cycle's decisions
   int64_t limit = model::kUnlimited;
+  // What the fair share was computed from (views explain it with fair_share.h's trace): the
+  // queue's own demand (bound pods there plus pending pods that list the node pool) and its
+  // resolved over-quota weight.
+  int64_t demand = 0;
+  int64_t over_quota_weight = 1;
 };
 struct QueueShare {
   std::string queue;
@@ -176,11 +181,19 @@ struct QueueShare {
   std::array<ResourceShare, model::kNumQuotaResources> resources;  // gpu, cpu, memory
 };
 
+// What a node pool holds of each resource (gpu and cpu in milli-units, memory in bytes): the sum of
+// its nodes' allocatable, the capacity its fair shares divide.
+struct NodePoolCapacity {
+  std::string node_pool;
+  std::array<int64_t, model::kNumQuotaResources> capacity{};
+};
+
 struct CycleResult {
-  std::vector<Binding> bindings;          // in decision order
-  std::vector<PendingPod> unschedulable;  // pending pods left unplaced (incl. requeued), by name
-  std::vector<Eviction> evictions;        // in decision order
-  std::vector<QueueShare> fair_share;     // by queue name, then node pool name
+  std::vector<Binding> bindings;             // in decision order
+  std::vector<PendingPod> unschedulable;     // pending pods left unplaced (incl. requeued), by name
+  std::vector<Eviction> evictions;           // in decision order
+  std::vector<QueueShare> fair_share;        // by queue name, then node pool name
+  std::vector<NodePoolCapacity> node_pools;  // "default" first, then by name
   std::vector<NoExecuteDeadline> no_execute_deadlines;  // in snapshot order of the pods
   std::vector<int64_t> decision_latency_ns;             // with options.record_decision_latency
 };

@@ -142,7 +142,14 @@ std::string WorkflowWhere(const WorkflowFilter& filter, SqlParams& params) {
   if (filter.user) where += " AND user_name = " + Param(params, *filter.user);
   if (filter.status) where += " AND status = " + Param(params, *filter.status);
   if (filter.unfinished_only) where += " AND finished = 0";
-  where += " ORDER BY submitted_ms, id";
+  if (filter.after) {
+    const char* op = filter.newest_first ? " < " : " > ";
+    const std::string ms = Param(params, filter.after->submitted_ms);
+    where += " AND (submitted_ms" + std::string(op) + ms + " OR (submitted_ms = " + ms + " AND id" +
+             op + Param(params, filter.after->id) + "))";
+  }
+  where +=
+      filter.newest_first ? " ORDER BY submitted_ms DESC, id DESC" : " ORDER BY submitted_ms, id";
   if (filter.limit > 0) where += " LIMIT " + Param(params, int64_t{filter.limit});
   return where;
 }

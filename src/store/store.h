@@ -115,11 +115,19 @@ struct WorkflowRecord {
 };
 
 // Conditions AND together. Results are ordered by submitted_ms, then id (oldest first, the order
-// a FIFO scheduler wants), and include the tasks.
+// a FIFO scheduler wants; or newest first), and include the tasks.
 struct WorkflowFilter {
   std::optional<std::string> pool, user, status;
   bool unfinished_only = false;  // drop workflows whose status IsFinishedWorkflowStatus
   int limit = 1000;              // <= 0: no limit
+  // Pages (keyset pagination, stable under inserts): newest first instead of oldest first, and
+  // only the workflows after `after` in that order.
+  bool newest_first = false;
+  struct Position {
+    int64_t submitted_ms = 0;
+    std::string id;
+  };
+  std::optional<Position> after;
 };
 
 struct AuditRecord {

@@ -859,6 +859,16 @@ TYPED_TEST(StoreContractTest, WorkflowCreateGetList) {
       {"pool and user", {.pool = "p2", .user = "bob"}, {"wf-4"}},
       {"limit", {.limit = 2}, {"wf-1", "wf-2"}},
       {"no match", {.pool = "p9"}, {}},
+      {"newest first", {.newest_first = true}, {"wf-4", "wf-3", "wf-2", "wf-1"}},
+      {"page after a position, newest first",
+       {.limit = 2, .newest_first = true, .after = WorkflowFilter::Position{300, "wf-3"}},
+       {"wf-2", "wf-1"}},
+      {"page after a position, oldest first",
+       {.limit = 1, .after = WorkflowFilter::Position{100, "wf-1"}},
+       {"wf-2"}},
+      {"page with a filter",
+       {.user = "alice", .newest_first = true, .after = WorkflowFilter::Position{300, "wf-3"}},
+       {"wf-2"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -13,7 +13,17 @@ packages=(
   # The Slurm backend's tests and benchmark run a loopback cluster (scripts/slurm-test-cluster.sh).
   # Never slurm-wlm-emulator: it is broken in Debian 12 and takes over these daemons' names.
   slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin
+  # The web dashboard's browser tests (web/tests/): Debian's Chromium, driven by playwright-core.
+  chromium
 )
+# The web dashboard is built with node and npm. Debian's nodejs (18 on Debian 12) and npm do;
+# where a node is already installed (e.g. NodeSource's, which bundles npm) it is used as it is:
+# Debian's npm would conflict with it.
+if ! command -v node >/dev/null 2>&1; then
+  packages+=(nodejs npm)
+elif ! command -v npm >/dev/null 2>&1; then
+  packages+=(npm)
+fi
 # --clang: what `make sanitize` and scripts/lint.sh need besides (Debian 12's LLVM 14: the
 # compiler, the sanitizer and libFuzzer runtimes, clang-tidy with run-clang-tidy, clang-format).
 if [ "${1:-}" = --clang ]; then

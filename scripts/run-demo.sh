@@ -2,6 +2,8 @@
 # `make run`: a fresh demo store (.run/demo.db) loaded with the seeds' examples through the real
 # binary's commands, the demo cluster imported, then `pool list`, `resource list` and a dry-run
 # submission. Usage: scripts/run-demo.sh BUILD_DIR
+# GPUPOOL_DEMO_RUN_DIR: where the store and the seed files go (default .run/ in the repository);
+# GPUPOOL_DEMO_SERVER=0: load the store only, start no server (the dashboard's browser tests).
 set -euo pipefail
 build_dir=${1:-build}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,7 +16,7 @@ if [ ! -x "$bin" ]; then
   exit 1
 fi
 
-run_dir="$root/.run"
+run_dir="${GPUPOOL_DEMO_RUN_DIR:-$root/.run}"
 mkdir -p "$run_dir"
 rm -f "$run_dir"/demo.db "$run_dir"/demo.db-wal "$run_dir"/demo.db-shm
 export GPUPOOL_DB="sqlite:$run_dir/demo.db"
@@ -103,6 +105,6 @@ step apply -f "$root/examples/machine-pools/pools.yaml"
 # ---- Server demo ------------------------------------------------------------------------------
 # The server engineer's part of `make run` (start `gpupool serve` on this store and the demo
 # cluster, print the URL, a dev token and commands to try) lives in scripts/run-server-demo.sh.
-if [ -x "$root/scripts/run-server-demo.sh" ]; then
+if [ "${GPUPOOL_DEMO_SERVER:-1}" != "0" ] && [ -x "$root/scripts/run-server-demo.sh" ]; then
   "$root/scripts/run-server-demo.sh" "$bin" "$GPUPOOL_DB" "$root/examples/cluster"
 fi

@@ -19,7 +19,7 @@ url="http://127.0.0.1:$port"
 token="dev:$(id -un):osmo-admin"
 
 "$bin" serve --listen "127.0.0.1:$port" --db "$db" --backend "sim:$cluster" --auth dev \
-  >"$run_dir/server.log" 2>&1 &
+  --history-interval 10s >"$run_dir/server.log" 2>&1 &
 pid=$!
 echo "$pid" >"$run_dir/server.pid"
 for _ in $(seq 1 100); do
@@ -42,6 +42,11 @@ printf '\n%s\n%s\n%s\n' "$bar" "$warning" "$bar" >&2
 cat <<MSG
 
 ==> gpupool server: $url   (log: .run/server.log)
+
+    Dashboard, logged in with the dev token (read once from the URL's fragment, which browsers
+    never send to the server, then kept in the tab's sessionStorage):
+    $url/#token=$token
+
     It schedules the stored workflows on the simulated demo cluster; /metrics, /healthz, /readyz.
     Auth is --auth dev (local use only): any bearer token dev:<user>:<role,role> is accepted.
 

@@ -91,6 +91,7 @@ std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view tar
 }
 
 std::string BodyOf(const Reply& reply) {
+  if (reply.status == 304 || reply.status == 204) return "";  // no body by definition
   return reply.text.empty() ? model::DumpCompact(reply.json) + "\n" : reply.text;
 }
 
@@ -345,6 +346,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     response->set(http::field::server, "gpupool");
     response->set(http::field::content_type,
                   reply.text.empty() ? std::string("application/json") : reply.content_type);
+    for (const auto& [name, value] : reply.headers) response->set(name, value);
     response->body() = BodyOf(reply);
     response->keep_alive(keep_alive);
     response->prepare_payload();

@@ -74,6 +74,8 @@ struct Reply {
   nlohmann::ordered_json json;  // sent when text is empty
   std::string text;             // sent as-is with content_type when non-empty
   std::string content_type = "application/json";
+  // Extra response headers (ETag, Cache-Control, Content-Security-Policy, ...).
+  std::vector<std::pair<std::string, std::string>> headers;
 
   static Reply Json(nlohmann::ordered_json body, int status = 200) {
     Reply reply;

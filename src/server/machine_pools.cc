@@ -35,6 +35,13 @@ service::MachinePoolSupport MachinePoolSupportFor(const autoscaler::Catalog& cat
   support.check = [&catalog](const model::MachinePool& pool) {
     return autoscaler::CheckInstanceType(pool, catalog, pool.name + ".");
   };
+  support.hourly_price_micros =
+      [&catalog](const model::MachinePool& pool) -> std::optional<int64_t> {
+    const model::InstanceType* type = catalog.Find(pool.instance_type);
+    if (type == nullptr) return std::nullopt;
+    return pool.capacity_type == model::CapacityType::kSpot ? type->spot_price_micros
+                                                            : type->on_demand_price_micros;
+  };
   support.template_node = [&catalog](const model::MachinePool& pool) -> std::optional<model::Node> {
     const model::InstanceType* type = catalog.Find(pool.instance_type);
     if (type == nullptr || pool.max_replicas == 0) return std::nullopt;

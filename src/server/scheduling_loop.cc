@@ -28,30 +28,6 @@ constexpr char kCanceled[] = "CANCELED";
 constexpr char kRescheduled[] = "RESCHEDULED";
 constexpr char kQueueTimeout[] = "FAILED_QUEUE_TIMEOUT";
 
-// Pods name their pool as their queue (gpupool.io/queue). A pool without a QUEUE config of the
-// same name gets one, as OSMO creates a KAI queue per pool: GPU deserved = resources.gpu
-// guarantee, limit = maximum, weight = weight, in the `default` node pool; -1 or absent means
-// unlimited, as in KAI (so NORMAL-priority work of a pool without a guarantee may use the whole
-// node set, as in OSMO); cpu and memory unlimited.
-void AddPoolQueues(const std::vector<store::ConfigRecord>& pools,
-                   std::vector<model::Queue>& queues) {
-  for (const auto& record : pools) {
-    bool configured = std::any_of(queues.begin(), queues.end(),
-                                  [&](const model::Queue& q) { return q.name == record.name; });
-    if (configured) continue;
-    auto pool = config::PoolFromJson(record.name, record.body);
-    if (!pool.ok()) continue;
-    model::Queue queue;
-    queue.name = record.name;
-    queue.description = "implicit queue of pool " + record.name;
-    config::GpuResource limits = pool->gpu.value_or(config::GpuResource{});
-    model::ResourceQuota& gpu = queue.resources["default"][model::QuotaResource::kGpu];
-    gpu.deserved_milli = limits.guarantee >= 0 ? limits.guarantee * 1000 : model::kUnlimited;
-    gpu.limit_milli = limits.maximum >= 0 ? limits.maximum * 1000 : model::kUnlimited;
-    gpu.over_quota_weight = limits.weight;
-    queues.push_back(std::move(queue));
-  }
-}
 constexpr char kExecTimeout[] = "FAILED_EXEC_TIMEOUT";
 
 bool IsFinishedTask(std::string_view status) {
@@ -485,8 +461,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
     auto queue = model::QueueFromJson(record.body, record.name);
     if (queue.ok()) snapshot.queues.push_back(std::move(*queue));
   }
-  ASSIGN_OR_RETURN(auto pool_records, store_.ListConfigs("POOL"));
-  AddPoolQueues(pool_records, snapshot.queues);
+  service::AddImplicitPoolQueues(configs.pools, snapshot.queues);
   ASSIGN_OR_RETURN(auto pool_configs, store_.ListConfigs("NODE_POOL"));
   for (const auto& record : pool_configs) {
     auto pool = model::NodePoolFromJson(record.body, record.name);
@@ -600,6 +575,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
     }
   }
   // 7. Machine pools: launch for what stays pending, mark ready, scale down, interruptions.
+  std::vector<service::MachinePoolEvent> machine_pool_events;
   if (options_.machine_pools) {
     // A failure here (a machine pool naming an instance type the catalog lacks) must not stop
     // the rest of the step: it is reported and counted, and scheduling carries on.
@@ -610,6 +586,9 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
     if (step.ok()) {
       stats.nodes_launched = step->launched;
       stats.nodes_removed = step->removed;
+      for (const auto& event : step->events) {
+        machine_pool_events.push_back({now, event.machine_pool, event.node, event.what});
+      }
     } else {
       stats.machine_pool_error = step.status().message();
       step_errors_->Increment({"machine_pools"});
@@ -648,7 +627,32 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   fair_share_gauge_->ReplaceAll(std::move(fair));
   allocated_gauge_->ReplaceAll(std::move(allocated));
   deserved_gauge_->ReplaceAll(std::move(deserved));
+  if (options_.views != nullptr) {
+    PublishStep(now, std::move(workflows), snapshot, std::move(cycle),
+                std::move(machine_pool_events));
+  }
   return OkStatus();
+}
+
+// The step's state for the dashboard: the workflows as written, what the cycle knew, the positions
+// of the pods it left pending.
+void SchedulingLoop::PublishStep(int64_t now, std::vector<store::WorkflowRecord> workflows,
+                                 const scheduler::ClusterSnapshot& snapshot,
+                                 scheduler::CycleResult cycle,
+                                 std::vector<service::MachinePoolEvent> events) {
+  auto insight = std::make_shared<service::SchedulerInsight>();
+  insight->shares = std::move(cycle.fair_share);
+  insight->node_pools = std::move(cycle.node_pools);
+  insight->queues = snapshot.queues;
+  std::set<std::string> pending;
+  for (const auto& pod : cycle.unschedulable) pending.insert(pod.pod);
+  insight->positions = service::RankPendingPods(snapshot.pods, pending);
+  auto state = std::make_shared<service::LiveState>();
+  state->at_ms = now;
+  state->workflows = std::move(workflows);
+  state->insight = std::move(insight);
+  state->events = std::move(events);
+  options_.views->Publish(std::move(state));
 }
 
 }  // namespace gpupool::server

@@ -43,6 +43,7 @@
 #include "common/clock.h"
 #include "scheduler/scheduler.h"
 #include "server/metrics.h"
+#include "service/views.h"
 #include "store/store.h"
 
 namespace gpupool::server {
@@ -60,6 +61,10 @@ struct LoopOptions {
   bool machine_pools = true;
   const autoscaler::Catalog* catalog = nullptr;
   autoscaler::ProvisionOptions provision;
+  // The dashboard's views: after every step of the leader they receive the step's state (the
+  // unfinished workflows, the cycle's fair shares and queue positions, machine-pool events).
+  // nullptr: none.
+  service::Views* views = nullptr;
 };
 
 struct StepStats {
@@ -93,6 +98,9 @@ class SchedulingLoop {
 
  private:
   Status LeaderStep(int64_t now_ms, StepStats& stats);
+  void PublishStep(int64_t now, std::vector<store::WorkflowRecord> workflows,
+                   const scheduler::ClusterSnapshot& snapshot, scheduler::CycleResult cycle,
+                   std::vector<service::MachinePoolEvent> events);
   void ClearLeaderGauges();
 
   store::Store& store_;

@@ -27,6 +27,8 @@
 #include "server/node_sync.h"
 #include "server/scheduling_loop.h"
 #include "server/store_metrics.h"
+#include "server/ui_routes.h"
+#include "server/view_routes.h"
 #include "server/what_if.h"
 #include "service/service.h"
 #include "store/store.h"
@@ -156,6 +158,22 @@ int RunServe(const ServeOptions& o) {
   if (!scale_down_after.ok()) return Fail(scale_down_after.status(), 2);
   auto node_sync_period = ParseMillis(o.node_sync, "--node-sync");
   if (!node_sync_period.ok()) return Fail(node_sync_period.status(), 2);
+  auto history_interval = ParseMillis(o.history_interval, "--history-interval");
+  if (!history_interval.ok()) return Fail(history_interval.status(), 2);
+  if (*history_interval < 1000) {
+    return Fail(InvalidArgumentError("--history-interval \"" + o.history_interval +
+                                     "\": expected at least 1s"),
+                2);
+  }
+  if (o.ui_token != "access_token" && o.ui_token != "id_token") {
+    return Fail(InvalidArgumentError("--ui-token \"" + o.ui_token +
+                                     "\": expected access_token or id_token"),
+                2);
+  }
+  if (o.auth == "oidc" && o.ui_client_id.empty()) {
+    std::cerr << "gpupool serve: note: no --ui-client-id: the dashboard at / cannot log in with "
+                 "OIDC\n";
+  }
   std::optional<autoscaler::Catalog> own_catalog;
   if (!o.catalog.empty()) {
     auto loaded = autoscaler::LoadCatalogFile(o.catalog);
@@ -182,6 +200,9 @@ int RunServe(const ServeOptions& o) {
   service::Service service(**store, clock);
   service.SetMachinePoolSupport(MachinePoolSupportFor(catalog));
   if (Status s = service.EnsureBuiltins(); !s.ok()) return Fail(s);
+  service::ViewOptions view_options;
+  view_options.history_interval_ms = *history_interval;
+  service::Views views(service, **store, clock, view_options);
 
   std::unique_ptr<backend::Backend> backend;
   if (!o.backend.empty()) {
@@ -230,6 +251,7 @@ int RunServe(const ServeOptions& o) {
     loop_options.provision.provision_delay_ms = *provision_delay;
     loop_options.provision.scale_down_after_ms = *scale_down_after;
     loop_options.provision.scheduler = loop_options.scheduler;
+    loop_options.views = &views;
     loop = std::make_unique<SchedulingLoop>(**store, *backend, clock, registry, loop_options);
   }
 
@@ -250,6 +272,18 @@ int RunServe(const ServeOptions& o) {
 
   Router router;
   AddApiRoutes(router, context);
+  AddViewRoutes(router, views, [&service](const std::string& id) -> std::optional<std::string> {
+    auto pool = service.WorkflowPool(id);
+    if (!pool.ok()) return std::nullopt;  // the view reports NotFound
+    return *pool;
+  });
+  UiOptions ui;
+  ui.auth = o.auth;
+  ui.issuer = o.issuer;
+  ui.client_id = o.ui_client_id;
+  ui.scopes = o.ui_scopes;
+  ui.token = o.ui_token;
+  AddUiRoutes(router, ui);
   ServerOptions server_options;
   server_options.max_body_bytes = o.max_body_bytes;
   server_options.threads = o.threads;
@@ -336,6 +370,18 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
   serve
       ->add_option("--scale-down-after", options->scale_down_after,
                    "how long a machine-pool node stays empty before it is removed")
+      ->capture_default_str();
+  serve
+      ->add_option("--history-interval", options->history_interval,
+                   "how often the dashboard's allocation history is sampled (24 hours kept)")
+      ->capture_default_str();
+  serve->add_option("--ui-client-id", options->ui_client_id,
+                    "OIDC client id of the web dashboard (--auth oidc; code flow with PKCE)");
+  serve->add_option("--ui-scopes", options->ui_scopes, "OIDC scopes the dashboard asks for")
+      ->capture_default_str();
+  serve
+      ->add_option("--ui-token", options->ui_token,
+                   "which OIDC token the dashboard sends: access_token or id_token")
       ->capture_default_str();
   serve->add_flag("--no-scheduler", options->no_scheduler,
                   "serve the API only; never run the scheduling loop");

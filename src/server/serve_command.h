@@ -11,7 +11,10 @@
 //                 [--max-body-bytes N] [--threads N] [--db-readers N] [--lease-ttl 5s]
 //                 [--interval 200ms]
 //                 [--no-scheduler] [--catalog FILE] [--provision-delay 60s]
-//                 [--scale-down-after 10m]
+//                 [--scale-down-after 10m] [--history-interval 60s]
+//                 [--ui-client-id ID [--ui-scopes S] [--ui-token access_token|id_token]]
+//
+// The web dashboard is served at / (server/ui_routes.h), its data at /api/views/*.
 //
 // On start it opens the store (running migrations), writes the built-in configs to a new store,
 // imports the backend's nodes, binds, prints `gpupool: listening on http://HOST:PORT` on stdout
@@ -59,6 +62,13 @@ struct ServeOptions {
   std::string catalog;
   std::string provision_delay = "60s";
   std::string scale_down_after = "10m";
+  // The dashboard: how often the leader samples allocation for its charts (24 hours are kept,
+  // at most 2,880 samples), and the UI's OIDC client (authorization code with PKCE in the
+  // browser): its client id, scopes and which token it sends to the API.
+  std::string history_interval = "60s";
+  std::string ui_client_id;
+  std::string ui_scopes = "openid profile email";
+  std::string ui_token = "access_token";
 };
 
 // Runs the server until SIGINT/SIGTERM. Returns the process exit code: 0 after a clean stop,

@@ -1574,6 +1574,16 @@ Result<std::vector<WorkflowView>> Service::ListWorkflows(const Caller& caller,
   return out;
 }
 
+Result<Service::CachedInputs> Service::Inputs() {
+  ASSIGN_OR_RETURN(auto state, cache_->GetWithNodes(store_));
+  CachedInputs inputs;
+  inputs.configs = &state.first->set;
+  inputs.other = &state.first->other;
+  inputs.owner = std::move(state.first);
+  inputs.nodes = std::move(state.second);
+  return inputs;
+}
+
 Result<WorkflowView> Service::CancelWorkflow(const Caller& caller, std::string_view id) {
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto wf = store_.GetWorkflow(id);

@@ -29,6 +29,9 @@
 namespace gpupool::store {
 class Store;
 }  // namespace gpupool::store
+namespace gpupool::config {
+struct ConfigSet;
+}  // namespace gpupool::config
 
 namespace gpupool::service {
 
@@ -254,6 +257,9 @@ struct MachinePoolSupport {
   // Refuses a MACHINE_POOL config that could never launch (its instance type is not in the
   // catalog) at write time, with the field named.
   std::function<Status(const model::MachinePool&)> check;
+  // The hourly price of one node of the pool in micro-dollars (its capacity type's price), for
+  // the dashboard's cost figures; nullopt when unknown.
+  std::function<std::optional<int64_t>(const model::MachinePool&)> hourly_price_micros;
   // The node the pool would add (nullopt when it adds none). Submissions validate node rules
   // (K8_*) against these too: a GPU spot pool that scales from zero has no node yet, and a task
   // that only its nodes could run must be accepted and left pending for the autoscaler, as
@@ -353,6 +359,19 @@ class Service {
                                                   const WorkflowFilter& filter);
   // Marks every unfinished task and the workflow CANCELED; kFailedPrecondition when finished.
   Result<WorkflowView> CancelWorkflow(const Caller& caller, std::string_view id);
+
+  // The decoded configs and nodes as this service has them cached (revalidated against the
+  // store's generations), for read-only views (service/views.h).
+  struct CachedInputs {
+    std::shared_ptr<const void> owner;  // keeps `configs` and `other` alive
+    const config::ConfigSet* configs = nullptr;
+    // Bodies of the kinds ConfigSet does not hold (NODE_POOL, QUEUE, MACHINE_POOL), by (kind,
+    // name).
+    const std::map<std::pair<std::string, std::string>, nlohmann::ordered_json>* other = nullptr;
+    std::shared_ptr<const std::vector<model::Node>> nodes;
+  };
+  Result<CachedInputs> Inputs();
+  const MachinePoolSupport& machine_pool_support() const { return machine_pools_; }
 
  private:
   store::Store& store_;

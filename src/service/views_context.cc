@@ -1,0 +1,407 @@
+// The views' shared machinery: the context they read (rebuilt when the state, the configs or the
+// nodes change), what the scheduling loop publishes, the allocation history and the machine-pool
+// cost and events.
+#include <algorithm>
+#include <limits>
+#include <map>
+
+#include "config/access.h"
+#include "model/k8s.h"
+#include "service/views.h"
+#include "service/views_internal.h"
+
+namespace gpupool::service {
+namespace views {
+
+int ResourceIndex(std::string_view name) {
+  for (int r = 0; r < model::kNumQuotaResources; ++r) {
+    if (model::kQuotaResourceNames[r] == name) return r;
+  }
+  return -1;
+}
+
+bool IsBoundTask(std::string_view status) {
+  return status == "SCHEDULED" || status == "INITIALIZING" || status == "RUNNING";
+}
+
+namespace {
+const Json* Label(const Json& pod, const char* key) {
+  if (!pod.is_object()) return nullptr;
+  auto metadata = pod.find("metadata");
+  if (metadata == pod.end() || !metadata->is_object()) return nullptr;
+  auto labels = metadata->find("labels");
+  if (labels == metadata->end() || !labels->is_object()) return nullptr;
+  auto value = labels->find(key);
+  return value == labels->end() || !value->is_string() ? nullptr : &*value;
+}
+}  // namespace
+
+std::string WorkflowQueue(const store::WorkflowRecord& workflow) {
+  for (const auto& task : workflow.tasks) {
+    if (const Json* queue = Label(task.pod, scheduler::kQueueLabel))
+      return queue->get<std::string>();
+  }
+  return workflow.pool;
+}
+
+std::string WorkflowPriority(const store::WorkflowRecord& workflow) {
+  const Json& spec = workflow.spec;
+  if (spec.is_object()) {
+    auto it = spec.find("priority");
+    if (it != spec.end() && it->is_string()) return it->get<std::string>();
+    auto inner = spec.find("workflow");
+    if (inner != spec.end() && inner->is_object()) {
+      auto p = inner->find("priority");
+      if (p != inner->end() && p->is_string()) return p->get<std::string>();
+    }
+  }
+  return "NORMAL";
+}
+
+std::string NodePoolOf(const model::Node& node, const std::vector<model::NodePool>& sorted_pools) {
+  for (const model::NodePool& pool : sorted_pools) {
+    auto it = node.labels.find(pool.label_key);
+    if (it != node.labels.end() && it->second == pool.label_value) return pool.name;
+  }
+  return std::string(model::kDefaultNodePool);
+}
+
+}  // namespace views
+
+using views::Amounts;
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+// At most this many history samples are kept, whatever the interval (24 h at 30 s).
+constexpr size_t kMaxSamples = 2880;
+
+Amounts RequestsOf(const store::TaskRecord& task) {
+  Amounts out{};
+  auto requests = model::PodRequestsFromJson(task.pod);
+  if (!requests.ok()) return out;
+  for (int r = 0; r < model::kNumQuotaResources; ++r) {
+    auto it = requests->find(std::string(model::kQuotaResourceK8sNames[r]));
+    if (it == requests->end()) continue;
+    out[r] = r == views::kMemory ? it->second.Value() : it->second.MilliValue();
+  }
+  return out;
+}
+
+Amounts AllocatableOf(const model::Node& node) {
+  Amounts out{};
+  for (int r = 0; r < model::kNumQuotaResources; ++r) {
+    auto it = node.allocatable.find(std::string(model::kQuotaResourceK8sNames[r]));
+    if (it == node.allocatable.end()) continue;
+    out[r] = r == views::kMemory ? it->second.Value() : it->second.MilliValue();
+  }
+  return out;
+}
+
+std::string LabelOf(const model::Node& node, const char* key) {
+  auto it = node.labels.find(key);
+  return it == node.labels.end() ? "" : it->second;
+}
+
+}  // namespace
+
+std::string PositionKey(std::string_view workflow_id, size_t index) {
+  return std::string(workflow_id) + "." + std::to_string(index);
+}
+
+void AddImplicitPoolQueues(const std::map<std::string, config::Pool>& pools,
+                           std::vector<model::Queue>& queues) {
+  for (const auto& [name, pool] : pools) {
+    bool configured = std::any_of(queues.begin(), queues.end(),
+                                  [&](const model::Queue& q) { return q.name == name; });
+    if (configured) continue;
+    model::Queue queue;
+    queue.name = name;
+    queue.description = "implicit queue of pool " + name;
+    config::GpuResource limits = pool.gpu.value_or(config::GpuResource{});
+    model::ResourceQuota& gpu = queue.resources["default"][model::QuotaResource::kGpu];
+    gpu.deserved_milli = limits.guarantee >= 0 ? limits.guarantee * 1000 : model::kUnlimited;
+    gpu.limit_milli = limits.maximum >= 0 ? limits.maximum * 1000 : model::kUnlimited;
+    gpu.over_quota_weight = limits.weight;
+    queues.push_back(std::move(queue));
+  }
+}
+
+std::unordered_map<std::string, QueuePosition> RankPendingPods(
+    const std::vector<model::PodScheduling>& pods, const std::set<std::string>& pending) {
+  // A job: one pod, or the pending pods of one gang in one queue.
+  struct Job {
+    std::string queue;
+    int32_t priority = 0;
+    std::pair<int64_t, size_t> age;  // (creation time or max, first snapshot index)
+    std::vector<std::string> pods;
+  };
+  std::vector<Job> jobs;
+  std::map<std::pair<std::string, std::string>, size_t> gang_jobs;  // (queue, gang) -> job
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const model::PodScheduling& pod = pods[i];
+    std::string key = scheduler::PodKey(pod);
+    if (!pending.contains(key)) continue;
+    auto queue_label = pod.labels.find(scheduler::kQueueLabel);
+    std::string queue =
+        queue_label == pod.labels.end() ? scheduler::kDefaultQueue : queue_label->second;
+    auto pod_priority = scheduler::PodPriority(pod);
+    int32_t priority = pod_priority.ok() ? *pod_priority : 0;
+    std::optional<int64_t> created = scheduler::ParseTimestampMillis(pod.creation_timestamp);
+    std::pair<int64_t, size_t> age = {created.value_or(std::numeric_limits<int64_t>::max()), i};
+    auto gang = pod.labels.find(scheduler::kGangLabel);
+    Job* job = nullptr;
+    if (gang != pod.labels.end() && !gang->second.empty()) {
+      auto [it, inserted] = gang_jobs.try_emplace({queue, gang->second}, jobs.size());
+      if (inserted) jobs.push_back({queue, priority, age, {}});
+      job = &jobs[it->second];
+    } else {
+      jobs.push_back({queue, priority, age, {}});
+      job = &jobs.back();
+    }
+    job->priority = std::max(job->priority, priority);
+    job->age = std::min(job->age, age);
+    job->pods.push_back(std::move(key));
+  }
+  std::map<std::string, std::vector<const Job*>> by_queue;
+  for (const Job& job : jobs) by_queue[job.queue].push_back(&job);
+  std::unordered_map<std::string, QueuePosition> out;
+  for (auto& [queue, queue_jobs] : by_queue) {
+    std::stable_sort(queue_jobs.begin(), queue_jobs.end(), [](const Job* a, const Job* b) {
+      if (a->priority != b->priority) return a->priority > b->priority;
+      return a->age < b->age;
+    });
+    for (size_t i = 0; i < queue_jobs.size(); ++i) {
+      for (const std::string& pod : queue_jobs[i]->pods) {
+        out[pod] = {queue, static_cast<int>(i) + 1, static_cast<int>(queue_jobs.size())};
+      }
+    }
+  }
+  return out;
+}
+
+bool Views::Context::MayRead(const Caller& caller, const store::WorkflowRecord& workflow) const {
+  if (workflow.user == caller.user) return true;
+  config::AccessRequest request{"GET", "/api/workflow/" + workflow.id, workflow.pool};
+  return config::CheckAccess(caller.roles, request, configs()).ok();
+}
+
+Views::Views(Service& service, store::Store& store, const Clock& clock, ViewOptions options)
+    : service_(service), store_(store), clock_(clock), options_(options) {}
+
+Views::~Views() = default;
+
+Result<std::shared_ptr<const LiveState>> Views::State() {
+  const int64_t now = clock_.NowMillis();
+  {
+    std::lock_guard lock(mu_);
+    // A loop that stopped publishing (lost its lease) is not trusted for long.
+    const int64_t max_age = std::max<int64_t>(options_.state_max_age_ms, 5000);
+    if (published_ != nullptr && now - published_->at_ms <= max_age) return published_;
+    if (read_ != nullptr && now - read_->at_ms <= options_.state_max_age_ms) return read_;
+  }
+  store::WorkflowFilter filter;
+  filter.unfinished_only = true;
+  filter.limit = 0;
+  ASSIGN_OR_RETURN(auto workflows, store_.ListWorkflows(filter));
+  auto state = std::make_shared<LiveState>();
+  state->at_ms = now;
+  state->workflows = std::move(workflows);
+  std::lock_guard lock(mu_);
+  read_ = state;
+  return std::shared_ptr<const LiveState>(state);
+}
+
+Result<std::shared_ptr<const Views::Context>> Views::Current() {
+  ASSIGN_OR_RETURN(std::shared_ptr<const LiveState> state, State());
+  ASSIGN_OR_RETURN(Service::CachedInputs inputs, service_.Inputs());
+  std::shared_ptr<const Context> previous;
+  std::shared_ptr<const Membership> membership;
+  {
+    std::lock_guard lock(mu_);
+    if (context_ != nullptr && context_->state == state && context_->inputs.owner == inputs.owner &&
+        context_->inputs.nodes == inputs.nodes) {
+      return context_;
+    }
+    previous = context_;
+    membership = membership_;
+  }
+  if (membership == nullptr || membership->owner != inputs.owner ||
+      membership->nodes != inputs.nodes) {
+    auto fresh = std::make_shared<Membership>();
+    fresh->owner = inputs.owner;
+    fresh->nodes = inputs.nodes;
+    auto computed = config::ComputeMembership(*inputs.configs, *inputs.nodes);
+    if (computed.ok()) fresh->by_node = std::move(*computed);
+    membership = std::move(fresh);
+  }
+
+  auto context = std::make_shared<Context>();
+  context->inputs = inputs;
+  context->state = state;
+  context->membership = membership;
+  context->now_ms = clock_.NowMillis();
+  for (const auto& [key, body] : *inputs.other) {
+    if (key.first == "NODE_POOL") {
+      auto pool = model::NodePoolFromJson(body, key.second);
+      if (pool.ok()) context->node_pools.push_back(std::move(*pool));
+    } else if (key.first == "MACHINE_POOL") {
+      auto pool = model::MachinePoolFromJson(body, key.second);
+      if (pool.ok()) context->machine_pools.push_back(std::move(*pool));
+    } else if (key.first == "QUEUE" && state->insight == nullptr) {
+      auto queue = model::QueueFromJson(body, key.second);
+      if (queue.ok()) context->queues.push_back(std::move(*queue));
+    }
+  }
+  std::sort(context->node_pools.begin(), context->node_pools.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  context->node_pool_names.push_back(std::string(model::kDefaultNodePool));
+  for (const auto& pool : context->node_pools) context->node_pool_names.push_back(pool.name);
+  if (state->insight != nullptr) {
+    context->queues = state->insight->queues;
+  } else {
+    AddImplicitPoolQueues(inputs.configs->pools, context->queues);
+  }
+  std::sort(context->queues.begin(), context->queues.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+
+  const std::vector<model::Node>& nodes = *inputs.nodes;
+  context->nodes.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    views::NodeInfo& info = context->nodes[i];
+    info.node = &nodes[i];
+    info.node_pool = views::NodePoolOf(nodes[i], context->node_pools);
+    if (i < membership->by_node.size()) info.membership = &membership->by_node[i];
+    info.capacity = AllocatableOf(nodes[i]);
+    info.gpu_product = LabelOf(nodes[i], "nvidia.com/gpu.product");
+    info.machine_pool = LabelOf(nodes[i], model::kMachinePoolLabel);
+    info.ready =
+        std::none_of(nodes[i].taints.begin(), nodes[i].taints.end(),
+                     [](const model::Taint& t) { return t.key == "node.kubernetes.io/not-ready"; });
+    context->node_index[nodes[i].name] = i;
+  }
+
+  // Requests per task: a task's pod never changes, so a workflow's list is reused from the
+  // previous context while its task count is the same.
+  std::unordered_map<std::string_view, std::shared_ptr<const std::vector<Amounts>>> reuse;
+  if (previous != nullptr) {
+    for (size_t w = 0; w < previous->state->workflows.size(); ++w) {
+      reuse[previous->state->workflows[w].id] = previous->task_requests[w];
+    }
+  }
+  context->task_requests.reserve(state->workflows.size());
+  for (const store::WorkflowRecord& workflow : state->workflows) {
+    auto found = reuse.find(workflow.id);
+    std::shared_ptr<const std::vector<Amounts>> requests;
+    if (found != reuse.end() && found->second->size() == workflow.tasks.size()) {
+      requests = found->second;
+    } else {
+      auto computed = std::make_shared<std::vector<Amounts>>();
+      for (const auto& task : workflow.tasks) computed->push_back(RequestsOf(task));
+      requests = std::move(computed);
+    }
+    for (size_t t = 0; t < workflow.tasks.size(); ++t) {
+      const store::TaskRecord& task = workflow.tasks[t];
+      if (!views::IsBoundTask(task.status)) continue;
+      auto node = context->node_index.find(task.node);
+      if (node == context->node_index.end()) continue;
+      views::NodeInfo& info = context->nodes[node->second];
+      for (int r = 0; r < model::kNumQuotaResources; ++r) info.allocated[r] += (*requests)[t][r];
+      ++info.bound_tasks;
+    }
+    context->task_requests.push_back(std::move(requests));
+    context->workflow_queues.push_back(views::WorkflowQueue(workflow));
+  }
+
+  std::lock_guard lock(mu_);
+  membership_ = membership;
+  // Another thread may have built a newer one meanwhile: keep whichever has the newer state.
+  if (context_ == nullptr || context_->state->at_ms <= state->at_ms) context_ = context;
+  return std::shared_ptr<const Context>(context);
+}
+
+void Views::Publish(std::shared_ptr<const LiveState> state) {
+  if (state == nullptr) return;
+  {
+    std::lock_guard lock(mu_);
+    published_ = state;
+    for (const MachinePoolEvent& event : state->events) {
+      events_.push_back(event);
+      if (events_.size() > options_.max_events) events_.pop_front();
+    }
+  }
+  bool due = false;
+  {
+    std::lock_guard lock(mu_);
+    due = samples_.empty() || state->at_ms - samples_.back()->at_ms >= options_.history_interval_ms;
+  }
+  auto context = Current();
+  if (!context.ok()) return;
+  AccrueCost(*state, **context);
+  if (due && state->insight != nullptr) RecordSample(*state, **context);
+}
+
+void Views::AccrueCost(const LiveState& state, const Context& context) {
+  std::unordered_map<std::string, int64_t> nodes;
+  for (const views::NodeInfo& node : context.nodes) {
+    if (!node.machine_pool.empty()) ++nodes[node.machine_pool];
+  }
+  std::lock_guard lock(mu_);
+  if (cost_since_ms_ == 0) cost_since_ms_ = state.at_ms;
+  const int64_t elapsed = last_cost_ms_ == 0 ? 0 : state.at_ms - last_cost_ms_;
+  last_cost_ms_ = state.at_ms;
+  if (elapsed <= 0) return;
+  const auto& price_of = service_.machine_pool_support().hourly_price_micros;
+  for (const model::MachinePool& pool : context.machine_pools) {
+    std::optional<int64_t> price = price_of ? price_of(pool) : std::nullopt;
+    auto count = nodes.find(pool.name);
+    if (!price || count == nodes.end()) continue;
+    // micro-dollars: nodes x price per hour x hours, in 128 bits against overflow.
+    __extension__ using Int128 = __int128;
+    cost_micros_[pool.name] +=
+        static_cast<int64_t>(Int128(count->second) * *price * elapsed / Int128(3600 * 1000));
+  }
+}
+
+void Views::RecordSample(const LiveState& state, const Context& context) {
+  auto sample = std::make_shared<Sample>();
+  sample->at_ms = state.at_ms;
+  for (const views::NodeInfo& node : context.nodes) {
+    sample->gpu_capacity += node.capacity[views::kGpu];
+    sample->gpu_allocated += node.allocated[views::kGpu];
+  }
+  for (size_t w = 0; w < state.workflows.size(); ++w) {
+    const auto& tasks = state.workflows[w].tasks;
+    for (size_t t = 0; t < tasks.size(); ++t) {
+      if (views::IsPendingTask(tasks[t].status)) {
+        sample->pending_gpus += (*context.task_requests[w])[t][views::kGpu];
+      }
+    }
+  }
+  for (const scheduler::QueueShare& share : state.insight->shares) {
+    Sample::QueueRow row;
+    row.queue = share.queue;
+    row.node_pool = share.node_pool;
+    for (int r = 0; r < model::kNumQuotaResources; ++r) {
+      row.allocated[r] = share.resources[r].allocated;
+      row.deserved[r] = share.resources[r].deserved;
+      row.fair_share[r] = share.resources[r].fair_share;
+    }
+    sample->queues.push_back(std::move(row));
+  }
+  std::map<std::string, int> replicas;
+  for (const model::MachinePool& pool : context.machine_pools) replicas[pool.name] = 0;
+  for (const views::NodeInfo& node : context.nodes) {
+    if (!node.machine_pool.empty()) ++replicas[node.machine_pool];
+  }
+  sample->replicas.assign(replicas.begin(), replicas.end());
+  const size_t capacity =
+      std::clamp<size_t>(static_cast<size_t>(options_.history_span_ms /
+                                             std::max<int64_t>(1, options_.history_interval_ms)),
+                         1, kMaxSamples);
+  std::lock_guard lock(mu_);
+  samples_.push_back(std::move(sample));
+  while (samples_.size() > capacity) samples_.pop_front();
+}
+
+}  // namespace gpupool::service

@@ -77,3 +77,8 @@ export async function logout() {
 export function isAdmin() {
   return session.roles.includes('osmo-admin');
 }
+
+// A `#token=...` fragment (the URL `make run` prints) is read once, kept in sessionStorage and
+// removed from the address bar when this module is first evaluated: before the router reads the
+// location (router.js imports this module first). Fragments never reach the server's logs.
+takeTokenFromFragment();

@@ -282,7 +282,7 @@ describe('dashboard', () => {
     page.on('dialog', (d) => d.accept());
     await page.click('[data-testid="configs"] tr[data-key="POOL/default"] button');
     await page.waitForSelector('[data-testid="rollback-1"]');
-    assert.match(await page.textContent('[data-testid="diff"]'), /- {2}"description": "Default pool",\s*\+ {2}"description": "Default pool, edited"/);
+    assert.match(await page.textContent('[data-testid="diff"]'), /-\s+"description": "Default pool",\s*\+\s+"description": "Default pool, edited"/);
     await shot(page, 'configs');
     await page.click('[data-testid="rollback-1"]');
     await page.waitForSelector('[data-testid="action-done"]');

@@ -28,3 +28,11 @@ if(TARGET gpupool-serve AND Python3_FOUND)
   set_tests_properties(server_crash_sqlite server_crash_postgres server_leader_postgres
                        PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180 RUN_SERIAL TRUE)
 endif()
+
+# The dashboard's routes (UI files, /api/ui/config, /api/views/* ETags and access), in process.
+if(TARGET gpupool_server)
+  add_executable(gpupool_dashboard_routes_test server/dashboard_routes_test.cc)
+  target_link_libraries(gpupool_dashboard_routes_test PRIVATE gpupool_server GTest::gtest_main)
+  gpupool_warnings(gpupool_dashboard_routes_test)
+  gtest_discover_tests(gpupool_dashboard_routes_test DISCOVERY_TIMEOUT 60)
+endif()

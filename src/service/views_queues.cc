@@ -201,15 +201,20 @@ Json ExplainLevel(const std::string& title, int64_t capacity, const std::vector<
   for (const Member& m : members) asking += m.input.demand > 0 ? 1 : 0;
   text.push_back(title + " has " + Amount(r, capacity) + " to share; " + std::to_string(asking) +
                  " of its " + std::to_string(members.size()) + " queue(s) ask for any.");
-  std::string pass = "Deserved pass: each queue gets its deserved quota, up to what it asks (min(" +
-                     std::string("demand, limit)): ");
+  // Queues that ask for nothing get nothing at any step: only the others are named.
+  std::string pass =
+      "Deserved pass: each queue gets its deserved quota, up to what it asks (its demand, capped "
+      "by its limit): ";
+  bool first_asking = true;
   for (size_t i = 0; i < members.size(); ++i) {
-    if (i > 0) pass += "; ";
-    pass += members[i].name + " " + Amount(r, trace.deserved_pass[i]) + " (deserves " +
-            Amount(r, members[i].input.deserved) + ", asks " + Amount(r, trace.requestable[i]) +
-            ")";
+    if (members[i].input.demand <= 0) continue;
+    pass += (first_asking ? "" : "; ") + members[i].name + " " + Amount(r, trace.deserved_pass[i]) +
+            " (deserves " + Amount(r, members[i].input.deserved) + ", asks " +
+            Amount(r, trace.requestable[i]) + ")";
+    first_asking = false;
   }
-  text.push_back(pass + ".");
+  text.push_back(first_asking ? std::string("Nobody asks for any: every fair share is 0.")
+                              : pass + ".");
   if (trace.left_after_deserved <= 0) {
     text.push_back("Nothing is left for over-quota shares (the deserved quotas given take " +
                    Amount(r, capacity - trace.left_after_deserved) + ").");

@@ -5,7 +5,9 @@
 // and no page logs a console error. A screenshot of each page goes to the build directory.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   startServer, api, launchBrowser, ensureShotDir, eventually, ADMIN, USER, READER,
 } from './harness.mjs';
@@ -20,7 +22,7 @@ let allowedErrors = [];
 before(async () => {
   server = await startServer();
   admin = api(server.url, ADMIN);
-  await admin.post('/api/apply', (await import('node:fs')).readFileSync(join(import.meta.dirname, 'fixtures', 'org.yaml'), 'utf8'), 'application/yaml');
+  await admin.post('/api/apply', readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'fixtures', 'org.yaml'), 'utf8'), 'application/yaml');
   await admin.put('/api/configs/ROLE/config-reader', {
     description: 'may read configs, not change them',
     policies: [{ effect: 'Allow', actions: ['config:Read', 'pool:List'], resources: ['*'] }],

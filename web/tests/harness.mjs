@@ -5,9 +5,13 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, existsSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 
-export const root = resolve(process.env.GPUPOOL_SOURCE_DIR || join(import.meta.dirname, '..', '..'));
+// (import.meta.dirname needs Node 20.11; Debian 12 has Node 18.)
+const here = dirname(fileURLToPath(import.meta.url));
+
+export const root = resolve(process.env.GPUPOOL_SOURCE_DIR || join(here, '..', '..'));
 export const buildDir = resolve(process.env.GPUPOOL_BUILD_DIR || join(root, 'build'));
 export const bin = join(buildDir, 'bin', 'gpupool');
 export const shotDir = process.env.GPUPOOL_SCREENSHOT_DIR || join(buildDir, 'dashboard-screenshots');
@@ -88,7 +92,7 @@ export function api(base, token = ADMIN) {
     put: (path, body, type) => call('PUT', path, body, type),
     patch: (path, body) => call('PATCH', path, body),
     submit: (pool, file) =>
-      call('POST', `/api/pool/${pool}/workflow`, readFileSync(join(import.meta.dirname, 'fixtures', file), 'utf8'), 'application/yaml'),
+      call('POST', `/api/pool/${pool}/workflow`, readFileSync(join(here, 'fixtures', file), 'utf8'), 'application/yaml'),
   };
 }
 

@@ -18,4 +18,4 @@ fi
 export GPUPOOL_SOURCE_DIR="$source_dir" GPUPOOL_BUILD_DIR="$build_dir"
 export GPUPOOL_SCREENSHOT_DIR="$build_dir/dashboard-screenshots"
 cd "$source_dir/web"
-exec node --test --test-concurrency=1 --test-reporter=spec tests/
+exec node --test tests/dashboard.test.mjs

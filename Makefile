@@ -7,11 +7,13 @@ CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
 # `make sanitize`: the whole suite under AddressSanitizer and UBSan, built with clang in its own
 # directory. The same directory carries libFuzzer's instrumentation (GPUPOOL_FUZZ) so the fuzz
-# targets reuse its objects, and treats warnings as errors. See cmake/sanitize.cmake.
+# targets reuse its objects, and treats warnings as errors. See cmake/sanitize.cmake. The web
+# dashboard is JavaScript (nothing to sanitize), so this directory builds without it and does
+# not share web/node_modules with the main build.
 SANITIZE_DIR ?= build-sanitize
 SANITIZE_FLAGS ?= -DCMAKE_BUILD_TYPE=Sanitize -DCMAKE_C_COMPILER=clang-14 \
   -DCMAKE_CXX_COMPILER=clang++-14 -DGPUPOOL_SANITIZE=ON -DGPUPOOL_FUZZ=ON -DGPUPOOL_WERROR=ON \
-  -DGPUPOOL_BUILD_BENCH=OFF -DGPUPOOL_WITH_JEMALLOC=OFF
+  -DGPUPOOL_BUILD_BENCH=OFF -DGPUPOOL_WITH_JEMALLOC=OFF -DGPUPOOL_WITH_WEB=OFF
 
 deps:
 	@bash scripts/install-deps.sh

@@ -4,8 +4,8 @@
 // finished (completed, one in ten failed). Workflows are written with the store's own calls, so
 // the data is what `gpupool serve` would have left.
 //
-//   gpupool-dashboard-data --db sqlite:/tmp/big.db --nodes 10000 --workflows 100000 \
-//       --running 6000 --pending 4000
+//   gpupool-dashboard-data --db sqlite:/tmp/big.db --nodes 10000 --workflows 100000
+//                          --running 6000 --pending 4000
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <iostream>

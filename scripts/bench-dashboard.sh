@@ -15,7 +15,7 @@ dir=$(mktemp -d)
 trap 'kill "${pid:-}" 2>/dev/null || true; wait "${pid:-}" 2>/dev/null || true; rm -rf "$dir"' EXIT
 
 start=$(date +%s.%N)
-"$build_dir/bin/gpupool-dashboard-data" --db "sqlite:$dir/big.db" --nodes "$nodes" \
+"$build_dir/bench/gpupool-dashboard-data" --db "sqlite:$dir/big.db" --nodes "$nodes" \
   --workflows "$workflows" --running "$running" --pending "$pending"
 echo "data written in $(echo "$(date +%s.%N) - $start" | bc) s"
 echo '{"apiVersion": "v1", "kind": "NodeList", "items": []}' >"$dir/no-nodes.json"
@@ -31,4 +31,4 @@ done
 # Let the scheduling loop run a few steps (the views then have its state).
 sleep 20
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; load $(cut -d' ' -f1-3 /proc/loadavg)"
-(cd "$root/web" && node tests/bench.mjs "$url" 100)
+(cd "$root/web" && node tests/bench.mjs "$url" "${BENCH_REQUESTS:-50}")

@@ -24,6 +24,7 @@
 // Thread contract: thread-safe. Publish is called by the scheduling loop's thread; the views from
 // any number of HTTP threads; they share immutable snapshots (shared_ptr swaps under a mutex).
 
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -33,6 +34,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -100,6 +102,12 @@ struct ViewOptions {
   int64_t history_span_ms = 24 * 3600 * 1000LL;
   size_t max_events = 500;
   int64_t state_max_age_ms = 1000;  // without a loop: how long workflows read from the store last
+  // How long the loop's last published state is used before the store is read instead (a slow
+  // step at a large scale is still the freshest view; a lost lease stops the publishing).
+  int64_t leader_max_age_ms = 60'000;
+  // Requests are answered from the last context while a refresher thread builds the next one
+  // (false: they build it themselves when it is stale).
+  bool background_refresh = true;
 };
 
 struct WorkflowPageRequest {
@@ -144,8 +152,10 @@ class Views {
   struct Sample;
 
  private:
-  // The current context (rebuilt when the state, the configs or the nodes changed).
+  // The current context (the last one while the next is built), and building one now.
   Result<std::shared_ptr<const Context>> Current();
+  Result<std::shared_ptr<const Context>> Build();
+  void RefreshLoop();
   Result<std::shared_ptr<const LiveState>> State();
   void RecordSample(const LiveState& state, const Context& context);
   void AccrueCost(const LiveState& state, const Context& context);
@@ -167,6 +177,10 @@ class Views {
   // Membership of nodes in pools and platforms, for the configs and nodes it was computed from.
   struct Membership;
   std::shared_ptr<const Membership> membership_;
+  bool refresh_requested_ = false;
+  bool stopping_ = false;
+  std::condition_variable refresh_wanted_;
+  std::thread refresher_;  // last: started after everything above
 };
 
 }  // namespace gpupool::service

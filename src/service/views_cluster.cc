@@ -189,12 +189,8 @@ Result<Json> Views::Overview(const Caller& caller) {
   out["idle_allocated"] = std::move(idle);
 
   // Workflows that failed, newest first (a bounded look at the latest submissions).
-  store::WorkflowFilter recent;
-  recent.newest_first = true;
-  recent.limit = 200;
-  ASSIGN_OR_RETURN(auto latest, store_.ListWorkflows(recent));
   Json errors = Json::array();
-  for (const auto& workflow : latest) {
+  for (const auto& workflow : context.recent) {
     if (!StartsWith(workflow.status, "FAILED") || !context.MayRead(caller, workflow)) continue;
     std::string message;
     int64_t at = workflow.submitted_ms;

@@ -187,16 +187,26 @@ bool Views::Context::MayRead(const Caller& caller, const store::WorkflowRecord& 
 }
 
 Views::Views(Service& service, store::Store& store, const Clock& clock, ViewOptions options)
-    : service_(service), store_(store), clock_(clock), options_(options) {}
+    : service_(service), store_(store), clock_(clock), options_(options) {
+  if (options_.background_refresh) refresher_ = std::thread([this] { RefreshLoop(); });
+}
 
-Views::~Views() = default;
+Views::~Views() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  refresh_wanted_.notify_all();
+  if (refresher_.joinable()) refresher_.join();
+}
 
 Result<std::shared_ptr<const LiveState>> Views::State() {
   const int64_t now = clock_.NowMillis();
   {
     std::lock_guard lock(mu_);
-    // A loop that stopped publishing (lost its lease) is not trusted for long.
-    const int64_t max_age = std::max<int64_t>(options_.state_max_age_ms, 5000);
+    // The loop's last step, unless it stopped publishing (it lost its lease) a while ago.
+    const int64_t max_age =
+        std::max<int64_t>(options_.state_max_age_ms, options_.leader_max_age_ms);
     if (published_ != nullptr && now - published_->at_ms <= max_age) return published_;
     if (read_ != nullptr && now - read_->at_ms <= options_.state_max_age_ms) return read_;
   }
@@ -212,7 +222,44 @@ Result<std::shared_ptr<const LiveState>> Views::State() {
   return std::shared_ptr<const LiveState>(state);
 }
 
+// Stale while revalidating: a request never waits for a store read or a rebuild once a context
+// exists. When the context is older than state_max_age_ms, or the configs or nodes changed, the
+// refresher thread builds the next one while requests keep the last.
 Result<std::shared_ptr<const Views::Context>> Views::Current() {
+  ASSIGN_OR_RETURN(Service::CachedInputs inputs, service_.Inputs());
+  {
+    std::lock_guard lock(mu_);
+    if (context_ != nullptr) {
+      const bool current =
+          context_->inputs.owner == inputs.owner && context_->inputs.nodes == inputs.nodes &&
+          (published_ == nullptr
+               ? clock_.NowMillis() - context_->state->at_ms <= options_.state_max_age_ms
+               : context_->state == published_);
+      if (current || options_.background_refresh) {
+        if (!current && !refresh_requested_) {
+          refresh_requested_ = true;
+          refresh_wanted_.notify_one();
+        }
+        return context_;
+      }
+    }
+  }
+  return Build();
+}
+
+void Views::RefreshLoop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    refresh_wanted_.wait(lock, [this] { return stopping_ || refresh_requested_; });
+    if (stopping_) return;
+    refresh_requested_ = false;
+    lock.unlock();
+    (void)Build();  // a failed read is retried at the next request
+    lock.lock();
+  }
+}
+
+Result<std::shared_ptr<const Views::Context>> Views::Build() {
   ASSIGN_OR_RETURN(std::shared_ptr<const LiveState> state, State());
   ASSIGN_OR_RETURN(Service::CachedInputs inputs, service_.Inputs());
   std::shared_ptr<const Context> previous;
@@ -313,6 +360,21 @@ Result<std::shared_ptr<const Views::Context>> Views::Current() {
     context->workflow_queues.push_back(views::WorkflowQueue(workflow));
   }
 
+  // The latest submissions, for the overview's failed workflows: one bounded read, at most once
+  // per state_max_age_ms (the loop publishes more often).
+  if (previous != nullptr &&
+      context->now_ms - previous->recent_read_ms < options_.state_max_age_ms) {
+    context->recent = previous->recent;
+    context->recent_read_ms = previous->recent_read_ms;
+  } else {
+    store::WorkflowFilter recent;
+    recent.newest_first = true;
+    recent.limit = 200;
+    auto latest = store_.ListWorkflows(recent);
+    if (latest.ok()) context->recent = std::move(*latest);
+    context->recent_read_ms = context->now_ms;
+  }
+
   std::lock_guard lock(mu_);
   membership_ = membership;
   // Another thread may have built a newer one meanwhile: keep whichever has the newer state.
@@ -335,7 +397,7 @@ void Views::Publish(std::shared_ptr<const LiveState> state) {
     std::lock_guard lock(mu_);
     due = samples_.empty() || state->at_ms - samples_.back()->at_ms >= options_.history_interval_ms;
   }
-  auto context = Current();
+  auto context = Build();  // of this state, on the loop's thread
   if (!context.ok()) return;
   AccrueCost(*state, **context);
   if (due && state->insight != nullptr) RecordSample(*state, **context);

@@ -81,6 +81,8 @@ struct Views::Context {
   // Per workflow of state->workflows, per task: its requests; and the workflow's queue.
   std::vector<std::shared_ptr<const std::vector<views::Amounts>>> task_requests;
   std::vector<std::string> workflow_queues;
+  std::vector<store::WorkflowRecord> recent;  // the 200 latest submissions, newest first
+  int64_t recent_read_ms = 0;
 
   const config::ConfigSet& configs() const { return *inputs.configs; }
   const SchedulerInsight* insight() const { return state ? state->insight.get() : nullptr; }

@@ -86,7 +86,9 @@ Result<Json> Views::Workflows(const Caller& caller, const WorkflowPageRequest& r
   filter.user = request.user;
   filter.status = request.status;
   filter.newest_first = true;
-  filter.limit = std::max(kBatch, request.limit + 1);
+  // One more than the page to know whether another follows; more only when filters the store
+  // cannot apply drop some (then growing batches).
+  filter.limit = request.limit + 1;
   if (!request.continue_token.empty()) {
     ASSIGN_OR_RETURN(filter.after, PositionOf(request.continue_token));
   }
@@ -114,6 +116,7 @@ Result<Json> Views::Workflows(const Caller& caller, const WorkflowPageRequest& r
     }
     if (!next.empty() || static_cast<int>(batch.size()) < filter.limit) break;
     filter.after = store::WorkflowFilter::Position{batch.back().submitted_ms, batch.back().id};
+    filter.limit = std::min(kBatch * 5, filter.limit * 2);
     if (scanned >= kMaxScanned) {
       next = PositionToken(batch.back());  // a short page; the rest follows
       break;

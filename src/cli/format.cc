@@ -2,7 +2,9 @@
 
 #include <algorithm>
 
+#include "common/json_text.h"
 #include "common/strings.h"
+#include "common/table.h"
 #include "model/json_io.h"
 
 namespace gpupool::cli {
@@ -17,32 +19,19 @@ Result<OutputFormat> ParseOutputFormat(std::string_view text) {
 }
 
 std::string Table::ToString() const {
-  std::vector<size_t> width(header_.size(), 0);
-  for (size_t i = 0; i < header_.size(); ++i) width[i] = header_[i].size();
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(rows_.size() + 1);
+  rows.push_back(header_);
   for (const auto& row : rows_) {
-    for (size_t i = 0; i < row.size() && i < width.size(); ++i) {
-      width[i] = std::max(width[i], row[i].size());
-    }
+    std::vector<std::string>& cells = rows.emplace_back(row);
+    cells.resize(header_.size());
   }
-  std::string out;
-  auto emit = [&](const std::vector<std::string>& cells) {
-    std::string line;
-    for (size_t i = 0; i < header_.size(); ++i) {
-      const std::string cell = i < cells.size() ? cells[i] : "";
-      line += cell;
-      if (i + 1 < header_.size()) line += std::string(width[i] - cell.size() + 2, ' ');
-    }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  };
-  emit(header_);
-  for (const auto& row : rows_) emit(row);
-  return out;
+  return FormatTable(rows);
 }
 
 std::string Render(const nlohmann::ordered_json& value, OutputFormat format) {
   if (format == OutputFormat::kYaml) return model::ToYaml(value);
-  return value.dump(2) + "\n";
+  return DumpJson(value, 2) + "\n";
 }
 
 std::string UsedOfCapacity(int64_t used_milli, int64_t capacity_milli, int64_t unit_milli) {

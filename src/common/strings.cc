@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/safe_text.h"
+
 namespace gpupool {
 
 std::vector<std::string> Split(std::string_view text, char separator) {
@@ -87,37 +89,11 @@ int HexDigitValue(char c) {
 }
 
 bool IsValidUtf8(std::string_view text) {
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x80) {
-      ++i;
-      continue;
-    }
-    // Lead byte: how many continuation bytes follow, and the bounds of the second byte that rule
-    // out overlong forms (E0, F0), surrogates (ED) and code points above U+10FFFF (F4).
-    size_t continuation = 0;
-    unsigned char low = 0x80, high = 0xBF;
-    if (byte >= 0xC2 && byte <= 0xDF) {
-      continuation = 1;
-    } else if (byte >= 0xE0 && byte <= 0xEF) {
-      continuation = 2;
-      if (byte == 0xE0) low = 0xA0;
-      if (byte == 0xED) high = 0x9F;
-    } else if (byte >= 0xF0 && byte <= 0xF4) {
-      continuation = 3;
-      if (byte == 0xF0) low = 0x90;
-      if (byte == 0xF4) high = 0x8F;
-    } else {
-      return false;
-    }
-    if (i + continuation >= text.size()) return false;  // truncated sequence
-    for (size_t k = 1; k <= continuation; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      const unsigned char lo = k == 1 ? low : 0x80, hi = k == 1 ? high : 0xBF;
-      if (next < lo || next > hi) return false;
-    }
-    i += continuation + 1;
+  char32_t code_point = 0;
+  for (size_t i = 0; i < text.size();) {
+    size_t length = Utf8SequenceAt(text, i, &code_point);
+    if (length == 0) return false;
+    i += length;
   }
   return true;
 }

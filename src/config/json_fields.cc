@@ -1,5 +1,6 @@
 #include "config/json_fields.h"
 
+#include "common/json_text.h"
 #include "common/strings.h"
 
 namespace gpupool::config::internal {
@@ -16,9 +17,7 @@ std::string Index(std::string_view parent, size_t index) {
   return std::string(parent) + "[" + std::to_string(index) + "]";
 }
 
-std::string Dump(const Json& value) {
-  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
+std::string Dump(const Json& value) { return DumpJson(value); }
 
 std::string TypeName(const Json& value) {
   switch (value.type()) {

@@ -19,7 +19,7 @@ using Json = nlohmann::ordered_json;
 std::string Path(std::string_view parent, std::string_view field);
 std::string Index(std::string_view parent, size_t index);
 
-// value.dump() that never throws: invalid UTF-8 (possible from YAML input) is replaced.
+// DumpJson(value) (common/json_text.h): never throws; invalid UTF-8 is replaced.
 std::string Dump(const Json& value);
 
 // "object", "array", "string", "number", "boolean", "null".

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "common/json_text.h"
 #include "common/strings.h"
 
 namespace gpupool::model {
@@ -1142,9 +1143,10 @@ bool IsPlainAscii(std::string_view s) {
   return true;
 }
 
-void AppendQuoted(const std::string& s, std::string& out) {
+void AppendQuoted(const std::string& s, std::string& out, bool* invalid_utf8) {
   if (!IsPlainAscii(s)) {
-    out += ordered_json(s).dump();  // escapes and UTF-8 checks
+    if (invalid_utf8 != nullptr && !*invalid_utf8 && !IsValidUtf8(s)) *invalid_utf8 = true;
+    out += DumpJson(ordered_json(s));  // escapes; invalid UTF-8 becomes U+FFFD
     return;
   }
   out += '"';
@@ -1161,7 +1163,7 @@ void AppendInteger(Integer n, std::string& out) {
 
 }  // namespace
 
-void AppendCompact(const ordered_json& value, std::string& out) {
+void AppendCompact(const ordered_json& value, std::string& out, bool* invalid_utf8) {
   switch (value.type()) {
     case ordered_json::value_t::object: {
       out += '{';
@@ -1169,9 +1171,9 @@ void AppendCompact(const ordered_json& value, std::string& out) {
       for (const auto& [key, member] : value.get_ref<const ordered_json::object_t&>()) {
         if (!first) out += ',';
         first = false;
-        AppendQuoted(key, out);
+        AppendQuoted(key, out, invalid_utf8);
         out += ':';
-        AppendCompact(member, out);
+        AppendCompact(member, out, invalid_utf8);
       }
       out += '}';
       return;
@@ -1182,13 +1184,13 @@ void AppendCompact(const ordered_json& value, std::string& out) {
       for (const ordered_json& item : value.get_ref<const ordered_json::array_t&>()) {
         if (!first) out += ',';
         first = false;
-        AppendCompact(item, out);
+        AppendCompact(item, out, invalid_utf8);
       }
       out += ']';
       return;
     }
     case ordered_json::value_t::string:
-      return AppendQuoted(value.get_ref<const std::string&>(), out);
+      return AppendQuoted(value.get_ref<const std::string&>(), out, invalid_utf8);
     case ordered_json::value_t::boolean:
       out += value.get<bool>() ? "true" : "false";
       return;
@@ -1200,14 +1202,14 @@ void AppendCompact(const ordered_json& value, std::string& out) {
     case ordered_json::value_t::number_unsigned:
       return AppendInteger(value.get<uint64_t>(), out);
     default:  // floats (nlohmann's shortest round-trip form), binary, discarded
-      out += value.dump();
+      out += DumpJson(value);
       return;
   }
 }
 
-std::string DumpCompact(const ordered_json& value) {
+std::string DumpCompact(const ordered_json& value, bool* invalid_utf8) {
   std::string out;
-  AppendCompact(value, out);
+  AppendCompact(value, out, invalid_utf8);
   return out;
 }
 

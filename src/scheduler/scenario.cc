@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/strings.h"
+#include "common/table.h"
 #include "model/json_io.h"
 
 namespace gpupool::scheduler {
@@ -299,26 +300,6 @@ Json AmountJson(int r, int64_t amount) {
   if (r == 0) return GpuJson(amount);
   if (r == 1) return model::FormatQuotaAmount(model::QuotaResource::kCpu, amount);
   return model::FormatQuotaAmount(model::QuotaResource::kMemory, amount * 1000);
-}
-
-std::string FormatTable(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    for (size_t c = 0; c < row.size(); ++c) {
-      if (width.size() <= c) width.push_back(0);
-      width[c] = std::max(width[c], row[c].size());
-    }
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size()) line += std::string(width[c] - row[c].size() + 2, ' ');
-    }
-    out += line + "\n";
-  }
-  return out;
 }
 
 }  // namespace

@@ -24,12 +24,15 @@ std::string ConfigKey(std::string_view kind, std::string_view name) {
   return std::string(kind) + "/" + std::string(name);
 }
 
+// The stored text of a body. A string that is not UTF-8 (which the parsers do not produce) is
+// refused, not stored altered; PostgreSQL would refuse the text anyway.
 Result<std::string> DumpJson(const ordered_json& value, std::string_view what) {
-  try {
-    return model::DumpCompact(value);
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(std::string(what) + ": cannot encode JSON: " + e.what());
+  bool invalid_utf8 = false;
+  std::string text = model::DumpCompact(value, &invalid_utf8);
+  if (invalid_utf8) {
+    return InvalidArgumentError(std::string(what) + ": cannot encode JSON: text is not UTF-8");
   }
+  return text;
 }
 
 Result<ordered_json> ParseStoredJson(const SqlRow& row, size_t column, std::string_view what) {

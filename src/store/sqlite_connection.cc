@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "common/strings.h"
 #include "store/sql_connection.h"
 
 namespace gpupool::store {
@@ -55,6 +56,13 @@ class SqliteConnection final : public SqlConnection {
       }
     } reset{stmt};
     for (size_t i = 0; i < params.size(); ++i) {
+      // PostgreSQL refuses text that is not UTF-8 (a data exception, kInvalidArgument); so does
+      // this driver, so that neither store holds bytes that JSON replies cannot carry.
+      if (const auto* text = std::get_if<std::string>(&params[i]); text && !IsValidUtf8(*text)) {
+        failure_ = {};
+        return InvalidArgumentError("sqlite: parameter $" + std::to_string(i + 1) +
+                                    " is not valid UTF-8 text");
+      }
       int index = static_cast<int>(i) + 1;
       int rc = std::visit(
           [&](const auto& v) -> int {

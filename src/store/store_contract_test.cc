@@ -1618,10 +1618,9 @@ TYPED_TEST(StoreContractTest, AFailingCreateInABatchFailsAlone) {
     ASSERT_TRUE(
         s.CreateWorkflow(MakeWorkflow("taken-" + std::to_string(i), "p", "u", "DONE", i)).ok());
   }
-  const bool postgres = s.Backend() == "postgresql";
   // Thread t % 3: 0 creates new workflows (must succeed), 1 creates taken ids (kAlreadyExists,
-  // a refusal inside the batch), 2 creates workflows whose name is not valid UTF-8, which
-  // PostgreSQL rejects with a statement error (the batch is rerun without it); SQLite stores it.
+  // a refusal inside the batch), 2 creates workflows whose name is not valid UTF-8, which both
+  // stores refuse (PostgreSQL with a statement error: the batch is rerun without it).
   std::vector<std::vector<Status>> results(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
@@ -1646,8 +1645,8 @@ TYPED_TEST(StoreContractTest, AFailingCreateInABatchFailsAlone) {
         EXPECT_TRUE(status.ok());
       } else if (t % 3 == 1) {
         EXPECT_EQ(status.code(), StatusCode::kAlreadyExists);
-      } else if (postgres) {
-        EXPECT_FALSE(status.ok());
+      } else {
+        EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
       }
       if (status.ok()) {
         ++expected_rows;
@@ -1674,8 +1673,7 @@ struct BatchWrite {
     kExisting,         // the workflow `existing_id` (its idempotency key)
     kOneOfGroup,       // exactly one write of `group` is inserted, the others are refused
     kOneKeyOfGroup,    // every write of `group` (one key) gets the same one of their workflows
-    kFailsOnPostgres,  // invalid UTF-8: PostgreSQL fails it alone; SQLite stores it
-    kInvalidArgument,  // fails alone on both
+    kInvalidArgument,  // fails alone on both (text that is not UTF-8: both refuse it)
     kAuditOnly,        // AppendAudit, no create
   };
   WorkflowRecord workflow;
@@ -1741,8 +1739,8 @@ std::vector<BatchWrite> MixedBatch(const std::string& prefix, bool with_failures
   add(prefix + "shared-b", Expect::kOneKeyOfGroup, prefix + "key-shared", "shared");
   for (int i = 0; i < 4; ++i) add(prefix + "audit-" + std::to_string(i), Expect::kAuditOnly);
   if (with_failures) {
-    add(prefix + "bad-name", Expect::kFailsOnPostgres)->workflow.name = "bad\xff\xfename";
-    add(prefix + "bad-task", Expect::kFailsOnPostgres)->workflow.tasks[1].message = "bad\xff";
+    add(prefix + "bad-name", Expect::kInvalidArgument)->workflow.name = "bad\xff\xfename";
+    add(prefix + "bad-task", Expect::kInvalidArgument)->workflow.tasks[1].message = "bad\xff";
     add(prefix + "bad-pod", Expect::kInvalidArgument)->workflow.tasks[0].pod["x"] = "bad\xff";
     add(prefix + "after-bad", Expect::kInserted);
   }
@@ -1759,7 +1757,6 @@ TYPED_TEST(StoreContractTest, BatchedCreatesKeepEachOutcome) {
   WorkflowRecord keyed_old = MakeWorkflow("keyed-old", "p", "u", "DONE", -1);
   keyed_old.idempotency_key = "key-old";
   ASSERT_TRUE(s.CreateWorkflow(keyed_old).ok());
-  const bool postgres = s.Backend() == "postgresql";
 
   std::map<std::string, WorkflowRecord> stored = {{"keyed-old", keyed_old}};
   for (int i = 0; i < 3; ++i) {
@@ -1820,10 +1817,6 @@ TYPED_TEST(StoreContractTest, BatchedCreatesKeepEachOutcome) {
         case Expect::kOneOfGroup:
         case Expect::kOneKeyOfGroup:
           groups[write.group].push_back(&write);
-          break;
-        case Expect::kFailsOnPostgres:
-          EXPECT_EQ(write.result.ok(), !postgres);
-          if (write.result.ok()) stored.emplace(id, write.workflow);
           break;
         case Expect::kInvalidArgument:
           EXPECT_EQ(write.result.status().code(), StatusCode::kInvalidArgument);

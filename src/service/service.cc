@@ -558,13 +558,13 @@ Status CheckReferences(const config::ConfigSet& set, const std::vector<PendingPu
   return InvalidArgumentError(Join(lines, "\n"));
 }
 
-// Writes the configs with their audit records and `also` (nodes, more records) in one
-// transaction.
-Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache& cache,
-                                     const MachinePoolSupport& machine_pools, const Caller& caller,
-                                     const std::vector<PendingPut>& puts, std::string_view action,
-                                     std::string_view description, std::string_view file_name,
-                                     store::Store::WriteAlso also = {}) {
+// One attempt of ValidateAndWrite: validated against the configs as they are now, written if
+// none of them changed in the meantime (else kAborted).
+Result<WriteResult> ValidateAndWriteOnce(store::Store& store, Service::SnapshotCache& cache,
+                                         const MachinePoolSupport& machine_pools,
+                                         const Caller& caller, const std::vector<PendingPut>& puts,
+                                         std::string_view action, std::string_view description,
+                                         std::string_view file_name, store::Store::WriteAlso also) {
   ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache.Get(store));
   const Snapshot& snap = *snap_ptr;
   config::ConfigSet next = snap.set;
@@ -626,6 +626,30 @@ Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache
         ConfigChange{writes[i].kind, writes[i].name, (*revisions)[i], writes[i].action});
   }
   return result;
+}
+
+// Writes the configs with their audit records and `also` (nodes, more records) in one
+// transaction. A write that states no revision for any config (no If-Match) is last-writer-wins:
+// a concurrent commit between its read and its write only means validating it again against
+// the newer configs, a few times (each retry follows someone else's commit, so this ends).
+// Only a write that states a revision is refused with kAborted (409) when another came first.
+Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache& cache,
+                                     const MachinePoolSupport& machine_pools, const Caller& caller,
+                                     const std::vector<PendingPut>& puts, std::string_view action,
+                                     std::string_view description, std::string_view file_name,
+                                     store::Store::WriteAlso also = {}) {
+  constexpr int kAttempts = 8;
+  const bool conditional = std::any_of(puts.begin(), puts.end(), [](const PendingPut& put) {
+    return put.expected_revision.has_value();
+  });
+  for (int attempt = 1;; ++attempt) {
+    auto result = ValidateAndWriteOnce(store, cache, machine_pools, caller, puts, action,
+                                       description, file_name, also);
+    if (result.ok() || result.status().code() != StatusCode::kAborted || conditional ||
+        attempt == kAttempts) {
+      return result;
+    }
+  }
 }
 
 // ---- Errors located in the user's file (apply, config update): service/located_errors.h ----
@@ -982,6 +1006,42 @@ Result<WriteResult> Service::SetPoolRole(const Caller& caller, std::string_view 
   return ValidateAndWrite(store_, *cache_, machine_pools_, caller, puts, "update", desc, "");
 }
 
+namespace {
+
+// The roles that grant `pool` by its name (`pool/<name>` among a policy's resources), as the
+// built-in osmo-user role grants every user the default pool.
+std::vector<std::string> RolesNamingPool(const config::ConfigSet& set, std::string_view pool) {
+  const std::string resource = "pool/" + std::string(pool);
+  std::vector<std::string> roles;
+  for (const auto& [name, role] : set.roles) {
+    bool names = std::any_of(role.policies.begin(), role.policies.end(), [&](const auto& p) {
+      return p.effect == config::Effect::kAllow &&
+             std::find(p.resources.begin(), p.resources.end(), resource) != p.resources.end();
+    });
+    if (names) roles.push_back(name);
+  }
+  return roles;
+}
+
+// Deleting a pool that a role grants by name (the default pool: every user's) leaves that role's
+// members nowhere to submit; it takes --force, and then says so.
+Status CheckPoolNotGranted(const config::ConfigSet& set, const std::string& pool, bool force,
+                           std::vector<std::string>* warnings) {
+  std::vector<std::string> roles = RolesNamingPool(set, pool);
+  if (roles.empty()) return OkStatus();
+  const std::string granted = "pool " + Quoted(pool) + " is granted by name by role" +
+                              (roles.size() > 1 ? "s " : " ") + Join(roles, ", ");
+  if (!force) {
+    return FailedPreconditionError(granted +
+                                   ": their members would have no pool to submit to; change "
+                                   "the roles first, or pass --force to delete it anyway");
+  }
+  warnings->push_back(granted + ": deleted anyway (--force); their members cannot submit there");
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<WriteResult> Service::DeleteConfig(const Caller& caller,
                                           const DeleteConfigRequest& request) {
   ASSIGN_OR_RETURN(Kind kind, config::ParseKind(request.kind));
@@ -999,6 +1059,7 @@ Result<WriteResult> Service::DeleteConfig(const Caller& caller,
     RETURN_IF_ERROR(config::CheckDeletable(snap.set, kind, request.name));
   }
   if (kind == Kind::kPool) {
+    RETURN_IF_ERROR(CheckPoolNotGranted(snap.set, request.name, request.force, &result.warnings));
     store::WorkflowFilter filter;
     filter.pool = request.name;
     filter.unfinished_only = true;

@@ -103,7 +103,9 @@ nlohmann::ordered_json MergePatch(nlohmann::ordered_json target,
 struct DeleteConfigRequest {
   std::string kind;
   std::string name;
-  bool force = false;  // delete a pool that unfinished workflows use
+  // Delete a pool that unfinished workflows use, or that a role grants by name (as osmo-user
+  // grants the default pool); without it both are refused (409).
+  bool force = false;
   std::string description;
 };
 

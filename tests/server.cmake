@@ -3,9 +3,9 @@
 # (server/process_test.py: kill -9 with 1,000 submissions in flight; leader takeover within the
 # lease). Each takes well under a minute; the timeout leaves room for a loaded machine.
 if(TARGET gpupool_server)
-  add_executable(gpupool_server_e2e_test server/api_test.cc)
+  add_executable(gpupool_server_e2e_test server/api_test.cc server/hardening_test.cc)
   target_link_libraries(gpupool_server_e2e_test PRIVATE gpupool_server gpupool_server_testing
-                        GTest::gtest_main)
+                        SQLite::SQLite3 GTest::gtest_main)
   target_compile_definitions(gpupool_server_e2e_test PRIVATE
     GPUPOOL_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     GPUPOOL_SERVE_BINARY="$<TARGET_FILE:gpupool-serve>")

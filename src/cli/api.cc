@@ -2,6 +2,7 @@
 
 #include <ctime>
 
+#include "common/json_text.h"
 #include "model/quantity.h"
 #include "server/client.h"
 
@@ -81,7 +82,7 @@ class Local final : public Api {
 std::string Str(const json& j, const char* key) {
   if (!j.is_object() || !j.contains(key)) return "";
   const json& v = j[key];
-  return v.is_string() ? v.get<std::string>() : (v.is_null() ? "" : v.dump());
+  return v.is_string() ? v.get<std::string>() : (v.is_null() ? "" : DumpJson(v));
 }
 
 int64_t Int(const json& j, const char* key) {
@@ -109,7 +110,7 @@ int64_t QuantityMilli(const json& j, const char* outer, const char* inner) {
 std::vector<std::string> Strings(const json& j) {
   std::vector<std::string> out;
   if (!j.is_array()) return out;
-  for (const auto& s : j) out.push_back(s.is_string() ? s.get<std::string>() : s.dump());
+  for (const auto& s : j) out.push_back(s.is_string() ? s.get<std::string>() : DumpJson(s));
   return out;
 }
 

@@ -19,6 +19,8 @@
 #include "cli/api.h"
 #include "cli/format.h"
 #include "common/clock.h"
+#include "common/json_text.h"
+#include "common/safe_text.h"
 #include "common/strings.h"
 #include "model/json_io.h"
 #include "model/quantity.h"
@@ -106,8 +108,12 @@ Status PrepareDb(const std::string& url) {
 
 std::string Timestamp(int64_t ms) { return ms == 0 ? "-" : FormatTimestamp(ms); }
 
+// Text from the store or the server (names, descriptions, messages) as the terminal may show
+// it: tables do this themselves (common/table.h); lines printed directly go through here.
+std::string Shown(std::string_view text) { return TerminalSafe(text, Newlines::kKeep); }
+
 void PrintWarnings(const std::vector<std::string>& warnings) {
-  for (const auto& w : warnings) std::cerr << "warning: " << w << "\n";
+  for (const auto& w : warnings) std::cerr << "warning: " << Shown(w) << "\n";
 }
 
 // ---- Commands -----------------------------------------------------------------------------
@@ -122,7 +128,8 @@ Status PrintWrite(const Env& env, const service::WriteResult& result) {
     std::string verb = c.action == "delete"     ? "deleted"
                        : c.action == "rollback" ? "rolled back"
                                                 : "updated";
-    std::cout << verb << " " << c.kind << " " << c.name << " (revision " << c.revision << ")\n";
+    std::cout << verb << " " << c.kind << " " << Shown(c.name) << " (revision " << c.revision
+              << ")\n";
   }
   return OkStatus();
 }
@@ -159,8 +166,9 @@ Status ConfigShow(Api& svc, const Env& env) {
   if (env.opts.has_revision) revision = env.opts.revision;
   ASSIGN_OR_RETURN(auto view, svc.ShowConfig(env.opts.kind, env.opts.name, revision));
   if (env.format == OutputFormat::kTable) {
-    // The body itself, as JSON: what `config update` takes back.
-    std::cout << view.body.dump(2) << "\n";
+    // The body itself, as JSON: what `config update` takes back. JSON escapes the C0 controls
+    // already; bidi controls become \u escapes, which JSON reads back as the same text.
+    std::cout << Shown(DumpJson(view.body, 2)) << "\n";
   } else {
     std::cout << Render(service::ToJson(view), env.format);
   }
@@ -261,7 +269,8 @@ Status Apply(Api& svc, const Env& env) {
     return OkStatus();
   }
   for (const auto& c : result.configs.changes) {
-    std::cout << "applied " << c.kind << " " << c.name << " (revision " << c.revision << ")\n";
+    std::cout << "applied " << c.kind << " " << Shown(c.name) << " (revision " << c.revision
+              << ")\n";
   }
   if (result.nodes_imported > 0) std::cout << "imported " << result.nodes_imported << " nodes\n";
   return OkStatus();
@@ -360,9 +369,9 @@ Status WorkflowSubmit(Api& svc, const Env& env) {
     return OkStatus();
   }
   std::cout << "Workflow submit successful.\n"
-            << "Workflow ID - " << result.workflow_id << "\n"
+            << "Workflow ID - " << Shown(result.workflow_id) << "\n"
             << "Status - " << result.status << " (" << result.task_count << " tasks in pool "
-            << result.pool << ")\n";
+            << Shown(result.pool) << ")\n";
   return OkStatus();
 }
 
@@ -381,10 +390,10 @@ Status WorkflowQuery(Api& svc, const Env& env) {
     std::cout << Render(service::ToJson(view), env.format);
     return OkStatus();
   }
-  std::cout << "Workflow ID : " << view.id << "\n"
-            << "Status      : " << view.status << "\n"
-            << "User        : " << view.user << "\n"
-            << "Pool        : " << view.pool << "\n"
+  std::cout << "Workflow ID : " << Shown(view.id) << "\n"
+            << "Status      : " << Shown(view.status) << "\n"
+            << "User        : " << Shown(view.user) << "\n"
+            << "Pool        : " << Shown(view.pool) << "\n"
             << "Submit Time : " << Timestamp(view.submitted_ms) << "\n\n";
   Table table({"GROUP", "TASK", "PLATFORM", "STATUS", "NODE", "MESSAGE"});
   for (const auto& t : view.tasks) {
@@ -457,7 +466,7 @@ Status Schedule(const ScheduleFlags& flags, const Env& env) {
                                                  {"output", table ? "table" : ""}});
     ASSIGN_OR_RETURN(result, client->Call("POST", path, text, "application/yaml"));
     if (table && result.contains("table") && result["table"].is_string()) {
-      std::cout << result["table"].get<std::string>();
+      std::cout << Shown(result["table"].get<std::string>());
     } else {
       std::cout << Render(result, env.format);
     }
@@ -492,24 +501,42 @@ int Failed(const Status& status, const Options& o) {
       std::cerr << "error: " << o.server
                 << " needs a token (HTTP 401): set GPUPOOL_TOKEN to a bearer token it accepts "
                    "(server: "
-                << status.message() << ")\n";
+                << Shown(status.message()) << ")\n";
     } else {
       std::cerr << "error: " << o.server
-                << " refused the token in GPUPOOL_TOKEN (HTTP 401): " << status.message() << "\n";
+                << " refused the token in GPUPOOL_TOKEN (HTTP 401): " << Shown(status.message())
+                << "\n";
     }
     return kExitFailure;
   }
   if (!o.server.empty() && status.code() == StatusCode::kPermissionDenied) {
-    std::cerr << "error: permission denied (HTTP 403): " << status.message() << "\n";
+    std::cerr << "error: permission denied (HTTP 403): " << Shown(status.message()) << "\n";
     return kExitFailure;
   }
-  std::cerr << "error: " << status.message() << "\n";
+  std::cerr << "error: " << Shown(status.message()) << "\n";
   return kExitFailure;
+}
+
+// Arguments become names, descriptions and file names that go into the store and into JSON,
+// which hold UTF-8 only: anything else is refused before it is used.
+Status CheckArguments(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (auto bad = FindInvalidUtf8(argv[i])) {
+      return InvalidArgumentError("argument " + std::to_string(i) + " (\"" + TerminalSafe(argv[i]) +
+                                  "\") is not valid UTF-8 (byte " + bad->ByteText() +
+                                  " at column " + std::to_string(bad->column) + ")");
+    }
+  }
+  return OkStatus();
 }
 
 }  // namespace
 
 int RunCli(int argc, char** argv) {
+  if (Status s = CheckArguments(argc, argv); !s.ok()) {
+    std::cerr << "error: " << s.message() << "\n";
+    return kExitUsage;
+  }
   CLI::App app{"gpupool: pools, platforms and quotas for shared GPU clusters", "gpupool"};
   app.require_subcommand(1);
   app.fallthrough();
@@ -574,7 +601,9 @@ int RunCli(int argc, char** argv) {
   CLI::App* del = config->add_subcommand("delete", "delete a config");
   del->add_option("KIND", o.kind)->required();
   del->add_option("NAME", o.name)->required();
-  del->add_flag("--force", o.force, "delete a pool even if unfinished workflows use it");
+  del->add_flag("--force", o.force,
+                "delete a pool even if unfinished workflows use it or a role grants it by name "
+                "(as osmo-user grants the default pool)");
   add_description(del);
   use(del, ConfigDelete);
 
@@ -742,7 +771,7 @@ int RunCli(int argc, char** argv) {
   auto api = LocalApi(svc);
   Status status = command(*api, env);
   if (!status.ok()) {
-    std::cerr << "error: " << status.message() << "\n";
+    std::cerr << "error: " << Shown(status.message()) << "\n";
     return kExitFailure;
   }
   return kExitOk;

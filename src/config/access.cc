@@ -3,14 +3,16 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/safe_text.h"
 #include "common/strings.h"
 
 namespace gpupool::config {
 
 namespace {
 
+// `path` as sent: percent-encoded, or raw bytes that a client sent unencoded, shown escaped.
 Status Refused(std::string_view path, std::string_view why) {
-  return InvalidArgumentError("request path \"" + std::string(path) +
+  return InvalidArgumentError("request path \"" + TerminalSafe(path) +
                               "\" is refused: " + std::string(why));
 }
 
@@ -69,8 +71,9 @@ void EvaluateRole(const Role& role, std::string_view method, std::string_view pa
 }
 
 // True when `path` (its query cut off) is what normalising returns: it starts with '/' and has
-// no percent-encoding, backslash or control character, and no empty ("//", a trailing '/'),
-// "." or ".." segment. Most requests are so; they skip decoding and rebuilding the path.
+// no percent-encoding, backslash, control character or byte above 0x7e (non-ASCII text takes
+// the full path, which checks it is UTF-8), and no empty ("//", a trailing '/'), "." or ".."
+// segment. Most requests are so; they skip decoding and rebuilding the path.
 bool IsAlreadyNormal(std::string_view path) {
   if (path.size() < 2 || path[0] != '/') return path == "/";
   size_t segment_start = 1;
@@ -78,7 +81,7 @@ bool IsAlreadyNormal(std::string_view path) {
     if (i < path.size()) {
       char c = path[i];
       auto u = static_cast<unsigned char>(c);
-      if (c == '%' || c == '\\' || u < 0x20 || u == 0x7f) return false;
+      if (c == '%' || c == '\\' || u < 0x20 || u >= 0x7f) return false;
       if (c != '/') continue;
     }
     std::string_view segment = path.substr(segment_start, i - segment_start);
@@ -129,6 +132,10 @@ Result<std::string> NormalizeRequestPathFully(std::string_view raw) {
     if (c == '%') return Refused(raw, "it is percent-encoded more than once");
     if (c == '\\') return Refused(raw, "it contains a backslash");
     if (u < 0x20 || u == 0x7f) return Refused(raw, "it contains a control character");
+  }
+  // Path segments become names in replies and in the store, which hold UTF-8 only.
+  if (auto bad = FindInvalidUtf8(decoded)) {
+    return Refused(raw, "it is not valid UTF-8 once decoded (byte " + bad->ByteText() + ")");
   }
   std::vector<std::string_view> stack;
   for (std::string_view seg : Segments(decoded)) {

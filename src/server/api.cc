@@ -1,6 +1,8 @@
 #include "server/api.h"
 
 #include <algorithm>
+#include <charconv>
+#include <limits>
 #include <mutex>
 #include <unordered_map>
 
@@ -68,24 +70,45 @@ class WorkflowPoolCache {
   std::unordered_map<std::string, std::string> pools_;
 };
 
-// Optimistic lock for PUT /api/configs/{kind}/{name}: `expected_revision=N` or `If-Match: N`
-// (0 = must not exist). The service passes it to the store, which checks it in the write's
-// transaction: kAborted (409) when the current revision differs.
+// Optimistic lock for PUT and PATCH /api/configs/{kind}/{name}: `expected_revision=N` or
+// `If-Match: N` (0 = must not exist). The service passes it to the store, which checks it in the
+// write's transaction: kAborted (409) when the current revision differs. The revision is the
+// config's entity tag, so If-Match also takes it quoted (`"3"`, RFC 9110 §8.8.3); the other forms
+// of the header are refused, not ignored: a weak tag (`W/"3"`) never matches under If-Match's
+// strong comparison, `*` and lists of tags are not revisions.
 Result<std::optional<int64_t>> ExpectedRevision(const RouteRequest& request) {
+  std::string source = "expected_revision";
   std::optional<std::string> text = request.Query("expected_revision");
   if (!text) {
     std::string if_match = request.Header("If-Match");
-    if (!if_match.empty()) text = std::string(Trim(if_match));
+    if (if_match.empty()) return std::optional<int64_t>();
+    source = "If-Match";
+    text = std::string(Trim(if_match));
   }
-  if (!text) return std::optional<int64_t>();
-  std::string digits = *text;
+  auto refuse = [&](std::string_view why) {
+    return InvalidArgumentError(source + " \"" + *text + "\": " + std::string(why));
+  };
+  std::string_view digits = *text;
+  if (StartsWith(digits, "W/")) {
+    return refuse(
+        "a weak entity tag never matches (If-Match compares strongly); send the "
+        "revision, e.g. \"3\"");
+  }
+  if (digits == "*" || digits.find(',') != std::string_view::npos) {
+    return refuse("expected one revision, e.g. \"3\"");
+  }
   if (digits.size() >= 2 && digits.front() == '"' && digits.back() == '"') {
     digits = digits.substr(1, digits.size() - 2);
   }
-  char* end = nullptr;
-  long long expected = std::strtoll(digits.c_str(), &end, 10);
-  if (digits.empty() || *end != '\0' || expected < 0) {
-    return InvalidArgumentError("expected_revision \"" + *text + "\": expected an integer >= 0");
+  int64_t expected = 0;
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), expected);
+  if (error == std::errc::result_out_of_range) {
+    return refuse("the revision is out of range (at most " +
+                  std::to_string(std::numeric_limits<int64_t>::max()) + ")");
+  }
+  if (digits.empty() || error != std::errc() || end != digits.data() + digits.size() ||
+      digits.front() == '-' || digits.front() == '+') {
+    return refuse("expected a revision, a whole number >= 0 (0: the config must not exist)");
   }
   return std::optional<int64_t>(expected);
 }

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "common/json_text.h"
+#include "common/safe_text.h"
 #include "common/strings.h"
 #include "server/path.h"
 
@@ -107,12 +109,22 @@ Result<Json> Client::Call(std::string_view method, const std::string& path, cons
 
 namespace {
 std::string Seg(const std::string& s) { return EncodePathSegment(s); }
+
+// Text sent inside a JSON body must be UTF-8 (the server cannot point at a byte DumpJson has
+// replaced): refused here, with where the bad byte is, as the server does for raw bodies.
+Status CheckUtf8(std::string_view text, std::string_view what) {
+  auto bad = FindInvalidUtf8(text);
+  if (!bad) return OkStatus();
+  return InvalidArgumentError(std::string(what) + ":" + std::to_string(bad->line) + ":" +
+                              std::to_string(bad->column) + ": not valid UTF-8 (byte " +
+                              bad->ByteText() + ")");
+}
 }  // namespace
 
 Result<Json> Client::UpdateConfig(const std::string& kind, const std::optional<std::string>& name,
                                   const Json& body, const std::string& description,
                                   std::optional<int64_t> expected_revision) {
-  return UpdateConfigFile(kind, name, body.dump(), "", description, expected_revision);
+  return UpdateConfigFile(kind, name, DumpJson(body), "", description, expected_revision);
 }
 
 Result<Json> Client::UpdateConfigFile(const std::string& kind,
@@ -160,9 +172,10 @@ Result<Json> Client::History(const std::optional<std::string>& kind,
 
 Result<Json> Client::Rollback(const std::string& kind, const std::string& name, int64_t revision,
                               const std::string& description) {
+  RETURN_IF_ERROR(CheckUtf8(description, "description"));
   Json body = {{"kind", kind}, {"name", name}, {"revision", revision}};
   if (!description.empty()) body["description"] = description;
-  return Call("POST", "/api/configs/history/rollback", body.dump());
+  return Call("POST", "/api/configs/history/rollback", DumpJson(body));
 }
 
 Result<Json> Client::Apply(const std::string& text, const std::string& description) {
@@ -174,10 +187,11 @@ Result<Json> Client::Apply(const std::vector<service::ManifestFile>& files,
                            const std::string& description) {
   Json envelope = {{"files", Json::array()}};
   for (const auto& file : files) {
+    RETURN_IF_ERROR(CheckUtf8(file.text, file.name));
     envelope["files"].push_back({{"name", file.name}, {"text", file.text}});
   }
-  return Call("POST", "/api/apply" + Query({{"description", description}}),
-              envelope.dump(-1, ' ', false, Json::error_handler_t::replace), "application/json");
+  return Call("POST", "/api/apply" + Query({{"description", description}}), DumpJson(envelope),
+              "application/json");
 }
 
 Result<Json> Client::ImportNodes(const std::string& text, bool replace_all) {
@@ -196,13 +210,14 @@ Result<Json> Client::ListResources(const std::optional<std::string>& pool,
 Result<Json> Client::SubmitWorkflow(const std::string& pool, const std::string& spec_text,
                                     const std::map<std::string, std::string>& set_values,
                                     bool dry_run, const std::string& idempotency_key) {
+  RETURN_IF_ERROR(CheckUtf8(spec_text, "workflow"));
   Json body = {{"file", spec_text}, {"set_variables", Json::array()}};
   for (const auto& [k, v] : set_values) body["set_variables"].push_back(k + "=" + v);
   std::map<std::string, std::string> headers;
   if (!idempotency_key.empty()) headers["Idempotency-Key"] = idempotency_key;
   return Call("POST",
               "/api/pool/" + Seg(pool) + "/workflow" + Query({{"dry_run", dry_run ? "true" : ""}}),
-              body.dump(), "application/json", headers);
+              DumpJson(body), "application/json", headers);
 }
 
 Result<Json> Client::QueryWorkflow(const std::string& id) {

@@ -13,15 +13,19 @@
 #include <boost/beast/http.hpp>
 // clang-format on
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <iostream>
 #include <mutex>
 #include <optional>
 #include <thread>
 
+#include "common/safe_text.h"
 #include "common/strings.h"
 #include "model/json_io.h"
 #include "server/path.h"
@@ -50,6 +54,59 @@ const std::string kEmpty;
 
 Reply ErrorReply(const Status& status) {
   return Reply::Json(ErrorBody(status), HttpStatusFor(status.code()));
+}
+
+// An error with an HTTP status no Status code maps to (405, 501), in the same shape.
+Reply HttpError(int status, std::string code, std::string message) {
+  return Reply::Json(
+      Json{{"message", std::move(message)}, {"error_code", status}, {"code", std::move(code)}},
+      status);
+}
+
+// The text of the exception being handled; called in a catch block.
+std::string CurrentExceptionText() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception of unknown type";
+  }
+}
+
+// One line on stderr, written at once (threads log concurrently).
+void Log(const std::string& line) { std::cerr << ("gpupool serve: " + TerminalSafe(line) + "\n"); }
+
+// Query parameters and header values become strings that handlers put in replies and in the
+// store: text that is not UTF-8 is refused here, at the edge, rather than stored.
+Status CheckRequestText(const HttpMessage& message) {
+  for (const auto& [key, value] : message.query) {
+    for (const std::string* text : {&key, &value}) {
+      if (auto bad = FindInvalidUtf8(*text)) {
+        return InvalidArgumentError("query parameter \"" + TerminalSafe(key) +
+                                    "\": not valid UTF-8 (byte " + bad->ByteText() + " at column " +
+                                    std::to_string(bad->column) + ")");
+      }
+    }
+  }
+  for (const auto& field : message.request) {
+    const auto value = field.value();
+    if (auto bad = FindInvalidUtf8(std::string_view(value.data(), value.size()))) {
+      return InvalidArgumentError("header " + std::string(field.name_string()) +
+                                  ": not valid UTF-8 (byte " + bad->ByteText() + " at column " +
+                                  std::to_string(bad->column) + ")");
+    }
+  }
+  return OkStatus();
+}
+
+// Bodies are text (JSON, YAML, CSV) for every route; checked before a handler reads one.
+Status CheckBodyText(const std::string& body) {
+  auto bad = FindInvalidUtf8(body);
+  if (!bad) return OkStatus();
+  return InvalidArgumentError("request body:" + std::to_string(bad->line) + ":" +
+                              std::to_string(bad->column) + ": not valid UTF-8 (byte " +
+                              bad->ByteText() + ")");
 }
 
 // Form-style decoding of one query component: %XX and '+' for a space. A malformed escape is
@@ -131,61 +188,6 @@ const std::string& RouteRequest::Body() const {
 
 const std::string& RouteRequest::Target() const { return http == nullptr ? kEmpty : http->target; }
 
-void Router::Add(std::string method, std::string pattern, RouteHandler handler,
-                 RouteOptions options) {
-  Route route;
-  route.method = std::move(method);
-  for (auto segment : PathSegments(pattern)) route.segments.emplace_back(segment);
-  route.pattern = std::move(pattern);
-  route.handler = std::move(handler);
-  route.options = std::move(options);
-  routes_.push_back(std::move(route));
-}
-
-void Router::AddAsync(std::string method, std::string pattern, AsyncRouteHandler handler,
-                      RouteOptions options) {
-  Add(std::move(method), std::move(pattern), nullptr, std::move(options));
-  routes_.back().async_handler = std::move(handler);
-}
-
-Router::Match Router::Find(std::string_view method, std::string_view path) const {
-  std::vector<std::string_view> segments = PathSegments(path);
-  Match best;
-  int best_exact = -1;
-  for (const Route& route : routes_) {
-    if (route.segments.size() != segments.size()) continue;
-    int exact = 0;
-    bool matches = true;
-    for (size_t i = 0; i < segments.size() && matches; ++i) {
-      const std::string& want = route.segments[i];
-      if (want.size() > 2 && want.front() == '{' && want.back() == '}') continue;
-      if (want == segments[i]) {
-        ++exact;
-      } else {
-        matches = false;
-      }
-    }
-    if (!matches) continue;
-    if (route.method != method) {
-      best.path_known = true;
-      continue;
-    }
-    if (exact > best_exact) {
-      best_exact = exact;
-      best.route = &route;
-    }
-  }
-  if (best.route != nullptr) {
-    for (size_t i = 0; i < segments.size(); ++i) {
-      const std::string& want = best.route->segments[i];
-      if (want.size() > 2 && want.front() == '{') {
-        best.params[want.substr(1, want.size() - 2)] = std::string(segments[i]);
-      }
-    }
-  }
-  return best;
-}
-
 // ---- Transport: Beast connections on Asio event loops ----------------------------------------
 
 namespace {
@@ -216,17 +218,33 @@ struct HttpServer::Transport {
   void Handle(std::shared_ptr<const HttpMessage> message, Send send) {
     server.Handle(std::move(message), std::move(send));
   }
-  Reply Refuse(const std::string& method, const Status& status) {
-    return server.Refuse(method, status);
+  Reply Refuse(const std::string& method, Reply reply) {
+    return server.Refuse(method, std::move(reply));
   }
+  // A connection closed: accepting resumes if it had stopped at the cap.
+  void Closed();
 
   HttpServer& server;
   const ServerOptions options;
+  const int max_connections;
+  // Connections accepted and not yet destroyed; declared before the loops, whose destruction
+  // destroys the last connections.
+  std::atomic<int> connections{0};
   // Destroyed in reverse order: the workers (whose queued tasks hold connections) before the
   // loops the connections' sockets belong to.
   std::vector<std::unique_ptr<Loop>> loops;
   tcp::acceptor acceptor;  // on loops[0]
   size_t next_loop = 0;    // round robin for accepted connections (loops[0]'s thread only)
+  // The acceptor's state, loops[0]'s thread only: waiting for a connection to close (at the
+  // cap), and whether accept() has been failing since it last succeeded (one log per episode).
+  bool accept_paused = false;
+  int accept_failures = 0;
+  bool failures_logged = false;  // this episode's start was logged
+  // When each condition was last logged: both may come and go many times a second.
+  std::chrono::steady_clock::time_point failure_logged_at{}, cap_logged_at{};
+  asio::steady_timer accept_backoff;  // on loops[0]
+  Counter* accept_errors = nullptr;   // set by the server's constructor
+  Gauge* open_connections = nullptr;  //
   asio::thread_pool workers;
   std::atomic<bool> running{false};
   std::atomic<bool> stopped{false};
@@ -254,12 +272,16 @@ int IoThreads(const ServerOptions& options) {
 // reply computed by a worker is posted back to that loop.
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
+  // The transport has counted the connection; the destructor uncounts it.
   Connection(Socket socket, Transport& transport, Loop& loop)
       : socket_(std::move(socket)), transport_(transport), loop_(loop) {
     beast::error_code ec;
     auto remote = socket_.remote_endpoint(ec);
     if (!ec) source_ = remote.address().to_string();
   }
+  ~Connection() { transport_.Closed(); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
 
   void Start() {
     loop_.connections.push_back(weak_from_this());
@@ -294,6 +316,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // interim response (a second) before sending it.
   void OnHeader() {
     const auto& request = parser_->get();
+    if (auto refusal = UnsupportedTransferCoding(request)) {
+      std::string method(request.method_string());
+      return Write(MakeResponse(transport_.Refuse(method, std::move(*refusal)), request.version(),
+                                /*keep_alive=*/false),
+                   false);
+    }
     if (!parser_->is_done() && beast::iequals(request[http::field::expect], "100-continue")) {
       auto interim = std::make_shared<http::response<http::empty_body>>(http::status::continue_,
                                                                         request.version());
@@ -332,10 +360,36 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
 
+  // RFC 9112 §6.1: a server that does not understand a transfer coding answers 501. Beast decodes
+  // `chunked` alone: under `gzip, chunked` a handler would read the compressed bytes as text.
+  static std::optional<Reply> UnsupportedTransferCoding(const http::request_header<>& request) {
+    auto [first, last] = request.equal_range(http::field::transfer_encoding);
+    if (first == last) return std::nullopt;
+    const auto coding = first->value();
+    if (std::next(first) == last &&
+        ToLower(Trim(std::string_view(coding.data(), coding.size()))) == "chunked") {
+      return std::nullopt;
+    }
+    std::vector<std::string> codings;
+    for (auto it = first; it != last; ++it) codings.emplace_back(it->value());
+    return HttpError(501, "NOT_IMPLEMENTED",
+                     "Transfer-Encoding \"" + Join(codings, ", ") +
+                         "\" is not supported: send the body as it is, or chunked alone");
+  }
+
   void Respond(const HttpMessage& message, const Reply& reply) {
     bool keep_alive = message.request.keep_alive() &&
                       served_ < transport_.options.keep_alive_max_requests && !transport_.stopped;
-    Write(MakeResponse(reply, message.request.version(), keep_alive), message.method == "HEAD");
+    std::shared_ptr<http::response<http::string_body>> response;
+    try {
+      response = MakeResponse(reply, message.request.version(), keep_alive);
+    } catch (...) {
+      Log("encoding a reply: unhandled exception: " + CurrentExceptionText());
+      Reply failed = Reply::Text("internal error\n", "text/plain");
+      failed.status = 500;
+      response = MakeResponse(failed, message.request.version(), /*keep_alive=*/false);
+    }
+    Write(std::move(response), message.method == "HEAD");
   }
 
   static std::shared_ptr<http::response<http::string_body>> MakeResponse(const Reply& reply,
@@ -377,7 +431,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
             ? InvalidArgumentError("request body exceeds the limit of " +
                                    std::to_string(transport_.options.max_body_bytes) + " bytes")
             : InvalidArgumentError("malformed HTTP request: " + ec.message());
-    Write(MakeResponse(transport_.Refuse(method, status), 11, /*keep_alive=*/false), false);
+    Write(MakeResponse(transport_.Refuse(method, ErrorReply(status)), 11, /*keep_alive=*/false),
+          false);
   }
 
   // After the last reply: stop sending, then read and drop what the client still sends (e.g. the
@@ -445,28 +500,99 @@ void ProbeLag(Loop& loop, Histogram* lag) {
   });
 }
 
+void Accept(Transport& transport);
+
+// True at most once a minute for `last`: a condition that comes and goes under load (at the
+// connection cap, out of descriptors) is logged when it starts, without flooding the log.
+bool LogDue(Clock::time_point& last) {
+  const auto now = Clock::now();
+  if (last != Clock::time_point{} && now - last < std::chrono::minutes(1)) return false;
+  last = now;
+  return true;
+}
+
+// accept() failed. The pending connection stays in the backlog, so the listening socket stays
+// readable: trying again at once would spin (100 % CPU, nothing answered) until descriptors free
+// up. Only a peer that gave up before it was accepted is no reason to wait.
+void AcceptFailed(Transport& transport, const beast::error_code& ec) {
+  transport.accept_errors->Increment({});
+  if (ec == asio::error::connection_aborted) return Accept(transport);
+  if (transport.accept_failures++ == 0 && LogDue(transport.failure_logged_at)) {
+    transport.failures_logged = true;
+    rlimit limit{};
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+    Log("cannot accept connections: " + ec.message() + " (" +
+        std::to_string(transport.connections.load()) + " open, descriptor limit " +
+        std::to_string(limit.rlim_cur) + "); trying again every " +
+        std::to_string(kAcceptBackoff.count()) + " ms");
+  }
+  transport.accept_backoff.expires_after(kAcceptBackoff);
+  transport.accept_backoff.async_wait([&transport](beast::error_code wait_ec) {
+    if (!wait_ec) Accept(transport);
+  });
+}
+
 void Accept(Transport& transport) {
+  if (transport.connections.load() >= transport.max_connections) {
+    // Resumed by Transport::Closed; until then new connections wait in the kernel's backlog.
+    if (!transport.accept_paused && LogDue(transport.cap_logged_at)) {
+      Log(std::to_string(transport.max_connections) +
+          " connections open (--max-connections): new ones wait until one closes");
+    }
+    transport.accept_paused = true;
+    return;
+  }
   Loop& loop = *transport.loops[transport.next_loop];
   transport.next_loop = (transport.next_loop + 1) % transport.loops.size();
   transport.acceptor.async_accept(
       loop.io, [&transport, &loop](beast::error_code ec, Socket socket) {
         if (ec == asio::error::operation_aborted || !transport.acceptor.is_open()) return;
-        if (!ec) {
-          socket.set_option(tcp::no_delay(true), ec);
-          // Start on the connection's own loop: its list of connections is that thread's alone.
-          asio::post(loop.io, [&transport, &loop, socket = std::move(socket)]() mutable {
-            std::make_shared<Connection>(std::move(socket), transport, loop)->Start();
-          });
+        if (ec) return AcceptFailed(transport, ec);
+        if (transport.failures_logged) {
+          Log("accepting connections again after " + std::to_string(transport.accept_failures) +
+              " failed attempts");
+          transport.failures_logged = false;
         }
+        transport.accept_failures = 0;
+        transport.open_connections->Set({}, ++transport.connections);
+        socket.set_option(tcp::no_delay(true), ec);
+        // Start on the connection's own loop: its list of connections is that thread's alone.
+        asio::post(loop.io, [&transport, &loop, socket = std::move(socket)]() mutable {
+          std::make_shared<Connection>(std::move(socket), transport, loop)->Start();
+        });
         Accept(transport);
       });
 }
 
+// Runs a loop until it is stopped. An exception thrown by a completion handler leaves run():
+// it is logged and the loop goes on serving the other connections (the handler's connection,
+// destroyed with it, is closed).
+void RunLoop(asio::io_context& io) {
+  for (;;) {
+    try {
+      io.run();
+      return;
+    } catch (...) {
+      Log("I/O loop: unhandled exception: " + CurrentExceptionText());
+    }
+  }
+}
+
 }  // namespace
+
+int EffectiveMaxConnections(const ServerOptions& options) {
+  if (options.max_connections > 0) return options.max_connections;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024 - kReservedDescriptors;
+  const rlim_t descriptors = std::min<rlim_t>(limit.rlim_cur, 1 << 20);  // RLIM_INFINITY too
+  const rlim_t reserved = kReservedDescriptors;
+  return static_cast<int>(descriptors > reserved + 16 ? descriptors - reserved : 16);
+}
 
 HttpServer::Transport::Transport(HttpServer& owner, const ServerOptions& server_options)
     : server(owner),
       options(server_options),
+      max_connections(EffectiveMaxConnections(server_options)),
       loops([&] {
         std::vector<std::unique_ptr<Loop>> made;
         for (int i = 0; i < IoThreads(server_options); ++i)
@@ -474,7 +600,20 @@ HttpServer::Transport::Transport(HttpServer& owner, const ServerOptions& server_
         return made;
       }()),
       acceptor(loops[0]->io),
+      accept_backoff(loops[0]->io),
       workers(std::max(1, server_options.threads)) {}
+
+void HttpServer::Transport::Closed() {
+  int before = connections.fetch_sub(1);
+  open_connections->Set({}, before - 1);
+  // Once stopped, the loops may be going away: nothing is posted to them.
+  if (before < max_connections || stopped) return;
+  asio::post(loops[0]->io, [this] {
+    if (!accept_paused || !acceptor.is_open()) return;
+    accept_paused = false;
+    Accept(*this);
+  });
+}
 
 HttpServer::HttpServer(Router router, const Authenticator* authenticator, AccessChecker access,
                        AuditHook audit, Registry& registry, ServerOptions options)
@@ -495,6 +634,12 @@ HttpServer::HttpServer(Router router, const Authenticator* authenticator, Access
       "How late the I/O loops' probe timers (every 20 ms) fired: how long a request arriving "
       "then waited in its socket before a loop could read it.",
       {}, {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1});
+  transport_->accept_errors = registry.AddCounter(
+      "gpupool_http_accept_errors_total",
+      "Failed accept() calls (EMFILE, ENFILE: out of descriptors); after each the acceptor waits.");
+  transport_->open_connections =
+      registry.AddGauge("gpupool_http_connections", "Open HTTP connections.");
+  transport_->open_connections->Set({}, 0);
 }
 
 HttpServer::~HttpServer() { Stop(); }
@@ -527,9 +672,9 @@ void HttpServer::Serve() {
   for (auto& loop : transport.loops) {
     Sweep(*loop);
     ProbeLag(*loop, loop_lag_);
-    if (loop != transport.loops[0]) threads.emplace_back([&loop] { loop->io.run(); });
+    if (loop != transport.loops[0]) threads.emplace_back([&loop] { RunLoop(loop->io); });
   }
-  transport.loops[0]->io.run();
+  RunLoop(transport.loops[0]->io);
   for (auto& thread : threads) thread.join();
   beast::error_code ec;
   transport.acceptor.close(ec);
@@ -547,8 +692,7 @@ void HttpServer::Stop() {
 
 bool HttpServer::IsRunning() const { return transport_->running; }
 
-Reply HttpServer::Refuse(const std::string& method, const Status& status) {
-  Reply reply = ErrorReply(status);
+Reply HttpServer::Refuse(const std::string& method, Reply reply) {
   requests_->Increment({"(refused)", method, std::to_string(reply.status)});
   return reply;
 }
@@ -559,7 +703,16 @@ struct HttpServer::Exchange {
   const Router::Route* route = nullptr;  // the matched route, if any
   std::chrono::steady_clock::time_point start;
   Send send;
+  std::atomic<bool> finished{false};  // Finish ran: the one reply is on its way
 };
+
+namespace {
+
+const std::string kGet = "GET";
+
+std::string AllowHeader(const std::vector<std::string>& methods) { return Join(methods, ", "); }
+
+}  // namespace
 
 std::optional<Reply> HttpServer::Dispatch(Exchange& exchange) {
   const HttpMessage& message = *exchange.message;
@@ -567,34 +720,39 @@ std::optional<Reply> HttpServer::Dispatch(Exchange& exchange) {
   auto path = NormalizePath(message.target);
   if (!path.ok()) return ErrorReply(path.status());
   route_request.path = *path;
+  if (Status text = CheckRequestText(message); !text.ok()) return ErrorReply(text);
   // HEAD is GET without the body (RFC 9110 §9.3.2).
-  std::string_view method = message.method == "HEAD" ? "GET" : message.method;
+  const std::string& method = message.method == "HEAD" ? kGet : message.method;
   Router::Match match = router_.Find(method, route_request.path);
-  if (match.route == nullptr) {
-    if (match.path_known) {
-      return Reply::Json(Json{{"message", message.method + " is not allowed on " + *path},
-                              {"error_code", 405},
-                              {"code", "METHOD_NOT_ALLOWED"}},
-                         405);
-    }
+  if (match.route == nullptr && match.allowed_methods.empty()) {
     return ErrorReply(NotFoundError("no route " + message.method + " " + *path));
   }
-  exchange.route = match.route;
-  route_request.pattern = match.route->pattern;
-  route_request.params = std::move(match.params);
-  if (match.route->options.requires_auth) {
+  const bool requires_auth =
+      match.route != nullptr ? match.route->options.requires_auth : match.path_requires_auth;
+  if (requires_auth) {
     if (authenticator_ == nullptr) return ErrorReply(UnauthenticatedError("no authenticator"));
     auto identity = authenticator_->Authenticate(route_request.Header("Authorization"));
     if (!identity.ok()) return ErrorReply(identity.status());
     route_request.identity = std::move(*identity);
-    if (access_) {
-      std::optional<std::string> pool;
-      if (match.route->options.resource_pool)
-        pool = match.route->options.resource_pool(route_request);
-      Status allowed = access_(route_request.identity, route_request, pool);
-      if (!allowed.ok()) return ErrorReply(allowed);
-      route_request.access_checked_pool = std::move(pool);
-    }
+  }
+  if (match.route == nullptr) {
+    const std::string allow = AllowHeader(match.allowed_methods);
+    Reply reply =
+        HttpError(405, "METHOD_NOT_ALLOWED",
+                  message.method + " is not allowed on " + *path + " (allowed: " + allow + ")");
+    reply.headers.emplace_back("Allow", allow);
+    return reply;
+  }
+  exchange.route = match.route;
+  route_request.pattern = match.route->pattern;
+  route_request.params = std::move(match.params);
+  if (requires_auth && access_) {
+    std::optional<std::string> pool;
+    if (match.route->options.resource_pool)
+      pool = match.route->options.resource_pool(route_request);
+    Status allowed = access_(route_request.identity, route_request, pool);
+    if (!allowed.ok()) return ErrorReply(allowed);
+    route_request.access_checked_pool = std::move(pool);
   }
   return std::nullopt;
 }
@@ -607,23 +765,44 @@ void HttpServer::Handle(std::shared_ptr<const HttpMessage> message, Send send) {
   exchange->request.source = message->source;
   exchange->message = std::move(message);
   exchange->send = std::move(send);
-  std::optional<Reply> reply = Dispatch(*exchange);
-  if (reply) return Finish(*exchange, std::move(*reply));
-  const Router::Route& route = *exchange->route;
-  if (route.async_handler) return RunAsync(std::move(exchange));
-  if (!IsBlockingMethod(exchange->request.method)) return RunHandler(*exchange);
-  asio::post(transport_->workers, [this, exchange] { RunHandler(*exchange); });
+  try {
+    std::optional<Reply> reply = Dispatch(*exchange);
+    if (reply) return Finish(*exchange, std::move(*reply));
+    if (Status body = CheckBodyText(exchange->message->request.body()); !body.ok()) {
+      return Finish(*exchange, ErrorReply(body));
+    }
+    const Router::Route& route = *exchange->route;
+    if (route.async_handler) return RunAsync(exchange);
+    if (!IsBlockingMethod(exchange->request.method)) return RunHandler(*exchange);
+    asio::post(transport_->workers, [this, exchange] { RunHandler(*exchange); });
+  } catch (...) {
+    Crashed(*exchange, CurrentExceptionText());
+  }
 }
 
+void HttpServer::Crashed(Exchange& exchange, const std::string& what) {
+  // The route's pattern and the user, never the path, query, headers or body: they may hold
+  // what must not reach a log.
+  const std::string route = exchange.route != nullptr ? exchange.route->pattern : "(unrouted)";
+  Log("unhandled exception in " + exchange.message->method + " " + route +
+      (exchange.request.identity.user.empty() ? "" : " by " + exchange.request.identity.user) +
+      ": " + what);
+  try {
+    Finish(exchange, ErrorReply(InternalError("unhandled exception: " + what)));
+  } catch (...) {
+    Log("answering after an unhandled exception: " + CurrentExceptionText());
+  }
+}
+
+// Runs on an I/O thread or a worker: nothing may escape either (a worker's exception would end
+// the process).
 void HttpServer::RunHandler(Exchange& exchange) {
-  Reply reply;
   try {
     Result<Reply> result = exchange.route->handler(exchange.request);
-    reply = result.ok() ? std::move(*result) : ErrorReply(result.status());
-  } catch (const std::exception& e) {
-    reply = ErrorReply(InternalError(std::string("unhandled exception: ") + e.what()));
+    Finish(exchange, result.ok() ? std::move(*result) : ErrorReply(result.status()));
+  } catch (...) {
+    Crashed(exchange, CurrentExceptionText());
   }
-  Finish(exchange, std::move(reply));
 }
 
 void HttpServer::RunAsync(std::shared_ptr<Exchange> exchange) {
@@ -633,21 +812,29 @@ void HttpServer::RunAsync(std::shared_ptr<Exchange> exchange) {
     ++transport.async_pending;
   }
   auto answered = std::make_shared<std::atomic<bool>>(false);
+  // Called from any thread (a store's commit thread, say): guarded like a handler.
   Respond respond = [this, exchange, answered](Result<Reply> result) {
     if (answered->exchange(true)) return;
-    Finish(*exchange, result.ok() ? std::move(*result) : ErrorReply(result.status()));
+    try {
+      Finish(*exchange, result.ok() ? std::move(*result) : ErrorReply(result.status()));
+    } catch (...) {
+      Crashed(*exchange, CurrentExceptionText());
+    }
     Transport& transport = *transport_;
     std::lock_guard lock(transport.async_mu);
     if (--transport.async_pending == 0) transport.async_cv.notify_all();
   };
   try {
     exchange->route->async_handler(exchange->request, respond);
-  } catch (const std::exception& e) {
-    respond(InternalError(std::string("unhandled exception: ") + e.what()));
+  } catch (...) {
+    const std::string what = CurrentExceptionText();
+    Crashed(*exchange, what);
+    respond(InternalError("unhandled exception: " + what));  // only releases the pending count
   }
 }
 
 void HttpServer::Finish(Exchange& exchange, Reply reply) {
+  if (exchange.finished.exchange(true)) return;
   const std::string& method = exchange.message->method;
   std::string code = std::to_string(reply.status);
   std::string label = exchange.route != nullptr ? exchange.route->pattern : "(unmatched)";
@@ -657,103 +844,15 @@ void HttpServer::Finish(Exchange& exchange, Reply reply) {
   latency_->Observe({label, method, code}, seconds);
   if (audit_ && exchange.route != nullptr && IsBlockingMethod(method) &&
       !exchange.request.audited && !exchange.request.identity.user.empty()) {
-    audit_(exchange.request, reply.status);
+    try {
+      audit_(exchange.request, reply.status);
+    } catch (...) {
+      // A failed audit append must not fail the request (nor leave it unanswered).
+      Log("audit hook for " + method + " " + label +
+          ": unhandled exception: " + CurrentExceptionText());
+    }
   }
   exchange.send(std::move(reply));
-}
-
-// ---- Decoding helpers ----------------------------------------------------------------------
-
-Result<Json> DecodeBody(const RouteRequest& request) {
-  const std::string& body = request.Body();
-  std::string_view trimmed = Trim(body);
-  if (trimmed.empty()) return InvalidArgumentError("request body is empty");
-  std::string content_type = ToLower(request.Header("Content-Type"));
-  bool json = content_type.find("json") != std::string::npos || trimmed.front() == '{' ||
-              trimmed.front() == '[';
-  if (json) return model::ParseJson(body, "request body");
-  ASSIGN_OR_RETURN(auto docs, model::ParseYamlDocuments(body, "request body"));
-  if (docs.size() != 1) {
-    return InvalidArgumentError("request body: expected one YAML document, found " +
-                                std::to_string(docs.size()));
-  }
-  return std::move(docs[0].value);
-}
-
-namespace {
-
-Status WrongType(std::string_view field, const char* want, const Json& value) {
-  return InvalidArgumentError("request body: field \"" + std::string(field) + "\": expected " +
-                              want + ", found " + model::JsonTypeName(value));
-}
-
-const Json* FindField(const Json& body, std::string_view field) {
-  if (!body.is_object()) return nullptr;
-  auto it = body.find(std::string(field));
-  return it == body.end() ? nullptr : &*it;
-}
-
-Status Missing(std::string_view field) {
-  return InvalidArgumentError("request body: missing required field \"" + std::string(field) +
-                              "\"");
-}
-
-}  // namespace
-
-Result<std::string> StringField(const Json& body, std::string_view field,
-                                std::optional<std::string> default_value) {
-  const Json* value = FindField(body, field);
-  if (value == nullptr || value->is_null()) {
-    if (default_value) return *default_value;
-    return Missing(field);
-  }
-  if (!value->is_string()) return WrongType(field, "a string", *value);
-  return value->get<std::string>();
-}
-
-Result<int64_t> IntField(const Json& body, std::string_view field,
-                         std::optional<int64_t> default_value) {
-  const Json* value = FindField(body, field);
-  if (value == nullptr || value->is_null()) {
-    if (default_value) return *default_value;
-    return Missing(field);
-  }
-  if (!value->is_number_integer()) return WrongType(field, "an integer", *value);
-  return value->get<int64_t>();
-}
-
-Result<bool> BoolField(const Json& body, std::string_view field,
-                       std::optional<bool> default_value) {
-  const Json* value = FindField(body, field);
-  if (value == nullptr || value->is_null()) {
-    if (default_value) return *default_value;
-    return Missing(field);
-  }
-  if (!value->is_boolean()) return WrongType(field, "a boolean", *value);
-  return value->get<bool>();
-}
-
-Result<std::optional<int64_t>> IntQuery(const RouteRequest& request, const std::string& name) {
-  auto text = request.Query(name);
-  if (!text) return std::optional<int64_t>();
-  char* end = nullptr;
-  errno = 0;
-  long long value = std::strtoll(text->c_str(), &end, 10);
-  if (text->empty() || errno != 0 || *end != '\0') {
-    return InvalidArgumentError("query parameter " + name + "=\"" + *text +
-                                "\": expected an integer");
-  }
-  return std::optional<int64_t>(value);
-}
-
-Result<bool> BoolQuery(const RouteRequest& request, const std::string& name, bool default_value) {
-  auto text = request.Query(name);
-  if (!text) return default_value;
-  std::string lower = ToLower(*text);
-  if (lower == "true" || lower == "1" || lower.empty()) return true;
-  if (lower == "false" || lower == "0") return false;
-  return InvalidArgumentError("query parameter " + name + "=\"" + *text +
-                              "\": expected true or false");
 }
 
 }  // namespace gpupool::server

@@ -1,14 +1,25 @@
 #pragma once
 // The HTTP front: a route table over an event-driven HTTP/1.1 server (Boost.Beast on Asio) with,
 // for every request, in this order:
+//   0. on the connection: a Transfer-Encoding other than exactly `chunked` is 501 (RFC 9112
+//      §6.1: the only coding Beast decodes), then close;
 //   1. path normalisation (config::NormalizeRequestPath: percent-decoding, `.`/`..`, `//`);
-//      a refused path is 400;
-//   2. routing on the normalised path: unknown path 404, known path with another method 405;
-//   3. authentication (401) and access control (403) unless the route is public;
-//   4. the handler: it decodes its input, calls one service function and encodes the result;
-//      a non-OK Status becomes an HTTP error through status_to_http (the only mapping);
-//      an exception escaping a handler is a 500 (a bug; never for user input);
+//      a refused path is 400, as are query parameters and header values that are not UTF-8
+//      (text reaches JSON replies and the store, which must be UTF-8);
+//   2. routing on the normalised path: unknown path 404;
+//   3. authentication (401) unless the route is public, then a known path with another method
+//      is 405 with an Allow header (after authentication: an anonymous client learns nothing of
+//      the routes beyond 401), then access control (403);
+//   4. the handler: a body that is not UTF-8 is 400 (its line and column) before it runs; it
+//      decodes its input, calls one service function and encodes the result; a non-OK Status
+//      becomes an HTTP error through status_to_http (the only mapping). An exception anywhere on
+//      a request's way (handler, audit hook, encoding the reply, on any thread) is caught,
+//      logged without the request's content, and answered 500: it never reaches the I/O loop;
 //   5. metrics (requests and latency by route pattern and code) and, for writes, the audit hook.
+// Connections: at most ServerOptions::max_connections are open; past it the server stops
+// accepting and new connections wait in the kernel's backlog until one closes. When accept()
+// fails (out of descriptors: EMFILE, ENFILE), the acceptor waits kAcceptBackoff before trying
+// again instead of spinning on the still-readable listening socket, and logs once per episode.
 // The request latency runs from a parsed request to its reply; the time a request waits in its
 // socket before a loop reads it shows as the loops' lag (gpupool_http_loop_lag_seconds: how late
 // each loop's probe timer fires, the loop being busy or its thread not scheduled).
@@ -74,7 +85,7 @@ struct Reply {
   nlohmann::ordered_json json;  // sent when text is empty
   std::string text;             // sent as-is with content_type when non-empty
   std::string content_type = "application/json";
-  // Extra response headers (ETag, Cache-Control, Content-Security-Policy, ...).
+  // Extra response headers (ETag, Cache-Control, Content-Security-Policy, Allow, ...).
   std::vector<std::pair<std::string, std::string>> headers;
 
   static Reply Json(nlohmann::ordered_json body, int status = 200) {
@@ -122,7 +133,10 @@ class Router {
   };
   struct Match {
     const Route* route = nullptr;  // nullptr: no route
-    bool path_known = false;       // some route has this path (with another method): 405
+    // The methods of every route with this path, sorted (HEAD with GET): when `route` is
+    // nullptr and this is not empty, the answer is 405 with these in its Allow header.
+    std::vector<std::string> allowed_methods;
+    bool path_requires_auth = false;  // some route with this path requires authentication
     std::map<std::string, std::string, std::less<>> params;
   };
   Match Find(std::string_view method, std::string_view path) const;
@@ -143,7 +157,17 @@ struct ServerOptions {
   int io_threads = 0;  // threads reading and writing connections; 0: one per core, at least 2
   int keep_alive_max_requests = 100000;
   int idle_timeout_seconds = 60;  // a connection silent this long (mid-request or idle) is closed
+  // Open connections past which new ones wait in the kernel's backlog; 0: the descriptor limit
+  // (RLIMIT_NOFILE) less kReservedDescriptors, kept for the store, files and the loops.
+  int max_connections = 0;
 };
+
+inline constexpr int kReservedDescriptors = 128;
+// How long the acceptor waits after accept() failed for want of descriptors or memory.
+inline constexpr std::chrono::milliseconds kAcceptBackoff{100};
+
+// ServerOptions::max_connections, with 0 resolved against the process's descriptor limit.
+int EffectiveMaxConnections(const ServerOptions& options);
 
 class HttpServer {
  public:
@@ -168,7 +192,10 @@ class HttpServer {
   // Answers `message`: calls `send` with the reply once, on this thread unless the route's
   // handler is asynchronous.
   void Handle(std::shared_ptr<const HttpMessage> message, Send send);
-  Reply Refuse(const std::string& method, const Status& status);
+  Reply Refuse(const std::string& method, Reply reply);
+  // The 500 for an exception caught on the request's way (logged, with the route but not the
+  // request's content); the reply goes out unless one already has.
+  void Crashed(Exchange& exchange, const std::string& what);
   // Normalises the path, routes, authenticates and checks access: the reply when the request
   // is refused, else nullopt (exchange.route is then set and its handler is to run).
   std::optional<Reply> Dispatch(Exchange& exchange);

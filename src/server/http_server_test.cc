@@ -59,8 +59,16 @@ class HttpServerTest : public ::testing::Test {
     router.Add("DELETE", "/api/thing/{name}", [](const RouteRequest& r) -> Result<Reply> {
       if (r.Param("name") == "missing") return NotFoundError("thing \"missing\" not found");
       if (r.Param("name") == "busy") return AbortedError("revision changed");
+      if (r.Param("name") == "audited") return Reply::Json({{"deleted", true}});
+      if (r.Param("name") == "int") throw 42;
       throw std::runtime_error("boom");
     });
+    // What a store written before the input edges refused bad bytes may still hold.
+    router.Add("GET", "/stored",
+               [](const RouteRequest&) -> Result<Reply> {
+                 return Reply::Json({{"description", std::string("\xFF\xFE old row")}});
+               },
+               {.requires_auth = false});
     // Answered later, from another thread: the test calls the held `respond`.
     router.AddAsync("POST", "/api/later/{what}", [this](const RouteRequest& r, Respond respond) {
       if (r.Param("what") == "throw") throw std::runtime_error("boom");
@@ -78,6 +86,7 @@ class HttpServerTest : public ::testing::Test {
       return PermissionDeniedError(request.method + " " + request.path + " is not allowed");
     };
     auto audit = [this](const RouteRequest& request, int status) {
+      if (request.path == "/api/thing/audited") throw std::runtime_error("audit store is down");
       std::lock_guard lock(mu_);
       audited_.push_back(request.identity.user + " " + request.method + " " + request.path + " " +
                          std::to_string(status));
@@ -185,6 +194,8 @@ TEST_F(HttpServerTest, StatusCodesOverLoopback) {
       {"double encoding", "GET", "/api/pool/%252e%252e", user, "", 400, "more than once"},
       {"unknown route", "GET", "/api/nope", admin, "", 404, "no route GET /api/nope"},
       {"wrong method", "PUT", "/api/echo", admin, "{}", 405, "not allowed"},
+      {"wrong method without a token is 401 first", "PUT", "/api/echo", "", "{}", 401, "Bearer"},
+      {"wrong method on a public route", "PUT", "/healthz", "", "", 405, "GET, HEAD"},
       {"created", "POST", "/api/echo", admin, R"({"name": "x", "count": 3})", 201, "\"count\":3"},
       {"yaml body", "POST", "/api/echo", admin, "name: y\n", 201, "\"name\":\"y\""},
       {"malformed json names line and column", "POST", "/api/echo", admin, "{\n  \"name\": }", 400,
@@ -199,6 +210,9 @@ TEST_F(HttpServerTest, StatusCodesOverLoopback) {
       {"not found from handler", "DELETE", "/api/thing/missing", admin, "", 404, "missing"},
       {"conflict from handler", "DELETE", "/api/thing/busy", admin, "", 409, "ABORTED"},
       {"exception is a 500", "DELETE", "/api/thing/x", admin, "", 500, "boom"},
+      {"any exception is a 500", "DELETE", "/api/thing/int", admin, "", 500, "unknown type"},
+      {"a throwing audit hook does not fail the request", "DELETE", "/api/thing/audited", admin, "",
+       200, "deleted"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -211,6 +225,111 @@ TEST_F(HttpServerTest, StatusCodesOverLoopback) {
     ASSERT_TRUE(res) << httplib::to_string(res.error());
     EXPECT_EQ(res->status, c.status) << res->body;
     EXPECT_NE(res->body.find(c.body_has), std::string::npos) << res->body;
+  }
+}
+
+TEST_F(HttpServerTest, MethodNotAllowedNamesTheAllowedMethods) {
+  struct Case {
+    std::string method;
+    std::string path;
+    std::string allow;
+  };
+  std::vector<Case> cases = {
+      {"PUT", "/api/echo", "POST"},
+      {"DELETE", "/healthz", "GET, HEAD"},
+      // Both GET /api/pool/{pool} and the exact GET /api/pool/special have this path.
+      {"POST", "/api/pool/special", "GET, HEAD"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.method + " " + c.path);
+    int fd = Connect();
+    SendAll(fd, c.method + " " + c.path +
+                    " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer dev:root:osmo-admin\r\n"
+                    "Content-Length: 0\r\nConnection: close\r\n\r\n");
+    std::string reply = ReceiveUntil(fd, "\n}");
+    ::close(fd);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 405", 0), 0u) << reply;
+    EXPECT_NE(reply.find("\r\nAllow: " + c.allow + "\r\n"), std::string::npos) << reply;
+  }
+}
+
+// A request holding bytes that are not UTF-8 (in its path, query, headers or body) is refused
+// with 400 before any handler sees it: such text would end up in JSON replies and the store.
+// Before, `GET /%ff` (no token) made the 404's JSON throw on the I/O loop and ended the process.
+TEST_F(HttpServerTest, TextThatIsNotUtf8IsRefusedAtTheEdge) {
+  const std::string admin = "Authorization: Bearer dev:root:osmo-admin\r\n";
+  struct Case {
+    std::string name;
+    std::string request;  // up to the end of the headers, without Host and Connection
+    std::string body;
+    std::string body_has;
+  };
+  std::vector<Case> cases = {
+      {"path, no token", "GET /%ff HTTP/1.1\r\n", "", "not valid UTF-8 once decoded (byte 0xff)"},
+      {"raw byte in the path", "GET /api/pool/\xFF HTTP/1.1\r\n" + admin, "", "UTF-8"},
+      {"overlong dots", "GET /api/pool/%c0%ae%c0%ae HTTP/1.1\r\n" + admin, "", "byte 0xc0"},
+      {"query value", "GET /query?a=ok%ff%fe HTTP/1.1\r\n", "",
+       "query parameter \\\"a\\\": not valid UTF-8 (byte 0xff at column 3)"},
+      {"query key", "GET /query?%ff=1 HTTP/1.1\r\n", "", "\\\\xff"},
+      {"header", "GET /healthz HTTP/1.1\r\nX-Note: caf\xE9\r\n", "",
+       "header X-Note: not valid UTF-8 (byte 0xe9 at column 4)"},
+      {"body", "POST /api/echo HTTP/1.1\r\n" + admin + "Content-Type: application/json\r\n",
+       "{\n  \"name\": \"\xC0\xAE\"}", "request body:2:12: not valid UTF-8 (byte 0xc0)"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    int fd = Connect();
+    SendAll(fd, c.request + "Host: x\r\nConnection: close\r\nContent-Length: " +
+                    std::to_string(c.body.size()) + "\r\n\r\n" + c.body);
+    std::string reply = ReceiveUntil(fd, "\n}");
+    ::close(fd);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 400", 0), 0u) << reply;
+    EXPECT_NE(reply.find(c.body_has), std::string::npos) << reply;
+    std::string body = reply.substr(reply.find("\r\n\r\n") + 4);
+    EXPECT_TRUE(Json::accept(body)) << body;  // the reply itself is valid JSON (and UTF-8)
+  }
+  // Still serving.
+  auto health = client_->Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
+// Text already stored is served with U+FFFD in place of its bad bytes, not refused and not a
+// crash.
+TEST_F(HttpServerTest, StoredBytesThatAreNotUtf8AreServedReplaced) {
+  auto res = client_->Get("/stored");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(Json::parse(res->body)["description"], "\xEF\xBF\xBD\xEF\xBF\xBD old row");
+}
+
+// RFC 9112 §6.1: a transfer coding the server does not decode is 501, never a body read as
+// something else (`gzip, chunked` was taken as a chunked body and handed over compressed).
+TEST_F(HttpServerTest, TransferCodingsOtherThanChunkedAre501) {
+  const std::string head =
+      "POST /api/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer dev:root:osmo-admin\r\n"
+      "Content-Type: application/json\r\n";
+  const std::string chunked_body = "11\r\n{\"name\": \"chunk\"}\r\n0\r\n\r\n";
+  struct Case {
+    std::string transfer_encoding;  // header lines
+    int status;
+  };
+  std::vector<Case> cases = {
+      {"Transfer-Encoding: chunked\r\n", 201},
+      {"Transfer-Encoding: CHUNKED\r\n", 201},
+      {"Transfer-Encoding: gzip, chunked\r\n", 501},
+      {"Transfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n", 501},
+      {"Transfer-Encoding: identity, chunked\r\n", 501},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.transfer_encoding);
+    int fd = Connect();
+    SendAll(fd, head + c.transfer_encoding + "Connection: close\r\n\r\n" + chunked_body);
+    std::string reply = ReceiveUntil(fd, "\n}");
+    ::close(fd);
+    EXPECT_EQ(reply.rfind("HTTP/1.1 " + std::to_string(c.status), 0), 0u) << reply;
+    const std::string expected = c.status == 201 ? "\"chunk\"" : "NOT_IMPLEMENTED";
+    EXPECT_NE(reply.find(expected), std::string::npos) << reply;
   }
 }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/json_text.h"
 #include "common/strings.h"
 
 namespace gpupool::server {
@@ -379,7 +380,7 @@ Result<Identity> JwtVerifier::Verify(std::string_view token) const {
   ASSIGN_OR_RETURN(Json claims, DecodeJsonPart(token.substr(dot1 + 1, dot2 - dot1 - 1), "payload"));
   if (!claims.contains("iss") || claims["iss"] != Json(options_.issuer)) {
     return UnauthenticatedError("token issuer \"" +
-                                (claims.contains("iss") ? claims["iss"].dump() : "") +
+                                (claims.contains("iss") ? DumpJson(claims["iss"]) : "") +
                                 "\" is not \"" + options_.issuer + "\"");
   }
   bool audience_ok = false;

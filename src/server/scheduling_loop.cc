@@ -5,6 +5,7 @@
 #include <iostream>
 #include <unordered_map>
 
+#include "common/json_text.h"
 #include "config/kinds.h"
 #include "model/duration.h"
 #include "model/k8s.h"
@@ -117,7 +118,7 @@ std::string ExitActionFor(const Json* task_spec, const RunPolicy& policy, int ex
     std::vector<config::ExitAction> task_actions;
     for (const auto& [action, codes] : actions->items()) {
       if (!codes.is_string() && !codes.is_number_integer()) continue;
-      std::string text = codes.is_string() ? codes.get<std::string>() : codes.dump();
+      std::string text = codes.is_string() ? codes.get<std::string>() : DumpJson(codes);
       auto ranges = config::ParseExitCodes(text);
       if (!ranges.ok()) continue;
       std::string upper;

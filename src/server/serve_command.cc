@@ -288,6 +288,7 @@ int RunServe(const ServeOptions& o) {
   server_options.max_body_bytes = o.max_body_bytes;
   server_options.threads = o.threads;
   server_options.io_threads = o.io_threads > 0 ? o.io_threads : DefaultIoThreads(db);
+  server_options.max_connections = o.max_connections;
   HttpServer http(std::move(router), authenticator->get(), MakeAccessChecker(context),
                   MakeAuditHook(context), registry, server_options);
   auto port = http.Bind(listen->first, listen->second);
@@ -341,6 +342,13 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
                    "claim path holding the roles, e.g. realm_access.roles")
       ->capture_default_str();
   serve->add_option("--max-body-bytes", options->max_body_bytes, "request body limit")
+      ->capture_default_str();
+  serve
+      ->add_option("--max-connections", options->max_connections,
+                   "open connections past which new ones wait in the kernel's backlog (0: the "
+                   "descriptor limit, ulimit -n, less " +
+                       std::to_string(kReservedDescriptors) + ")")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   serve
       ->add_option(

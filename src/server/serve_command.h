@@ -48,6 +48,7 @@ struct ServeOptions {
   std::string audience;
   std::string roles_claim = "roles";
   size_t max_body_bytes = 8 << 20;
+  int max_connections = 0;  // 0: ServerOptions' default (the descriptor limit less a reserve)
   int threads = 64;
   int io_threads = 0;  // 0: one per core, at least 2
   // Read connections beside the writer; 0 = as many as --threads for SQLite (a reader is a file

@@ -22,6 +22,7 @@
 #include "server/what_if.h"
 #include "service/service.h"
 #include "store/store.h"
+#include "test_server.h"
 
 namespace gpupool::server {
 namespace {
@@ -47,68 +48,6 @@ items:
     allocatable: {cpu: "8", memory: 64Gi, ephemeral-storage: 200Gi, pods: "110"}
     capacity: {cpu: "8", memory: 64Gi, ephemeral-storage: 200Gi, pods: "110"}
 )";
-
-// One in-process server on a free loopback port.
-class TestServer {
- public:
-  TestServer(std::unique_ptr<Authenticator> authenticator, const Clock& clock)
-      : authenticator_(std::move(authenticator)) {
-    dir_ = fs::temp_directory_path() /
-           ("gpupool_api_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
-    fs::create_directories(dir_);
-    store::StoreOptions options;
-    options.clock = &clock;
-    options.observe = ObserveStoreTransactions(registry_);
-    auto store = store::OpenStore("sqlite:" + (dir_ / "db").string(), options);
-    if (!store.ok()) throw std::runtime_error(store.status().ToString());
-    store_ = std::move(*store);
-    service_ = std::make_unique<service::Service>(*store_, clock);
-    Status builtins = service_->EnsureBuiltins();
-    if (!builtins.ok()) throw std::runtime_error(builtins.ToString());
-    access_ = std::make_unique<AccessControl>(*store_, clock, 0);
-    ApiContext context;
-    context.service = service_.get();
-    context.store = store_.get();
-    context.access = access_.get();
-    context.registry = &registry_;
-    context.clock = &clock;
-    context.what_if =
-        MakeWhatIf(scheduler::PlacementPolicy::kFgd, autoscaler::Catalog::Builtin(), clock);
-    Router router;
-    AddApiRoutes(router, context);
-    ServerOptions server_options;
-    server_options.max_body_bytes = 64 * 1024;
-    server_options.threads = 8;
-    http_ = std::make_unique<HttpServer>(std::move(router), authenticator_.get(),
-                                         MakeAccessChecker(context), MakeAuditHook(context),
-                                         registry_, server_options);
-    port_ = *http_->Bind("127.0.0.1", 0);
-    thread_ = std::thread([this] { http_->Serve(); });
-    for (int i = 0; i < 200 && !http_->IsRunning(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-  ~TestServer() {
-    http_->Stop();
-    thread_.join();
-    fs::remove_all(dir_);
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  Client As(const std::string& token) const { return Client(url(), token); }
-  store::Store& store() { return *store_; }
-
- private:
-  static inline int counter_ = 0;
-  fs::path dir_;
-  std::unique_ptr<Authenticator> authenticator_;
-  Registry registry_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<service::Service> service_;
-  std::unique_ptr<AccessControl> access_;
-  std::unique_ptr<HttpServer> http_;
-  std::thread thread_;
-  int port_ = 0;
-};
 
 const char kAdmin[] = "dev:root:osmo-admin";
 const char kTeam[] = "dev:tina:osmo-team";
@@ -381,8 +320,9 @@ TEST_F(ApiTest, ConfigUpdateErrorsNameTheFileAndTheFieldsLine) {
        "merge patch: pool \"default\": unknown field descripton"},
       {"file parameter on two lines", "PUT", "/api/configs/POOL/p?file=a%0Ab", "{}",
        "application/json", "file: expected a file name of printable characters"},
-      {"file parameter not UTF-8", "PUT", "/api/configs/POOL/p?file=a%C0%AF", "{}",
-       "application/json", "file: expected a file name of printable characters"},
+      {"file parameter not UTF-8 (refused with every query parameter)", "PUT",
+       "/api/configs/POOL/p?file=a%C0%AF", "{}", "application/json",
+       "query parameter \"file\": not valid UTF-8 (byte 0xc0 at column 2)"},
       {"file parameter too long", "PUT", "/api/configs/POOL/p?file=" + long_name, "{}",
        "application/json", "file: expected a file name of printable characters (at most 1024"},
   };
@@ -416,8 +356,9 @@ TEST_F(ApiTest, IdempotencyKeysAreCheckedAndReplayTheFirstSubmission) {
   const std::vector<Case> refused = {
       {"too long", std::string(256, 'k'), "longer than 255"},
       {"a space", "two words", "printable ASCII"},
-      {"not ASCII (invalid UTF-8 would be a 500 from PostgreSQL)", "key-\xC0\xAF",
-       "printable ASCII"},
+      {"not ASCII", "key-\xC3\xA9", "printable ASCII"},
+      {"not UTF-8 (refused with every header)", "key-\xC0\xAF",
+       "header Idempotency-Key: not valid UTF-8"},
   };
   for (const auto& c : refused) {
     SCOPED_TRACE(c.name);

@@ -1,0 +1,106 @@
+// The body and query decoding helpers of http_server.h, for handlers.
+
+#include <cerrno>
+#include <cstdlib>
+
+#include "common/strings.h"
+#include "model/json_io.h"
+#include "server/http_server.h"
+
+namespace gpupool::server {
+
+using Json = nlohmann::ordered_json;
+
+Result<Json> DecodeBody(const RouteRequest& request) {
+  const std::string& body = request.Body();
+  std::string_view trimmed = Trim(body);
+  if (trimmed.empty()) return InvalidArgumentError("request body is empty");
+  std::string content_type = ToLower(request.Header("Content-Type"));
+  bool json = content_type.find("json") != std::string::npos || trimmed.front() == '{' ||
+              trimmed.front() == '[';
+  if (json) return model::ParseJson(body, "request body");
+  ASSIGN_OR_RETURN(auto docs, model::ParseYamlDocuments(body, "request body"));
+  if (docs.size() != 1) {
+    return InvalidArgumentError("request body: expected one YAML document, found " +
+                                std::to_string(docs.size()));
+  }
+  return std::move(docs[0].value);
+}
+
+namespace {
+
+Status WrongType(std::string_view field, const char* want, const Json& value) {
+  return InvalidArgumentError("request body: field \"" + std::string(field) + "\": expected " +
+                              want + ", found " + model::JsonTypeName(value));
+}
+
+const Json* FindField(const Json& body, std::string_view field) {
+  if (!body.is_object()) return nullptr;
+  auto it = body.find(std::string(field));
+  return it == body.end() ? nullptr : &*it;
+}
+
+Status Missing(std::string_view field) {
+  return InvalidArgumentError("request body: missing required field \"" + std::string(field) +
+                              "\"");
+}
+
+}  // namespace
+
+Result<std::string> StringField(const Json& body, std::string_view field,
+                                std::optional<std::string> default_value) {
+  const Json* value = FindField(body, field);
+  if (value == nullptr || value->is_null()) {
+    if (default_value) return *default_value;
+    return Missing(field);
+  }
+  if (!value->is_string()) return WrongType(field, "a string", *value);
+  return value->get<std::string>();
+}
+
+Result<int64_t> IntField(const Json& body, std::string_view field,
+                         std::optional<int64_t> default_value) {
+  const Json* value = FindField(body, field);
+  if (value == nullptr || value->is_null()) {
+    if (default_value) return *default_value;
+    return Missing(field);
+  }
+  if (!value->is_number_integer()) return WrongType(field, "an integer", *value);
+  return value->get<int64_t>();
+}
+
+Result<bool> BoolField(const Json& body, std::string_view field,
+                       std::optional<bool> default_value) {
+  const Json* value = FindField(body, field);
+  if (value == nullptr || value->is_null()) {
+    if (default_value) return *default_value;
+    return Missing(field);
+  }
+  if (!value->is_boolean()) return WrongType(field, "a boolean", *value);
+  return value->get<bool>();
+}
+
+Result<std::optional<int64_t>> IntQuery(const RouteRequest& request, const std::string& name) {
+  auto text = request.Query(name);
+  if (!text) return std::optional<int64_t>();
+  char* end = nullptr;
+  errno = 0;
+  long long value = std::strtoll(text->c_str(), &end, 10);
+  if (text->empty() || errno != 0 || *end != '\0') {
+    return InvalidArgumentError("query parameter " + name + "=\"" + *text +
+                                "\": expected an integer");
+  }
+  return std::optional<int64_t>(value);
+}
+
+Result<bool> BoolQuery(const RouteRequest& request, const std::string& name, bool default_value) {
+  auto text = request.Query(name);
+  if (!text) return default_value;
+  std::string lower = ToLower(*text);
+  if (lower == "true" || lower == "1" || lower.empty()) return true;
+  if (lower == "false" || lower == "0") return false;
+  return InvalidArgumentError("query parameter " + name + "=\"" + *text +
+                              "\": expected true or false");
+}
+
+}  // namespace gpupool::server

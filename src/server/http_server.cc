@@ -100,53 +100,6 @@ Status CheckRequestText(const HttpMessage& message) {
   return OkStatus();
 }
 
-// Bodies are text (JSON, YAML, CSV) for every route; checked before a handler reads one.
-Status CheckBodyText(const std::string& body) {
-  auto bad = FindInvalidUtf8(body);
-  if (!bad) return OkStatus();
-  return InvalidArgumentError("request body:" + std::to_string(bad->line) + ":" +
-                              std::to_string(bad->column) + ": not valid UTF-8 (byte " +
-                              bad->ByteText() + ")");
-}
-
-// Form-style decoding of one query component: %XX and '+' for a space. A malformed escape is
-// kept as written (the value is then checked by the handler that reads it).
-std::string DecodeQueryComponent(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '+') {
-      out += ' ';
-    } else if (c == '%' && i + 2 < text.size() && HexDigitValue(text[i + 1]) >= 0 &&
-               HexDigitValue(text[i + 2]) >= 0) {
-      out += static_cast<char>(HexDigitValue(text[i + 1]) * 16 + HexDigitValue(text[i + 2]));
-      i += 2;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view target) {
-  std::vector<std::pair<std::string, std::string>> query;
-  size_t mark = target.find('?');
-  if (mark == std::string_view::npos) return query;
-  std::string_view rest = target.substr(mark + 1);
-  while (!rest.empty()) {
-    size_t amp = rest.find('&');
-    std::string_view item = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-    if (item.empty()) continue;
-    size_t eq = item.find('=');
-    std::string_view key = item.substr(0, eq);
-    std::string_view value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
-    query.emplace_back(DecodeQueryComponent(key), DecodeQueryComponent(value));
-  }
-  return query;
-}
-
 std::string BodyOf(const Reply& reply) {
   if (reply.status == 304 || reply.status == 204) return "";  // no body by definition
   return reply.text.empty() ? model::DumpCompact(reply.json) + "\n" : reply.text;

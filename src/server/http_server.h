@@ -215,6 +215,16 @@ class HttpServer {
   std::unique_ptr<Transport> transport_;
 };
 
+// ---- Request decoding helpers ----------------------------------------------------------------
+
+// The query of a request target, each key and value percent-decoded once ('+' is a space), in
+// order; a malformed escape is kept as written.
+std::vector<std::pair<std::string, std::string>> ParseQuery(std::string_view target);
+
+// OK when `body` is UTF-8; else kInvalidArgument "request body:<line>:<col>: not valid UTF-8
+// (byte 0xff)". Every route's body is text (JSON, YAML, CSV): checked before a handler runs.
+Status CheckBodyText(const std::string& body);
+
 // ---- Body decoding helpers for handlers ------------------------------------------------------
 
 // The request body as one JSON value: JSON when the content type says so or the body starts with

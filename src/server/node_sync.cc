@@ -2,6 +2,8 @@
 
 #include <iostream>
 
+#include "common/json_text.h"
+
 namespace gpupool::server {
 
 NodeSync::NodeSync(backend::Backend& backend, store::Store& store, std::chrono::milliseconds period)
@@ -15,7 +17,7 @@ Result<size_t> NodeSync::SyncOnce() {
   std::map<std::string, std::string> dumped;
   for (auto& node : nodes) {
     std::string name = node["metadata"]["name"].get<std::string>();
-    std::string text = node.dump();
+    std::string text = DumpJson(node);  // never throws: this runs on the sync thread
     auto it = written_.find(name);
     if (it == written_.end() || it->second != text) changed.push_back({name, std::move(node)});
     dumped[name] = std::move(text);

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/json_text.h"
 #include "common/strings.h"
 
 namespace gpupool::slurm {
@@ -283,7 +284,7 @@ Result<std::optional<SlurmJob>> RestClient::GetJob(int64_t job_id) {
 
 Result<int64_t> RestClient::SubmitJob(const JobSubmission& submission) {
   ASSIGN_OR_RETURN(Answer answer, Call("POST", std::string(kApiPrefix) + "/job/submit",
-                                       SubmissionToJson(submission).dump()));
+                                       DumpJson(SubmissionToJson(submission))));
   std::string errors = ResponseErrors(answer.json);
   auto id = answer.json.is_object() ? answer.json.find("job_id") : answer.json.end();
   if (!answer.json.is_object() || id == answer.json.end() || !id->is_number_integer() ||

@@ -92,7 +92,10 @@ class ClusterView {
   int64_t Allocatable(int n, int dim) const {
     return allocatable_[static_cast<size_t>(n) * stride_ + dim];
   }
-  int32_t* Devices(int n) { return &device_free_[nodes_[n].device_offset]; }
+  // data() + offset, not &device_free_[offset]: a cluster without GPUs has no devices at all,
+  // and indexing an empty vector binds a reference to null (undefined, whatever the offset).
+  int32_t* Devices(int n) { return device_free_.data() + nodes_[n].device_offset; }
+  const int32_t* Devices(int n) const { return device_free_.data() + nodes_[n].device_offset; }
   int FindNode(const std::string& name) const;
 
   int NumPools() const { return static_cast<int>(pool_names_.size()); }

@@ -184,6 +184,10 @@ class Cycle {
   int64_t& AllocNonPreemptible(int q, int pool, int r) {
     return alloc_np_[(q * pools_ + pool) * kQ + r];
   }
+  int64_t Alloc(int q, int pool, int r) const { return alloc_[(q * pools_ + pool) * kQ + r]; }
+  int64_t AllocNonPreemptible(int q, int pool, int r) const {
+    return alloc_np_[(q * pools_ + pool) * kQ + r];
+  }
   int64_t FairShare(int q, int pool, int r) const { return fs_[(q * pools_ + pool) * kQ + r]; }
   int64_t Deserved(int q, int pool, int r) const;
   int64_t Limit(int q, int pool, int r) const;
@@ -796,7 +800,7 @@ bool Cycle::GpuFits(const PodState& p, int node, int* device) const {
   if (p.gpu_whole > 0) return v.full_free >= p.gpu_whole;
   if (p.gpu_fraction == 0) return true;
   if (v.max_device_free < p.gpu_fraction) return false;
-  const int32_t* dev = const_cast<ClusterView&>(view_).Devices(node);
+  const int32_t* dev = view_.Devices(node);
   int32_t best = std::numeric_limits<int32_t>::max();
   for (int d = 0; d < v.gpu_devices; ++d) {
     if (dev[d] >= p.gpu_fraction && dev[d] < best) {
@@ -1577,12 +1581,11 @@ QuotaVector Cycle::JobQuota(const Job& job) const {
 
 std::string Cycle::QuotaCheck(const Job& job, int pool) const {
   const QuotaVector req = JobQuota(job);
-  Cycle& self = const_cast<Cycle&>(*this);
   for (int q = job.queue; q >= 0; q = queues_[q].parent) {
     for (int r = 0; r < kQ; ++r) {
       const int64_t limit = Limit(q, pool, r);
       if (req[r] == 0 || limit == model::kUnlimited) continue;
-      const int64_t used = self.Alloc(q, pool, r);
+      const int64_t used = Alloc(q, pool, r);
       if (used + req[r] > limit) {
         return "queue " + queues_[q].name + " is at its limit of " + FormatQuota(r, limit) + " " +
                std::string(model::kQuotaResourceK8sNames[r]) + " in node pool " +
@@ -1597,7 +1600,7 @@ std::string Cycle::QuotaCheck(const Job& job, int pool) const {
       if (req[r] == 0 || deserved == model::kUnlimited || !QuotaApplies(job.queue, pool, r)) {
         continue;
       }
-      const int64_t used = self.AllocNonPreemptible(job.queue, pool, r);
+      const int64_t used = AllocNonPreemptible(job.queue, pool, r);
       if (used + req[r] > deserved) {
         return "queue " + queues_[job.queue].name +
                ": pods with priority >= " + std::to_string(kNonPreemptiblePriority) +
@@ -1716,12 +1719,11 @@ bool Cycle::TryJob(const Job& job, std::string& reason, bool use_cache) {
 }
 
 double Cycle::QueueShareKey(int q) const {
-  Cycle& self = const_cast<Cycle&>(*this);
   double share = 0;
   for (int r = 0; r < kQ; ++r) {
     int64_t alloc = 0, fs = 0;
     for (int pool = 0; pool < pools_; ++pool) {
-      alloc += self.Alloc(q, pool, r);
+      alloc += Alloc(q, pool, r);
       fs += FairShare(q, pool, r);
     }
     if (alloc == 0) continue;
@@ -1734,13 +1736,12 @@ double Cycle::QueueShareKey(int q) const {
 // (ComputeFairShare counts its demand in each), so a fallback pool where the queue still has
 // deserved quota left ranks the queue as one of those within deserved.
 bool Cycle::WithinDeserved(int q, const Job& job) const {
-  Cycle& self = const_cast<Cycle&>(*this);
   for (int pool : pods_[job.pods[0]].pools) {
     bool within = true;
     for (int r = 0; r < kQ && within; ++r) {
       if (job.quota[r] == 0 || !QuotaApplies(q, pool, r)) continue;
       const int64_t deserved = Deserved(q, pool, r);
-      within = deserved == model::kUnlimited || self.Alloc(q, pool, r) + job.quota[r] <= deserved;
+      within = deserved == model::kUnlimited || Alloc(q, pool, r) + job.quota[r] <= deserved;
     }
     if (within) return true;
   }
@@ -1857,11 +1858,10 @@ std::vector<int> Cycle::WithGangPeers(int pod) const {
 
 bool Cycle::ReclaimerEligible(const Job& job, int pool) const {
   const QuotaVector req = JobQuota(job);
-  Cycle& self = const_cast<Cycle&>(*this);
   const bool gpu = req[kGpuQ] > 0;
   for (int r = 0; r < kQ; ++r) {
     if (gpu != (r == kGpuQ)) continue;
-    if (self.Alloc(job.queue, pool, r) + req[r] > FairShare(job.queue, pool, r)) return false;
+    if (Alloc(job.queue, pool, r) + req[r] > FairShare(job.queue, pool, r)) return false;
   }
   return true;
 }
@@ -1888,7 +1888,6 @@ bool Cycle::GangEvictable(const PodState& evictor, int victim, bool reclaim) con
 bool Cycle::VictimAllowed(const PodState& reclaimer, int victim, int pool,
                           const TakenQuota& taken) const {
   const PodState& v = pods_[victim];
-  Cycle& self = const_cast<Cycle&>(*this);
   const bool gpu = reclaimer.quota[kGpuQ] > 0;
   bool frees = false;
   for (int r = 0; r < kQ; ++r) {
@@ -1902,7 +1901,7 @@ bool Cycle::VictimAllowed(const PodState& reclaimer, int victim, int pool,
   }
   auto allocated = [&](int x, int in_pool, int r) {
     auto it = taken.find({x, in_pool});
-    return self.Alloc(x, in_pool, r) - (it == taken.end() ? 0 : it->second[r]);
+    return Alloc(x, in_pool, r) - (it == taken.end() ? 0 : it->second[r]);
   };
   for (int x : LevelsBelowSharedAncestor(v.queue, reclaimer.queue)) {
     for (int r = 0; r < kQ; ++r) {
@@ -1929,7 +1928,6 @@ bool Cycle::VictimAllowed(const PodState& reclaimer, int victim, int pool,
 // stay chosen: SelectVictims' reprieve checks this again before giving one back.
 bool Cycle::ReclaimerSideWithinFairShare(const PodState& reclaimer, int victim_queue, int pool,
                                          const TakenQuota& taken) const {
-  Cycle& self = const_cast<Cycle&>(*this);
   const bool gpu = reclaimer.quota[kGpuQ] > 0;
   for (int x : LevelsBelowSharedAncestor(reclaimer.queue, victim_queue)) {
     if (x == reclaimer.queue) continue;
@@ -1937,7 +1935,7 @@ bool Cycle::ReclaimerSideWithinFairShare(const PodState& reclaimer, int victim_q
     for (int r = 0; r < kQ; ++r) {
       if (gpu != (r == kGpuQ)) continue;
       const int64_t freed = it == taken.end() ? 0 : it->second[r];
-      if (self.Alloc(x, pool, r) - freed + reclaimer.quota[r] > FairShare(x, pool, r)) {
+      if (Alloc(x, pool, r) - freed + reclaimer.quota[r] > FairShare(x, pool, r)) {
         return false;
       }
     }

@@ -15,81 +15,13 @@
 #include "common/strings.h"
 #include "model/match.h"
 #include "scheduler/cluster_view.h"
-#include "scheduler/fair_share.h"
+#include "scheduler/cycle_setup.h"
+#include "scheduler/cycle_state.h"
+#include "scheduler/cycle_types.h"
+#include "scheduler/quota_table.h"
 
 namespace gpupool::scheduler {
 namespace {
-
-constexpr int kQ = model::kNumQuotaResources;
-// The node pools of a pod without gpupool.io/node-pool: the default pool (index 0).
-constexpr int kDefaultPoolOnly[] = {0};
-constexpr int kGpuQ = 0;
-constexpr int kCpuQ = 1;
-constexpr int kMemQ = 2;
-// Units of whole-unit fair-share rounding: 1 GPU, 1 millicore, 1 byte.
-constexpr std::array<int64_t, kQ> kQuotaUnit = {1000, 1, 1};
-
-using QuotaVector = std::array<int64_t, kQ>;
-
-struct PodState {
-  const model::PodScheduling* pod = nullptr;
-  std::string key;
-  int queue = -1;
-  int32_t priority = 0;
-  bool preemptible = true;
-  int arrival = 0;                    // age rank among all pods, 0 = oldest (BuildPods)
-  std::optional<int64_t> created_ms;  // metadata.creationTimestamp
-  // Preference order; views the parsed gpupool.io/node-pool value (Cycle::pool_labels_, whose
-  // entries stay put) or kDefaultPoolOnly.
-  std::span<const int> pools;
-  int gang = -1;
-  int signature = -1;
-  int shape = -1;                            // equal requests (resources and GPUs) share a shape id
-  std::vector<std::pair<int, int64_t>> req;  // nonzero (dim, amount)
-  int64_t cpu_req = 0, mem_req = 0;          // the cpu and memory amounts of req (0 if absent)
-  int gpu_whole = 0;
-  int32_t gpu_fraction = 0;  // milli, 0 < f < 1000
-  QuotaVector quota{};
-  std::string error;  // set when the pod cannot be considered at all
-  // Mutable state.
-  int node = -1;
-  std::vector<int> devices;
-  bool bound_initially = false;
-  bool evicted = false;
-  bool placed_now = false;
-  int placed_pool = -1;
-  EvictionReason evict_reason = EvictionReason::kReclaim;
-  std::string evict_message;
-  int last_node = -1;  // node before an eviction, for rollback
-  std::string reason;
-};
-
-struct QueueState {
-  std::string name;
-  const model::Queue* config = nullptr;  // nullptr for the implicit default queue
-  int parent = -1;
-  int64_t priority = 0;
-  bool has_children = false;
-};
-
-struct Job {
-  std::vector<int> pods;  // pending pods, in order
-  int queue = -1;
-  int gang = -1;
-  std::string gang_name;
-  int need = 1;  // pods that must be placed for success
-  int gang_min = 0;
-  int32_t priority = 0;
-  int arrival = 0;      // of its oldest pending pod
-  QuotaVector quota{};  // sum over the job's pending pods
-};
-
-// Undo log entries. kWithdraw: a pod placed earlier in the cycle (its binding committed) taken
-// off its node again with its evicted gang; Commit drops its binding.
-struct Op {
-  enum Kind { kPlace, kEvict, kWithdraw } kind;
-  int pod;
-};
 
 struct Candidate {
   int node;
@@ -100,24 +32,6 @@ struct Candidate {
   int topology;
   int device;  // chosen fraction device
 };
-
-// Label keys as strings: Labels is a std::map<std::string, ...> without heterogeneous lookup.
-const std::string& QueueLabelKey() {
-  static const std::string key(kQueueLabel);
-  return key;
-}
-const std::string& NodePoolLabelKey() {
-  static const std::string key(kNodePoolLabel);
-  return key;
-}
-const std::string& GangLabelKey() {
-  static const std::string key(kGangLabel);
-  return key;
-}
-const std::string& GpuFractionAnnotationKey() {
-  static const std::string key(kGpuFractionAnnotation);
-  return key;
-}
 
 struct FailureKey {
   int signature;
@@ -142,36 +56,23 @@ struct TaskType {
   double weight;
 };
 
-std::string FormatQuota(int r, int64_t amount) {
-  if (r == kMemQ) {
-    return model::FormatQuotaAmount(model::QuotaResource::kMemory,
-                                    amount == model::kUnlimited ? amount : amount * 1000);
-  }
-  return model::FormatQuotaAmount(static_cast<model::QuotaResource>(r), amount);
-}
-
-int64_t ToQuotaUnits(int r, int64_t milli) {
-  if (milli == model::kUnlimited) return model::kUnlimited;
-  return r == kMemQ ? (milli + 999) / 1000 : milli;
-}
-
 class Cycle {
  public:
   Cycle(const SchedulerOptions& options, const ClusterSnapshot& snapshot)
-      : options_(options), snapshot_(snapshot), view_(snapshot.nodes, snapshot.node_pools) {}
+      : options_(options),
+        snapshot_(snapshot),
+        view_(snapshot.nodes, snapshot.node_pools),
+        setup_(BuildCycleSetup(snapshot, view_)),
+        state_(view_, setup_.queues, QuotaTable::Resolve(setup_.queues, view_),
+               std::move(setup_.pods)),
+        queues_(setup_.queues),
+        gangs_(setup_.gangs) {}
 
   CycleResult Run();
 
  private:
-  // Setup.
-  void BuildQueues();
-  void BuildPods();
-  void BuildPod(int index, PodState& p);
-  void RankByAge();
-  void BuildGangs();
-  int RunningMembers(int gang) const;
-  void BuildJobs();
-  void ComputeFairShare();
+  const QuotaTable& quota() const { return state_.quota(); }
+  void BindPods();
   void BuildTaskTypes();
   // Phases.
   void EvictNoExecute();
@@ -179,36 +80,9 @@ class Cycle {
   void ReclaimAndPreempt();
   CycleResult Collect();
 
-  // Accounting.
-  int64_t& Alloc(int q, int pool, int r) { return alloc_[(q * pools_ + pool) * kQ + r]; }
-  int64_t& AllocNonPreemptible(int q, int pool, int r) {
-    return alloc_np_[(q * pools_ + pool) * kQ + r];
-  }
-  int64_t Alloc(int q, int pool, int r) const { return alloc_[(q * pools_ + pool) * kQ + r]; }
-  int64_t AllocNonPreemptible(int q, int pool, int r) const {
-    return alloc_np_[(q * pools_ + pool) * kQ + r];
-  }
-  int64_t FairShare(int q, int pool, int r) const { return fs_[(q * pools_ + pool) * kQ + r]; }
-  int64_t Deserved(int q, int pool, int r) const;
-  int64_t Limit(int q, int pool, int r) const;
-  // Whether deserved quota of `r` binds the queue in `pool`: GPUs always (for configured
-  // queues); cpu and memory only when the queue sets them for that node pool, as Run:ai does
-  // with CPU quota disabled.
-  bool QuotaApplies(int q, int pool, int r) const;
-  void ResolveQuotas();
-  void Account(const PodState& p, int pool, int sign);
-  // Puts a pod on a node: whole GPUs on the lowest free devices, a fraction on `device`, or
-  // exactly `exact_devices` when restoring an evicted pod.
-  void Apply(int pod, int node, int device, bool record,
-             const std::vector<int>* exact_devices = nullptr);
-  void Remove(int pod, bool record);
-  void Rollback(size_t checkpoint);
   // Which nodes of `pool` (bit per position in PoolNodes) fit pods of p's shape now: kept per
   // shape and pool, brought up to date from the pool's change log when asked.
   const std::vector<uint64_t>& ShapeFitBits(const PodState& p, int pool);
-  bool GpuFits(const PodState& p, int node, int* device) const;
-  void UpdateMaxDeviceFree(int node);
-  bool Fits(const PodState& p, int node, int* device);
 
   // Allocation.
   std::string QuotaCheck(const Job& job, int pool) const;
@@ -218,13 +92,11 @@ class Cycle {
   bool PlaceJobInPool(const Job& job, int pool, std::string& reason, bool use_cache);
   int FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* device,
                std::string* reason);
-  void Commit(size_t checkpoint, int pool);
   bool ReclaimerEligible(const Job& job, int pool) const;
-  QuotaVector JobQuota(const Job& job) const;
   double ResourceScore(const PodState& p, int node, int device);
   // ResourceScore and the device it scores are a function of the node's state and the pod's
   // shape only, so they are kept per node and shape until the node changes: `entry` is the
-  // shape's entry of the node, `version` the node's node_version_.
+  // shape's entry of the node, `version` the node's version.
   struct ShapeScore;
   ShapeScore* ShapeScores(int shape);
   const ShapeScore& CachedResourceScore(const PodState& p, ShapeScore& entry, uint32_t version,
@@ -283,21 +155,12 @@ class Cycle {
   const SchedulerOptions& options_;
   const ClusterSnapshot& snapshot_;
   ClusterView view_;
+  CycleSetup setup_;
+  CycleState state_;
+  const std::vector<QueueState>& queues_;
+  const Gangs& gangs_;
   int pools_ = 0;
-  std::vector<QueueState> queues_;
-  std::unordered_map<std::string, int> queue_index_;
-  std::vector<PodState> pods_;
-  std::vector<std::vector<int>> node_pods_;
   std::vector<Job> jobs_;
-  std::vector<std::vector<int>> gang_members_;  // all pods of each gang (bound and pending)
-  std::vector<int> gang_min_;
-  std::vector<int64_t> alloc_, alloc_np_, fs_;
-  std::vector<int64_t> deserved_, limit_, weight_;
-  std::vector<int64_t> demand_;  // ComputeFairShare's input, reported in CycleResult::fair_share
-  std::vector<char> applies_;
-  std::vector<Op> undo_;
-  std::vector<Binding> bindings_;
-  std::vector<Eviction> evictions_;
   std::vector<NoExecuteDeadline> no_execute_deadlines_;
   std::vector<int> no_execute_pods_;  // the pod of each no_execute_deadlines_ entry
   std::vector<int> failed_jobs_;
@@ -309,28 +172,20 @@ class Cycle {
     std::string reason;
     uint64_t epoch = 0;
     // Filled at the first recount: the shortfall of each candidate and the per-dimension counts
-    // behind `reason`, as of pool_log_[pool].size() == log_pos. Later recounts only look at the
+    // behind `reason`, as of PoolLog(pool).size() == log_pos. Later recounts only look at the
     // nodes changed since, instead of every candidate.
     std::vector<uint32_t> shortfall;
     std::vector<int> insufficient;
     size_t log_pos = 0;
   };
-  std::unordered_map<std::string, int> shape_ids_;
-  struct ParsedPools {
-    std::vector<int> pools;
-    std::string error;  // the first unknown node pool
-  };
-  std::unordered_map<std::string, ParsedPools> pool_labels_;  // by gpupool.io/node-pool value
-  std::unordered_map<std::string, int32_t> fractions_;        // by gpupool.io/gpu-fraction value
   // Resource score of each node for each pod shape, valid while the entry's version equals the
-  // node's (node_version_ moves on every Apply/Remove of the node; 0 = never scored).
+  // node's (the version moves on every change of the node; 0 = never scored).
   struct ShapeScore {
     double score = 0;
     uint32_t version = 0;
     int32_t device = -1;  // the device a fractional pod would take (GpuFits), else -1
   };
-  // Both by pool slot (pool_slot_): a pool's nodes are contiguous, in the order FindNode visits.
-  std::vector<uint32_t> node_version_;
+  // By pool slot: a pool's nodes are contiguous, in the order FindNode visits.
   std::vector<std::vector<ShapeScore>> shape_scores_;  // by shape id, then slot; filled lazily
   // FindNode: per pristine class of the list, kClassUnseen or the index of its representative
   // in scratch_ (only nodes that fit are visited, so there is no "does not fit" state).
@@ -338,41 +193,20 @@ class Cycle {
   // FindNode: per pristine class of the list, the last stretch of the window (1 up to the wrap,
   // 2 after it) where its first empty node was visited.
   std::vector<int> class_stretch_;
-  std::vector<std::vector<int>> pool_log_;  // nodes changed in each pool, in order
-  std::vector<int> pool_position_;          // node -> index in view_.PoolNodes(its pool)
-  std::vector<int> pool_slot_;    // node -> its pool's offset (pools in order) + pool_position_
-  std::vector<int> pool_offset_;  // pool -> slot of its first node
-  // What the fit check reads, per node pool by position in view_.PoolNodes(pool), kept in step
-  // with the view by Apply/Remove: a pool's arrays are small enough to stay in the L1 cache
-  // while FindNode checks hundreds of its nodes per pod.
-  struct PoolFit {
-    std::vector<int64_t> cpu, memory, pods;  // free
-    // gpu[0]: devices with 1000 milli free; gpu[1]: the most milli-GPUs left on one device.
-    std::array<std::vector<int32_t>, 2> gpu;
-    std::vector<uint64_t> empty;   // bit per position: no pods on the node
-    std::vector<int> name_rank;    // NodeView::name_rank
-    bool ranks_ascending = false;  // name_rank grows with the position (nodes listed by name)
-  };
-  std::vector<PoolFit> pool_fit_;
   struct ShapeFit {
     std::vector<uint64_t> bits;  // empty = not built
-    size_t log_pos = 0;          // pool_log_[pool].size() when last brought up to date
+    size_t log_pos = 0;          // PoolLog(pool).size() when last brought up to date
   };
   std::vector<ShapeFit> shape_fit_;  // by shape * pools_ + pool
-  void SyncPoolFit(int node);
   // Keyed by (signature, pool, shape): everything that decides a single pod's fit.
   std::unordered_map<FailureKey, CachedFailure, FailureKeyHash> failure_cache_;
-  std::vector<uint64_t> pool_epoch_;
-  // Keyed by (signature, pool, shape, queue, priority): committed_ops_ when the pod last found
+  // Keyed by (signature, pool, shape, queue, priority): CommittedOps() when the pod last found
   // no victims (a later try can only differ once something else was committed).
   std::map<std::tuple<int, int, int, int, int32_t>, size_t> victim_failure_epoch_;
-  // Undo log entries committed so far (bindings and evictions come and, with withdrawals, go,
-  // so their sizes do not tell whether anything changed).
-  size_t committed_ops_ = 0;
   std::vector<double> share_cache_;
   std::vector<int64_t> decision_latency_ns_;
-  std::vector<double> frag_before_;  // FGD: fragmentation of each node now (cache)
-  std::vector<char> frag_valid_;
+  std::vector<double> frag_before_;     // FGD: fragmentation of each node now (cache)
+  std::vector<uint32_t> frag_version_;  // FGD: the node's version frag_before_ is of (0: none)
   // FGD, with frag_before_: per node and task type, the fragmentation term when the task type's
   // cpu/memory fit (it depends on the devices only; when they do not fit the term is
   // frag_all_), so a pod without GPUs, which leaves the devices alone, is scored without walking
@@ -385,378 +219,11 @@ class Cycle {
   std::string pool_reason_;                                         // TryJob
 };
 
-// ---------------------------------------------------------------------------------------------
-// Setup
-
-void Cycle::BuildQueues() {
-  std::vector<const model::Queue*> sorted;
-  for (const auto& q : snapshot_.queues) sorted.push_back(&q);
-  std::sort(sorted.begin(), sorted.end(),
-            [](const auto* a, const auto* b) { return a->name < b->name; });
-  for (const auto* q : sorted) {
-    if (queue_index_.count(q->name)) continue;  // duplicates: first wins
-    queue_index_[q->name] = static_cast<int>(queues_.size());
-    queues_.push_back({q->name, q, -1, q->priority, false});
-  }
-  bool need_default = false;
-  for (const auto& pod : snapshot_.pods) {
-    auto it = pod.labels.find(QueueLabelKey());
-    if (it == pod.labels.end() || it->second == kDefaultQueue) need_default = true;
-  }
-  if (need_default && !queue_index_.count(kDefaultQueue)) {
-    queue_index_[kDefaultQueue] = static_cast<int>(queues_.size());
-    queues_.push_back({kDefaultQueue, nullptr, -1, 0, false});
-  }
-  for (auto& q : queues_) {
-    if (q.config == nullptr || q.config->parent.empty()) continue;
-    auto it = queue_index_.find(q.config->parent);
-    if (it != queue_index_.end()) {
-      q.parent = it->second;
-      queues_[it->second].has_children = true;
-    }
-  }
-  // Cycles in the tree (a -> b -> a) are cut at the first repeat.
-  for (size_t i = 0; i < queues_.size(); ++i) {
-    std::set<int> seen = {static_cast<int>(i)};
-    for (int q = queues_[i].parent; q >= 0; q = queues_[q].parent) {
-      if (!seen.insert(q).second) {
-        queues_[i].parent = -1;
-        break;
-      }
-    }
-  }
-  pools_ = view_.NumPools();
-  alloc_.assign(queues_.size() * pools_ * kQ, 0);
-  alloc_np_ = alloc_;
-  fs_ = alloc_;
-  ResolveQuotas();
-}
-
-// Quota settings are resolved once per cycle into flat arrays (the hot path never looks up
-// node pools by name).
-void Cycle::ResolveQuotas() {
-  const size_t n = queues_.size() * pools_ * kQ;
-  deserved_.assign(n, 0);
-  limit_.assign(n, model::kUnlimited);
-  weight_.assign(n, 1);
-  applies_.assign(n, 0);
-  for (size_t q = 0; q < queues_.size(); ++q) {
-    const model::Queue* config = queues_[q].config;
-    if (config == nullptr) continue;
-    for (int pool = 0; pool < pools_; ++pool) {
-      auto it = config->resources.find(view_.PoolName(pool));
-      for (int r = 0; r < kQ; ++r) {
-        const size_t i = (q * pools_ + pool) * kQ + r;
-        applies_[i] = r == kGpuQ;
-        if (it == config->resources.end()) continue;
-        const model::ResourceQuota& quota = it->second.resources[r];
-        deserved_[i] = ToQuotaUnits(r, quota.deserved_milli);
-        limit_[i] = ToQuotaUnits(r, quota.limit_milli);
-        weight_[i] = quota.over_quota_weight;
-        if (quota != model::ResourceQuota{}) applies_[i] = 1;
-      }
-    }
-  }
-}
-
-int64_t Cycle::Deserved(int q, int pool, int r) const {
-  return deserved_[(q * pools_ + pool) * kQ + r];
-}
-
-int64_t Cycle::Limit(int q, int pool, int r) const { return limit_[(q * pools_ + pool) * kQ + r]; }
-
-bool Cycle::QuotaApplies(int q, int pool, int r) const {
-  return applies_[(q * pools_ + pool) * kQ + r] != 0;
-}
-
-Result<int32_t> ParseFraction(const std::string& text) {
-  // Decimal 0 < f < 1 with up to three digits after the point ("0.5", ".25").
-  auto q = model::Quantity::Parse(text);
-  if (!q.ok() || q->MilliValue() <= 0 || q->MilliValue() >= 1000) {
-    return InvalidArgumentError("annotation " + std::string(kGpuFractionAnnotation) + "=\"" + text +
-                                "\": expected a fraction between 0 and 1 (e.g. 0.5)");
-  }
-  return static_cast<int32_t>(q->MilliValue());
-}
-
-void Cycle::BuildPod(int index, PodState& p) {
-  const model::PodScheduling& pod = snapshot_.pods[index];
-  p.pod = &pod;
-  p.key = PodKey(pod);
-  p.arrival = index;
-  Result<int32_t> priority = PodPriority(pod);
-  if (!priority.ok()) {
-    p.error = priority.status().message();
-  } else {
-    p.priority = *priority;
-  }
-  if (!pod.creation_timestamp.empty()) {
-    p.created_ms = ParseTimestampMillis(pod.creation_timestamp);
-    if (!p.created_ms && p.error.empty()) {
-      p.error = "metadata.creationTimestamp: expected an RFC 3339 time, got \"" +
-                pod.creation_timestamp + "\"";
-    }
-  }
-  p.preemptible = p.priority < kNonPreemptiblePriority;
-  auto queue_label = pod.labels.find(QueueLabelKey());
-  static const std::string default_queue(kDefaultQueue);
-  const std::string& queue = queue_label == pod.labels.end() ? default_queue : queue_label->second;
-  auto qit = queue_index_.find(queue);
-  if (qit == queue_index_.end()) {
-    std::vector<std::string> names;
-    for (const auto& q : queues_) names.push_back(q.name);
-    if (p.error.empty()) p.error = "queue \"" + queue + "\" not found" + DidYouMean(queue, names);
-  } else {
-    p.queue = qit->second;
-    if (queues_[p.queue].has_children && p.error.empty()) {
-      p.error = "queue " + queue + " is a department; submit to one of its projects";
-    }
-  }
-  auto pool_label = pod.labels.find(NodePoolLabelKey());
-  if (pool_label == pod.labels.end() || Trim(pool_label->second).empty()) {
-    p.pools = kDefaultPoolOnly;
-  } else {
-    // Parsed once per distinct label value.
-    auto [it, inserted] = pool_labels_.try_emplace(pool_label->second);
-    ParsedPools& parsed = it->second;
-    if (inserted) {
-      for (const std::string& part : Split(pool_label->second, ',')) {
-        std::string name(Trim(part));
-        int pool = view_.FindPool(name);
-        if (pool < 0) {
-          std::vector<std::string> names;
-          for (int i = 0; i < view_.NumPools(); ++i) names.push_back(view_.PoolName(i));
-          if (parsed.error.empty()) {
-            parsed.error = "node pool \"" + name + "\" not found" + DidYouMean(name, names);
-          }
-          continue;
-        }
-        if (std::find(parsed.pools.begin(), parsed.pools.end(), pool) == parsed.pools.end()) {
-          parsed.pools.push_back(pool);
-        }
-      }
-    }
-    p.pools = parsed.pools;
-    if (p.error.empty()) p.error = parsed.error;
-  }
-  for (const auto& [name, q] : pod.requests) {
-    if (name == kGpuResource) {
-      p.gpu_whole = static_cast<int>(std::clamp<int64_t>(q.Value(), 0, 1 << 20));
-      continue;
-    }
-    int64_t amount = DimAmount(name, q);
-    if (amount <= 0) continue;
-    p.req.push_back({view_.InternDim(name), amount});
-  }
-  p.req.push_back({kPodsDim, 1});
-  std::sort(p.req.begin(), p.req.end());
-  auto fraction = pod.annotations.find(GpuFractionAnnotationKey());
-  if (fraction != pod.annotations.end()) {
-    auto known = fractions_.find(fraction->second);
-    Result<int32_t> f = known != fractions_.end() ? Result<int32_t>(known->second)
-                                                  : ParseFraction(fraction->second);
-    if (f.ok() && known == fractions_.end()) fractions_.emplace(fraction->second, *f);
-    if (!f.ok()) {
-      if (p.error.empty()) p.error = f.status().message();
-    } else if (p.gpu_whole > 1) {
-      if (p.error.empty()) {
-        p.error = "a pod with " + std::string(kGpuFractionAnnotation) +
-                  " may request at most 1 nvidia.com/gpu";
-      }
-    } else {
-      p.gpu_fraction = *f;
-      p.gpu_whole = 0;
-    }
-  }
-  for (const auto& [dim, amount] : p.req) {
-    if (dim == kCpuDim) p.cpu_req = amount;
-    if (dim == kMemoryDim) p.mem_req = amount;
-  }
-  p.quota[kCpuQ] = p.cpu_req;
-  p.quota[kMemQ] = p.mem_req;
-  p.quota[kGpuQ] = int64_t{p.gpu_whole} * 1000 + p.gpu_fraction;
-  p.signature = view_.Signature(pod);
-  std::string shape_key;
-  auto append = [&shape_key](int64_t v) {
-    shape_key.append(reinterpret_cast<const char*>(&v), sizeof v);
-  };
-  append(p.gpu_whole);
-  append(p.gpu_fraction);
-  for (const auto& [dim, amount] : p.req) {
-    append(dim);
-    append(amount);
-  }
-  p.shape = shape_ids_.try_emplace(std::move(shape_key), static_cast<int>(shape_ids_.size()))
-                .first->second;
-}
-
-void Cycle::BuildPods() {
-  pods_.resize(snapshot_.pods.size());
-  for (size_t i = 0; i < snapshot_.pods.size(); ++i) BuildPod(static_cast<int>(i), pods_[i]);
-  RankByAge();
-  node_pods_.assign(view_.NumNodes(), {});
-  // Bound pods take their capacity (devices: lowest free first for whole GPUs, best fit for
-  // fractions), even if that over-commits the node.
-  for (size_t i = 0; i < pods_.size(); ++i) {
-    PodState& p = pods_[i];
-    if (p.pod->node_name.empty()) continue;
-    int node = view_.FindNode(p.pod->node_name);
-    if (node < 0) continue;  // bound to a node outside the snapshot: not ours to account
-    int device = -1;
-    GpuFits(p, node, &device);
-    p.bound_initially = true;
-    Apply(static_cast<int>(i), node, device, false);
-  }
-}
-
-void Cycle::BuildGangs() {
-  std::map<std::tuple<int, std::string, std::string>, int> gangs;  // (queue, ns, name) -> gang
-  for (size_t i = 0; i < pods_.size(); ++i) {
-    PodState& p = pods_[i];
-    auto g = p.pod->labels.find(GangLabelKey());
-    if (g == p.pod->labels.end() || g->second.empty() || p.queue < 0) continue;
-    auto key = std::make_tuple(p.queue, p.pod->namespace_, g->second);
-    auto [it, inserted] = gangs.try_emplace(key, static_cast<int>(gang_members_.size()));
-    if (inserted) {
-      gang_members_.push_back({});
-      gang_min_.push_back(0);
-    }
-    p.gang = it->second;
-    gang_members_[p.gang].push_back(static_cast<int>(i));
-  }
-  // gang-min: the first member that sets it (in snapshot order); default all members.
-  for (size_t g = 0; g < gang_members_.size(); ++g) {
-    const int members = static_cast<int>(gang_members_[g].size());
-    gang_min_[g] = members;
-    for (int m : gang_members_[g]) {
-      auto it = pods_[m].pod->labels.find(kGangMinLabel);
-      if (it == pods_[m].pod->labels.end()) continue;
-      char* end = nullptr;
-      const long value = std::strtol(it->second.c_str(), &end, 10);
-      if (end != it->second.c_str() && *end == '\0' && value > 0) {
-        gang_min_[g] = static_cast<int>(std::min<long>(value, members));
-      } else {
-        for (int pod : gang_members_[g]) {
-          if (pods_[pod].error.empty()) {
-            pods_[pod].error = "label " + std::string(kGangMinLabel) + "=\"" + it->second +
-                               "\": expected a positive integer";
-          }
-        }
-      }
-      break;
-    }
-  }
-}
-
-// Age order (PodState::arrival): by metadata.creationTimestamp, older first; pods without one
-// (or an unreadable one) after those with one, as if created now; ties and pods without a time
-// in snapshot order. A strict total order, so the decisions stay deterministic.
-void Cycle::RankByAge() {
-  std::vector<std::pair<int64_t, int>> order;  // (creation time or max, snapshot index)
-  order.reserve(pods_.size());
-  bool any = false;
-  for (size_t i = 0; i < pods_.size(); ++i) {
-    const std::optional<int64_t>& created = pods_[i].created_ms;
-    any |= created.has_value();
-    order.push_back({created.value_or(std::numeric_limits<int64_t>::max()), static_cast<int>(i)});
-  }
-  if (!any) return;  // snapshot order, as BuildPod set it
-  std::sort(order.begin(), order.end());
-  for (size_t rank = 0; rank < order.size(); ++rank) {
-    pods_[order[rank].second].arrival = static_cast<int>(rank);
-  }
-}
-
-int Cycle::RunningMembers(int gang) const {
-  int running = 0;
-  for (int m : gang_members_[gang]) running += pods_[m].node >= 0 ? 1 : 0;
-  return running;
-}
-
-void Cycle::BuildJobs() {
-  std::vector<int> gang_job(gang_members_.size(), -1);
-  for (size_t i = 0; i < pods_.size(); ++i) {
-    PodState& p = pods_[i];
-    if (p.node >= 0 || p.evicted || !p.error.empty()) continue;
-    if (p.gang < 0) {
-      Job job;
-      job.pods = {static_cast<int>(i)};
-      job.queue = p.queue;
-      job.priority = p.priority;
-      job.arrival = p.arrival;
-      jobs_.push_back(job);
-      continue;
-    }
-    if (gang_job[p.gang] < 0) {
-      gang_job[p.gang] = static_cast<int>(jobs_.size());
-      Job job;
-      job.queue = p.queue;
-      job.gang = p.gang;
-      job.gang_name = p.pod->labels.at(kGangLabel);
-      job.priority = p.priority;
-      job.arrival = p.arrival;
-      jobs_.push_back(job);
-    }
-    Job& job = jobs_[gang_job[p.gang]];
-    job.pods.push_back(static_cast<int>(i));
-    job.priority = std::max(job.priority, p.priority);
-    job.arrival = std::min(job.arrival, p.arrival);  // a gang is as old as its oldest pod
-  }
-  for (Job& job : jobs_) {
-    if (job.gang < 0) continue;
-    job.gang_min = gang_min_[job.gang];
-    job.need = std::max(0, job.gang_min - RunningMembers(job.gang));
-  }
-  std::erase_if(jobs_, [&](const Job& job) { return !pods_[job.pods[0]].error.empty(); });
-  for (Job& job : jobs_) {
-    job.quota = JobQuota(job);
-  }
-}
-
-// Demand of a queue in a node pool: its running pods there, plus its pending pods that may go
-// there, i.e. that list the pool anywhere in gpupool.io/node-pool, not only first. A pending pod
-// thus asks in each of its node pools, as a KAI podgroup asks in its shard: a fallback pool is a
-// pool the job competes in, so the queue earns its deserved share there and may reclaim it
-// (otherwise its fair share in a fallback pool would be 0 and reclaim could never start there).
-// The price: a job that lists several pools weighs on the over-quota split of each of them.
-void Cycle::ComputeFairShare() {
-  const int nq = static_cast<int>(queues_.size());
-  demand_.assign(static_cast<size_t>(nq) * pools_ * kQ, 0);
-  std::vector<int64_t>& demand = demand_;
-  auto add = [&](const PodState& p, int pool) {
-    for (int r = 0; r < kQ; ++r) demand[(p.queue * pools_ + pool) * kQ + r] += p.quota[r];
-  };
-  for (const PodState& p : pods_) {
-    if (p.queue < 0) continue;
-    if (p.node >= 0) {
-      add(p, view_.node(p.node).pool);
-    } else if (p.error.empty()) {
-      for (int pool : p.pools) add(p, pool);
-    }
-  }
-  for (int pool = 0; pool < pools_; ++pool) {
-    for (int r = 0; r < kQ; ++r) {
-      std::vector<FairShareQueue> input(nq);
-      for (int q = 0; q < nq; ++q) {
-        input[q].parent = queues_[q].parent;
-        input[q].priority = queues_[q].priority;
-        input[q].deserved = Deserved(q, pool, r);
-        input[q].limit = Limit(q, pool, r);
-        input[q].over_quota_weight = weight_[(q * pools_ + pool) * kQ + r];
-        input[q].demand = demand[(q * pools_ + pool) * kQ + r];
-      }
-      std::vector<int64_t> shares =
-          ComputeFairShares(view_.PoolCapacity(pool, r), input, kQuotaUnit[r]);
-      for (int q = 0; q < nq; ++q) fs_[(q * pools_ + pool) * kQ + r] = shares[q];
-    }
-  }
-}
-
 void Cycle::BuildTaskTypes() {
   std::map<std::tuple<int64_t, int64_t, int, int32_t>, int> counts;
   for (const Job& job : jobs_) {
-    for (int pod : job.pods) {
-      const PodState& p = pods_[pod];
+    for (int pod_index : job.pods) {
+      const PodState& p = state_.pod(pod_index);
       int64_t cpu = 0, mem = 0;
       for (const auto& [dim, amount] : p.req) {
         if (dim == kCpuDim) cpu = amount;
@@ -782,66 +249,6 @@ void Cycle::BuildTaskTypes() {
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Accounting
-
-void Cycle::Account(const PodState& p, int pool, int sign) {
-  for (int q = p.queue; q >= 0; q = queues_[q].parent) {
-    for (int r = 0; r < kQ; ++r) {
-      Alloc(q, pool, r) += sign * p.quota[r];
-      if (!p.preemptible) AllocNonPreemptible(q, pool, r) += sign * p.quota[r];
-    }
-  }
-}
-
-bool Cycle::GpuFits(const PodState& p, int node, int* device) const {
-  const NodeView& v = view_.node(node);
-  *device = -1;
-  if (p.gpu_whole > 0) return v.full_free >= p.gpu_whole;
-  if (p.gpu_fraction == 0) return true;
-  if (v.max_device_free < p.gpu_fraction) return false;
-  const int32_t* dev = view_.Devices(node);
-  int32_t best = std::numeric_limits<int32_t>::max();
-  for (int d = 0; d < v.gpu_devices; ++d) {
-    if (dev[d] >= p.gpu_fraction && dev[d] < best) {
-      best = dev[d];
-      *device = d;
-    }
-  }
-  return *device >= 0;
-}
-
-void Cycle::UpdateMaxDeviceFree(int node) {
-  NodeView& v = view_.node(node);
-  const int32_t* dev = view_.Devices(node);
-  int32_t max_free = 0;
-  for (int d = 0; d < v.gpu_devices; ++d) max_free = std::max(max_free, dev[d]);
-  v.max_device_free = max_free;
-}
-
-bool Cycle::Fits(const PodState& p, int node, int* device) {
-  for (const auto& [dim, amount] : p.req) {
-    if (view_.Free(node, dim) < amount) return false;
-  }
-  return GpuFits(p, node, device);
-}
-
-void Cycle::SyncPoolFit(int node) {
-  const NodeView& v = view_.node(node);
-  PoolFit& fit = pool_fit_[v.pool];
-  const int at = pool_position_[node];
-  fit.cpu[at] = view_.Free(node, kCpuDim);
-  fit.memory[at] = view_.Free(node, kMemoryDim);
-  fit.pods[at] = view_.Free(node, kPodsDim);
-  fit.gpu[0][at] = v.full_free;
-  fit.gpu[1][at] = v.max_device_free;
-  const uint64_t bit = uint64_t{1} << (at % 64);
-  fit.empty[at / 64] =
-      node_pods_[node].empty() ? fit.empty[at / 64] | bit : fit.empty[at / 64] & ~bit;
-}
-
-// The fit check of one pod shape against one pool's PoolFit columns: at least cpu, memory and
-// pods free, and gpu_req in the GPU column (devices fully free, or most left on one device).
 struct FitTest {
   const int64_t *cpu, *memory, *pods;
   const int32_t* gpu;
@@ -868,7 +275,7 @@ const std::vector<uint64_t>& Cycle::ShapeFitBits(const PodState& p, int pool) {
   ShapeFit& sf = shape_fit_[key];
   // Same verdict as Fits: a whole-GPU pod needs full_free >= gpu_whole, a fraction needs one
   // device with that much left (max_device_free), other pods need nothing (both are >= 0).
-  const PoolFit& fit = pool_fit_[pool];
+  const PoolFit& fit = state_.pool_fit(pool);
   FitTest test{fit.cpu.data(), fit.memory.data(), fit.pods.data(),
                fit.gpu[p.gpu_whole > 0 ? 0 : 1].data()};
   test.gpu_req = p.gpu_whole > 0 ? p.gpu_whole : p.gpu_fraction;
@@ -889,11 +296,11 @@ const std::vector<uint64_t>& Cycle::ShapeFitBits(const PodState& p, int pool) {
   auto fits = [&](size_t at) -> bool {
     if (general) {
       int device = -1;
-      return Fits(p, nodes[at], &device);
+      return state_.Fits(p, nodes[at], &device);
     }
     return test(at);
   };
-  const std::vector<int>& log = pool_log_[pool];
+  const std::vector<int>& log = state_.PoolLog(pool);
   // Replaying a change costs about as much as checking a node in the tight loop below (the
   // pool's columns stay in the cache either way), so the bits are rebuilt only when more than
   // half of the pool's nodes' worth of changes piled up since.
@@ -911,134 +318,13 @@ const std::vector<uint64_t>& Cycle::ShapeFitBits(const PodState& p, int pool) {
     }
   } else {
     for (size_t i = sf.log_pos; i < log.size(); ++i) {
-      const int at = pool_position_[log[i]];
+      const int at = state_.PoolPosition(log[i]);
       const uint64_t bit = uint64_t{1} << (at % 64);
       sf.bits[at / 64] = fits(at) ? sf.bits[at / 64] | bit : sf.bits[at / 64] & ~bit;
     }
   }
   sf.log_pos = log.size();
   return sf.bits;
-}
-
-void Cycle::Apply(int pod, int node, int device, bool record,
-                  const std::vector<int>* exact_devices) {
-  PodState& p = pods_[pod];
-  NodeView& v = view_.node(node);
-  if (!frag_valid_.empty()) frag_valid_[node] = 0;
-  if (!node_version_.empty()) ++node_version_[pool_slot_[node]];
-  if (!pool_epoch_.empty()) {
-    ++pool_epoch_[v.pool];
-    pool_log_[v.pool].push_back(node);
-  }
-  for (const auto& [dim, amount] : p.req) view_.Free(node, dim) -= amount;
-  int32_t* dev = view_.Devices(node);
-  if (exact_devices != nullptr) {
-    std::vector<int> devices = *exact_devices;
-    p.devices = devices;
-    for (int d : devices) {
-      if (dev[d] == 1000) --v.full_free;
-      dev[d] -= p.gpu_whole > 0 ? 1000 : p.gpu_fraction;
-    }
-  } else if (p.gpu_whole > 0) {
-    p.devices.clear();
-    for (int d = 0; d < v.gpu_devices && static_cast<int>(p.devices.size()) < p.gpu_whole; ++d) {
-      if (dev[d] == 1000) p.devices.push_back(d);
-    }
-    for (int d : p.devices) dev[d] = 0;
-    v.full_free -= static_cast<int>(p.devices.size());
-  } else if (p.gpu_fraction > 0 && device >= 0) {
-    p.devices.clear();
-    if (dev[device] == 1000) --v.full_free;
-    dev[device] -= p.gpu_fraction;
-    p.devices.push_back(device);
-  } else {
-    p.devices.clear();
-  }
-  UpdateMaxDeviceFree(node);
-  p.node = node;
-  node_pods_[node].push_back(pod);
-  if (!pool_fit_.empty()) SyncPoolFit(node);
-  Account(p, v.pool, +1);
-  if (record) undo_.push_back({Op::kPlace, pod});
-}
-
-void Cycle::Remove(int pod, bool record) {
-  PodState& p = pods_[pod];
-  const int node = p.node;
-  NodeView& v = view_.node(node);
-  if (!frag_valid_.empty()) frag_valid_[node] = 0;
-  if (!node_version_.empty()) ++node_version_[pool_slot_[node]];
-  if (!pool_epoch_.empty()) {
-    ++pool_epoch_[v.pool];
-    pool_log_[v.pool].push_back(node);
-  }
-  for (const auto& [dim, amount] : p.req) view_.Free(node, dim) += amount;
-  int32_t* dev = view_.Devices(node);
-  for (int d : p.devices) {
-    dev[d] += p.gpu_whole > 0 ? 1000 : p.gpu_fraction;
-    if (dev[d] == 1000) ++v.full_free;
-  }
-  UpdateMaxDeviceFree(node);
-  Account(p, v.pool, -1);
-  std::erase(node_pods_[node], pod);
-  if (!pool_fit_.empty()) SyncPoolFit(node);
-  if (record) undo_.push_back({Op::kEvict, pod});
-  // Keep p.node/p.devices so a rollback can restore the exact devices.
-  p.node = -1;
-  p.last_node = node;
-}
-
-void Cycle::Rollback(size_t checkpoint) {
-  while (undo_.size() > checkpoint) {
-    Op op = undo_.back();
-    undo_.pop_back();
-    PodState& p = pods_[op.pod];
-    if (op.kind == Op::kPlace) {
-      Remove(op.pod, false);
-      p.placed_now = false;
-      p.placed_pool = -1;
-      p.last_node = -1;
-    } else {
-      std::vector<int> devices = p.devices;
-      Apply(op.pod, p.last_node, -1, false, &devices);
-      p.evicted = false;  // a withdrawn pod was never marked evicted
-    }
-  }
-}
-
-void Cycle::Commit(size_t checkpoint, int pool) {
-  for (size_t i = checkpoint; i < undo_.size(); ++i) {
-    PodState& p = pods_[undo_[i].pod];
-    switch (undo_[i].kind) {
-      case Op::kPlace: {
-        Binding b;
-        b.pod = p.key;
-        b.node = view_.node(p.node).node->name;
-        b.node_pool = view_.PoolName(pool);
-        b.queue = queues_[p.queue].name;
-        b.gpu_device = p.gpu_fraction > 0 && !p.devices.empty() ? p.devices[0] : -1;
-        bindings_.push_back(std::move(b));
-        p.reason.clear();
-        break;
-      }
-      case Op::kEvict:
-        evictions_.push_back(
-            {p.key, view_.node(p.last_node).node->name, p.evict_reason, p.evict_message});
-        break;
-      case Op::kWithdraw: {
-        // It never ran, so there is nothing to evict: its binding goes, and it stays pending.
-        auto b = std::find_if(bindings_.begin(), bindings_.end(),
-                              [&](const Binding& x) { return x.pod == p.key; });
-        if (b != bindings_.end()) bindings_.erase(b);
-        p.placed_now = false;
-        p.placed_pool = -1;
-        p.reason = p.evict_message;
-        break;
-      }
-    }
-  }
-  committed_ops_ += undo_.size() - checkpoint;
-  undo_.resize(checkpoint);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1154,7 +440,7 @@ const Cycle::ShapeScore& Cycle::CachedResourceScore(const PodState& p, ShapeScor
                                                     uint32_t version, int node) {
   if (entry.version != version) {
     int device = -1;
-    if (p.gpu_fraction > 0) GpuFits(p, node, &device);
+    if (p.gpu_fraction > 0) state_.GpuFits(p, node, &device);
     entry.score = ResourceScore(p, node, device);
     entry.device = device;
     entry.version = version;
@@ -1196,10 +482,11 @@ double Cycle::ResourceScore(const PodState& p, int node, int device) {
     case PlacementPolicy::kFgd: {
       const size_t types = task_types_.size();
       int64_t* fit_terms = &frag_fit_[node * types];
-      if (!frag_valid_[node]) {
+      const uint32_t version = state_.NodeVersion(node);
+      if (frag_version_[node] != version) {
         frag_before_[node] = Fragmentation(node, dev, cpu_free, mem_free);
         FragmentationTerms(node, dev, fit_terms, &frag_all_[node]);
-        frag_valid_[node] = 1;
+        frag_version_[node] = version;
       }
       const double before = frag_before_[node];
       // frag_all_ is the sum of all the node's devices: the devices after, when the pod takes
@@ -1347,7 +634,7 @@ uint32_t Cycle::Shortfall(const PodState& p, int node) {
 }
 
 bool Cycle::RefreshFailure(const PodState& p, int pool, StaticList& list, CachedFailure& f) {
-  const std::vector<int>& log = pool_log_[pool];
+  const std::vector<int>& log = state_.PoolLog(pool);
   auto count = [&](uint32_t bits, int sign) {
     for (size_t i = 0; i < p.req.size(); ++i) {
       if (bits & (1u << i)) f.insufficient[p.req[i].first] += sign;
@@ -1372,12 +659,12 @@ bool Cycle::RefreshFailure(const PodState& p, int pool, StaticList& list, Cached
   if (list.candidate_at.empty()) {
     list.candidate_at.assign(view_.PoolNodes(pool).size(), -1);
     for (size_t i = 0; i < list.candidates.size(); ++i) {
-      list.candidate_at[pool_position_[list.candidates[i].node]] = static_cast<int>(i);
+      list.candidate_at[state_.PoolPosition(list.candidates[i].node)] = static_cast<int>(i);
     }
   }
   bool changed = false;
   for (; f.log_pos < log.size(); ++f.log_pos) {
-    const int at = list.candidate_at[pool_position_[log[f.log_pos]]];
+    const int at = list.candidate_at[state_.PoolPosition(log[f.log_pos])];
     if (at < 0) continue;
     const uint32_t now = Shortfall(p, list.candidates[at].node);
     if (now == f.shortfall[at]) continue;
@@ -1427,9 +714,9 @@ bool Dominates(const PodState& p, const FailedShape& f) {
   return true;
 }
 
-int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* device,
+int Cycle::FindNode(int pod_index, int pool, const std::vector<int>& gang_nodes, int* device,
                     std::string* reason) {
-  PodState& p = pods_[pod];
+  const PodState& p = state_.pod(pod_index);
   StaticList& list = view_.Static(p.signature, pool, *p.pod);
   const size_t n = list.candidates.size();
   const int to_find =
@@ -1447,7 +734,7 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
   class_stretch_.assign(list.num_classes, 0);
   int feasible = 0;
   size_t processed = 0;
-  const PoolFit& fit = pool_fit_[pool];
+  const PoolFit& fit = state_.pool_fit(pool);
   // The normalisation bounds (scores are finite, so the first score sets both).
   double min_raw = std::numeric_limits<double>::infinity();
   double max_raw = -std::numeric_limits<double>::infinity();
@@ -1455,9 +742,9 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
   int64_t max_affinity = 0;
   // Raw pointers, all by pool position: the visit stores through `scored`, which would make
   // the compiler reload each vector's data pointer for every node.
-  const int pool_offset = pool_offset_[pool];
+  const int pool_offset = state_.PoolOffset(pool);
   ShapeScore* const shape_scores = ShapeScores(p.shape) + pool_offset;
-  const uint32_t* const versions = node_version_.data() + pool_offset;
+  const uint32_t* const versions = state_.PoolVersions(pool);
   const StaticCandidate* const candidates = list.candidates.data();
   const int* const candidate_at = list.candidate_at.data();
   const int* const class_at = list.class_at.data();
@@ -1570,22 +857,13 @@ int Cycle::FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* 
 // ---------------------------------------------------------------------------------------------
 // Allocation
 
-QuotaVector Cycle::JobQuota(const Job& job) const {
-  if (job.quota != QuotaVector{} || job.pods.empty()) return job.quota;
-  QuotaVector total{};
-  for (int pod : job.pods) {
-    for (int r = 0; r < kQ; ++r) total[r] += pods_[pod].quota[r];
-  }
-  return total;
-}
-
 std::string Cycle::QuotaCheck(const Job& job, int pool) const {
-  const QuotaVector req = JobQuota(job);
+  const QuotaVector req = job.quota;
   for (int q = job.queue; q >= 0; q = queues_[q].parent) {
     for (int r = 0; r < kQ; ++r) {
-      const int64_t limit = Limit(q, pool, r);
+      const int64_t limit = quota().Limit(q, pool, r);
       if (req[r] == 0 || limit == model::kUnlimited) continue;
-      const int64_t used = Alloc(q, pool, r);
+      const int64_t used = quota().Allocated(q, pool, r);
       if (used + req[r] > limit) {
         return "queue " + queues_[q].name + " is at its limit of " + FormatQuota(r, limit) + " " +
                std::string(model::kQuotaResourceK8sNames[r]) + " in node pool " +
@@ -1596,11 +874,11 @@ std::string Cycle::QuotaCheck(const Job& job, int pool) const {
   }
   if (job.priority >= kNonPreemptiblePriority) {
     for (int r = 0; r < kQ; ++r) {
-      const int64_t deserved = Deserved(job.queue, pool, r);
-      if (req[r] == 0 || deserved == model::kUnlimited || !QuotaApplies(job.queue, pool, r)) {
+      const int64_t deserved = quota().Deserved(job.queue, pool, r);
+      if (req[r] == 0 || deserved == model::kUnlimited || !quota().Applies(job.queue, pool, r)) {
         continue;
       }
-      const int64_t used = AllocNonPreemptible(job.queue, pool, r);
+      const int64_t used = quota().AllocatedNonPreemptible(job.queue, pool, r);
       if (used + req[r] > deserved) {
         return "queue " + queues_[job.queue].name +
                ": pods with priority >= " + std::to_string(kNonPreemptiblePriority) +
@@ -1620,12 +898,12 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool u
     reason = quota;
     return false;
   }
-  const size_t checkpoint = undo_.size();
+  const size_t checkpoint = state_.Checkpoint();
   std::vector<int> gang_nodes;
   int placed = 0;
   std::string first_failure;
   for (int pod : job.pods) {
-    PodState& p = pods_[pod];
+    const PodState& p = state_.pod(pod);
     std::string why;
     const bool cached = use_cache && job.gang < 0;
     const FailureKey key{p.signature, pool, p.shape};
@@ -1633,12 +911,12 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool u
       auto it = failure_cache_.find(key);
       if (it != failure_cache_.end()) {
         CachedFailure& f = it->second;
-        if (f.epoch != pool_epoch_[pool]) {
+        if (f.epoch != state_.PoolEpoch(pool)) {
           StaticList& list = view_.Static(p.signature, pool, *p.pod);
           if (RefreshFailure(p, pool, list, f)) {
             f.reason = FormatFailureReason(f.insufficient, pool, list);
           }
-          f.epoch = pool_epoch_[pool];
+          f.epoch = state_.PoolEpoch(pool);
         }
         reason = it->second.reason;
         return false;
@@ -1665,32 +943,30 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool u
       }
     }
     if (node < 0) {
-      if (cached) failure_cache_[key] = {why, pool_epoch_[pool]};
+      if (cached) failure_cache_[key] = {why, state_.PoolEpoch(pool)};
       if (first_failure.empty()) first_failure = p.key + ": " + why;
-      p.reason = why;
+      state_.SetReason(pod, why);
       // A gang that needs every remaining pod cannot succeed any more.
       if (job.gang < 0 || job.need >= static_cast<int>(job.pods.size())) break;
       continue;
     }
-    Apply(pod, node, device, true);
-    p.placed_now = true;
-    p.placed_pool = pool;
+    state_.Place(pod, node, device, pool);
     gang_nodes.push_back(node);
     ++placed;
   }
   if (placed > 0 && placed >= job.need) {
     for (int pod : job.pods) {
-      if (pods_[pod].placed_now) continue;
-      pods_[pod].reason = "gang " + job.gang_name + " started with " + std::to_string(placed) +
-                          " pods (gang-min " + std::to_string(job.gang_min) +
-                          "); this pod: " + pods_[pod].reason;
+      if (state_.pod(pod).placed_now) continue;
+      state_.SetReason(pod, "gang " + job.gang_name + " started with " + std::to_string(placed) +
+                                " pods (gang-min " + std::to_string(job.gang_min) +
+                                "); this pod: " + state_.pod(pod).reason);
     }
-    Commit(checkpoint, pool);
+    state_.Commit(checkpoint, pool);
     return true;
   }
-  Rollback(checkpoint);
+  state_.Rollback(checkpoint);
   if (job.gang < 0) {
-    reason = pods_[job.pods[0]].reason;
+    reason = state_.pod(job.pods[0]).reason;
   } else {
     reason = "gang " + job.gang_name + ": " + std::to_string(placed) + " of " +
              std::to_string(job.pods.size()) + " pending pods fit, gang-min " +
@@ -1701,7 +977,7 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool u
 }
 
 bool Cycle::TryJob(const Job& job, std::string& reason, bool use_cache) {
-  const std::span<const int> pools = pods_[job.pods[0]].pools;
+  const std::span<const int> pools = job.pools;
   reason.clear();
   for (size_t i = 0; i < pools.size(); ++i) {
     // pool_reason_ keeps its capacity across decisions: copying a cached reason into it does
@@ -1723,8 +999,8 @@ double Cycle::QueueShareKey(int q) const {
   for (int r = 0; r < kQ; ++r) {
     int64_t alloc = 0, fs = 0;
     for (int pool = 0; pool < pools_; ++pool) {
-      alloc += Alloc(q, pool, r);
-      fs += FairShare(q, pool, r);
+      alloc += quota().Allocated(q, pool, r);
+      fs += quota().FairShare(q, pool, r);
     }
     if (alloc == 0) continue;
     share = std::max(share, fs == 0 ? 1e18 : static_cast<double>(alloc) / static_cast<double>(fs));
@@ -1736,12 +1012,13 @@ double Cycle::QueueShareKey(int q) const {
 // (ComputeFairShare counts its demand in each), so a fallback pool where the queue still has
 // deserved quota left ranks the queue as one of those within deserved.
 bool Cycle::WithinDeserved(int q, const Job& job) const {
-  for (int pool : pods_[job.pods[0]].pools) {
+  for (int pool : job.pools) {
     bool within = true;
     for (int r = 0; r < kQ && within; ++r) {
-      if (job.quota[r] == 0 || !QuotaApplies(q, pool, r)) continue;
-      const int64_t deserved = Deserved(q, pool, r);
-      within = deserved == model::kUnlimited || Alloc(q, pool, r) + job.quota[r] <= deserved;
+      if (job.quota[r] == 0 || !quota().Applies(q, pool, r)) continue;
+      const int64_t deserved = quota().Deserved(q, pool, r);
+      within =
+          deserved == model::kUnlimited || quota().Allocated(q, pool, r) + job.quota[r] <= deserved;
     }
     if (within) return true;
   }
@@ -1818,8 +1095,8 @@ void Cycle::Allocate() {
     }
     if (!placed) {
       const std::vector<int>& job_pods = jobs_[j].pods;
-      for (size_t i = 0; i + 1 < job_pods.size(); ++i) pods_[job_pods[i]].reason = reason;
-      pods_[job_pods.back()].reason = std::move(reason);
+      for (size_t i = 0; i + 1 < job_pods.size(); ++i) state_.SetReason(job_pods[i], reason);
+      state_.SetReason(job_pods.back(), std::move(reason));
       failed_jobs_.push_back(j);
     } else {
       for (int a = q; a >= 0; a = queues_[a].parent) share_cache_[a] = QueueShareKey(a);
@@ -1847,28 +1124,29 @@ std::vector<int> Cycle::LevelsBelowSharedAncestor(int q, int other) const {
 // (GetTasksToEvict). Sparing such a gang instead would only bind a pod in this cycle to evict
 // its whole gang in the next.
 std::vector<int> Cycle::WithGangPeers(int pod) const {
-  const PodState& p = pods_[pod];
+  const PodState& p = state_.pod(pod);
   if (p.gang < 0) return {pod};
   std::vector<int> out;
-  for (int m : gang_members_[p.gang]) {
-    if (pods_[m].node >= 0) out.push_back(m);
+  for (int m : gangs_.members[p.gang]) {
+    if (state_.pod(m).node >= 0) out.push_back(m);
   }
   return out;
 }
 
 bool Cycle::ReclaimerEligible(const Job& job, int pool) const {
-  const QuotaVector req = JobQuota(job);
+  const QuotaVector req = job.quota;
   const bool gpu = req[kGpuQ] > 0;
   for (int r = 0; r < kQ; ++r) {
     if (gpu != (r == kGpuQ)) continue;
-    if (Alloc(job.queue, pool, r) + req[r] > FairShare(job.queue, pool, r)) return false;
+    if (quota().Allocated(job.queue, pool, r) + req[r] > quota().FairShare(job.queue, pool, r))
+      return false;
   }
   return true;
 }
 
 bool Cycle::GangEvictable(const PodState& evictor, int victim, bool reclaim) const {
   for (int m : WithGangPeers(victim)) {
-    const PodState& peer = pods_[m];
+    const PodState& peer = state_.pod(m);
     if (!peer.preemptible) return false;
     if (!reclaim && peer.priority >= evictor.priority) return false;
   }
@@ -1887,7 +1165,7 @@ bool Cycle::GangEvictable(const PodState& evictor, int victim, bool reclaim) con
 // (ReclaimerSideWithinFairShare).
 bool Cycle::VictimAllowed(const PodState& reclaimer, int victim, int pool,
                           const TakenQuota& taken) const {
-  const PodState& v = pods_[victim];
+  const PodState& v = state_.pod(victim);
   const bool gpu = reclaimer.quota[kGpuQ] > 0;
   bool frees = false;
   for (int r = 0; r < kQ; ++r) {
@@ -1896,22 +1174,23 @@ bool Cycle::VictimAllowed(const PodState& reclaimer, int victim, int pool,
   if (!frees) return false;
   std::map<int, QuotaVector> freed;  // by node pool: the gang's running members there
   for (int m : WithGangPeers(victim)) {
-    QuotaVector& sum = freed[view_.node(pods_[m].node).pool];
-    for (int r = 0; r < kQ; ++r) sum[r] += pods_[m].quota[r];
+    QuotaVector& sum = freed[view_.node(state_.pod(m).node).pool];
+    for (int r = 0; r < kQ; ++r) sum[r] += state_.pod(m).quota[r];
   }
   auto allocated = [&](int x, int in_pool, int r) {
     auto it = taken.find({x, in_pool});
-    return Alloc(x, in_pool, r) - (it == taken.end() ? 0 : it->second[r]);
+    return quota().Allocated(x, in_pool, r) - (it == taken.end() ? 0 : it->second[r]);
   };
   for (int x : LevelsBelowSharedAncestor(v.queue, reclaimer.queue)) {
     for (int r = 0; r < kQ; ++r) {
       if (gpu != (r == kGpuQ) || freed[pool][r] == 0) continue;
-      if (allocated(x, pool, r) <= FairShare(x, pool, r)) return false;  // not above fair share
+      if (allocated(x, pool, r) <= quota().FairShare(x, pool, r))
+        return false;  // not above fair share
     }
     for (const auto& [in_pool, amounts] : freed) {
       for (int r = 0; r < kQ; ++r) {
-        if (amounts[r] == 0 || !QuotaApplies(x, in_pool, r)) continue;
-        const int64_t deserved = Deserved(x, in_pool, r);
+        if (amounts[r] == 0 || !quota().Applies(x, in_pool, r)) continue;
+        const int64_t deserved = quota().Deserved(x, in_pool, r);
         if (deserved == model::kUnlimited || allocated(x, in_pool, r) - amounts[r] < deserved) {
           return false;
         }
@@ -1935,7 +1214,8 @@ bool Cycle::ReclaimerSideWithinFairShare(const PodState& reclaimer, int victim_q
     for (int r = 0; r < kQ; ++r) {
       if (gpu != (r == kGpuQ)) continue;
       const int64_t freed = it == taken.end() ? 0 : it->second[r];
-      if (Alloc(x, pool, r) - freed + reclaimer.quota[r] > FairShare(x, pool, r)) {
+      if (quota().Allocated(x, pool, r) - freed + reclaimer.quota[r] >
+          quota().FairShare(x, pool, r)) {
         return false;
       }
     }
@@ -1944,10 +1224,10 @@ bool Cycle::ReclaimerSideWithinFairShare(const PodState& reclaimer, int victim_q
 }
 
 bool Cycle::SelectVictims(int pod, int node, int pool, bool reclaim, std::vector<int>& victims) {
-  const PodState& p = pods_[pod];
+  const PodState& p = state_.pod(pod);
   std::vector<int> candidates;
-  for (int v : node_pods_[node]) {
-    const PodState& vp = pods_[v];
+  for (int v : state_.NodePods(node)) {
+    const PodState& vp = state_.pod(v);
     if (!vp.bound_initially || !vp.preemptible || vp.queue < 0 || vp.evicted) continue;
     if (reclaim ? vp.queue == p.queue : (vp.queue != p.queue || vp.priority >= p.priority)) {
       continue;
@@ -1957,7 +1237,7 @@ bool Cycle::SelectVictims(int pod, int node, int pool, bool reclaim, std::vector
   }
   if (candidates.empty()) return false;
   std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
-    const PodState &x = pods_[a], &y = pods_[b];
+    const PodState &x = state_.pod(a), &y = state_.pod(b);
     if (x.priority != y.priority) return x.priority < y.priority;
     if (x.quota[kGpuQ] != y.quota[kGpuQ]) return x.quota[kGpuQ] > y.quota[kGpuQ];
     if (x.arrival != y.arrival) return x.arrival > y.arrival;
@@ -1981,7 +1261,7 @@ bool Cycle::SelectVictims(int pod, int node, int pool, bool reclaim, std::vector
   };
   auto change = [&](int v, int sign) {
     for (int m : WithGangPeers(v)) {
-      const PodState& mp = pods_[m];
+      const PodState& mp = state_.pod(m);
       if (mp.node != node) continue;
       for (size_t i = 0; i < p.req.size(); ++i) {
         for (const auto& [dim, amount] : mp.req) {
@@ -1994,9 +1274,9 @@ bool Cycle::SelectVictims(int pod, int node, int pool, bool reclaim, std::vector
   TakenQuota taken;
   auto take = [&](int v, int sign) {
     for (int m : WithGangPeers(v)) {
-      const int in_pool = view_.node(pods_[m].node).pool;
-      for (int q = pods_[m].queue; q >= 0; q = queues_[q].parent) {
-        for (int r = 0; r < kQ; ++r) taken[{q, in_pool}][r] += sign * pods_[m].quota[r];
+      const int in_pool = view_.node(state_.pod(m).node).pool;
+      for (int q = state_.pod(m).queue; q >= 0; q = queues_[q].parent) {
+        for (int r = 0; r < kQ; ++r) taken[{q, in_pool}][r] += sign * state_.pod(m).quota[r];
       }
     }
   };
@@ -2005,7 +1285,7 @@ bool Cycle::SelectVictims(int pod, int node, int pool, bool reclaim, std::vector
     if (fits()) break;
     // A gang peer of a chosen victim already goes with it (and is already counted).
     const bool gone = std::any_of(chosen.begin(), chosen.end(), [&](int c) {
-      return c == v || (pods_[v].gang >= 0 && pods_[c].gang == pods_[v].gang);
+      return c == v || (state_.pod(v).gang >= 0 && state_.pod(c).gang == state_.pod(v).gang);
     });
     if (gone) continue;
     if (reclaim && !VictimAllowed(p, v, pool, taken)) continue;
@@ -2018,7 +1298,7 @@ bool Cycle::SelectVictims(int pod, int node, int pool, bool reclaim, std::vector
   // others free. Giving a victim back only raises the victims' queues, so their side still holds.
   auto reclaimer_side_holds = [&](int given_back) {
     return std::all_of(chosen.begin(), chosen.end(), [&](int c) {
-      return c == given_back || ReclaimerSideWithinFairShare(p, pods_[c].queue, pool, taken);
+      return c == given_back || ReclaimerSideWithinFairShare(p, state_.pod(c).queue, pool, taken);
     });
   };
   // Reprieve: give back victims, highest priority first, while the pod still fits and, for
@@ -2041,17 +1321,18 @@ bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
   if (reclaim && (!QuotaCheck(job, pool).empty() || !ReclaimerEligible(job, pool))) return false;
   // Gang-min counts the members running now, not when the job was built (job.need): an earlier
   // reclaim or preemption in this cycle may have evicted some, and they do not come back in it.
-  const int need = job.gang < 0 ? 1 : std::max(1, job.gang_min - RunningMembers(job.gang));
-  const size_t checkpoint = undo_.size();
+  const int need =
+      job.gang < 0 ? 1 : std::max(1, job.gang_min - RunningMembers(state_, gangs_, job.gang));
+  const size_t checkpoint = state_.Checkpoint();
   std::vector<int> gang_nodes;
   int placed = 0;
   for (int pod : job.pods) {
-    const std::span<const int> pools = pods_[pod].pools;
+    const std::span<const int> pools = state_.pod(pod).pools;
     if (std::find(pools.begin(), pools.end(), pool) == pools.end()) break;
     int device = -1;
     int node = FindNode(pod, pool, gang_nodes, &device, nullptr);
     if (node < 0) {
-      PodState& p = pods_[pod];
+      const PodState& p = state_.pod(pod);
       StaticList& list = view_.Static(p.signature, pool, *p.pod);
       int best_node = -1;
       std::vector<int> best_victims;
@@ -2063,7 +1344,7 @@ bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
         int64_t priority_sum = 0;
         for (int v : victims) {
           count += WithGangPeers(v).size();
-          priority_sum += pods_[v].priority;
+          priority_sum += state_.pod(v).priority;
         }
         std::pair<size_t, int64_t> cost{count, priority_sum};
         if (cost < best_cost) {
@@ -2074,12 +1355,10 @@ bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
       }
       if (best_node < 0) break;
       for (int v : best_victims) EvictWithGang(v, p, reclaim);
-      if (!Fits(p, best_node, &device)) break;
+      if (!state_.Fits(p, best_node, &device)) break;
       node = best_node;
     }
-    Apply(pod, node, device, true);
-    pods_[pod].placed_now = true;
-    pods_[pod].placed_pool = pool;
+    state_.Place(pod, node, device, pool);
     gang_nodes.push_back(node);
     ++placed;
   }
@@ -2091,30 +1370,30 @@ bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
     ok = QuotaCheck(placed_only, pool).empty();
     for (int q = job.queue; ok && q >= 0; q = queues_[q].parent) {
       for (int r = 0; r < kQ; ++r) {
-        const int64_t limit = Limit(q, pool, r);
-        if (limit != model::kUnlimited && Alloc(q, pool, r) > limit) ok = false;
+        const int64_t limit = quota().Limit(q, pool, r);
+        if (limit != model::kUnlimited && quota().Allocated(q, pool, r) > limit) ok = false;
       }
     }
     if (ok && job.priority >= kNonPreemptiblePriority) {
       for (int r = 0; r < kQ; ++r) {
-        const int64_t deserved = Deserved(job.queue, pool, r);
-        if (deserved != model::kUnlimited && QuotaApplies(job.queue, pool, r) &&
-            AllocNonPreemptible(job.queue, pool, r) > deserved) {
+        const int64_t deserved = quota().Deserved(job.queue, pool, r);
+        if (deserved != model::kUnlimited && quota().Applies(job.queue, pool, r) &&
+            quota().AllocatedNonPreemptible(job.queue, pool, r) > deserved) {
           ok = false;
         }
       }
     }
   }
   if (!ok) {
-    Rollback(checkpoint);
+    state_.Rollback(checkpoint);
     return false;
   }
   for (int pod : job.pods) {
-    if (!pods_[pod].placed_now) {
-      pods_[pod].reason = "gang " + job.gang_name + " started without this pod";
+    if (!state_.pod(pod).placed_now) {
+      state_.SetReason(pod, "gang " + job.gang_name + " started without this pod");
     }
   }
-  Commit(checkpoint, pool);
+  state_.Commit(checkpoint, pool);
   return true;
 }
 
@@ -2126,18 +1405,13 @@ void Cycle::EvictWithGang(int victim, const PodState& evictor, bool reclaim) {
               : "preempted by pod " + evictor.key + " (priority " +
                     std::to_string(evictor.priority) + ")";
   for (int m : WithGangPeers(victim)) {
-    PodState& mp = pods_[m];
+    const PodState& mp = state_.pod(m);
     if (!mp.bound_initially) {
-      mp.evict_message = "placement withdrawn: gang " + mp.pod->labels.at(kGangLabel) + " was " +
-                         message + " in the same cycle";
-      Remove(m, false);
-      undo_.push_back({Op::kWithdraw, m});
+      state_.Withdraw(m, "placement withdrawn: gang " + mp.pod->labels.at(kGangLabel) + " was " +
+                             message + " in the same cycle");
       continue;
     }
-    mp.evicted = true;
-    mp.evict_reason = reclaim ? EvictionReason::kReclaim : EvictionReason::kPreempt;
-    mp.evict_message = message;
-    Remove(m, true);
+    state_.Evict(m, reclaim ? EvictionReason::kReclaim : EvictionReason::kPreempt, message);
   }
 }
 
@@ -2145,32 +1419,32 @@ void Cycle::ReclaimAndPreempt() {
   if (!options_.enable_reclaim && !options_.enable_preempt) return;
   // Running preemptible pods per pool: without any, there is nothing to evict.
   std::vector<int> victims_in_pool(pools_, 0);
-  for (const PodState& p : pods_) {
+  for (const PodState& p : state_.pods()) {
     if (p.bound_initially && p.node >= 0 && p.preemptible)
       ++victims_in_pool[view_.node(p.node).pool];
   }
   for (int j : failed_jobs_) {
     const Job& job = jobs_[j];
     bool done = false;
-    for (int pool : pods_[job.pods[0]].pools) {
+    for (int pool : job.pools) {
       if (victims_in_pool[pool] == 0) continue;
-      const PodState& first = pods_[job.pods[0]];
+      const PodState& first = state_.pod(job.pods[0]);
       const auto key = std::make_tuple(first.signature, pool, first.shape, job.queue, job.priority);
       if (job.gang < 0) {
         auto it = victim_failure_epoch_.find(key);
-        if (it != victim_failure_epoch_.end() && it->second == committed_ops_) continue;
+        if (it != victim_failure_epoch_.end() && it->second == state_.CommittedOps()) continue;
       }
-      const size_t evictions_before = evictions_.size();
+      const size_t evictions_before = state_.evictions().size();
       if ((options_.enable_reclaim && TryWithVictims(job, pool, true)) ||
           (options_.enable_preempt && TryWithVictims(job, pool, false))) {
-        for (size_t e = evictions_before; e < evictions_.size(); ++e) {
-          int node = view_.FindNode(evictions_[e].node);
+        for (size_t e = evictions_before; e < state_.evictions().size(); ++e) {
+          int node = view_.FindNode(state_.evictions()[e].node);
           if (node >= 0) --victims_in_pool[view_.node(node).pool];
         }
         done = true;
         break;
       }
-      if (job.gang < 0) victim_failure_epoch_[key] = committed_ops_;
+      if (job.gang < 0) victim_failure_epoch_[key] = state_.CommittedOps();
     }
     (void)done;
   }
@@ -2262,64 +1536,58 @@ namespace {
 void Cycle::EvictNoExecute() {
   std::set<int> broken_gangs;
   const int64_t now = snapshot_.now_ms;
-  for (size_t i = 0; i < pods_.size(); ++i) {
-    PodState& p = pods_[i];
+  for (int i = 0; i < state_.NumPods(); ++i) {
+    const PodState& p = state_.pod(i);
     if (!p.bound_initially || p.node < 0) continue;
     const model::Node& node = *view_.node(p.node).node;
     std::optional<int64_t> bound_at;
     auto bound = snapshot_.bound_at_ms.find(p.key);
     if (bound != snapshot_.bound_at_ms.end()) bound_at = bound->second;
     const NoExecuteVerdict verdict = NoExecuteDeadlineOf(*p.pod, node, bound_at, now);
+    std::string message;
     if (verdict.untolerated != nullptr) {
       const model::Taint* taint = verdict.untolerated;
-      p.evict_message = "node " + node.name + " has taint {" + taint->key + ": " + taint->value +
-                        "} with effect NoExecute that the pod does not tolerate";
+      message = "node " + node.name + " has taint {" + taint->key + ": " + taint->value +
+                "} with effect NoExecute that the pod does not tolerate";
     } else if (verdict.bounded && verdict.immediate) {
       const model::Taint* taint = verdict.taint;
-      p.evict_message = "node " + node.name + " has taint {" + taint->key + ": " + taint->value +
-                        "} with effect NoExecute that the pod tolerates for " +
-                        std::to_string(verdict.toleration_seconds) +
-                        " s (tolerationSeconds <= 0: not at all)";
+      message = "node " + node.name + " has taint {" + taint->key + ": " + taint->value +
+                "} with effect NoExecute that the pod tolerates for " +
+                std::to_string(verdict.toleration_seconds) +
+                " s (tolerationSeconds <= 0: not at all)";
     } else if (verdict.bounded && verdict.deadline_ms && now > 0 && *verdict.deadline_ms <= now) {
       const model::Taint* taint = verdict.taint;
-      p.evict_message = "node " + node.name + " has taint {" + taint->key + ": " + taint->value +
-                        "} with effect NoExecute that the pod tolerates for " +
-                        std::to_string(verdict.toleration_seconds) +
-                        " s (tolerationSeconds), until " + FormatTimestamp(*verdict.deadline_ms);
+      message = "node " + node.name + " has taint {" + taint->key + ": " + taint->value +
+                "} with effect NoExecute that the pod tolerates for " +
+                std::to_string(verdict.toleration_seconds) + " s (tolerationSeconds), until " +
+                FormatTimestamp(*verdict.deadline_ms);
     } else {
       if (verdict.bounded) {
         no_execute_deadlines_.push_back({p.key, node.name, verdict.taint->ToString(),
                                          verdict.toleration_seconds, verdict.deadline_ms});
-        no_execute_pods_.push_back(static_cast<int>(i));
+        no_execute_pods_.push_back(i);
       }
       continue;
     }
-    p.evicted = true;
-    p.evict_reason = EvictionReason::kNoExecute;
-    Remove(static_cast<int>(i), false);
-    evictions_.push_back({p.key, node.name, p.evict_reason, p.evict_message});
+    state_.EvictNow(i, EvictionReason::kNoExecute, std::move(message));
     if (p.gang >= 0) broken_gangs.insert(p.gang);
   }
   // A gang that drops below its gang-min goes as a whole: no gang is left partly running.
   for (int g : broken_gangs) {
-    const int running = RunningMembers(g);
-    if (running == 0 || running >= gang_min_[g]) continue;
-    for (int m : gang_members_[g]) {
-      PodState& p = pods_[m];
+    const int running = RunningMembers(state_, gangs_, g);
+    if (running == 0 || running >= gangs_.min[g]) continue;
+    for (int m : gangs_.members[g]) {
+      const PodState& p = state_.pod(m);
       if (p.node < 0) continue;
-      const std::string node = view_.node(p.node).node->name;
-      p.evicted = true;
-      p.evict_reason = EvictionReason::kNoExecute;
-      p.evict_message = "gang " + p.pod->labels.at(kGangLabel) + " fell below gang-min " +
-                        std::to_string(gang_min_[g]) + " after a NoExecute eviction";
-      Remove(m, false);
-      evictions_.push_back({p.key, node, p.evict_reason, p.evict_message});
+      state_.EvictNow(m, EvictionReason::kNoExecute,
+                      "gang " + p.pod->labels.at(kGangLabel) + " fell below gang-min " +
+                          std::to_string(gangs_.min[g]) + " after a NoExecute eviction");
     }
   }
   // A pod evicted with its gang has no deadline left.
   size_t kept = 0;
   for (size_t d = 0; d < no_execute_deadlines_.size(); ++d) {
-    if (pods_[no_execute_pods_[d]].evicted) continue;
+    if (state_.pod(no_execute_pods_[d]).evicted) continue;
     if (kept != d) no_execute_deadlines_[kept] = std::move(no_execute_deadlines_[d]);
     ++kept;
   }
@@ -2328,11 +1596,12 @@ void Cycle::EvictNoExecute() {
 
 CycleResult Cycle::Collect() {
   CycleResult result;
-  result.bindings = std::move(bindings_);
-  result.evictions = std::move(evictions_);
+  result.bindings = state_.TakeBindings();
+  result.evictions = state_.TakeEvictions();
   result.no_execute_deadlines = std::move(no_execute_deadlines_);
   result.decision_latency_ns = std::move(decision_latency_ns_);
-  for (PodState& p : pods_) {
+  for (int i = 0; i < state_.NumPods(); ++i) {
+    const PodState& p = state_.pod(i);
     if (p.node >= 0) continue;
     std::string reason;
     if (p.evicted) {
@@ -2343,7 +1612,7 @@ CycleResult Cycle::Collect() {
     } else if (!p.error.empty()) {
       reason = p.error;
     } else {
-      reason = p.reason.empty() ? "not considered" : std::move(p.reason);
+      reason = p.reason.empty() ? "not considered" : state_.TakeReason(i);
     }
     result.unschedulable.push_back({p.key, reason});
   }
@@ -2358,12 +1627,12 @@ CycleResult Cycle::Collect() {
           queues_[q].config != nullptr && queues_[q].config->resources.count(share.node_pool) > 0;
       for (int r = 0; r < kQ; ++r) {
         ResourceShare& s = share.resources[r];
-        s.deserved = Deserved(static_cast<int>(q), pool, r);
-        s.limit = Limit(static_cast<int>(q), pool, r);
-        s.fair_share = FairShare(static_cast<int>(q), pool, r);
-        s.allocated = Alloc(static_cast<int>(q), pool, r);
-        s.demand = demand_.empty() ? 0 : demand_[(q * pools_ + pool) * kQ + r];
-        s.over_quota_weight = weight_[(q * pools_ + pool) * kQ + r];
+        s.deserved = quota().Deserved(static_cast<int>(q), pool, r);
+        s.limit = quota().Limit(static_cast<int>(q), pool, r);
+        s.fair_share = quota().FairShare(static_cast<int>(q), pool, r);
+        s.allocated = quota().Allocated(static_cast<int>(q), pool, r);
+        s.demand = quota().Demand(static_cast<int>(q), pool, r);
+        s.over_quota_weight = quota().Weight(static_cast<int>(q), pool, r);
         if (s.fair_share != 0 || s.allocated != 0 || s.demand != 0) interesting = true;
       }
       if (interesting) result.fair_share.push_back(std::move(share));
@@ -2378,43 +1647,29 @@ CycleResult Cycle::Collect() {
   return result;
 }
 
+void Cycle::BindPods() {
+  // Bound pods take their capacity (devices: lowest free first for whole GPUs, best fit for
+  // fractions), even if that over-commits the node.
+  for (int i = 0; i < state_.NumPods(); ++i) {
+    const PodState& p = state_.pod(i);
+    if (p.pod->node_name.empty()) continue;
+    int node = view_.FindNode(p.pod->node_name);
+    if (node < 0) continue;  // bound to a node outside the snapshot: not ours to account
+    state_.Bind(i, node);
+  }
+}
+
 CycleResult Cycle::Run() {
-  BuildQueues();
-  BuildPods();
-  BuildGangs();
+  pools_ = view_.NumPools();
+  BindPods();
   EvictNoExecute();
-  BuildJobs();
-  ComputeFairShare();
+  jobs_ = BuildJobs(state_, gangs_);
+  state_.ComputeFairShares(QueueDemand(state_));
   if (options_.policy == PlacementPolicy::kFgd) BuildTaskTypes();
   frag_before_.assign(view_.NumNodes(), 0);
-  frag_valid_.assign(view_.NumNodes(), 0);
+  frag_version_.assign(view_.NumNodes(), 0);
   frag_fit_.assign(static_cast<size_t>(view_.NumNodes()) * task_types_.size(), 0);
   frag_all_.assign(view_.NumNodes(), 0);
-  node_version_.assign(view_.NumNodes(), 1);
-  pool_epoch_.assign(pools_, 1);
-  pool_log_.assign(pools_, {});
-  pool_position_.assign(view_.NumNodes(), -1);
-  pool_slot_.assign(view_.NumNodes(), -1);
-  pool_offset_.assign(pools_, 0);
-  pool_fit_.assign(pools_, {});
-  int pool_offset = 0;
-  for (int pool = 0; pool < pools_; ++pool) {
-    const std::vector<int>& nodes = view_.PoolNodes(pool);
-    pool_offset_[pool] = pool_offset;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      pool_position_[nodes[i]] = static_cast<int>(i);
-      pool_slot_[nodes[i]] = pool_offset + static_cast<int>(i);
-    }
-    pool_offset += static_cast<int>(nodes.size());
-    PoolFit& fit = pool_fit_[pool];
-    for (auto* column : {&fit.cpu, &fit.memory, &fit.pods}) column->resize(nodes.size());
-    for (auto& column : fit.gpu) column.resize(nodes.size());
-    fit.empty.assign((nodes.size() + 63) / 64, 0);
-    fit.name_rank.resize(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) fit.name_rank[i] = view_.node(nodes[i]).name_rank;
-    fit.ranks_ascending = std::is_sorted(fit.name_rank.begin(), fit.name_rank.end());
-  }
-  for (int node = 0; node < view_.NumNodes(); ++node) SyncPoolFit(node);
   Allocate();
   ReclaimAndPreempt();
   return Collect();

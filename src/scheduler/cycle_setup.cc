@@ -1,0 +1,404 @@
+#include "scheduler/cycle_setup.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+#include "common/strings.h"
+#include "scheduler/cluster_view.h"
+#include "scheduler/cycle_state.h"
+
+namespace gpupool::scheduler {
+namespace {
+
+// The node pools of a pod without gpupool.io/node-pool: the default pool (index 0).
+constexpr int kDefaultPoolOnly[] = {0};
+
+// Label keys as strings: Labels is a std::map<std::string, ...> without heterogeneous lookup.
+const std::string& QueueLabelKey() {
+  static const std::string key(kQueueLabel);
+  return key;
+}
+const std::string& NodePoolLabelKey() {
+  static const std::string key(kNodePoolLabel);
+  return key;
+}
+const std::string& GangLabelKey() {
+  static const std::string key(kGangLabel);
+  return key;
+}
+const std::string& GpuFractionAnnotationKey() {
+  static const std::string key(kGpuFractionAnnotation);
+  return key;
+}
+
+Result<int32_t> ParseFraction(const std::string& text) {
+  // Decimal 0 < f < 1 with up to three digits after the point ("0.5", ".25").
+  auto q = model::Quantity::Parse(text);
+  if (!q.ok() || q->MilliValue() <= 0 || q->MilliValue() >= 1000) {
+    return InvalidArgumentError("annotation " + std::string(kGpuFractionAnnotation) + "=\"" + text +
+                                "\": expected a fraction between 0 and 1 (e.g. 0.5)");
+  }
+  return static_cast<int32_t>(q->MilliValue());
+}
+
+class SetupBuilder {
+ public:
+  SetupBuilder(const ClusterSnapshot& snapshot, ClusterView& view)
+      : snapshot_(snapshot), view_(view) {}
+
+  CycleSetup Build() {
+    BuildQueues();
+    BuildPods();
+    BuildGangs();
+    return std::move(setup_);
+  }
+
+ private:
+  void BuildQueues();
+  void BuildPods();
+  void BuildPod(int index, PodState& p);
+  void ResolveQueue(PodState& p);
+  void ResolvePools(PodState& p);
+  void ResolveRequests(PodState& p);
+  void RankByAge();
+  void BuildGangs();
+
+  struct ParsedPools {
+    const std::vector<int>* pools = nullptr;
+    std::string error;  // the first unknown node pool
+  };
+
+  const ClusterSnapshot& snapshot_;
+  ClusterView& view_;
+  CycleSetup setup_;
+  std::unordered_map<std::string, int> queue_index_;
+  std::unordered_map<std::string, ParsedPools> pool_labels_;  // by gpupool.io/node-pool value
+  std::unordered_map<std::string, int32_t> fractions_;        // by gpupool.io/gpu-fraction value
+  std::unordered_map<std::string, int> shape_ids_;
+};
+
+void SetupBuilder::BuildQueues() {
+  std::vector<QueueState>& queues = setup_.queues;
+  std::vector<const model::Queue*> sorted;
+  for (const auto& q : snapshot_.queues) sorted.push_back(&q);
+  std::sort(sorted.begin(), sorted.end(),
+            [](const auto* a, const auto* b) { return a->name < b->name; });
+  for (const auto* q : sorted) {
+    if (queue_index_.count(q->name)) continue;  // duplicates: first wins
+    queue_index_[q->name] = static_cast<int>(queues.size());
+    queues.push_back({q->name, q, -1, q->priority, false});
+  }
+  bool need_default = false;
+  for (const auto& pod : snapshot_.pods) {
+    auto it = pod.labels.find(QueueLabelKey());
+    if (it == pod.labels.end() || it->second == kDefaultQueue) need_default = true;
+  }
+  if (need_default && !queue_index_.count(kDefaultQueue)) {
+    queue_index_[kDefaultQueue] = static_cast<int>(queues.size());
+    queues.push_back({kDefaultQueue, nullptr, -1, 0, false});
+  }
+  for (auto& q : queues) {
+    if (q.config == nullptr || q.config->parent.empty()) continue;
+    auto it = queue_index_.find(q.config->parent);
+    if (it != queue_index_.end()) {
+      q.parent = it->second;
+      queues[it->second].has_children = true;
+    }
+  }
+  // Cycles in the tree (a -> b -> a) are cut at the first repeat.
+  for (size_t i = 0; i < queues.size(); ++i) {
+    std::set<int> seen = {static_cast<int>(i)};
+    for (int q = queues[i].parent; q >= 0; q = queues[q].parent) {
+      if (!seen.insert(q).second) {
+        queues[i].parent = -1;
+        break;
+      }
+    }
+  }
+}
+
+void SetupBuilder::ResolveQueue(PodState& p) {
+  const model::PodScheduling& pod = *p.pod;
+  auto queue_label = pod.labels.find(QueueLabelKey());
+  static const std::string default_queue(kDefaultQueue);
+  const std::string& queue = queue_label == pod.labels.end() ? default_queue : queue_label->second;
+  auto qit = queue_index_.find(queue);
+  if (qit == queue_index_.end()) {
+    std::vector<std::string> names;
+    for (const auto& q : setup_.queues) names.push_back(q.name);
+    if (p.error.empty()) p.error = "queue \"" + queue + "\" not found" + DidYouMean(queue, names);
+  } else {
+    p.queue = qit->second;
+    if (setup_.queues[p.queue].has_children && p.error.empty()) {
+      p.error = "queue " + queue + " is a department; submit to one of its projects";
+    }
+  }
+}
+
+void SetupBuilder::ResolvePools(PodState& p) {
+  const model::PodScheduling& pod = *p.pod;
+  auto pool_label = pod.labels.find(NodePoolLabelKey());
+  if (pool_label == pod.labels.end() || Trim(pool_label->second).empty()) {
+    p.pools = kDefaultPoolOnly;
+    return;
+  }
+  // Parsed once per distinct label value.
+  auto [it, inserted] = pool_labels_.try_emplace(pool_label->second);
+  ParsedPools& parsed = it->second;
+  if (inserted) {
+    setup_.pool_lists.push_back(std::make_unique<std::vector<int>>());
+    std::vector<int>& pools = *setup_.pool_lists.back();
+    parsed.pools = &pools;
+    for (const std::string& part : Split(pool_label->second, ',')) {
+      std::string name(Trim(part));
+      int pool = view_.FindPool(name);
+      if (pool < 0) {
+        std::vector<std::string> names;
+        for (int i = 0; i < view_.NumPools(); ++i) names.push_back(view_.PoolName(i));
+        if (parsed.error.empty()) {
+          parsed.error = "node pool \"" + name + "\" not found" + DidYouMean(name, names);
+        }
+        continue;
+      }
+      if (std::find(pools.begin(), pools.end(), pool) == pools.end()) pools.push_back(pool);
+    }
+  }
+  p.pools = *parsed.pools;
+  if (p.error.empty()) p.error = parsed.error;
+}
+
+void SetupBuilder::ResolveRequests(PodState& p) {
+  const model::PodScheduling& pod = *p.pod;
+  for (const auto& [name, q] : pod.requests) {
+    if (name == kGpuResource) {
+      p.gpu_whole = static_cast<int>(std::clamp<int64_t>(q.Value(), 0, 1 << 20));
+      continue;
+    }
+    int64_t amount = DimAmount(name, q);
+    if (amount <= 0) continue;
+    p.req.push_back({view_.InternDim(name), amount});
+  }
+  p.req.push_back({kPodsDim, 1});
+  std::sort(p.req.begin(), p.req.end());
+  auto fraction = pod.annotations.find(GpuFractionAnnotationKey());
+  if (fraction != pod.annotations.end()) {
+    auto known = fractions_.find(fraction->second);
+    Result<int32_t> f = known != fractions_.end() ? Result<int32_t>(known->second)
+                                                  : ParseFraction(fraction->second);
+    if (f.ok() && known == fractions_.end()) fractions_.emplace(fraction->second, *f);
+    if (!f.ok()) {
+      if (p.error.empty()) p.error = f.status().message();
+    } else if (p.gpu_whole > 1) {
+      if (p.error.empty()) {
+        p.error = "a pod with " + std::string(kGpuFractionAnnotation) +
+                  " may request at most 1 nvidia.com/gpu";
+      }
+    } else {
+      p.gpu_fraction = *f;
+      p.gpu_whole = 0;
+    }
+  }
+  for (const auto& [dim, amount] : p.req) {
+    if (dim == kCpuDim) p.cpu_req = amount;
+    if (dim == kMemoryDim) p.mem_req = amount;
+  }
+  p.quota[kCpuQ] = p.cpu_req;
+  p.quota[kMemQ] = p.mem_req;
+  p.quota[kGpuQ] = int64_t{p.gpu_whole} * 1000 + p.gpu_fraction;
+}
+
+void SetupBuilder::BuildPod(int index, PodState& p) {
+  const model::PodScheduling& pod = snapshot_.pods[index];
+  p.pod = &pod;
+  p.key = PodKey(pod);
+  p.arrival = index;
+  Result<int32_t> priority = PodPriority(pod);
+  if (!priority.ok()) {
+    p.error = priority.status().message();
+  } else {
+    p.priority = *priority;
+  }
+  if (!pod.creation_timestamp.empty()) {
+    p.created_ms = ParseTimestampMillis(pod.creation_timestamp);
+    if (!p.created_ms && p.error.empty()) {
+      p.error = "metadata.creationTimestamp: expected an RFC 3339 time, got \"" +
+                pod.creation_timestamp + "\"";
+    }
+  }
+  p.preemptible = p.priority < kNonPreemptiblePriority;
+  ResolveQueue(p);
+  ResolvePools(p);
+  ResolveRequests(p);
+  p.signature = view_.Signature(pod);
+  std::string shape_key;
+  auto append = [&shape_key](int64_t v) {
+    shape_key.append(reinterpret_cast<const char*>(&v), sizeof v);
+  };
+  append(p.gpu_whole);
+  append(p.gpu_fraction);
+  for (const auto& [dim, amount] : p.req) {
+    append(dim);
+    append(amount);
+  }
+  p.shape = shape_ids_.try_emplace(std::move(shape_key), static_cast<int>(shape_ids_.size()))
+                .first->second;
+}
+
+void SetupBuilder::BuildPods() {
+  std::vector<PodState>& pods = setup_.pods;
+  pods.resize(snapshot_.pods.size());
+  for (size_t i = 0; i < snapshot_.pods.size(); ++i) BuildPod(static_cast<int>(i), pods[i]);
+  RankByAge();
+}
+
+// Age order (PodState::arrival): by metadata.creationTimestamp, older first; pods without one
+// (or an unreadable one) after those with one, as if created now; ties and pods without a time
+// in snapshot order. A strict total order, so the decisions stay deterministic.
+void SetupBuilder::RankByAge() {
+  std::vector<PodState>& pods = setup_.pods;
+  std::vector<std::pair<int64_t, int>> order;  // (creation time or max, snapshot index)
+  order.reserve(pods.size());
+  bool any = false;
+  for (size_t i = 0; i < pods.size(); ++i) {
+    const std::optional<int64_t>& created = pods[i].created_ms;
+    any |= created.has_value();
+    order.push_back({created.value_or(std::numeric_limits<int64_t>::max()), static_cast<int>(i)});
+  }
+  if (!any) return;  // snapshot order, as BuildPod set it
+  std::sort(order.begin(), order.end());
+  for (size_t rank = 0; rank < order.size(); ++rank) {
+    pods[order[rank].second].arrival = static_cast<int>(rank);
+  }
+}
+
+void SetupBuilder::BuildGangs() {
+  std::vector<PodState>& pods = setup_.pods;
+  Gangs& gangs = setup_.gangs;
+  std::map<std::tuple<int, std::string, std::string>, int> index;  // (queue, ns, name) -> gang
+  for (size_t i = 0; i < pods.size(); ++i) {
+    PodState& p = pods[i];
+    auto g = p.pod->labels.find(GangLabelKey());
+    if (g == p.pod->labels.end() || g->second.empty() || p.queue < 0) continue;
+    auto key = std::make_tuple(p.queue, p.pod->namespace_, g->second);
+    auto [it, inserted] = index.try_emplace(key, static_cast<int>(gangs.members.size()));
+    if (inserted) {
+      gangs.members.push_back({});
+      gangs.min.push_back(0);
+    }
+    p.gang = it->second;
+    gangs.members[p.gang].push_back(static_cast<int>(i));
+  }
+  for (size_t g = 0; g < gangs.members.size(); ++g) {
+    const int members = static_cast<int>(gangs.members[g].size());
+    gangs.min[g] = members;
+    for (int m : gangs.members[g]) {
+      auto it = pods[m].pod->labels.find(kGangMinLabel);
+      if (it == pods[m].pod->labels.end()) continue;
+      char* end = nullptr;
+      const long value = std::strtol(it->second.c_str(), &end, 10);
+      if (end != it->second.c_str() && *end == '\0' && value > 0) {
+        gangs.min[g] = static_cast<int>(std::min<long>(value, members));
+      } else {
+        for (int pod : gangs.members[g]) {
+          if (pods[pod].error.empty()) {
+            pods[pod].error = "label " + std::string(kGangMinLabel) + "=\"" + it->second +
+                              "\": expected a positive integer";
+          }
+        }
+      }
+      break;
+    }
+  }
+}
+
+QuotaVector JobQuota(const CycleState& state, const Job& job) {
+  QuotaVector total{};
+  for (int pod : job.pods) {
+    for (int r = 0; r < kQ; ++r) total[r] += state.pod(pod).quota[r];
+  }
+  return total;
+}
+
+}  // namespace
+
+CycleSetup BuildCycleSetup(const ClusterSnapshot& snapshot, ClusterView& view) {
+  return SetupBuilder(snapshot, view).Build();
+}
+
+int RunningMembers(const CycleState& state, const Gangs& gangs, int gang) {
+  int running = 0;
+  for (int m : gangs.members[gang]) running += state.pod(m).node >= 0 ? 1 : 0;
+  return running;
+}
+
+std::vector<Job> BuildJobs(const CycleState& state, const Gangs& gangs) {
+  std::vector<Job> jobs;
+  std::vector<int> gang_job(gangs.members.size(), -1);
+  for (int i = 0; i < state.NumPods(); ++i) {
+    const PodState& p = state.pod(i);
+    if (p.node >= 0 || p.evicted || !p.error.empty()) continue;
+    if (p.gang < 0) {
+      Job job;
+      job.pods = {i};
+      job.queue = p.queue;
+      job.priority = p.priority;
+      job.arrival = p.arrival;
+      jobs.push_back(job);
+      continue;
+    }
+    if (gang_job[p.gang] < 0) {
+      gang_job[p.gang] = static_cast<int>(jobs.size());
+      Job job;
+      job.queue = p.queue;
+      job.gang = p.gang;
+      job.gang_name = p.pod->labels.at(kGangLabel);
+      job.priority = p.priority;
+      job.arrival = p.arrival;
+      jobs.push_back(job);
+    }
+    Job& job = jobs[gang_job[p.gang]];
+    job.pods.push_back(i);
+    job.priority = std::max(job.priority, p.priority);
+    job.arrival = std::min(job.arrival, p.arrival);  // a gang is as old as its oldest pod
+  }
+  for (Job& job : jobs) {
+    if (job.gang < 0) continue;
+    job.gang_min = gangs.min[job.gang];
+    job.need = std::max(0, job.gang_min - RunningMembers(state, gangs, job.gang));
+  }
+  std::erase_if(jobs, [&](const Job& job) { return !state.pod(job.pods[0]).error.empty(); });
+  for (Job& job : jobs) {
+    job.quota = JobQuota(state, job);
+    job.pools = state.pod(job.pods[0]).pools;
+  }
+  return jobs;
+}
+
+// A pending pod asks in each of its node pools, as a KAI podgroup asks in its shard: a fallback
+// pool is a pool the job competes in, so the queue earns its deserved share there and may
+// reclaim it (otherwise its fair share in a fallback pool would be 0 and reclaim could never
+// start there). The price: a job that lists several pools weighs on the over-quota split of
+// each of them.
+std::vector<int64_t> QueueDemand(const CycleState& state) {
+  const QuotaTable& quota = state.quota();
+  std::vector<int64_t> demand(quota.Size(), 0);
+  auto add = [&](const PodState& p, int pool) {
+    for (int r = 0; r < kQ; ++r) demand[quota.At(p.queue, pool, r)] += p.quota[r];
+  };
+  for (const PodState& p : state.pods()) {
+    if (p.queue < 0) continue;
+    if (p.node >= 0) {
+      add(p, state.view().node(p.node).pool);
+    } else if (p.error.empty()) {
+      for (int pool : p.pools) add(p, pool);
+    }
+  }
+  return demand;
+}
+
+}  // namespace gpupool::scheduler

@@ -89,6 +89,7 @@ class ClusterView {
   NodeView& node(int n) { return nodes_[n]; }
   const NodeView& node(int n) const { return nodes_[n]; }
   int64_t& Free(int n, int dim) { return free_[static_cast<size_t>(n) * stride_ + dim]; }
+  int64_t Free(int n, int dim) const { return free_[static_cast<size_t>(n) * stride_ + dim]; }
   int64_t Allocatable(int n, int dim) const {
     return allocatable_[static_cast<size_t>(n) * stride_ + dim];
   }

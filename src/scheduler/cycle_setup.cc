@@ -330,6 +330,16 @@ CycleSetup BuildCycleSetup(const ClusterSnapshot& snapshot, ClusterView& view) {
   return SetupBuilder(snapshot, view).Build();
 }
 
+void BindPods(CycleState& state) {
+  for (int i = 0; i < state.NumPods(); ++i) {
+    const PodState& p = state.pod(i);
+    if (p.pod->node_name.empty()) continue;
+    const int node = state.view().FindNode(p.pod->node_name);
+    if (node < 0) continue;  // bound to a node outside the snapshot: not ours to account
+    state.Bind(i, node);
+  }
+}
+
 int RunningMembers(const CycleState& state, const Gangs& gangs, int gang) {
   int running = 0;
   for (int m : gangs.members[gang]) running += state.pod(m).node >= 0 ? 1 : 0;

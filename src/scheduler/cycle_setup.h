@@ -39,6 +39,11 @@ struct CycleSetup {
 // Queues, pods and gangs of `snapshot`; interns the pods' resources and signatures in `view`.
 CycleSetup BuildCycleSetup(const ClusterSnapshot& snapshot, ClusterView& view);
 
+// Pods bound before the cycle to a node of the snapshot take their capacity there, in snapshot
+// order (devices: the lowest fully free for whole GPUs, best fit for fractions), even if that
+// over-commits the node.
+void BindPods(CycleState& state);
+
 // The jobs of the pods still pending in `state`, in snapshot order of their first pod.
 std::vector<Job> BuildJobs(const CycleState& state, const Gangs& gangs);
 

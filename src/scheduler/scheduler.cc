@@ -19,6 +19,7 @@
 #include "scheduler/cycle_state.h"
 #include "scheduler/cycle_types.h"
 #include "scheduler/quota_table.h"
+#include "scheduler/scorers/placement_scorer.h"
 
 namespace gpupool::scheduler {
 namespace {
@@ -48,14 +49,6 @@ struct FailureKeyHash {
   }
 };
 
-struct TaskType {
-  int64_t cpu;
-  int64_t memory;
-  int gpu_whole;
-  int32_t gpu_fraction;
-  double weight;
-};
-
 class Cycle {
  public:
   Cycle(const SchedulerOptions& options, const ClusterSnapshot& snapshot)
@@ -72,8 +65,6 @@ class Cycle {
 
  private:
   const QuotaTable& quota() const { return state_.quota(); }
-  void BindPods();
-  void BuildTaskTypes();
   // Phases.
   void EvictNoExecute();
   void Allocate();
@@ -93,16 +84,13 @@ class Cycle {
   int FindNode(int pod, int pool, const std::vector<int>& gang_nodes, int* device,
                std::string* reason);
   bool ReclaimerEligible(const Job& job, int pool) const;
-  double ResourceScore(const PodState& p, int node, int device);
-  // ResourceScore and the device it scores are a function of the node's state and the pod's
+  // The scorer's score the device it scores are a function of the node's state and the pod's
   // shape only, so they are kept per node and shape until the node changes: `entry` is the
   // shape's entry of the node, `version` the node's version.
   struct ShapeScore;
   ShapeScore* ShapeScores(int shape);
   const ShapeScore& CachedResourceScore(const PodState& p, ShapeScore& entry, uint32_t version,
                                         int node);
-  double Fragmentation(int node, const int32_t* devices, int64_t cpu_free, int64_t mem_free) const;
-  void FragmentationTerms(int node, const int32_t* devices, int64_t* fit_terms, int64_t* all) const;
   int TopologyScore(int pool, int node, const std::vector<int>& gang_nodes) const;
   std::string FailureReason(const PodState& p, int pool, StaticList& list);
   // `insufficient`: nodes short of each dimension (last entry: nvidia.com/gpu).
@@ -164,7 +152,7 @@ class Cycle {
   std::vector<NoExecuteDeadline> no_execute_deadlines_;
   std::vector<int> no_execute_pods_;  // the pod of each no_execute_deadlines_ entry
   std::vector<int> failed_jobs_;
-  std::vector<TaskType> task_types_;
+  std::unique_ptr<PlacementScorer> scorer_;
   // Single pods that found no node, by exact request: the reason and the pool's epoch when it
   // was computed (a later pod with the same key fails too; its reason is recounted only if the
   // pool changed since).
@@ -205,49 +193,11 @@ class Cycle {
   std::map<std::tuple<int, int, int, int, int32_t>, size_t> victim_failure_epoch_;
   std::vector<double> share_cache_;
   std::vector<int64_t> decision_latency_ns_;
-  std::vector<double> frag_before_;     // FGD: fragmentation of each node now (cache)
-  std::vector<uint32_t> frag_version_;  // FGD: the node's version frag_before_ is of (0: none)
-  // FGD, with frag_before_: per node and task type, the fragmentation term when the task type's
-  // cpu/memory fit (it depends on the devices only; when they do not fit the term is
-  // frag_all_), so a pod without GPUs, which leaves the devices alone, is scored without walking
-  // them.
-  std::vector<int64_t> frag_fit_;  // node * task_types_.size() + type
-  std::vector<int64_t> frag_all_;
   std::vector<Candidate> scratch_;
   std::vector<std::string> resource_reasons_;                       // ResourceReasons
   std::vector<std::pair<int, const std::string*>> reason_entries_;  // FormatFailureReason
   std::string pool_reason_;                                         // TryJob
 };
-
-void Cycle::BuildTaskTypes() {
-  std::map<std::tuple<int64_t, int64_t, int, int32_t>, int> counts;
-  for (const Job& job : jobs_) {
-    for (int pod_index : job.pods) {
-      const PodState& p = state_.pod(pod_index);
-      int64_t cpu = 0, mem = 0;
-      for (const auto& [dim, amount] : p.req) {
-        if (dim == kCpuDim) cpu = amount;
-        if (dim == kMemoryDim) mem = amount;
-      }
-      ++counts[{cpu, mem, p.gpu_whole, p.gpu_fraction}];
-    }
-  }
-  std::vector<std::pair<int, std::tuple<int64_t, int64_t, int, int32_t>>> ranked;
-  int total = 0;
-  for (const auto& [shape, count] : counts) {
-    ranked.push_back({count, shape});
-    total += count;
-  }
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
-  if (static_cast<int>(ranked.size()) > options_.fgd_task_types) {
-    ranked.resize(options_.fgd_task_types);
-  }
-  for (const auto& [count, shape] : ranked) {
-    auto [cpu, mem, whole, fraction] = shape;
-    task_types_.push_back({cpu, mem, whole, fraction, static_cast<double>(count) / total});
-  }
-}
 
 struct FitTest {
   const int64_t *cpu, *memory, *pods;
@@ -356,79 +306,6 @@ int NumFeasibleNodesToFind(int pool_nodes, int percentage) {
   return std::max(100, pool_nodes * adaptive / 100);
 }
 
-double Cycle::Fragmentation(int node, const int32_t* devices, int64_t cpu_free,
-                            int64_t mem_free) const {
-  const int n = view_.node(node).gpu_devices;
-  if (n == 0) return 0;
-  int64_t all = 0, partial = 0;
-  int full = 0;
-  int32_t max_free = 0;
-  for (int d = 0; d < n; ++d) {
-    all += devices[d];
-    if (devices[d] >= 1000) {
-      ++full;
-    } else {
-      partial += devices[d];
-    }
-    max_free = std::max(max_free, devices[d]);
-  }
-  if (all == 0) return 0;
-  double frag = 0;
-  for (const TaskType& t : task_types_) {
-    bool fits = cpu_free >= t.cpu && mem_free >= t.memory;
-    int64_t f = 0;
-    if (t.gpu_whole > 0) {
-      f = fits && full >= t.gpu_whole ? partial : all;
-    } else if (t.gpu_fraction > 0) {
-      if (fits && max_free >= t.gpu_fraction) {
-        for (int d = 0; d < n; ++d) {
-          if (devices[d] < t.gpu_fraction) f += devices[d];
-        }
-      } else {
-        f = all;
-      }
-    } else {
-      f = fits ? 0 : all;
-    }
-    frag += t.weight * static_cast<double>(f);
-  }
-  return frag;
-}
-
-void Cycle::FragmentationTerms(int node, const int32_t* devices, int64_t* fit_terms,
-                               int64_t* all_out) const {
-  const int n = view_.node(node).gpu_devices;
-  int64_t all = 0, partial = 0;
-  int full = 0;
-  int32_t max_free = 0;
-  for (int d = 0; d < n; ++d) {
-    all += devices[d];
-    if (devices[d] >= 1000) {
-      ++full;
-    } else {
-      partial += devices[d];
-    }
-    max_free = std::max(max_free, devices[d]);
-  }
-  *all_out = all;
-  for (size_t t = 0; t < task_types_.size(); ++t) {
-    const TaskType& type = task_types_[t];
-    int64_t f = 0;
-    if (type.gpu_whole > 0) {
-      f = full >= type.gpu_whole ? partial : all;
-    } else if (type.gpu_fraction > 0) {
-      if (max_free >= type.gpu_fraction) {
-        for (int d = 0; d < n; ++d) {
-          if (devices[d] < type.gpu_fraction) f += devices[d];
-        }
-      } else {
-        f = all;
-      }
-    }
-    fit_terms[t] = f;
-  }
-}
-
 Cycle::ShapeScore* Cycle::ShapeScores(int shape) {
   if (static_cast<size_t>(shape) >= shape_scores_.size()) shape_scores_.resize(shape + 1);
   std::vector<ShapeScore>& scores = shape_scores_[shape];
@@ -441,109 +318,11 @@ const Cycle::ShapeScore& Cycle::CachedResourceScore(const PodState& p, ShapeScor
   if (entry.version != version) {
     int device = -1;
     if (p.gpu_fraction > 0) state_.GpuFits(p, node, &device);
-    entry.score = ResourceScore(p, node, device);
+    entry.score = scorer_->Score(p, node, device);
     entry.device = device;
     entry.version = version;
   }
   return entry;
-}
-
-double Cycle::ResourceScore(const PodState& p, int node, int device) {
-  const NodeView& v = view_.node(node);
-  const int32_t* dev = view_.Devices(node);
-  const int64_t cpu_req = p.cpu_req, mem_req = p.mem_req;
-  const int64_t cpu_free = view_.Free(node, kCpuDim), mem_free = view_.Free(node, kMemoryDim);
-  // Devices after placing the pod (the node's own when the pod takes no GPU).
-  int32_t after_copy[64];
-  const int n = std::min(v.gpu_devices, 64);
-  const bool takes_gpu = p.gpu_whole > 0 || (p.gpu_fraction > 0 && device >= 0 && device < n);
-  const int32_t* after = takes_gpu ? after_copy : dev;
-  if (takes_gpu) {
-    std::copy(dev, dev + n, after_copy);
-    if (p.gpu_whole > 0) {
-      int left = p.gpu_whole;
-      for (int d = 0; d < n && left > 0; ++d) {
-        if (after_copy[d] == 1000) {
-          after_copy[d] = 0;
-          --left;
-        }
-      }
-    } else {
-      after_copy[device] -= p.gpu_fraction;
-    }
-  }
-  auto sum_after = [&] {
-    int64_t sum = 0;
-    for (int d = 0; d < n; ++d) sum += after[d];
-    return sum;
-  };
-  const int64_t gpu_total = int64_t{n} * 1000;
-  switch (options_.policy) {
-    case PlacementPolicy::kFgd: {
-      const size_t types = task_types_.size();
-      int64_t* fit_terms = &frag_fit_[node * types];
-      const uint32_t version = state_.NodeVersion(node);
-      if (frag_version_[node] != version) {
-        frag_before_[node] = Fragmentation(node, dev, cpu_free, mem_free);
-        FragmentationTerms(node, dev, fit_terms, &frag_all_[node]);
-        frag_version_[node] = version;
-      }
-      const double before = frag_before_[node];
-      // frag_all_ is the sum of all the node's devices: the devices after, when the pod takes
-      // none (and the node has no more than the 64 counted).
-      const int64_t gpu_free_after =
-          !takes_gpu && v.gpu_devices <= 64 ? frag_all_[node] : sum_after();
-      double later;
-      if (p.gpu_whole == 0 && p.gpu_fraction == 0) {
-        // Same sum as Fragmentation(node, after, ...), term by term in the same order.
-        const int64_t all = frag_all_[node], cpu_after = cpu_free - cpu_req,
-                      mem_after = mem_free - mem_req;
-        later = 0;
-        if (v.gpu_devices > 0 && all != 0) {
-          for (size_t t = 0; t < types; ++t) {
-            const TaskType& type = task_types_[t];
-            const bool fits = cpu_after >= type.cpu && mem_after >= type.memory;
-            later += type.weight * static_cast<double>(fits ? fit_terms[t] : all);
-          }
-        }
-      } else {
-        later = Fragmentation(node, after, cpu_free - cpu_req, mem_free - mem_req);
-      }
-      // Less fragmentation growth is better; ties go to the node whose GPUs are more used.
-      const double used = gpu_total == 0 ? 0.0
-                                         : static_cast<double>(gpu_total - gpu_free_after) /
-                                               static_cast<double>(gpu_total);
-      return (before - later) + 0.001 * used;
-    }
-    case PlacementPolicy::kGpuPacking: {
-      if (p.gpu_whole > 0 || p.gpu_fraction > 0) {
-        double used = static_cast<double>(gpu_total - sum_after()) / static_cast<double>(gpu_total);
-        double shared = p.gpu_fraction > 0 && device >= 0 && dev[device] < 1000 ? 1.0 : 0.0;
-        return shared + used;
-      }
-      const int64_t cpu_alloc = std::max<int64_t>(1, view_.Allocatable(node, kCpuDim));
-      return (n == 0 ? 1.0 : 0.0) + 0.5 * static_cast<double>(cpu_alloc - cpu_free + cpu_req) /
-                                        static_cast<double>(cpu_alloc);
-    }
-    case PlacementPolicy::kBestFit: {
-      double sum = 0;
-      int count = 0;
-      for (int dim : {kCpuDim, kMemoryDim}) {
-        const int64_t alloc = view_.Allocatable(node, dim);
-        if (alloc <= 0) continue;
-        const int64_t req = dim == kCpuDim ? cpu_req : mem_req;
-        sum +=
-            static_cast<double>(alloc - view_.Free(node, dim) + req) / static_cast<double>(alloc);
-        ++count;
-      }
-      if (gpu_total > 0) {
-        sum += static_cast<double>(gpu_total - sum_after()) / static_cast<double>(gpu_total);
-        ++count;
-      }
-      return count == 0 ? 0 : sum / count;
-    }
-  }
-  return 0;
 }
 
 int Cycle::TopologyScore(int pool, int node, const std::vector<int>& gang_nodes) const {
@@ -1647,29 +1426,13 @@ CycleResult Cycle::Collect() {
   return result;
 }
 
-void Cycle::BindPods() {
-  // Bound pods take their capacity (devices: lowest free first for whole GPUs, best fit for
-  // fractions), even if that over-commits the node.
-  for (int i = 0; i < state_.NumPods(); ++i) {
-    const PodState& p = state_.pod(i);
-    if (p.pod->node_name.empty()) continue;
-    int node = view_.FindNode(p.pod->node_name);
-    if (node < 0) continue;  // bound to a node outside the snapshot: not ours to account
-    state_.Bind(i, node);
-  }
-}
-
 CycleResult Cycle::Run() {
   pools_ = view_.NumPools();
-  BindPods();
+  BindPods(state_);
   EvictNoExecute();
   jobs_ = BuildJobs(state_, gangs_);
   state_.ComputeFairShares(QueueDemand(state_));
-  if (options_.policy == PlacementPolicy::kFgd) BuildTaskTypes();
-  frag_before_.assign(view_.NumNodes(), 0);
-  frag_version_.assign(view_.NumNodes(), 0);
-  frag_fit_.assign(static_cast<size_t>(view_.NumNodes()) * task_types_.size(), 0);
-  frag_all_.assign(view_.NumNodes(), 0);
+  scorer_ = MakeScorer(options_, state_, jobs_);
   Allocate();
   ReclaimAndPreempt();
   return Collect();

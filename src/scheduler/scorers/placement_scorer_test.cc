@@ -1,0 +1,121 @@
+#include "scheduler/scorers/placement_scorer.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "scheduler/cycle_setup.h"
+#include "scheduler/cycle_test_util.h"
+#include "scheduler/test_util.h"
+
+namespace gpupool::scheduler {
+namespace {
+
+using testing::CycleFixture;
+using testing::NodeBuilder;
+using testing::PodBuilder;
+
+TEST(PlacementScorerTest, EachPolicyPrefersItsNode) {
+  struct Case {
+    std::string name;
+    PlacementPolicy policy;
+    std::vector<model::Node> nodes;
+    std::vector<model::PodScheduling> pods;  // bound ones and the pending "p" (and the workload)
+    std::string preferred, other;
+  };
+  const std::vector<Case> cases = {
+      {"gpu-packing: a GPU pod goes to the partly used GPU node",
+       PlacementPolicy::kGpuPacking,
+       {NodeBuilder("a").Gpus(4).Build(), NodeBuilder("b").Gpus(4).Build()},
+       {PodBuilder("running").Gpus(1).On("a").Build(), PodBuilder("p").Gpus(1).Build()},
+       "a",
+       "b"},
+      {"gpu-packing: a fraction shares a partly used device",
+       PlacementPolicy::kGpuPacking,
+       {NodeBuilder("a").Gpus(8).Build(), NodeBuilder("b").Gpus(2).Build()},
+       {PodBuilder("running").Fraction("0.25").Gpus(1).On("a").Build(),
+        PodBuilder("p").Fraction("0.5").Gpus(1).Build()},
+       "a",
+       "b"},
+      {"gpu-packing: a CPU pod avoids GPU nodes",
+       PlacementPolicy::kGpuPacking,
+       {NodeBuilder("gpu").Gpus(4).Build(), NodeBuilder("cpu").Build()},
+       {PodBuilder("p").Build()},
+       "cpu",
+       "gpu"},
+      {"best-fit: the node left with less free capacity",
+       PlacementPolicy::kBestFit,
+       {NodeBuilder("big").Cpu("64").Memory("512Gi").Build(),
+        NodeBuilder("small").Cpu("8").Memory("64Gi").Build()},
+       {PodBuilder("p").Build()},
+       "small",
+       "big"},
+      {"fgd: with whole-GPU pods typical, a fraction fills the half-used device",
+       PlacementPolicy::kFgd,
+       {NodeBuilder("a").Gpus(2).Build(), NodeBuilder("b").Gpus(2).Build()},
+       {PodBuilder("running").Fraction("0.5").Gpus(1).On("a").Build(),
+        PodBuilder("p").Fraction("0.5").Gpus(1).Build(), PodBuilder("w1").Gpus(1).Build(),
+        PodBuilder("w2").Gpus(1).Build(), PodBuilder("w3").Gpus(1).Build()},
+       "a",
+       "b"},
+      {"fgd: a whole GPU pod keeps the other node's devices whole",
+       PlacementPolicy::kFgd,
+       {NodeBuilder("a").Gpus(2).Build(), NodeBuilder("b").Gpus(4).Build()},
+       {PodBuilder("running").Gpus(1).On("a").Build(), PodBuilder("p").Gpus(1).Build(),
+        PodBuilder("w1").Gpus(2).Build(), PodBuilder("w2").Gpus(2).Build()},
+       "a",
+       "b"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    ClusterSnapshot snapshot;
+    snapshot.nodes = c.nodes;
+    snapshot.pods = c.pods;
+    CycleFixture fx(std::move(snapshot));
+    const std::vector<Job> jobs = BuildJobs(fx.state, fx.setup.gangs);
+    SchedulerOptions options;
+    options.policy = c.policy;
+    std::unique_ptr<PlacementScorer> scorer = MakeScorer(options, fx.state, jobs);
+    const PodState& p = fx.state.pod(fx.Pod("p"));
+    auto score = [&](const std::string& node_name) {
+      const int node = fx.Node(node_name);
+      int device = -1;
+      EXPECT_TRUE(fx.state.GpuFits(p, node, &device));
+      return scorer->Score(p, node, device);
+    };
+    const double preferred = score(c.preferred), other = score(c.other);
+    EXPECT_GT(preferred, other);
+    EXPECT_EQ(score(c.preferred), preferred);  // a function of the node's state: same again
+  }
+}
+
+TEST(PlacementScorerTest, DevicesAfterPlacingAPod) {
+  ClusterSnapshot snapshot;
+  snapshot.nodes = {NodeBuilder("n").Gpus(4).Build()};
+  snapshot.pods = {PodBuilder("running").Gpus(1).On("n").Build(), PodBuilder("two").Gpus(2).Build(),
+                   PodBuilder("half").Fraction("0.5").Gpus(1).Build(), PodBuilder("cpu").Build()};
+  CycleFixture fx(std::move(snapshot));
+  const int node = fx.Node("n");
+  struct Case {
+    std::string pod;
+    int device;
+    std::vector<int32_t> want;
+    bool takes_gpu;
+  };
+  for (const Case& c : std::vector<Case>{{"two", -1, {0, 0, 0, 1000}, true},
+                                         {"half", 3, {0, 1000, 1000, 500}, true},
+                                         {"cpu", -1, {0, 1000, 1000, 1000}, false}}) {
+    SCOPED_TRACE(c.pod);
+    const DevicesAfter after(fx.view, fx.state.pod(fx.Pod(c.pod)), node, c.device);
+    ASSERT_EQ(after.count(), 4);
+    EXPECT_EQ(std::vector<int32_t>(after.data(), after.data() + 4), c.want);
+    EXPECT_EQ(after.takes_gpu(), c.takes_gpu);
+    int64_t sum = 0;
+    for (int32_t d : c.want) sum += d;
+    EXPECT_EQ(after.FreeSum(), sum);
+  }
+}
+
+}  // namespace
+}  // namespace gpupool::scheduler

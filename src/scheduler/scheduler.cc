@@ -18,6 +18,7 @@
 #include "scheduler/cycle_setup.h"
 #include "scheduler/cycle_state.h"
 #include "scheduler/cycle_types.h"
+#include "scheduler/queue_order.h"
 #include "scheduler/quota_table.h"
 #include "scheduler/scorers/placement_scorer.h"
 
@@ -76,7 +77,6 @@ class Cycle {
   const std::vector<uint64_t>& ShapeFitBits(const PodState& p, int pool);
 
   // Allocation.
-  std::string QuotaCheck(const Job& job, int pool) const;
   // On failure, `reason` is each node pool's reason, "; "-separated, each after its pool's
   // name when the pod lists several.
   bool TryJob(const Job& job, std::string& reason, bool use_cache);
@@ -105,18 +105,6 @@ class Cycle {
   // returns whether any count changed.
   struct CachedFailure;
   bool RefreshFailure(const PodState& p, int pool, StaticList& list, CachedFailure& f);
-  double QueueShareKey(int q) const;
-  bool WithinDeserved(int q, const Job& job) const;
-  // Allocation order of a queue with jobs left (smaller first).
-  struct QueueRank {
-    bool over_fair_share;
-    bool beyond_deserved;  // its next job would not stay within deserved quota
-    int64_t neg_priority;
-    double share;
-    int queue;
-    auto operator<=>(const QueueRank&) const = default;
-  };
-  QueueRank RankQueue(int q, const Job& next_job) const;
 
   // Reclaim / preempt.
   bool TryWithVictims(const Job& job, int pool, bool reclaim);
@@ -153,6 +141,8 @@ class Cycle {
   std::vector<int> no_execute_pods_;  // the pod of each no_execute_deadlines_ entry
   std::vector<int> failed_jobs_;
   std::unique_ptr<PlacementScorer> scorer_;
+  std::vector<std::string> pool_names_;
+  std::unique_ptr<QueueOrder> order_;
   // Single pods that found no node, by exact request: the reason and the pool's epoch when it
   // was computed (a later pod with the same key fails too; its reason is recounted only if the
   // pool changed since).
@@ -191,7 +181,6 @@ class Cycle {
   // Keyed by (signature, pool, shape, queue, priority): CommittedOps() when the pod last found
   // no victims (a later try can only differ once something else was committed).
   std::map<std::tuple<int, int, int, int, int32_t>, size_t> victim_failure_epoch_;
-  std::vector<double> share_cache_;
   std::vector<int64_t> decision_latency_ns_;
   std::vector<Candidate> scratch_;
   std::vector<std::string> resource_reasons_;                       // ResourceReasons
@@ -636,43 +625,8 @@ int Cycle::FindNode(int pod_index, int pool, const std::vector<int>& gang_nodes,
 // ---------------------------------------------------------------------------------------------
 // Allocation
 
-std::string Cycle::QuotaCheck(const Job& job, int pool) const {
-  const QuotaVector req = job.quota;
-  for (int q = job.queue; q >= 0; q = queues_[q].parent) {
-    for (int r = 0; r < kQ; ++r) {
-      const int64_t limit = quota().Limit(q, pool, r);
-      if (req[r] == 0 || limit == model::kUnlimited) continue;
-      const int64_t used = quota().Allocated(q, pool, r);
-      if (used + req[r] > limit) {
-        return "queue " + queues_[q].name + " is at its limit of " + FormatQuota(r, limit) + " " +
-               std::string(model::kQuotaResourceK8sNames[r]) + " in node pool " +
-               view_.PoolName(pool) + " (" + FormatQuota(r, used) + " in use, " +
-               FormatQuota(r, req[r]) + " requested)";
-      }
-    }
-  }
-  if (job.priority >= kNonPreemptiblePriority) {
-    for (int r = 0; r < kQ; ++r) {
-      const int64_t deserved = quota().Deserved(job.queue, pool, r);
-      if (req[r] == 0 || deserved == model::kUnlimited || !quota().Applies(job.queue, pool, r)) {
-        continue;
-      }
-      const int64_t used = quota().AllocatedNonPreemptible(job.queue, pool, r);
-      if (used + req[r] > deserved) {
-        return "queue " + queues_[job.queue].name +
-               ": pods with priority >= " + std::to_string(kNonPreemptiblePriority) +
-               " are not preemptible and only use deserved quota, " + FormatQuota(r, deserved) +
-               " " + std::string(model::kQuotaResourceK8sNames[r]) + " in node pool " +
-               view_.PoolName(pool) + " (" + FormatQuota(r, used) + " in use, " +
-               FormatQuota(r, req[r]) + " requested)";
-      }
-    }
-  }
-  return "";
-}
-
 bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason, bool use_cache) {
-  std::string quota = QuotaCheck(job, pool);
+  std::string quota = order_->CheckQuota(job, pool);
   if (!quota.empty()) {
     reason = quota;
     return false;
@@ -773,97 +727,9 @@ bool Cycle::TryJob(const Job& job, std::string& reason, bool use_cache) {
   return false;
 }
 
-double Cycle::QueueShareKey(int q) const {
-  double share = 0;
-  for (int r = 0; r < kQ; ++r) {
-    int64_t alloc = 0, fs = 0;
-    for (int pool = 0; pool < pools_; ++pool) {
-      alloc += quota().Allocated(q, pool, r);
-      fs += quota().FairShare(q, pool, r);
-    }
-    if (alloc == 0) continue;
-    share = std::max(share, fs == 0 ? 1e18 : static_cast<double>(alloc) / static_cast<double>(fs));
-  }
-  return share;
-}
-
-// Within deserved quota in at least one of the job's node pools: the job may go to any of them
-// (ComputeFairShare counts its demand in each), so a fallback pool where the queue still has
-// deserved quota left ranks the queue as one of those within deserved.
-bool Cycle::WithinDeserved(int q, const Job& job) const {
-  for (int pool : job.pools) {
-    bool within = true;
-    for (int r = 0; r < kQ && within; ++r) {
-      if (job.quota[r] == 0 || !quota().Applies(q, pool, r)) continue;
-      const int64_t deserved = quota().Deserved(q, pool, r);
-      within =
-          deserved == model::kUnlimited || quota().Allocated(q, pool, r) + job.quota[r] <= deserved;
-    }
-    if (within) return true;
-  }
-  return false;
-}
-
-Cycle::QueueRank Cycle::RankQueue(int q, const Job& next_job) const {
-  return {share_cache_[q] > 1, !WithinDeserved(q, next_job), -queues_[q].priority, share_cache_[q],
-          q};
-}
-
 void Cycle::Allocate() {
-  std::vector<std::vector<int>> per_queue(queues_.size());
-  for (size_t j = 0; j < jobs_.size(); ++j)
-    per_queue[jobs_[j].queue].push_back(static_cast<int>(j));
-  for (auto& list : per_queue) {
-    std::stable_sort(list.begin(), list.end(), [&](int a, int b) {
-      if (jobs_[a].priority != jobs_[b].priority) return jobs_[a].priority > jobs_[b].priority;
-      return jobs_[a].arrival < jobs_[b].arrival;
-    });
-  }
-  share_cache_.assign(queues_.size(), 0);
-  // KAI-style order, hierarchical like KAI's: among the top-level queues (departments, and
-  // projects without a parent) with jobs left below them, the first by rank; then among its
-  // children the same way, down to a leaf queue, whose next job goes. Rank (RankQueue): at or
-  // below its fair share first; then whose next job (a department: the next job of its first
-  // descendant) stays within its deserved quota (in one of the job's node pools); then higher
-  // queue priority; then the smaller dominant share; ties by name (index). A department's
-  // allocation and shares include its projects'. A decision only changes the rank of its queue and
-  // of the queue's ancestors (queues with jobs are leaves).
-  const int root = static_cast<int>(queues_.size());
-  std::vector<std::set<QueueRank>> children(queues_.size() + 1);  // by parent; root = top level
-  std::vector<std::optional<QueueRank>> entered(queues_.size());  // rank in its parent's set
-  std::vector<size_t> next(queues_.size(), 0);
-  auto parent_of = [&](int q) { return queues_[q].parent >= 0 ? queues_[q].parent : root; };
-  auto first_leaf = [&](int q) {
-    while (queues_[q].has_children) q = children[q].begin()->queue;
-    return q;
-  };
-  // (Re)enters q in its parent's set with its current rank, or leaves it out when nothing is left
-  // below it.
-  auto refresh = [&](int q) {
-    std::set<QueueRank>& siblings = children[parent_of(q)];
-    const bool has_jobs =
-        queues_[q].has_children ? !children[q].empty() : next[q] < per_queue[q].size();
-    std::optional<QueueRank> rank;
-    if (has_jobs) {
-      const int leaf = first_leaf(q);
-      rank = RankQueue(q, jobs_[per_queue[leaf][next[leaf]]]);
-    }
-    if (rank == entered[q]) return;  // most decisions that fail leave the rank as it was
-    if (entered[q]) siblings.erase(*entered[q]);
-    entered[q] = rank;
-    if (rank) siblings.insert(*rank);
-  };
-  auto refresh_up = [&](int q) {
-    for (int a = q; a >= 0; a = queues_[a].parent) refresh(a);
-  };
-  for (size_t q = 0; q < queues_.size(); ++q) share_cache_[q] = QueueShareKey(static_cast<int>(q));
-  for (size_t q = 0; q < queues_.size(); ++q) {
-    if (!per_queue[q].empty()) refresh_up(static_cast<int>(q));
-  }
   std::string reason;
-  while (!children[root].empty()) {
-    const int q = first_leaf(children[root].begin()->queue);
-    const int j = per_queue[q][next[q]++];
+  for (int j = order_->Next(); j >= 0; j = order_->Next()) {
     const auto start = options_.record_decision_latency ? std::chrono::steady_clock::now()
                                                         : std::chrono::steady_clock::time_point{};
     const bool placed = TryJob(jobs_[j], reason, /*use_cache=*/true);
@@ -877,10 +743,8 @@ void Cycle::Allocate() {
       for (size_t i = 0; i + 1 < job_pods.size(); ++i) state_.SetReason(job_pods[i], reason);
       state_.SetReason(job_pods.back(), std::move(reason));
       failed_jobs_.push_back(j);
-    } else {
-      for (int a = q; a >= 0; a = queues_[a].parent) share_cache_[a] = QueueShareKey(a);
     }
-    refresh_up(q);
+    order_->Decided(j, placed);
   }
 }
 
@@ -1097,7 +961,8 @@ bool Cycle::SelectVictims(int pod, int node, int pool, bool reclaim, std::vector
 }
 
 bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
-  if (reclaim && (!QuotaCheck(job, pool).empty() || !ReclaimerEligible(job, pool))) return false;
+  if (reclaim && (!order_->CheckQuota(job, pool).empty() || !ReclaimerEligible(job, pool)))
+    return false;
   // Gang-min counts the members running now, not when the job was built (job.need): an earlier
   // reclaim or preemption in this cycle may have evicted some, and they do not come back in it.
   const int need =
@@ -1146,7 +1011,7 @@ bool Cycle::TryWithVictims(const Job& job, int pool, bool reclaim) {
     // Preemption frees quota of the same queue: check limits after the fact.
     Job placed_only = job;
     placed_only.pods.clear();
-    ok = QuotaCheck(placed_only, pool).empty();
+    ok = order_->CheckQuota(placed_only, pool).empty();
     for (int q = job.queue; ok && q >= 0; q = queues_[q].parent) {
       for (int r = 0; r < kQ; ++r) {
         const int64_t limit = quota().Limit(q, pool, r);
@@ -1433,6 +1298,8 @@ CycleResult Cycle::Run() {
   jobs_ = BuildJobs(state_, gangs_);
   state_.ComputeFairShares(QueueDemand(state_));
   scorer_ = MakeScorer(options_, state_, jobs_);
+  for (int pool = 0; pool < pools_; ++pool) pool_names_.push_back(view_.PoolName(pool));
+  order_ = MakeFairShareOrder({queues_, quota(), jobs_, pool_names_});
   Allocate();
   ReclaimAndPreempt();
   return Collect();

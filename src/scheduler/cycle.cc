@@ -158,11 +158,46 @@ CycleResult Cycle::Collect() {
   return result;
 }
 
+std::vector<char> Cycle::InfeasiblePods() {
+  std::vector<char> infeasible(state_.NumPods(), 0);
+  std::vector<char> fits;  // per pod of the job: in some node pool that admits the job
+  for (const Job& job : jobs_) {
+    const bool pending = std::any_of(job.pods.begin(), job.pods.end(),
+                                     [&](int pod) { return state_.pod(pod).node < 0; });
+    if (!pending) continue;
+    fits.assign(job.pods.size(), 0);
+    const int need =
+        job.gang < 0 ? 1
+                     : std::max(1, job.gang_min - RunningMembers(state_, setup_.gangs, job.gang));
+    bool enough = false;
+    for (int pool : job.pools) {
+      if (!order_->QuotaCouldAdmit(job, pool)) continue;
+      int fitting = 0;
+      for (size_t i = 0; i < job.pods.size(); ++i) {
+        const PodState& p = state_.pod(job.pods[i]);
+        if (p.node >= 0 || std::find(p.pools.begin(), p.pools.end(), pool) == p.pools.end() ||
+            !reasons_.FitsEmptyNode(p, pool, view_.Static(p.signature, pool, *p.pod))) {
+          continue;
+        }
+        fits[i] = 1;
+        ++fitting;
+      }
+      enough |= fitting >= need;
+    }
+    for (size_t i = 0; i < job.pods.size(); ++i) {
+      if (state_.pod(job.pods[i]).node < 0) infeasible[job.pods[i]] = !enough || !fits[i];
+    }
+  }
+  return infeasible;
+}
+
 void Cycle::CollectPending(CycleResult& result) {
+  const std::vector<char> infeasible = InfeasiblePods();
   for (int i = 0; i < state_.NumPods(); ++i) {
     const PodState& p = state_.pod(i);
     if (p.node >= 0) continue;
     std::string reason;
+    PlacementOutcome outcome = PlacementOutcome::kUnschedulable;
     if (p.evicted) {
       reason = "requeued after eviction (" + std::string(EvictionReasonName(p.evict_reason)) +
                "): " + p.evict_message;
@@ -170,10 +205,12 @@ void Cycle::CollectPending(CycleResult& result) {
       reason = "bound to node " + p.pod->node_name + ", which is not in the snapshot";
     } else if (!p.error.empty()) {
       reason = p.error;
+      outcome = PlacementOutcome::kInfeasible;
     } else {
       reason = p.reason.empty() ? "not considered" : state_.TakeReason(i);
+      if (infeasible[i]) outcome = PlacementOutcome::kInfeasible;
     }
-    result.unschedulable.push_back({p.key, std::move(reason)});
+    result.unschedulable.push_back({p.key, std::move(reason), outcome});
   }
   std::stable_sort(result.unschedulable.begin(), result.unschedulable.end(),
                    [](const PendingPod& a, const PendingPod& b) { return a.pod < b.pod; });

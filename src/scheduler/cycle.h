@@ -13,8 +13,12 @@
 // A job tries its node pools in order (the first pod's gpupool.io/node-pool list): the queue
 // order's quota check, then every pod through the node search; a gang places at least `need`
 // pods or none (the decision is rolled back), and a pod that fails gets its reason. The result
-// lists bindings and evictions in decision order, the pods left pending by name, and each
-// queue's share in each node pool where it has quota, a fair share or an allocation.
+// lists bindings and evictions in decision order, the pods left pending by name with their
+// reason and outcome, and each queue's share in each node pool where it has quota, a fair share
+// or an allocation. A pending pod is infeasible when in none of its job's node pools the quota
+// rules could admit the job (QueueOrder::QuotaCouldAdmit) and a node could host the pod empty
+// (UnschedulableReasons::FitsEmptyNode); so are the pending pods of a gang whose pods that could
+// fit in one node pool are fewer than gang-min still needs.
 // Thread contract: one thread, one Run per Cycle.
 
 #include <memory>
@@ -55,6 +59,9 @@ class Cycle {
   // The reason of a gang that could not place enough of its pods.
   static std::string GangShortReason(const Job& job, int placed, const std::string& first_failure);
   CycleResult Collect();
+  // Per pod, whether it is pending in a job that can never be placed as things are
+  // (PlacementOutcome::kInfeasible), or can never be placed itself.
+  std::vector<char> InfeasiblePods();
   void CollectPending(CycleResult& result);
   void CollectFairShares(CycleResult& result) const;
 

@@ -32,6 +32,9 @@ class FairShareOrder final : public QueueOrder {
   std::string CheckQuota(const Job& job, int pool) const override {
     return CheckLimitsAndDeserved(input_, job, pool);
   }
+  bool QuotaCouldAdmit(const Job& job, int pool) const override {
+    return CheckLimitsAndDeserved(input_, job, pool, /*nothing_allocated=*/true).empty();
+  }
 
  private:
   struct Rank {

@@ -9,14 +9,15 @@ std::string Amounts(int r, int64_t used, int64_t requested) {
 
 }  // namespace
 
-std::string CheckLimitsAndDeserved(const QueueOrderInput& input, const Job& job, int pool) {
+std::string CheckLimitsAndDeserved(const QueueOrderInput& input, const Job& job, int pool,
+                                   bool nothing_allocated) {
   const QuotaTable& quota = input.quota;
   const QuotaVector& req = job.quota;
   for (int q = job.queue; q >= 0; q = input.queues[q].parent) {
     for (int r = 0; r < kQ; ++r) {
       const int64_t limit = quota.Limit(q, pool, r);
       if (req[r] == 0 || limit == model::kUnlimited) continue;
-      const int64_t used = quota.Allocated(q, pool, r);
+      const int64_t used = nothing_allocated ? 0 : quota.Allocated(q, pool, r);
       if (used + req[r] > limit) {
         return "queue " + input.queues[q].name + " is at its limit of " + FormatQuota(r, limit) +
                " " + std::string(model::kQuotaResourceK8sNames[r]) + " in node pool " +
@@ -30,7 +31,7 @@ std::string CheckLimitsAndDeserved(const QueueOrderInput& input, const Job& job,
     if (req[r] == 0 || deserved == model::kUnlimited || !quota.Applies(job.queue, pool, r)) {
       continue;
     }
-    const int64_t used = quota.AllocatedNonPreemptible(job.queue, pool, r);
+    const int64_t used = nothing_allocated ? 0 : quota.AllocatedNonPreemptible(job.queue, pool, r);
     if (used + req[r] > deserved) {
       return "queue " + input.queues[job.queue].name +
              ": pods with priority >= " + std::to_string(kNonPreemptiblePriority) +

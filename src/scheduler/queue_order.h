@@ -16,7 +16,9 @@
 //     job index;
 //   - the same inputs and the same reports give the same order;
 //   - CheckQuota refuses a job that would take its queue, or an ancestor, beyond its limit in the
-//     node pool (saying which queue, and the amounts), and lets a job within the limits through.
+//     node pool (saying which queue, and the amounts), and lets a job within the limits through;
+//   - QuotaCouldAdmit refuses a job whose request alone is beyond such a limit, and admits every
+//     job CheckQuota lets through.
 
 #include <memory>
 #include <span>
@@ -44,6 +46,10 @@ class QueueOrder {
   virtual void Decided(int job, bool placed) = 0;
   // Empty when `job` may take its whole request (Job::quota) in `pool` now, else why not.
   virtual std::string CheckQuota(const Job& job, int pool) const = 0;
+  // Whether the quota rules could let `job` into `pool` at all, with nothing allocated to any
+  // queue: false makes the job infeasible there (PlacementOutcome). CheckQuota passing implies
+  // true.
+  virtual bool QuotaCouldAdmit(const Job& job, int pool) const = 0;
 };
 
 // The order is built over `input.jobs` as they are when it is made; what `input` refers to
@@ -53,7 +59,9 @@ std::unique_ptr<QueueOrder> MakeFairShareOrder(const QueueOrderInput& input);
 // The quota rules of Run:ai and KAI, for an implementation's CheckQuota: every queue on the
 // job's path stays within its limit in `pool`; a non-preemptible job (priority >=
 // kNonPreemptiblePriority) also keeps its queue's non-preemptible pods within the queue's
-// deserved quota, where deserved quota binds the queue (QuotaTable::Applies).
-std::string CheckLimitsAndDeserved(const QueueOrderInput& input, const Job& job, int pool);
+// deserved quota, where deserved quota binds the queue (QuotaTable::Applies). With
+// `nothing_allocated`, as if no queue held anything (for QuotaCouldAdmit).
+std::string CheckLimitsAndDeserved(const QueueOrderInput& input, const Job& job, int pool,
+                                   bool nothing_allocated = false);
 
 }  // namespace gpupool::scheduler

@@ -167,6 +167,47 @@ TYPED_TEST(QueueOrderContractTest, CheckQuotaRefusesBeyondALimitOnTheQueuesPath)
   }
 }
 
+TYPED_TEST(QueueOrderContractTest, QuotaCouldAdmitUnlessTheRequestAloneIsBeyondALimit) {
+  const std::vector<QueueState> queues = Tree();
+  const std::vector<std::string> pools = {"default"};
+  QuotaTable quota(queues, 1);
+  model::ResourceQuota limit;
+  limit.limit_milli = 4000;
+  quota.Set(0, 0, kGpuQ, limit, true);      // department d1
+  quota.Add(1, 0, {4000, 0, 0}, true, +1);  // d1-a holds all of it
+  const std::vector<Job> jobs = {MakeJob(1, 0, 0, 2), MakeJob(2, 0, 1, 5), MakeJob(5, 0, 2, 5)};
+  std::unique_ptr<QueueOrder> order = TypeParam::Make({queues, quota, jobs, pools});
+  EXPECT_NE(order->CheckQuota(jobs[0], 0), "");      // not now
+  EXPECT_TRUE(order->QuotaCouldAdmit(jobs[0], 0));   // but once d1-a's pods end
+  EXPECT_FALSE(order->QuotaCouldAdmit(jobs[1], 0));  // 5 GPUs in a department limited to 4
+  EXPECT_TRUE(order->QuotaCouldAdmit(jobs[2], 0));   // d2 has no limit
+}
+
+TYPED_TEST(QueueOrderContractTest, WhatCheckQuotaLetsThroughQuotaCouldAdmit) {
+  const std::vector<QueueState> queues = Tree();
+  const std::vector<std::string> pools = {"default"};
+  QuotaTable quota(queues, 1);
+  for (const auto& [queue, gpus] : std::vector<std::pair<int, int64_t>>{{0, 6}, {2, 3}, {5, 2}}) {
+    model::ResourceQuota limit;
+    limit.limit_milli = gpus * 1000;
+    quota.Set(queue, 0, kGpuQ, limit, true);
+  }
+  quota.Add(5, 0, {1000, 0, 0}, true, +1);
+  quota.Add(1, 0, {2000, 0, 0}, true, +1);
+  const std::vector<Job> jobs = RandomJobs(6, 60);
+  std::unique_ptr<QueueOrder> order = TypeParam::Make({queues, quota, jobs, pools});
+  int admitted_now = 0, refused_ever = 0;
+  for (const Job& job : jobs) {
+    if (order->CheckQuota(job, 0).empty()) {
+      ++admitted_now;
+      EXPECT_TRUE(order->QuotaCouldAdmit(job, 0));
+    }
+    refused_ever += order->QuotaCouldAdmit(job, 0) ? 0 : 1;
+  }
+  EXPECT_GT(admitted_now, 0);  // the jobs cover both sides
+  EXPECT_GT(refused_ever, 0);
+}
+
 // FairShareOrder alone.
 
 TEST(FairShareOrderTest, AQueueOverItsFairShareWaitsForTheOthers) {

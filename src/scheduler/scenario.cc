@@ -315,7 +315,9 @@ Json ScheduleResultToJson(const ScheduleResult& result) {
   out["placements"] = std::move(placements);
   Json unschedulable = Json::array();
   for (const PendingPod& p : result.unschedulable) {
-    unschedulable.push_back({{"pod", p.pod}, {"reason", p.reason}});
+    unschedulable.push_back({{"pod", p.pod},
+                             {"reason", p.reason},
+                             {"outcome", std::string(PlacementOutcomeName(p.outcome))}});
   }
   out["unschedulable"] = std::move(unschedulable);
   Json evictions = Json::array();

@@ -40,7 +40,9 @@ using ScheduleResult = CycleResult;
 // One scheduling cycle over the scenario. Deterministic.
 ScheduleResult Schedule(const Scenario& scenario, const SchedulerOptions& options);
 
-// {"placements": [{"pod", "node", "nodePool", "queue"}], "unschedulable": [{"pod", "reason"}],
+// {"placements": [{"pod", "node", "nodePool", "queue"}],
+//  "unschedulable": [{"pod", "reason", "outcome": "unschedulable" (may fit later) or
+//  "infeasible" (never, as things are: PlacementOutcome)}],
 //  "evictions": [{"pod", "node", "reason", "message"}],
 //  "noExecuteDeadlines": [{"pod", "node", "taint", "tolerationSeconds", "deadline"}] (only when
 //  a bound pod tolerates its node's NoExecute taints for a bounded time; "deadline" is RFC 3339

@@ -54,6 +54,18 @@ std::string_view EvictionReasonName(EvictionReason reason) {
   return "reclaim";
 }
 
+std::string_view PlacementOutcomeName(PlacementOutcome outcome) {
+  switch (outcome) {
+    case PlacementOutcome::kPlaced:
+      return "placed";
+    case PlacementOutcome::kUnschedulable:
+      return "unschedulable";
+    case PlacementOutcome::kInfeasible:
+      return "infeasible";
+  }
+  return "unschedulable";
+}
+
 std::optional<int64_t> ParseTimestampMillis(std::string_view text) {
   // YYYY-MM-DDTHH:MM:SS[.fraction](Z|+hh:mm|-hh:mm)
   auto digits = [&text](size_t at, size_t count, int64_t* out) {

@@ -57,7 +57,12 @@
 // packing or best fit) + PreferNoSchedule (fewer untolerated, 0..100) + preferred node affinity
 // (0..100) + topology proximity to the gang's pods placed so far (pool topology_keys, 0..100).
 // An unplaced pod gets a Kubernetes-style reason ("0/12 nodes are available: 8 node(s) had
-// untolerated taint {nvidia.com/gpu: true}, 4 Insufficient nvidia.com/gpu.") or a quota reason.
+// untolerated taint {nvidia.com/gpu: true}, 4 Insufficient nvidia.com/gpu.") or a quota reason,
+// and an outcome (PlacementOutcome): unschedulable (it may fit later) or infeasible (it never
+// will as things are).
+//
+// Code: cycle.h lists the files of a cycle's parts (setup, accounting state, queue order, node
+// search, scorers, reasons, reclaim, NoExecute).
 //
 // Thread contract: a Scheduler is used by one thread at a time; RunCycle keeps no state between
 // calls except the options.
@@ -158,9 +163,25 @@ struct NoExecuteDeadline {
   std::optional<int64_t> deadline_ms;  // Unix ms; nullopt: no timeAdded, binding time or now
 };
 
+// What became of a pod in a cycle, for backends and the autoscaler: whether waiting can help.
+//   kPlaced         bound in this cycle (CycleResult::bindings).
+//   kUnschedulable  left pending, but it may fit later: once capacity or quota is freed (pods
+//                   end or are evicted), or with more nodes like those of its node pools.
+//   kInfeasible     left pending, and no waiting helps: on none of its node pools could a node
+//                   host it even empty (as the nodes are: labels, taints, cordons, allocatable),
+//                   or its request alone is beyond a limit of its queue (or, non-preemptible,
+//                   beyond the queue's deserved quota), or the pod is malformed (unknown queue or
+//                   node pool, bad annotation, ...); a gang whose pods that could fit are fewer
+//                   than gang-min still needs is infeasible as a whole. A node of another shape
+//                   (an autoscaler's new machine), a changed node or queue, or a fixed pod may
+//                   help.
+enum class PlacementOutcome { kPlaced, kUnschedulable, kInfeasible };
+std::string_view PlacementOutcomeName(PlacementOutcome outcome);  // placed|unschedulable|infeasible
+
 struct PendingPod {
   std::string pod;
   std::string reason;
+  PlacementOutcome outcome = PlacementOutcome::kUnschedulable;  // never kPlaced
 };
 
 // Quota view of one queue in one node pool. gpu and cpu in milli-units, memory in bytes.

@@ -67,6 +67,33 @@ void UnschedulableReasons::RememberNotFitting(const PodState& p, StaticList& lis
   if (list.failed.size() < 32) list.failed.push_back({p.req, p.gpu_whole, p.gpu_fraction});
 }
 
+bool UnschedulableReasons::FitsEmptyNode(const PodState& p, int pool, const StaticList& list) {
+  auto [it, inserted] = fits_empty_.try_emplace({p.signature, pool, p.shape}, false);
+  if (!inserted) return it->second;
+  if (num_shape_classes_ < 0) {
+    num_shape_classes_ = 0;
+    for (int n = 0; n < view_.NumNodes(); ++n) {
+      num_shape_classes_ = std::max(num_shape_classes_, view_.node(n).shape_class + 1);
+    }
+  }
+  class_seen_.assign(num_shape_classes_, 0);
+  for (const StaticCandidate& c : list.candidates) {
+    const NodeView& v = view_.node(c.node);
+    if (class_seen_[v.shape_class]) continue;  // equal allocatable: the same verdict
+    class_seen_[v.shape_class] = 1;
+    const bool resources = std::all_of(p.req.begin(), p.req.end(), [&](const auto& request) {
+      return view_.Allocatable(c.node, request.first) >= request.second;
+    });
+    const bool gpus =
+        p.gpu_whole > 0 ? v.gpu_devices >= p.gpu_whole : p.gpu_fraction == 0 || v.gpu_devices > 0;
+    if (resources && gpus) {
+      it->second = true;
+      break;
+    }
+  }
+  return it->second;
+}
+
 const std::vector<std::string>& UnschedulableReasons::ResourceReasons() {
   if (resource_reasons_.size() == static_cast<size_t>(view_.Dims()) + 1) return resource_reasons_;
   resource_reasons_.clear();  // a dimension was added since

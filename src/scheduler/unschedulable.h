@@ -15,6 +15,10 @@
 // from the pool's change log only when the pool changed since; and per static list the shapes
 // that found no node, so a later pod asking at least as much of everything is known not to fit
 // (while the allocate phase runs, capacity only shrinks).
+//
+// FitsEmptyNode: whether any candidate could host the pod once empty (its allocatable and GPU
+// devices), for PlacementOutcome::kInfeasible; kept per (signature, node pool, shape), and one
+// node is looked at per node shape (ClusterView's shape classes).
 
 #include <cstdint>
 #include <string>
@@ -42,6 +46,9 @@ class UnschedulableReasons {
   // Whether a pod that asked no more of anything than `pod` found no node in `list` before.
   static bool KnownNotToFit(const PodState& pod, const StaticList& list);
   static void RememberNotFitting(const PodState& pod, StaticList& list);
+
+  // Whether some candidate of `list` (the pod's static list in `pool`) could host `pod` empty.
+  bool FitsEmptyNode(const PodState& pod, int pool, const StaticList& list);
 
  private:
   struct Key {
@@ -77,7 +84,10 @@ class UnschedulableReasons {
   const CycleState& state_;
   const ClusterView& view_;
   std::unordered_map<Key, Failure, KeyHash> failures_;
-  std::vector<std::string> resource_reasons_;                       // ResourceReasons
+  std::unordered_map<Key, bool, KeyHash> fits_empty_;  // FitsEmptyNode
+  std::vector<char> class_seen_;                       // FitsEmptyNode's scratch
+  int num_shape_classes_ = -1;                         // NodeView::shape_class bound; -1: unknown
+  std::vector<std::string> resource_reasons_;          // ResourceReasons
   std::vector<std::pair<int, const std::string*>> reason_entries_;  // Format's scratch
 };
 

@@ -38,8 +38,8 @@ struct PodState {
   bool preemptible = true;
   int arrival = 0;                    // age rank among all pods, 0 = oldest
   std::optional<int64_t> created_ms;  // metadata.creationTimestamp
-  // Node pools in preference order; views storage of the setup that outlives the cycle's
-  // decisions (one parsed list per distinct gpupool.io/node-pool value).
+  // Node pools in preference order (gpupool.io/node-pool; none: the default pool); views
+  // CycleSetup::pool_lists or a constant.
   std::span<const int> pools;
   int gang = -1;
   int signature = -1;                        // ClusterView::Signature

@@ -14,8 +14,9 @@
 // order's quota check, then every pod through the node search; a gang places at least `need`
 // pods or none (the decision is rolled back), and a pod that fails gets its reason. The result
 // lists bindings and evictions in decision order, the pods left pending by name with their
-// reason and outcome, and each queue's share in each node pool where it has quota, a fair share
-// or an allocation. A pending pod is infeasible when in none of its job's node pools the quota
+// reason and outcome, each queue's share in each node pool where it has quota, a fair share, an
+// allocation or a demand (with the demand and weight the share was computed from), and each node
+// pool's capacity. A pending pod is infeasible when in none of its job's node pools the quota
 // rules could admit the job (QueueOrder::QuotaCouldAdmit) and a node could host the pod empty
 // (UnschedulableReasons::FitsEmptyNode); so are the pending pods of a gang whose pods that could
 // fit in one node pool are fewer than gang-min still needs.

@@ -1281,8 +1281,9 @@ Result<std::vector<PoolRow>> Service::ListPools(const Caller& caller) {
     row.platforms = pool.PlatformNames();
     int node_count = 0;
     for (size_t i = 0; i < nodes.size(); ++i) {
-      bool member = std::any_of(membership[i].memberships.begin(), membership[i].memberships.end(),
-                                [&](const config::PoolPlatform& pp) { return pp.pool == name; });
+      bool member =
+          std::any_of(membership[i].memberships.begin(), membership[i].memberships.end(),
+                      [&row](const config::PoolPlatform& pp) { return pp.pool == row.name; });
       if (!member) continue;
       ++node_count;
       auto it = nodes[i].allocatable.find("nvidia.com/gpu");

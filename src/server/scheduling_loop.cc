@@ -1,8 +1,11 @@
 #include "server/scheduling_loop.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <iostream>
+#include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include "common/json_text.h"
@@ -157,6 +160,19 @@ std::string WorkflowStatus(const std::vector<store::TaskRecord>& tasks) {
   return kPending;
 }
 
+// A JSON string holding a whole decimal integer in int64's range ("30", "-1"), else nothing.
+// Parses the stored string in place: strtoll over a copy (`get<std::string>().c_str()`) left its
+// end pointer in a destroyed temporary, so the check after it read freed memory.
+std::optional<int64_t> WholeInteger(const Json* value) {
+  if (value == nullptr || !value->is_string()) return std::nullopt;
+  const std::string& text = value->get_ref<const std::string&>();
+  const char* last = text.data() + text.size();
+  int64_t parsed = 0;
+  auto [end, error] = std::from_chars(text.data(), last, parsed);
+  if (text.empty() || error != std::errc() || end != last) return std::nullopt;
+  return parsed;
+}
+
 // The simulated run of a task: pod annotations gpupool.io/sim-duration-seconds and
 // gpupool.io/sim-exit-code (written by the service), else the task's sim_duration / sim_exit_code
 // in the stored spec, else the default duration and exit code 0.
@@ -178,15 +194,15 @@ backend::TaskLaunch LaunchFor(std::string key, const store::TaskRecord& task, co
     launch.exit_code = code->get<int>();
   }
   const Json* annotations = Field(Field(&task.pod, "metadata"), "annotations");
-  if (const Json* d = Field(annotations, "gpupool.io/sim-duration-seconds"); d && d->is_string()) {
-    char* end = nullptr;
-    long long seconds = std::strtoll(d->get<std::string>().c_str(), &end, 10);
-    if (*end == '\0' && seconds >= 0) launch.duration_ms = seconds * 1000;
+  std::optional<int64_t> seconds =
+      WholeInteger(Field(annotations, "gpupool.io/sim-duration-seconds"));
+  if (seconds && *seconds >= 0 && *seconds <= std::numeric_limits<int64_t>::max() / 1000) {
+    launch.duration_ms = *seconds * 1000;
   }
-  if (const Json* c = Field(annotations, "gpupool.io/sim-exit-code"); c && c->is_string()) {
-    char* end = nullptr;
-    long code = std::strtol(c->get<std::string>().c_str(), &end, 10);
-    if (*end == '\0') launch.exit_code = static_cast<int>(code);
+  std::optional<int64_t> code = WholeInteger(Field(annotations, "gpupool.io/sim-exit-code"));
+  if (code && *code >= std::numeric_limits<int>::min() &&
+      *code <= std::numeric_limits<int>::max()) {
+    launch.exit_code = static_cast<int>(*code);
   }
   return launch;
 }

@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: deps deps-clang build test run bench format clean sanitize
+.PHONY: deps deps-clang build test run bench format clean sanitize lint
 
 # `make sanitize`: the whole suite under AddressSanitizer and UBSan, built with clang in its own
 # directory. The same directory carries libFuzzer's instrumentation (GPUPOOL_FUZZ) so the fuzz
@@ -44,8 +44,12 @@ sanitize: deps deps-clang $(SANITIZE_DIR)/build.ninja
 	cmake --build $(SANITIZE_DIR) -j $(JOBS)
 	bash scripts/run-tests.sh $(SANITIZE_DIR)
 
+# clang-format and clang-tidy, warnings as errors (scripts/lint.sh; compile commands of build/).
+lint: deps deps-clang $(BUILD_DIR)/build.ninja
+	bash scripts/lint.sh $(BUILD_DIR)
+
 format:
-	find src tests bench -name '*.h' -o -name '*.cc' | xargs clang-format -i
+	find src tests bench -name '*.h' -o -name '*.cc' | xargs clang-format-14 -i
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(SANITIZE_DIR)

@@ -384,7 +384,7 @@ std::vector<std::vector<const PodNeed*>> Jobs(const std::vector<PodNeed>& needs)
   }
   for (auto& [gang, members] : gangs) jobs.push_back(std::move(members));
   std::vector<std::pair<JobOrder, size_t>> order;
-  for (size_t i = 0; i < jobs.size(); ++i) order.push_back({OrderOf(jobs[i]), i});
+  for (size_t i = 0; i < jobs.size(); ++i) order.emplace_back(OrderOf(jobs[i]), i);
   std::sort(order.begin(), order.end());
   std::vector<std::vector<const PodNeed*>> sorted;
   for (const auto& [key, i] : order) sorted.push_back(std::move(jobs[i]));

@@ -41,9 +41,9 @@ Catalog::Catalog(std::vector<model::InstanceType> types) : types_(std::move(type
 
 const Catalog& Catalog::Builtin() {
   // Valid by construction: autoscaler_test decodes it.
-  static const Catalog catalog(
+  static const Catalog kCatalog(
       model::InstanceTypesFromJson(*model::ParseJson(kBuiltinCatalog, "builtin catalog")).value());
-  return catalog;
+  return kCatalog;
 }
 
 const model::InstanceType* Catalog::Find(std::string_view name) const {

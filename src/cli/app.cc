@@ -554,7 +554,7 @@ int RunCli(int argc, char** argv) {
   // Which command runs, chosen by the subcommand callbacks.
   std::function<Status(Api&, const Env&)> command;
   auto use = [&command](CLI::App* sub, std::function<Status(Api&, const Env&)> fn) {
-    sub->callback([&command, fn] { command = fn; });
+    sub->callback([&command, fn = std::move(fn)] { command = fn; });
   };
 
   // config

@@ -111,7 +111,10 @@ class [[nodiscard]] Result {
 // `ASSIGN_OR_RETURN(auto x, MakeX());` declares x from a Result, or returns its Status.
 #define ASSIGN_OR_RETURN(lhs, expr) \
   ASSIGN_OR_RETURN_IMPL_(GPUPOOL_CONCAT_(gpupool_result_, __LINE__), lhs, expr)
+// `lhs` is a declaration and `result` a name: neither may be parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define ASSIGN_OR_RETURN_IMPL_(result, lhs, expr) \
   auto result = (expr);                           \
   if (!result.ok()) return result.status();       \
   lhs = std::move(result).value()
+// NOLINTEND(bugprone-macro-parentheses)

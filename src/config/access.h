@@ -50,10 +50,10 @@ inline constexpr std::string_view kDefaultRole = "osmo-default";
 inline constexpr std::string_view kPoolRolePrefix = "osmo-";
 
 // The normalised path, or InvalidArgument explaining why it is refused.
-Result<std::string> NormalizeRequestPath(std::string_view path);
+Result<std::string> NormalizeRequestPath(std::string_view raw);
 namespace internal {
 // NormalizeRequestPath without its shortcut for paths that are already normal (for tests).
-Result<std::string> NormalizeRequestPathFully(std::string_view path);
+Result<std::string> NormalizeRequestPathFully(std::string_view raw);
 }  // namespace internal
 
 // (action, resource) of a request for the new-style policies; action "" = unregistered route.

@@ -35,7 +35,7 @@ using Json = nlohmann::ordered_json;
 inline constexpr std::string_view kNameRegex = "^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$";
 
 // OSMO's global default for every empty (inherited) pool timeout: 60 days.
-inline constexpr int64_t kDefaultTimeoutSeconds = 60 * 24 * 3600;
+inline constexpr int64_t kDefaultTimeoutSeconds = int64_t{60} * 24 * 3600;
 
 // ---- Kinds --------------------------------------------------------------------------------
 

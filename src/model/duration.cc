@@ -9,7 +9,7 @@
 namespace gpupool::model {
 namespace {
 
-__extension__ typedef __int128 Int128;
+__extension__ using Int128 = __int128;
 
 constexpr int64_t kMaxSeconds = std::numeric_limits<int64_t>::max() / 1000;
 
@@ -29,7 +29,7 @@ bool ScaleToMillis(std::string_view int_digits, std::string_view frac_digits, in
   Int128 whole = 0;
   for (char c : int_digits) {
     whole = whole * 10 + (c - '0');
-    if (whole > kMaxSeconds * 1000) return false;
+    if (whole > Int128{kMaxSeconds} * 1000) return false;
   }
   Int128 millis = whole * unit_ms;
   // Fraction: frac * unit_ms / 10^len, rounded up. Only the first 18 digits matter for

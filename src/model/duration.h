@@ -16,7 +16,7 @@ bool IsEmptyDuration(std::string_view text);
 // Whole seconds. Numbers may carry a fraction (`1.5h`, `PT0.5S`); sub-second parts round up. Errors
 // (InvalidArgument) name the text; empty text is an error too (check IsEmptyDuration first when
 // empty means "unset"). Negative durations are rejected.
-Result<int64_t> ParseDurationSeconds(std::string_view text);
+Result<int64_t> ParseDurationSeconds(std::string_view original);
 
 // Shortest compound form: 5400 -> "1h30m", 172800 -> "2d", 45 -> "45s", 0 -> "0s".
 std::string FormatDuration(int64_t seconds);

@@ -596,7 +596,7 @@ class YamlJsonBuilder {
     if (top.value.is_array()) {
       top.value.push_back(std::move(value));
     } else {
-      top.value.get_ref<ordered_json::object_t&>().emplace(std::move(top.key), std::move(value));
+      top.value.get_ref<ordered_json::object_t&>().emplace(top.key, std::move(value));
       top.have_key = false;
     }
   }
@@ -681,7 +681,7 @@ bool NeedsQuotes(const std::string& s) {
       "FALSE", "yes",  "Yes",   "YES",   "no",   "No",   "NO",   "on",    "On",
       "ON",    "off",  "Off",   "OFF",   "y",    "Y",    "n",    "N",     ".inf",
       ".Inf",  ".INF", "-.inf", "+.inf", ".nan", ".NaN", ".NAN", "<<"};
-  if (kWords.count(s) > 0) return true;
+  if (kWords.contains(s)) return true;
   if (MatchesCoreInt(s) || MatchesCoreFloat(s) || CoreInteger(s)) return true;
   // Sexagesimal/date-like values confuse YAML 1.1 readers.
   if (std::isdigit(static_cast<unsigned char>(s[0])) &&

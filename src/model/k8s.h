@@ -121,6 +121,7 @@ Result<Labels> LabelsFromJson(const nlohmann::ordered_json& json, std::string_vi
 // What a scheduler needs from a Pod.
 struct PodScheduling {
   std::string name;
+  // NOLINTNEXTLINE(readability-identifier-naming): `namespace` is a keyword.
   std::string namespace_;  // "default" when absent
   Labels labels;
   Labels annotations;

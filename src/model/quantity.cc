@@ -9,7 +9,7 @@
 namespace gpupool::model {
 namespace {
 
-__extension__ typedef unsigned __int128 UInt128;
+__extension__ using UInt128 = unsigned __int128;
 
 constexpr int64_t kMaxMilli = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMinMilli = std::numeric_limits<int64_t>::min();

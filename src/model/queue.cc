@@ -192,7 +192,7 @@ std::string FormatQuotaAmount(QuotaResource r, int64_t milli) {
   if (milli == kUnlimited) return "unlimited";
   if (r == QuotaResource::kMemory && milli % 1000 == 0) {
     int64_t bytes = milli / 1000;
-    static const char* kSuffix[] = {"Ki", "Mi", "Gi", "Ti", "Pi"};
+    static constexpr const char* kSuffix[] = {"Ki", "Mi", "Gi", "Ti", "Pi"};
     std::string suffix;
     int64_t value = bytes;
     for (const char* s : kSuffix) {

@@ -86,8 +86,8 @@ ClusterView::ClusterView(const std::vector<model::Node>& nodes,
   for (const auto& p : node_pools) pools.push_back(&p);
   std::sort(pools.begin(), pools.end(),
             [](const auto* a, const auto* b) { return a->name < b->name; });
-  pool_names_.push_back(std::string(model::kDefaultNodePool));
-  topology_keys_.push_back({});
+  pool_names_.emplace_back(model::kDefaultNodePool);
+  topology_keys_.emplace_back();
   for (const auto* p : pools) {
     pool_names_.push_back(p->name);
     topology_keys_.push_back(p->topology_keys);

@@ -164,7 +164,7 @@ std::vector<int64_t> ComputeFairShares(int64_t capacity, std::span<const FairSha
     std::vector<int64_t> divided = DivideAmongSiblings(amount, input, unit);
     for (size_t j = 0; j < kids.size(); ++j) {
       share[kids[j]] = divided[j];
-      work.push_back({kids[j], divided[j]});
+      work.emplace_back(kids[j], divided[j]);
     }
   }
   return share;

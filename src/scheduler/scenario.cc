@@ -264,7 +264,7 @@ Status ValidateScenario(const Scenario& scenario) {
     queue_names.push_back(q.name);
   }
   for (const auto& q : s.queues) {
-    if (!q.parent.empty() && !seen.count(q.parent)) {
+    if (!q.parent.empty() && !seen.contains(q.parent)) {
       return InvalidArgumentError("Queue " + q.name + ": spec.parent: queue \"" + q.parent +
                                   "\" not found" + DidYouMean(q.parent, queue_names));
     }

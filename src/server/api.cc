@@ -466,7 +466,7 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
   // A submission's audit record is written by the service in the workflow's transaction. The
   // reply waits for the group commit without holding a worker.
   router.AddAsync(
-      "POST", "/api/pool/{pool}/workflow", [&svc](const RouteRequest& r, Respond respond) {
+      "POST", "/api/pool/{pool}/workflow", [&svc](const RouteRequest& r, const Respond& respond) {
         auto request = DecodeSubmit(r);
         if (!request.ok()) return respond(request.status());
         // `r` lives until `respond` is called.
@@ -490,7 +490,7 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
   });
   router.AddAsync(
       "GET", "/api/workflow/{id}",
-      [&svc](const RouteRequest& r, Respond respond) {
+      [&svc](const RouteRequest& r, const Respond& respond) {
         // Encoded once per workflow version by the service; sent as is. The version check is
         // batched with those of concurrent reads, and no thread waits for it.
         svc.QueryWorkflowJsonAsync(CallerOf(r), r.Param("id"),

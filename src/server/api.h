@@ -73,10 +73,10 @@ struct ApiContext {
 };
 
 // Adds every route above to `router`.
-void AddApiRoutes(Router& router, const ApiContext& context);
+void AddApiRoutes(Router& router, const ApiContext& ctx);
 
 // The access checker and audit hook HttpServer needs, bound to the context.
-AccessChecker MakeAccessChecker(const ApiContext& context);
-AuditHook MakeAuditHook(const ApiContext& context);
+AccessChecker MakeAccessChecker(const ApiContext& ctx);
+AuditHook MakeAuditHook(const ApiContext& ctx);
 
 }  // namespace gpupool::server

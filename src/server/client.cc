@@ -82,13 +82,13 @@ Result<Json> Client::Call(std::string_view method, const std::string& path, cons
   httplib::Result result(nullptr, httplib::Error::Unknown);
   try {
     if (method == "GET") {
-      result = http_->Get(path.c_str(), headers);
+      result = http_->Get(path, headers);
     } else if (method == "POST") {
-      result = http_->Post(path.c_str(), headers, body, content_type.c_str());
+      result = http_->Post(path, headers, body, content_type);
     } else if (method == "PUT") {
-      result = http_->Put(path.c_str(), headers, body, content_type.c_str());
+      result = http_->Put(path, headers, body, content_type);
     } else if (method == "DELETE") {
-      result = http_->Delete(path.c_str(), headers, body, content_type.c_str());
+      result = http_->Delete(path, headers, body, content_type);
     } else {
       return InvalidArgumentError("unsupported method " + std::string(method));
     }

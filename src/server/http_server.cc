@@ -360,7 +360,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
     return response;
   }
 
-  void Write(std::shared_ptr<http::response<http::string_body>> response, bool headers_only) {
+  void Write(const std::shared_ptr<http::response<http::string_body>>& response,
+             bool headers_only) {
     if (headers_only) response->body().clear();  // Content-Length stays that of the GET
     IdleTimeout();
     http::async_write(socket_, *response,
@@ -396,7 +397,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     socket_.shutdown(tcp::socket::shutdown_send, ec);
     ExpectClientWithin(std::chrono::seconds(5));
     buffer_.clear();
-    socket_.async_read_some(buffer_.prepare(64 * 1024),
+    socket_.async_read_some(buffer_.prepare(size_t{64} * 1024),
                             [self = shared_from_this()](beast::error_code error, size_t) {
                               if (error) return self->Close();
                               self->Linger();
@@ -758,7 +759,7 @@ void HttpServer::RunHandler(Exchange& exchange) {
   }
 }
 
-void HttpServer::RunAsync(std::shared_ptr<Exchange> exchange) {
+void HttpServer::RunAsync(const std::shared_ptr<Exchange>& exchange) {
   Transport& transport = *transport_;
   {
     std::lock_guard lock(transport.async_mu);

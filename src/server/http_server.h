@@ -200,7 +200,7 @@ class HttpServer {
   // is refused, else nullopt (exchange.route is then set and its handler is to run).
   std::optional<Reply> Dispatch(Exchange& exchange);
   void RunHandler(Exchange& exchange);
-  void RunAsync(std::shared_ptr<Exchange> exchange);
+  void RunAsync(const std::shared_ptr<Exchange>& exchange);
   // Metrics, the audit hook, then the reply goes out.
   void Finish(Exchange& exchange, Reply reply);
 

@@ -257,7 +257,7 @@ Result<KeySet> LoadKeySet(const std::string& file_or_url) {
       httplib::Client client(base);
       client.set_connection_timeout(5);
       client.set_read_timeout(10);
-      auto response = client.Get(path.c_str());
+      auto response = client.Get(path);
       if (!response) {
         return UnavailableError("JWKS " + file_or_url + ": " +
                                 httplib::to_string(response.error()));
@@ -420,7 +420,7 @@ Result<Identity> JwtVerifier::Verify(std::string_view token) const {
       }
     } else if (roles->is_string()) {
       for (const auto& role : Split(roles->get<std::string>(), ',')) {
-        if (!Trim(role).empty()) identity.roles.push_back(std::string(Trim(role)));
+        if (!Trim(role).empty()) identity.roles.emplace_back(Trim(role));
       }
     }
   }

@@ -77,7 +77,7 @@ struct JwksRefresh {
   int64_t min_interval_ms = 30'000;
   // Keys older than this are re-fetched at the next Verify (a key removed from the JWKS stops
   // being accepted).
-  int64_t max_age_ms = 15 * 60'000;
+  int64_t max_age_ms = int64_t{15} * 60'000;
 };
 
 class JwtVerifier {

@@ -631,7 +631,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   }
   pending_gauge_->Set({}, stats.pending);
   running_gauge_->Set({}, stats.running);
-  static const char* kResources[] = {"gpu", "cpu", "memory"};
+  static constexpr const char* kResources[] = {"gpu", "cpu", "memory"};
   std::map<LabelValues, double> fair, allocated, deserved;
   for (const auto& share : cycle.fair_share) {
     for (size_t r = 0; r < share.resources.size() && r < 3; ++r) {

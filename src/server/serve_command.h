@@ -23,7 +23,8 @@
 #include <cstdint>
 #include <string>
 
-namespace CLI {
+// CLI11's namespace, named by the library.
+namespace CLI {  // NOLINT(readability-identifier-naming)
 class App;
 }  // namespace CLI
 

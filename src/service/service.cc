@@ -407,7 +407,7 @@ struct Service::SnapshotCache {
 
   // Workflow without a thread waiting: `done` runs on the store's read thread.
   using WorkflowDone = std::function<void(Result<std::shared_ptr<const CachedWorkflow>>)>;
-  void WorkflowAsync(store::Store& store, std::string id, WorkflowDone done) {
+  void WorkflowAsync(store::Store& store, const std::string& id, WorkflowDone done) {
     std::shared_ptr<const CachedWorkflow> cached = Cached(id);
     int64_t known = cached != nullptr ? cached->version : 0;
     store.GetWorkflowIfChangedAsync(id, known,
@@ -1603,7 +1603,7 @@ Result<std::shared_ptr<const std::string>> Service::QueryWorkflowJson(const Call
   return wf->json_text;
 }
 
-void Service::QueryWorkflowJsonAsync(const Caller& caller, std::string id, JsonDone done) {
+void Service::QueryWorkflowJsonAsync(const Caller& caller, const std::string& id, JsonDone done) {
   cache_->WorkflowAsync(
       store_, id,
       [this, caller, id, done = std::move(done)](Result<std::shared_ptr<const CachedWorkflow>> wf) {

@@ -352,7 +352,7 @@ class Service {
   // statement). The access check there reads no store when the caller owns the workflow or
   // Caller::access_checked_pool names its pool (as the HTTP layer sets it).
   using JsonDone = std::function<void(Result<std::shared_ptr<const std::string>>)>;
-  void QueryWorkflowJsonAsync(const Caller& caller, std::string id, JsonDone done);
+  void QueryWorkflowJsonAsync(const Caller& caller, const std::string& id, JsonDone done);
   // The pool of a workflow, for access checks before a workflow request (no access check here).
   // Reads through the same cache as QueryWorkflow, so a check followed by a query loads the
   // workflow once. kNotFound when it does not exist.

@@ -451,7 +451,7 @@ Status SqlStore::Migrate() {
           ", newer than this gpupool knows (" + std::to_string(newest_known) + ")");
     }
     for (const Migration& migration : migrations) {
-      if (applied.count(migration.version)) continue;
+      if (applied.contains(migration.version)) continue;
       Status status = db.Script(migration.sql);
       if (!status.ok()) {
         return status.WithContext("store: migration " + std::to_string(migration.version) + "_" +

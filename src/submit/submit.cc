@@ -569,7 +569,7 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
         // task values. Any failure just leaves the full path in use.
         // Built when a key comes up the second time, so workflows whose tasks all differ pay
         // nothing for it.
-        if (!skeleton_key.empty() && !ctx->skeletons.count(skeleton_key) &&
+        if (!skeleton_key.empty() && !ctx->skeletons.contains(skeleton_key) &&
             !ctx->seen_keys.insert(skeleton_key).second) {
           std::optional<Skeleton> skeleton;
           config::TaskContext stc = tc;

@@ -3,7 +3,9 @@
 #   gpupool_module(NAME model SOURCES a.cc b.cc DEPS common PUBLIC_LIBS nlohmann_json::nlohmann_json)
 #     -> static library gpupool_<NAME>, include root = src/, links gpupool_<dep> for each DEPS entry.
 #   gpupool_module_test(NAME model SOURCES a_test.cc DEPS model)
-#     -> test executable gpupool_<NAME>_test registered with gtest_discover_tests.
+#     -> test executable gpupool_<NAME>_test registered with gtest_discover_tests; its tests carry
+#        the ctest label unit_<NAME> (`ctest -L '^unit_(model|config)$'` runs those modules' tests;
+#        `make sanitize-unit` picks its modules this way).
 include(GoogleTest)
 
 function(gpupool_module)
@@ -30,7 +32,8 @@ function(gpupool_module_test)
   target_compile_definitions(gpupool_${T_NAME}_test PRIVATE
     GPUPOOL_SOURCE_DIR="${PROJECT_SOURCE_DIR}" GPUPOOL_BINARY_DIR="${PROJECT_BINARY_DIR}")
   gpupool_warnings(gpupool_${T_NAME}_test)
-  gtest_discover_tests(gpupool_${T_NAME}_test DISCOVERY_TIMEOUT 60 ${T_PROPERTIES})
+  gtest_discover_tests(gpupool_${T_NAME}_test DISCOVERY_TIMEOUT 60
+                       PROPERTIES LABELS unit_${T_NAME} ${T_PROPERTIES})
 endfunction()
 
 function(gpupool_warnings target)

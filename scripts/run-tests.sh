@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole suite with ctest and prints its summary. PostgreSQL-backed tests get a real
 # server started here (initdb in a temporary directory, loopback only) and stopped on exit.
+#   scripts/run-tests.sh [BUILD_DIR [CTEST_ARGS...]]   e.g. `build-sanitize -L '^unit_model$'`
 set -euo pipefail
 build_dir=${1:-build}
+shift || true
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 if [ -x "$root/scripts/pg-test-server.sh" ]; then
@@ -21,4 +23,4 @@ if [ -x "$root/scripts/pg-test-server.sh" ]; then
 fi
 
 cd "$build_dir"
-ctest --output-on-failure -j "$(nproc)" --timeout 600
+ctest --output-on-failure -j "$(nproc)" --timeout 600 "$@"

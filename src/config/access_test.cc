@@ -71,7 +71,9 @@ TEST(NormalizeRequestPathTest, ShortcutAgreesWithFullNormalisation) {
     Result<std::string> fast = NormalizeRequestPath(path);
     Result<std::string> full = internal::NormalizeRequestPathFully(path);
     ASSERT_EQ(fast.ok(), full.ok());
-    if (fast.ok()) ASSERT_EQ(*fast, *full);
+    if (fast.ok()) {
+      ASSERT_EQ(*fast, *full);
+    }
   }
 }
 

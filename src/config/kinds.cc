@@ -1090,16 +1090,18 @@ std::vector<std::string> BodyFields(Kind kind) {
 
 }  // namespace
 
-Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, const Json& doc,
+Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, Json doc,
                                                std::optional<std::string> name_from_cli) {
   std::string what(KindName(kind));
   if (name_from_cli.has_value() && name_from_cli->empty()) name_from_cli.reset();
   if (name_from_cli.has_value()) RETURN_IF_ERROR(ValidateName(what, *name_from_cli));
-  auto single = [&](std::string name, const Json& body) -> Result<std::vector<NamedBody>> {
+  // The bodies are moved out of `doc`, never copied: a copy walks the whole tree.
+  auto single = [&](std::string name) -> Result<std::vector<NamedBody>> {
     RETURN_IF_ERROR(ValidateName(what, name));
-    Json stripped = body;
-    if (stripped.is_object()) stripped.erase("name");
-    return std::vector<NamedBody>{NamedBody{std::move(name), std::move(stripped)}};
+    if (doc.is_object()) doc.erase("name");
+    std::vector<NamedBody> out;
+    out.push_back(NamedBody{std::move(name), std::move(doc)});
+    return out;
   };
   if (kind == Kind::kResourceValidation && doc.is_array()) {
     if (!name_from_cli.has_value()) {
@@ -1107,7 +1109,7 @@ Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, const Json& doc,
           "the file holds one RESOURCE_VALIDATION list without a name; give the name on the "
           "command line or write {\"<name>\": [...]}");
     }
-    return single(*name_from_cli, doc);
+    return single(*name_from_cli);
   }
   if (!doc.is_object()) {
     return InvalidArgumentError("a " + what + " file must hold a JSON object, " +
@@ -1120,7 +1122,7 @@ Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, const Json& doc,
       return InvalidArgumentError("the command names " + what + " \"" + *name_from_cli +
                                   "\" but the file's \"name\" is \"" + name + "\"");
     }
-    return single(name, doc);
+    return single(name);
   }
   std::vector<std::string> fields = BodyFields(kind);
   for (const auto& [key, value] : doc.items()) {
@@ -1130,12 +1132,12 @@ Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, const Json& doc,
                                   "\" field) but no name: add \"name\" to the file or give the "
                                   "name on the command line");
     }
-    return single(*name_from_cli, doc);
+    return single(*name_from_cli);
   }
   // Map form.
   if (doc.empty()) return InvalidArgumentError("the " + what + " file is an empty object");
   std::vector<NamedBody> out;
-  for (const auto& [key, value] : doc.items()) {
+  for (auto& [key, value] : doc.get_ref<Json::object_t&>()) {
     bool shape_ok = kind == Kind::kResourceValidation ? value.is_array() : value.is_object();
     if (!shape_ok) {
       return InvalidArgumentError(key + ": expected " +
@@ -1147,7 +1149,7 @@ Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, const Json& doc,
     }
     Status s = ValidateName(what, key);
     if (!s.ok()) return s;
-    Json body = value;
+    Json body = std::move(value);
     if (body.is_object()) {
       auto inner = body.find("name");
       if (inner != body.end()) {
@@ -1158,7 +1160,7 @@ Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, const Json& doc,
         body.erase("name");
       }
     }
-    out.push_back(NamedBody{key, std::move(body)});
+    out.push_back(NamedBody{key, std::move(body), /*map_entry=*/true});
   }
   if (name_from_cli.has_value()) {
     if (out.size() != 1 || out[0].name != *name_from_cli) {

@@ -272,7 +272,8 @@ Json BackendToJson(const Backend& backend, bool with_name = false);
 
 struct NamedBody {
   std::string name;
-  Json body;  // without a "name" key
+  Json body;               // without a "name" key
+  bool map_entry = false;  // an entry of the map form {"<name>": {...}}, not the file itself
 };
 
 // Splits a config file into named bodies (DESIGN §2). Rule, in order:
@@ -287,8 +288,9 @@ struct NamedBody {
 //      object (an array for RESOURCE_VALIDATION). With `name_from_cli` the map must hold exactly
 //      that one name (seed 000: `config update POD_TEMPLATE l40s --file l40s_pod_template.json`
 //      where the file is {"l40s": {...}}).
-// Names are checked against kNameRegex. Order of the file is kept.
-Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, const Json& doc,
+// Names are checked against kNameRegex. Order of the file is kept. The bodies are moved out of
+// `doc` (pass it with std::move when it is not needed after).
+Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, Json doc,
                                                std::optional<std::string> name_from_cli);
 
 }  // namespace gpupool::config

@@ -8,13 +8,17 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "common/json_text.h"
+#include "common/limits.h"
 #include "common/strings.h"
+#include "model/quantity.h"
 
 namespace gpupool::model {
 
@@ -48,7 +52,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-constexpr int kMaxYamlDepth = 512;
 // A document may expand (through aliases) to at most this many values per byte of text.
 constexpr int64_t kYamlValuesPerByte = 4;
 
@@ -91,15 +94,17 @@ std::string CleanJsonMessage(std::string what) {
 }
 
 // The byte offset where the offending token starts, from nlohmann's 1-based "last read" byte.
-size_t OffendingOffset(std::string_view text, size_t byte, const std::string& message) {
+// `literal`: the token is a literal (number, true, false, null) that may end one byte earlier.
+size_t OffendingOffset(std::string_view text, size_t byte, const std::string& message,
+                       bool literal) {
   if (byte == 0) return 0;
   size_t offset = byte - 1;
   if (offset >= text.size()) return text.size();
-  bool literal = message.find("invalid literal") != std::string::npos ||
-                 message.find("number literal") != std::string::npos ||
-                 message.find("'true' literal") != std::string::npos ||
-                 message.find("'false' literal") != std::string::npos ||
-                 message.find("'null' literal") != std::string::npos;
+  literal = literal || message.find("invalid literal") != std::string::npos ||
+            message.find("number literal") != std::string::npos ||
+            message.find("'true' literal") != std::string::npos ||
+            message.find("'false' literal") != std::string::npos ||
+            message.find("'null' literal") != std::string::npos;
   bool string_literal = message.find("unexpected string literal") != std::string::npos;
   if (literal) {
     // The lexer may have read one character past the literal.
@@ -125,6 +130,83 @@ size_t OffendingOffset(std::string_view text, size_t byte, const std::string& me
   }
   return offset;
 }
+
+std::string TooDeepMessage() {
+  return "nested deeper than " + std::to_string(kMaxNestingDepth) +
+         " levels of arrays and objects";
+}
+
+constexpr std::string_view kNumberOutOfRange =
+    "number out of range (larger than a 64-bit floating-point number can hold)";
+
+// The byte offset of the `n`th (1-based) `{` or `[` of a JSON text, strings skipped: where the
+// nlohmann parser had read that many object and array starts.
+size_t OffsetOfOpener(std::string_view text, int64_t n) {
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if ((c == '{' || c == '[') && --n == 0) {
+      return i;
+    }
+  }
+  return text.size();
+}
+
+// nlohmann's DOM builder with a bound on nesting (kMaxNestingDepth) and the first error kept
+// rather than thrown: parsing an array of 100,000 `[` stops at the 513th.
+class BoundedDomParser : public nlohmann::detail::json_sax_dom_parser<ordered_json> {
+  using Base = nlohmann::detail::json_sax_dom_parser<ordered_json>;
+
+ public:
+  explicit BoundedDomParser(ordered_json& root) : Base(root, /*allow_exceptions_=*/false) {}
+
+  bool start_object(std::size_t size) { return Enter() && Base::start_object(size); }
+  bool start_array(std::size_t size) { return Enter() && Base::start_array(size); }
+  bool end_object() {
+    --depth_;
+    return Base::end_object();
+  }
+  bool end_array() {
+    --depth_;
+    return Base::end_array();
+  }
+
+  template <class Exception>
+  bool parse_error(std::size_t byte, const std::string& /*last_token*/, const Exception& error) {
+    error_byte = byte;
+    error_message = error.what();
+    number_out_of_range = error.id == 406;  // out_of_range.406: a number overflows a double
+    return false;
+  }
+
+  // The object or array start (1-based, counting all of them so far) that was one level too deep;
+  // 0 when none was.
+  int64_t too_deep_opener = 0;
+  std::optional<size_t> error_byte;
+  std::string error_message;
+  bool number_out_of_range = false;
+
+ private:
+  bool Enter() {
+    ++openers_;
+    if (++depth_ > kMaxNestingDepth) {
+      too_deep_opener = openers_;
+      return false;
+    }
+    return true;
+  }
+
+  int depth_ = 0;
+  int64_t openers_ = 0;
+};
 
 // ---- YAML -> JSON ----
 
@@ -310,6 +392,15 @@ class YamlJsonBuilder {
     if (--events_left_ < 0) {
       return InvalidArgumentError(Located(file_name_, at, "malformed YAML (too many events)"));
     }
+    // Counted from the events, whatever was built: libyaml's scanner does work per token for each
+    // open flow level, so reading on through 100,000 `[` would take minutes.
+    if (event.type == YAML_SEQUENCE_START_EVENT || event.type == YAML_MAPPING_START_EVENT) {
+      if (++open_levels_ > kMaxNestingDepth) {
+        return InvalidArgumentError(Located(file_name_, at, TooDeepMessage()));
+      }
+    } else if (event.type == YAML_SEQUENCE_END_EVENT || event.type == YAML_MAPPING_END_EVENT) {
+      --open_levels_;
+    }
     switch (event.type) {
       case YAML_DOCUMENT_START_EVENT:
         OnDocumentStart();
@@ -348,7 +439,7 @@ class YamlJsonBuilder {
     SourcePosition mark;
     AnchorId anchor = kNoAnchor;
     int64_t count = 1;  // values in the subtree, this one included
-    int height = 0;     // levels below this one
+    int height = 1;     // levels of sequences and mappings in the subtree, this one included
     bool have_key = false;
     std::string key;
     SourcePosition key_mark;
@@ -467,6 +558,17 @@ class YamlJsonBuilder {
   // scalars as strings, the standard tags as they say, other tags as if plain.
   std::optional<ordered_json> TypedScalar(SourcePosition at, const char* tag, bool plain,
                                           const std::string& s) {
+    std::optional<ordered_json> value = TypedScalarValue(at, tag, plain, s);
+    // 1e400 is a number no double holds; JSON has no infinity to read it as.
+    if (value && value->is_number_float() && !std::isfinite(value->get<double>())) {
+      Fail(at, kNumberOutOfRange);
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  std::optional<ordered_json> TypedScalarValue(SourcePosition at, const char* tag, bool plain,
+                                               const std::string& s) {
     if (tag == nullptr) return plain ? PlainScalar(s) : ordered_json(s);
     std::string_view t(tag);
     if (t == "!" || t == "tag:yaml.org,2002:str") return ordered_json(s);
@@ -497,7 +599,7 @@ class YamlJsonBuilder {
       Fail(at, "mapping keys must be scalars");
       return;
     }
-    int entry = BeginNode(at, 1, 0);
+    int entry = BeginNode(at, 1, 1);
     if (entry < 0) return;
     if (anchor != kNoAnchor) {
       if (anchor >= anchors_.size()) anchors_.resize(anchor + 1);
@@ -538,11 +640,12 @@ class YamlJsonBuilder {
     top.key_mark = at;
   }
 
-  // Checks the bounds for a node (or an alias expanding to `count` values `height` levels deep)
-  // at the current position and adds its source-map entry. -1 after an error.
+  // Checks the bounds for a node (or an alias expanding to `count` values) at the current position
+  // and adds its source-map entry. `height`: the levels of sequences and mappings it adds (0 for a
+  // scalar, 1 for a new sequence or mapping). -1 after an error.
   int BeginNode(SourcePosition at, int64_t count, int height) {
-    if (static_cast<int64_t>(stack_.size()) + height > kMaxYamlDepth) {
-      Fail(at, "nesting too deep");
+    if (static_cast<int64_t>(stack_.size()) + height > kMaxNestingDepth) {
+      Fail(at, TooDeepMessage());
       return -1;
     }
     values_left_ -= count;
@@ -603,6 +706,7 @@ class YamlJsonBuilder {
 
   std::string_view file_name_;
   int64_t events_left_;
+  int open_levels_ = 0;  // sequences and mappings started and not ended
   int64_t values_left_;
   std::optional<Status> error_;
   YamlDocument doc_;
@@ -869,7 +973,9 @@ class JsonSourceMapBuilder {
   std::optional<std::pair<SourcePosition, std::string>> duplicate;
 
  private:
-  static constexpr int kMaxDepth = 10000;
+  // The text was parsed (ParseJson) with this bound already; it keeps the recursion of Value
+  // bounded for any other text too (the map of a text nested deeper finds nothing).
+  static constexpr int kMaxDepth = kMaxNestingDepth;
 
   SourcePosition Position(size_t offset) const {
     auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
@@ -1016,37 +1122,101 @@ SourcePosition PositionOfOffset(std::string_view text, size_t offset) {
 }
 
 Result<ordered_json> ParseJson(std::string_view text, std::string_view file_name) {
+  ordered_json value;
+  BoundedDomParser parser(value);
   try {
-    ordered_json value = ordered_json::parse(text.begin(), text.end());
-    // nlohmann keeps the last of duplicate keys silently; configs must not.
-    JsonSourceMapBuilder builder(text);
-    if (builder.CheckDuplicates() && builder.duplicate) {
-      return InvalidArgumentError(Located(file_name, builder.duplicate->first.line,
-                                          builder.duplicate->first.column,
-                                          "duplicate key \"" + builder.duplicate->second + "\""));
-    }
-    return value;
-  } catch (const nlohmann::json::parse_error& e) {
-    std::string message = CleanJsonMessage(e.what());
-    size_t offset = OffendingOffset(text, e.byte, message);
-    SourcePosition pos = PositionOfOffset(text, offset);
-    return InvalidArgumentError(Located(file_name, pos.line, pos.column, message));
-  } catch (const std::exception& e) {
-    return InvalidArgumentError(std::string(file_name) + ": " + e.what());
+    ordered_json::sax_parse(text.begin(), text.end(), &parser);
+  } catch (const std::exception& e) {  // out of memory
+    return InternalError(std::string(file_name) + ": " + e.what());
   }
+  if (parser.too_deep_opener > 0) {
+    SourcePosition pos = PositionOfOffset(text, OffsetOfOpener(text, parser.too_deep_opener));
+    return InvalidArgumentError(Located(file_name, pos, TooDeepMessage()));
+  }
+  if (parser.error_byte) {
+    std::string message = parser.number_out_of_range ? std::string(kNumberOutOfRange)
+                                                     : CleanJsonMessage(parser.error_message);
+    size_t offset =
+        OffendingOffset(text, *parser.error_byte, message, parser.number_out_of_range);
+    return InvalidArgumentError(Located(file_name, PositionOfOffset(text, offset), message));
+  }
+  // nlohmann keeps the last of duplicate keys silently; configs must not.
+  JsonSourceMapBuilder builder(text);
+  if (builder.CheckDuplicates() && builder.duplicate) {
+    return InvalidArgumentError(Located(file_name, builder.duplicate->first,
+                                        "duplicate key \"" + builder.duplicate->second + "\""));
+  }
+  return value;
 }
 
+Result<size_t> MaxInputBytes() {
+  const char* setting = std::getenv(kMaxInputBytesVariable);
+  if (setting == nullptr || *setting == '\0') return kDefaultMaxInputBytes;
+  Result<Quantity> bytes = Quantity::Parse(setting);
+  if (!bytes.ok() || bytes->MilliValue() <= 0 || bytes->MilliValue() % 1000 != 0) {
+    return InvalidArgumentError(std::string(kMaxInputBytesVariable) + "=\"" + setting +
+                                "\": expected a positive whole number of bytes, such as " +
+                                std::to_string(kDefaultMaxInputBytes) + " or 8Mi");
+  }
+  return static_cast<size_t>(bytes->Value());
+}
+
+namespace {
+
+// "8 MiB (8388608 bytes)", "1.5 KiB (1536 bytes)", "100 bytes".
+std::string ByteCount(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " bytes";
+  double scaled = static_cast<double>(bytes);
+  int unit = -1;
+  while (scaled >= 1024 && unit < 3) {
+    scaled /= 1024;
+    ++unit;
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), scaled == std::floor(scaled) ? "%.0f %s" : "%.1f %s", scaled,
+                kUnits[unit]);
+  return std::string(text) + " (" + std::to_string(bytes) + " bytes)";
+}
+
+Status TooLarge(const std::string& path, std::string_view size, size_t limit) {
+  return InvalidArgumentError(path + ": the file is " + std::string(size) +
+                              ", over the input limit of " + ByteCount(limit) + " (set " +
+                              kMaxInputBytesVariable + " to read larger files)");
+}
+
+}  // namespace
+
 Result<std::string> ReadFile(const std::string& path) {
+  ASSIGN_OR_RETURN(size_t limit, MaxInputBytes());
+  return ReadFile(path, limit);
+}
+
+Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     int err = errno;
     if (err == ENOENT) return NotFoundError(path + ": no such file");
     return InternalError(path + ": cannot open: " + std::strerror(err));
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  // A regular file's size is known before reading it; a pipe's is found by reading up to the
+  // limit and one byte more.
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    const uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec && size > max_bytes) return TooLarge(path, ByteCount(size), max_bytes);
+  }
+  std::string text;
+  char buffer[1 << 16];
+  while (in) {
+    in.read(buffer, sizeof(buffer));
+    text.append(buffer, static_cast<size_t>(in.gcount()));
+    if (text.size() > max_bytes) {
+      return TooLarge(path, "larger than " + std::to_string(max_bytes) + " bytes", max_bytes);
+    }
+  }
   if (in.bad()) return InternalError(path + ": read error");
-  return buffer.str();
+  return text;
 }
 
 Result<std::vector<YamlDocument>> ParseYamlDocuments(std::string_view text,
@@ -1080,11 +1250,15 @@ Result<std::vector<ordered_json>> ParseJsonOrYamlDocuments(std::string_view text
   size_t first = body.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && (body[first] == '{' || body[first] == '[')) {
     auto json = ParseJson(body, file_name);
-    if (json.ok()) return std::vector<ordered_json>{std::move(json).value()};
+    std::vector<ordered_json> out;
+    if (json.ok()) {
+      out.push_back(std::move(json).value());  // moved: a copy walks the tree recursively
+      return out;
+    }
     // Flow-style YAML (`{a: 1}`) is not JSON; accept it when it parses as YAML.
+    if (json.status().message().find(TooDeepMessage()) != std::string::npos) return json.status();
     auto yaml = ParseYamlDocuments(body, file_name);
     if (!yaml.ok()) return json.status();
-    std::vector<ordered_json> out;
     for (auto& doc : *yaml) out.push_back(std::move(doc.value));
     return out;
   }
@@ -1092,6 +1266,52 @@ Result<std::vector<ordered_json>> ParseJsonOrYamlDocuments(std::string_view text
   std::vector<ordered_json> out;
   for (auto& doc : yaml) out.push_back(std::move(doc.value));
   return out;
+}
+
+Result<std::vector<YamlDocument>> ParseDocumentsWithSourceMaps(std::string_view text,
+                                                              std::string_view file_name) {
+  std::string_view body = text;
+  if (StartsWith(body, "\xEF\xBB\xBF")) body.remove_prefix(3);
+  const size_t first = body.find_first_not_of(" \t\r\n");
+  if (first != std::string_view::npos && (body[first] == '{' || body[first] == '[')) {
+    auto json = ParseJson(body, file_name);
+    if (json.ok()) {
+      std::vector<YamlDocument> out(1);
+      out[0].value = std::move(json).value();
+      out[0].line = PositionOfOffset(body, first).line;
+      out[0].source_map = JsonSourceMap::Build(text);
+      return out;
+    }
+    // Flow-style YAML (`{a: 1}`) is not JSON; accept it when it parses as YAML.
+    if (json.status().message().find(TooDeepMessage()) != std::string::npos) return json.status();
+    auto yaml = ParseYamlDocuments(body, file_name);
+    if (!yaml.ok()) return json.status();
+    return yaml;
+  }
+  return ParseYamlDocuments(body, file_name);
+}
+
+Status CheckYamlText(std::string_view text, std::string_view file_name) {
+  for (size_t i = 0; i < text.size();) {
+    auto [cp, length] = DecodeUtf8(text, i);
+    std::string what;
+    if (length == 0) {
+      char byte[8];
+      std::snprintf(byte, sizeof(byte), "0x%02X", static_cast<unsigned char>(text[i]));
+      what = std::string("invalid UTF-8 (byte ") + byte + ")";
+    } else if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0x7F ||
+               (cp >= 0x80 && cp <= 0x9F && cp != 0x85) || cp == 0xFFFE || cp == 0xFFFF) {
+      char code[16];
+      std::snprintf(code, sizeof(code), "U+%04X", static_cast<unsigned>(cp));
+      what = std::string("control character ") + code + " is not allowed";
+    } else {
+      i += length;
+      continue;
+    }
+    return InvalidArgumentError(
+        Located(file_name, PositionOfOffset(text, i), "not a valid YAML text: " + what));
+  }
+  return OkStatus();
 }
 
 std::string ToYaml(const ordered_json& value) {
@@ -1108,6 +1328,52 @@ std::string FieldPath(std::string_view parent, std::string_view field) {
 
 std::string IndexPath(std::string_view parent, size_t index) {
   return std::string(parent) + "[" + std::to_string(index) + "]";
+}
+
+int NestingDepth(const ordered_json& value, int stop_after) {
+  std::vector<std::pair<const ordered_json*, int>> pending = {{&value, 0}};
+  int deepest = 0;
+  while (!pending.empty()) {
+    auto [node, above] = pending.back();
+    pending.pop_back();
+    if (!node->is_structured()) continue;
+    const int depth = above + 1;
+    if (depth > stop_after) return stop_after + 1;
+    deepest = std::max(deepest, depth);
+    if (node->is_object()) {
+      for (const auto& [key, member] : node->get_ref<const ordered_json::object_t&>()) {
+        pending.emplace_back(&member, depth);
+      }
+    } else {
+      for (const ordered_json& item : node->get_ref<const ordered_json::array_t&>()) {
+        pending.emplace_back(&item, depth);
+      }
+    }
+  }
+  return deepest;
+}
+
+Status CheckNestingDepth(const ordered_json& value) {
+  if (NestingDepth(value) <= kMaxNestingDepth) return OkStatus();
+  // The member (or item) that goes too deep, for the message: its own depth counts one level
+  // less than its parent's.
+  std::string field = "(top level)";
+  if (value.is_object()) {
+    for (const auto& [key, member] : value.get_ref<const ordered_json::object_t&>()) {
+      if (NestingDepth(member, kMaxNestingDepth - 1) >= kMaxNestingDepth) {
+        field = key;
+        break;
+      }
+    }
+  } else if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i) {
+      if (NestingDepth(value[i], kMaxNestingDepth - 1) >= kMaxNestingDepth) {
+        field = IndexPath("", i);
+        break;
+      }
+    }
+  }
+  return InvalidArgumentError(field + ": " + TooDeepMessage());
 }
 
 std::string JsonTypeName(const ordered_json& value) {
@@ -1296,6 +1562,16 @@ std::optional<SourcePosition> JsonSourceMap::FindFieldPath(std::string_view path
     if (!path.empty() && path[0] == '.') path.remove_prefix(1);
   }
   return entries_[current].position;
+}
+
+std::optional<SourcePosition> JsonSourceMap::FindNearest(std::string_view field_path) const {
+  if (entries_.empty()) return std::nullopt;
+  while (!field_path.empty()) {
+    if (std::optional<SourcePosition> found = FindFieldPath(field_path)) return found;
+    const size_t cut = field_path.find_last_of(".[");
+    field_path = cut == std::string_view::npos ? std::string_view() : field_path.substr(0, cut);
+  }
+  return entries_[0].position;
 }
 
 std::string JsonSourceMap::Prefix(std::string_view file_name, std::string_view field_path) const {

@@ -394,7 +394,7 @@ TEST(ParseYamlTest, RefusesBadAliasesAndDeepNesting) {
       {"alias expanding too deep",
        "a: &a " + std::string(300, '[') + std::string(300, ']') + "\nb: " + std::string(300, '[') +
            "*a" + std::string(300, ']') + "\n",
-       "w.yaml:", "nesting too deep"},
+       "w.yaml:", "nested deeper than 512 levels"},
       // A syntax error anywhere in the stream wins over a semantic error earlier on.
       {"syntax error after a duplicate key", "a: 1\na: 2\n---\n,\n", "w.yaml:", "malformed YAML"},
       {"bad !!bool", "a: !!bool maybe\n", "w.yaml:1:4: ", "not true or false"},

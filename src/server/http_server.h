@@ -47,6 +47,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/limits.h"
 #include "common/status.h"
 #include "server/auth.h"
 #include "server/metrics.h"
@@ -152,7 +153,7 @@ using AccessChecker = std::function<Status(const Identity& identity, const Route
 using AuditHook = std::function<void(const RouteRequest& request, int http_status)>;
 
 struct ServerOptions {
-  size_t max_body_bytes = 8 << 20;
+  size_t max_body_bytes = kDefaultMaxInputBytes;  // as the CLI's limit for files
   int threads = 64;    // workers for handlers that may block (every method but GET and HEAD)
   int io_threads = 0;  // threads reading and writing connections; 0: one per core, at least 2
   int keep_alive_max_requests = 100000;

@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/limits.h"
+
 // CLI11's namespace, named by the library.
 namespace CLI {  // NOLINT(readability-identifier-naming)
 class App;
@@ -48,7 +50,7 @@ struct ServeOptions {
   std::string issuer;
   std::string audience;
   std::string roles_claim = "roles";
-  size_t max_body_bytes = 8 << 20;
+  size_t max_body_bytes = kDefaultMaxInputBytes;
   int max_connections = 0;  // 0: ServerOptions' default (the descriptor limit less a reserve)
   int threads = 64;
   int io_threads = 0;  // 0: one per core, at least 2

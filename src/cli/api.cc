@@ -107,6 +107,12 @@ int64_t QuantityMilli(const json& j, const char* outer, const char* inner) {
   return q.ok() ? q->MilliValue() : 0;
 }
 
+// Whole units (bytes of memory and storage), as service::ResourceRow holds them.
+int64_t QuantityUnits(const json& j, const char* outer, const char* inner) {
+  auto q = model::Quantity::Parse(Str(Field(j, outer), inner));
+  return q.ok() ? q->Value() : 0;
+}
+
 std::vector<std::string> Strings(const json& j) {
   std::vector<std::string> out;
   if (!j.is_array()) return out;
@@ -263,12 +269,12 @@ class Remote final : public Api {
           r.platform = Str(j, "platform");
           r.type = Str(j, "type");
           r.gpu_product = Str(j, "gpu_product");
-          r.storage_used = QuantityMilli(j, "storage", "used");
-          r.storage_capacity = QuantityMilli(j, "storage", "capacity");
+          r.storage_used = QuantityUnits(j, "storage", "used");
+          r.storage_capacity = QuantityUnits(j, "storage", "capacity");
           r.cpu_used = QuantityMilli(j, "cpu", "used");
           r.cpu_capacity = QuantityMilli(j, "cpu", "capacity");
-          r.memory_used = QuantityMilli(j, "memory", "used");
-          r.memory_capacity = QuantityMilli(j, "memory", "capacity");
+          r.memory_used = QuantityUnits(j, "memory", "used");
+          r.memory_capacity = QuantityUnits(j, "memory", "capacity");
           r.gpu_used = Int(Field(j, "gpu"), "used") * 1000;
           r.gpu_capacity = Int(Field(j, "gpu"), "capacity") * 1000;
           return r;

@@ -41,7 +41,7 @@ namespace fs = std::filesystem;
 constexpr int kExitOk = 0;
 constexpr int kExitFailure = 1;
 constexpr int kExitUsage = 2;
-constexpr int64_t kGiMilli = int64_t{1000} << 30;
+constexpr int64_t kGi = int64_t{1} << 30;
 
 // Everything the parsed command line says.
 struct Options {
@@ -329,9 +329,9 @@ Status ResourceList(Api& svc, const Env& env) {
       {"NODE", "POOL", "PLATFORM", "TYPE", "STORAGE [Gi]", "CPU [#]", "MEMORY [Gi]", "GPU [#]"});
   for (const auto& r : rows) {
     table.AddRow({r.node, r.pool, r.platform, r.type,
-                  UsedOfCapacity(r.storage_used, r.storage_capacity, kGiMilli),
+                  UsedOfCapacity(r.storage_used, r.storage_capacity, kGi),
                   UsedOfCapacity(r.cpu_used, r.cpu_capacity, 1000),
-                  UsedOfCapacity(r.memory_used, r.memory_capacity, kGiMilli),
+                  UsedOfCapacity(r.memory_used, r.memory_capacity, kGi),
                   UsedOfCapacity(r.gpu_used, r.gpu_capacity, 1000)});
   }
   std::cout << table.ToString();

@@ -34,9 +34,10 @@ std::string Render(const nlohmann::ordered_json& value, OutputFormat format) {
   return DumpJson(value, 2) + "\n";
 }
 
-std::string UsedOfCapacity(int64_t used_milli, int64_t capacity_milli, int64_t unit_milli) {
-  int64_t used = used_milli <= 0 ? 0 : (used_milli + unit_milli - 1) / unit_milli;
-  int64_t capacity = capacity_milli <= 0 ? 0 : capacity_milli / unit_milli;
+std::string UsedOfCapacity(int64_t used_amount, int64_t capacity_amount, int64_t unit) {
+  // Rounded up without adding first: an amount may be near the end of int64 (memory: 3Ei).
+  int64_t used = used_amount <= 0 ? 0 : used_amount / unit + (used_amount % unit != 0 ? 1 : 0);
+  int64_t capacity = capacity_amount <= 0 ? 0 : capacity_amount / unit;
   return std::to_string(used) + "/" + std::to_string(capacity);
 }
 

@@ -32,7 +32,8 @@ class Table {
 std::string Render(const nlohmann::ordered_json& value, OutputFormat format);
 
 // "<used>/<capacity>" in whole units: used rounded up, capacity rounded down (as OSMO prints).
-// `unit_milli` is the milli-value of one unit (1000 for cores and GPUs, 1000 * 2^30 for Gi).
-std::string UsedOfCapacity(int64_t used_milli, int64_t capacity_milli, int64_t unit_milli);
+// `unit` is one unit in the amounts' own (1000 for cores and GPUs counted in milli-units, 2^30
+// for Gi of memory counted in bytes).
+std::string UsedOfCapacity(int64_t used_amount, int64_t capacity_amount, int64_t unit);
 
 }  // namespace gpupool::cli

@@ -24,6 +24,9 @@ TEST(FormatTest, UsedOfCapacity) {
       {0, 8000, 1000, "0/8"},
       {500, 3900, 1000, "1/3"},  // used rounds up, capacity down
       {int64_t{1000} << 30, int64_t{64000} << 30, int64_t{1000} << 30, "1/64"},
+      // Bytes of a node with `memory: 3Ei`, and a use at the end of int64: no overflow.
+      {int64_t{1} << 30, int64_t{3} << 60, int64_t{1} << 30, "1/3221225472"},
+      {INT64_MAX, INT64_MAX, int64_t{1} << 30, "8589934592/8589934591"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.expected);

@@ -111,19 +111,20 @@ std::optional<int64_t> FastMilli(std::string_view text) {
   return milli;
 }
 
-std::optional<int64_t> ParseMilli(std::string_view text) {
-  if (std::optional<int64_t> fast = FastMilli(text)) return fast;
+// A quantity operand (exact over Kubernetes' range: K8_MEMORY of a 3Ei node is not 9.2P).
+std::optional<model::Quantity> ParseOperand(std::string_view text) {
+  if (std::optional<int64_t> fast = FastMilli(text)) return model::Quantity::FromMilli(*fast);
   Result<model::Quantity> q = model::Quantity::Parse(text);
   if (!q.ok()) return std::nullopt;
-  return q->MilliValue();
+  return *q;
 }
 
 }  // namespace
 
 Result<bool> CompareOperands(Operator op, std::string_view left, std::string_view right) {
   std::string_view l = Trim(left), r = Trim(right);
-  std::optional<int64_t> lq = ParseMilli(l);
-  std::optional<int64_t> rq = ParseMilli(r);
+  std::optional<model::Quantity> lq = ParseOperand(l);
+  std::optional<model::Quantity> rq = ParseOperand(r);
   if (lq.has_value() && rq.has_value()) {
     auto cmp = *lq <=> *rq;
     switch (op) {

@@ -10,9 +10,11 @@ namespace gpupool::model {
 namespace {
 
 __extension__ using UInt128 = unsigned __int128;
+__extension__ using Int128 = __int128;
 
-constexpr int64_t kMaxMilli = std::numeric_limits<int64_t>::max();
-constexpr int64_t kMinMilli = std::numeric_limits<int64_t>::min();
+// Kubernetes' bound: 2^63-1 units in magnitude, in milli-units.
+constexpr Int128 kMaxMilli = static_cast<Int128>(std::numeric_limits<int64_t>::max()) * 1000;
+constexpr Int128 kMinMilli = -kMaxMilli;
 // Inputs longer than this are not quantities anyone writes; refusing them bounds the work.
 constexpr size_t kMaxQuantityLength = 256;
 // Decimal exponents beyond this overflow (or round to 1m) whatever the mantissa.
@@ -71,14 +73,14 @@ class BigNat {
     limbs_.push_back(1);
   }
 
-  // The value when it fits in int64.
-  std::optional<int64_t> ToInt64() const {
+  // The value when it is at most kMaxMilli.
+  std::optional<Int128> ToMilli() const {
     UInt128 v = 0;
     for (size_t i = limbs_.size(); i-- > 0;) {
       v = v * kBase + limbs_[i];
       if (v > static_cast<UInt128>(kMaxMilli)) return std::nullopt;
     }
-    return static_cast<int64_t>(v);
+    return static_cast<Int128>(v);
   }
 
  private:
@@ -98,7 +100,7 @@ struct Suffix {
 // milli = ceil(digits * 2^two_power * 10^ten_power) in 128 bits, for the usual short quantities
 // ("1", "500m", "64Gi"): BigNat's decimal limbs cost a submission ~2 % of its instructions.
 // nullopt when the digits or the result may not fit; BigNat then decides (and reports too large).
-std::optional<int64_t> ShortMilli(std::string_view digits, int two_power, int ten_power) {
+std::optional<Int128> ShortMilli(std::string_view digits, int two_power, int ten_power) {
   constexpr int kMaxDigits = 18;  // < 2^60, so shifted by up to 63 bits it fits in 128
   if (digits.size() > kMaxDigits || two_power > 63 || ten_power < -kMaxDigits ||
       ten_power > kMaxDigits) {
@@ -117,7 +119,7 @@ std::optional<int64_t> ShortMilli(std::string_view digits, int two_power, int te
     v = v / divisor + (inexact ? 1 : 0);  // round away from zero, as Kubernetes does
   }
   if (v > kMax) return std::nullopt;
-  return static_cast<int64_t>(v);
+  return static_cast<Int128>(v);
 }
 
 // Interprets a suffix the way k8s quantitySuffixer does.
@@ -162,16 +164,16 @@ Status FormatError(std::string_view text, std::string_view why) {
                               "1.5, 64Gi, 1G or 1e3)");
 }
 
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? kMaxMilli : kMinMilli;
-  return r;
-}
+// Both operands are within ±kMaxMilli (< 2^74), so the 128-bit sum itself cannot overflow.
+Int128 Saturate(Int128 milli) { return std::clamp(milli, kMinMilli, kMaxMilli); }
 
-int64_t SaturatingSub(int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? kMaxMilli : kMinMilli;
-  return r;
+// Decimal digits of a 128-bit magnitude (std::to_string has no overload for it).
+std::string ToDecimal(UInt128 v) {
+  if (v == 0) return "0";
+  std::string out;
+  for (; v > 0; v /= 10) out += static_cast<char>('0' + static_cast<int>(v % 10));
+  std::reverse(out.begin(), out.end());
+  return out;
 }
 
 std::string_view DecimalSuffix(int exponent) {
@@ -279,7 +281,7 @@ Result<Quantity> Quantity::Parse(std::string_view text) {
   } else {
     two_power = suffix->exponent;
   }
-  if (std::optional<int64_t> milli = ShortMilli(digits, two_power, ten_power)) {
+  if (std::optional<Int128> milli = ShortMilli(digits, two_power, ten_power)) {
     return Quantity(negative ? -*milli : *milli, format);
   }
   BigNat value(digits);
@@ -294,7 +296,7 @@ Result<Quantity> Quantity::Parse(std::string_view text) {
   for (int i = 0; i < ten_power; ++i) value.Multiply(10);
   for (int i = 0; i > ten_power && !value.IsZero(); --i) inexact |= value.Divide(10);
   if (inexact) value.AddOne();  // round away from zero, as Kubernetes does
-  std::optional<int64_t> milli = value.ToInt64();
+  std::optional<Int128> milli = value.ToMilli();
   if (!milli) {
     return InvalidArgumentError("invalid quantity \"" + std::string(text) +
                                 "\": too large (the maximum is " +
@@ -308,65 +310,69 @@ Quantity Quantity::FromMilli(int64_t milli, QuantityFormat format) {
 }
 
 Quantity Quantity::FromUnits(int64_t units, QuantityFormat format) {
-  int64_t milli;
-  if (__builtin_mul_overflow(units, int64_t{1000}, &milli)) {
-    milli = units > 0 ? kMaxMilli : kMinMilli;
-  }
-  return Quantity(milli, format);
+  // INT64_MIN units is the one int64 beyond Kubernetes' range.
+  return Quantity(Saturate(static_cast<Int128>(units) * 1000), format);
+}
+
+int64_t Quantity::MilliValue() const {
+  return static_cast<int64_t>(std::clamp<Int128>(milli_, std::numeric_limits<int64_t>::min(),
+                                                 std::numeric_limits<int64_t>::max()));
+}
+
+bool Quantity::FitsMilli() const {
+  return milli_ >= std::numeric_limits<int64_t>::min() &&
+         milli_ <= std::numeric_limits<int64_t>::max();
 }
 
 int64_t Quantity::Value() const {
-  int64_t units = milli_ / 1000;
+  Int128 units = milli_ / 1000;
   if (milli_ % 1000 > 0) ++units;
-  return units;
+  return static_cast<int64_t>(units);  // |milli_| <= kMaxMilli: it fits
 }
 
 std::string Quantity::ToString() const {
   if (milli_ == 0) return "0";
   bool negative = milli_ < 0;
-  // Magnitude as unsigned so that INT64_MIN works.
-  uint64_t magnitude = negative ? 0 - static_cast<uint64_t>(milli_) : static_cast<uint64_t>(milli_);
+  const UInt128 magnitude = static_cast<UInt128>(negative ? -milli_ : milli_);
   std::string sign = negative ? "-" : "";
 
   if (format_ == QuantityFormat::kBinarySI && magnitude % 1000 == 0 && magnitude / 1000 >= 1024) {
-    uint64_t units = magnitude / 1000;
+    UInt128 units = magnitude / 1000;
     int exponent = 0;
     while (units % 1024 == 0 && exponent < 60) {
       units /= 1024;
       exponent += 10;
     }
-    return sign + std::to_string(units) + std::string(BinarySuffix(exponent));
+    return sign + ToDecimal(units) + std::string(BinarySuffix(exponent));
   }
 
   // Decimal: mantissa * 10^exponent with exponent a multiple of 3 starting at -3 (milli).
-  uint64_t mantissa = magnitude;
+  UInt128 mantissa = magnitude;
   int exponent = -3;
   while (mantissa % 1000 == 0 && exponent < 18) {
     mantissa /= 1000;
     exponent += 3;
   }
   if (format_ == QuantityFormat::kDecimalExponent) {
-    return sign + std::to_string(mantissa) +
+    return sign + ToDecimal(mantissa) +
            (exponent == 0 ? std::string() : "e" + std::to_string(exponent));
   }
-  return sign + std::to_string(mantissa) + std::string(DecimalSuffix(exponent));
+  return sign + ToDecimal(mantissa) + std::string(DecimalSuffix(exponent));
 }
 
 Quantity Quantity::operator+(const Quantity& other) const {
-  return Quantity(SaturatingAdd(milli_, other.milli_), format_);
+  return Quantity(Saturate(milli_ + other.milli_), format_);
 }
 
 Quantity Quantity::operator-(const Quantity& other) const {
-  return Quantity(SaturatingSub(milli_, other.milli_), format_);
+  return Quantity(Saturate(milli_ - other.milli_), format_);
 }
 
 Quantity& Quantity::operator+=(const Quantity& other) { return *this = *this + other; }
 
 Quantity& Quantity::operator-=(const Quantity& other) { return *this = *this - other; }
 
-Quantity Quantity::operator-() const {
-  return Quantity(milli_ == kMinMilli ? kMaxMilli : -milli_, format_);
-}
+Quantity Quantity::operator-() const { return Quantity(-milli_, format_); }
 
 Result<Quantity> ParseQuantityJson(const nlohmann::ordered_json& value,
                                    std::string_view field_path) {
@@ -414,6 +420,13 @@ Result<ResourceList> ParseResourceList(const nlohmann::ordered_json& value,
     }
     std::string path = std::string(field_path) + (field_path.empty() ? "" : ".") + name;
     ASSIGN_OR_RETURN(Quantity q, ParseQuantityJson(item, path));
+    // As Kubernetes validates requests, limits, overhead, capacity and allocatable: a negative
+    // amount would otherwise lower a pool's total, or be dropped from a pod's needs.
+    if (q.IsNegative()) {
+      return InvalidArgumentError(path + ": must not be negative, got " +
+                                  (item.is_string() ? "\"" + item.get<std::string>() + "\""
+                                                    : item.dump()));
+    }
     list[name] = q;
   }
   return list;

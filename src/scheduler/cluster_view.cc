@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 
+#include "common/saturating.h"
 #include "model/match.h"
 #include "model/queue.h"
 
@@ -191,9 +192,11 @@ void ClusterView::Finalize() {
   for (size_t n = 0; n < nodes_.size(); ++n) {
     if (nodes_[n].unschedulable) continue;
     int p = nodes_[n].pool;
-    pool_capacity_[p * 3 + 0] += int64_t{nodes_[n].gpu_devices} * 1000;
-    pool_capacity_[p * 3 + 1] += allocatable_[n * stride_ + kCpuDim];
-    pool_capacity_[p * 3 + 2] += allocatable_[n * stride_ + kMemoryDim];
+    // Saturating: three nodes of `memory: 3Ei` hold more bytes than int64 counts.
+    int64_t* capacity = &pool_capacity_[p * 3];
+    capacity[0] = SaturatingAdd(capacity[0], int64_t{nodes_[n].gpu_devices} * 1000);
+    capacity[1] = SaturatingAdd(capacity[1], allocatable_[n * stride_ + kCpuDim]);
+    capacity[2] = SaturatingAdd(capacity[2], allocatable_[n * stride_ + kMemoryDim]);
   }
 }
 

@@ -4,6 +4,8 @@
 #include <map>
 #include <numeric>
 
+#include "common/saturating.h"
+
 namespace gpupool::scheduler {
 namespace {
 
@@ -85,7 +87,7 @@ std::vector<int64_t> DivideAmongSiblings(int64_t capacity, std::span<const Sibli
     share[i] = siblings[i].deserved == kUnlimitedAmount
                    ? requestable
                    : std::min(std::max<int64_t>(0, siblings[i].deserved), requestable);
-    available -= share[i];
+    available = SaturatingSub(available, share[i]);
     if (trace != nullptr) {
       trace->requestable.push_back(requestable);
       trace->deserved_pass.push_back(share[i]);
@@ -141,8 +143,10 @@ std::vector<int64_t> ComputeFairShares(int64_t capacity, std::span<const FairSha
   }
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     int q = *it;
-    subtree[q] += std::max<int64_t>(0, queues[q].demand);
-    if (queues[q].parent >= 0 && queues[q].parent < n) subtree[queues[q].parent] += subtree[q];
+    subtree[q] = SaturatingAdd(subtree[q], std::max<int64_t>(0, queues[q].demand));
+    if (queues[q].parent >= 0 && queues[q].parent < n) {
+      subtree[queues[q].parent] = SaturatingAdd(subtree[queues[q].parent], subtree[q]);
+    }
   }
   std::vector<int64_t> share(n, 0);
   // Top-down: each parent's share is divided among its children. A parent's own pods (if any)

@@ -185,8 +185,46 @@ bool MatchesFieldRequirement(const NodeSelectorRequirement& requirement, const N
   }
 }
 
+namespace {
+
+// Whether kube-scheduler can turn the requirement into a label selector (labels.NewRequirement):
+// a qualified key, the values its operator needs (Gt and Lt: one base-10 int64), and every value
+// a valid label value (so Gt "-5" does not parse: '-' cannot start a label value).
+bool LabelRequirementParses(const NodeSelectorRequirement& r) {
+  if (!IsQualifiedName(r.key)) return false;
+  switch (r.op) {
+    case SelectorOperator::kIn:
+    case SelectorOperator::kNotIn:
+      if (r.values.empty()) return false;
+      break;
+    case SelectorOperator::kExists:
+    case SelectorOperator::kDoesNotExist:
+      if (!r.values.empty()) return false;
+      break;
+    case SelectorOperator::kGt:
+    case SelectorOperator::kLt: {
+      int64_t unused;
+      if (r.values.size() != 1 || !ParseInt64(r.values[0], &unused)) return false;
+      break;
+    }
+  }
+  for (const std::string& value : r.values) {
+    if (!IsValidLabelValue(value)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool TermParses(const NodeSelectorTerm& term) {
+  for (const NodeSelectorRequirement& r : term.match_expressions) {
+    if (!LabelRequirementParses(r)) return false;
+  }
+  return true;
+}
+
 bool MatchesTerm(const NodeSelectorTerm& term, const Node& node) {
-  if (term.empty()) return false;
+  if (term.empty() || !TermParses(term)) return false;
   for (const NodeSelectorRequirement& r : term.match_expressions) {
     if (!MatchesRequirement(r, node)) return false;
   }

@@ -61,7 +61,14 @@ bool MatchesLabelRequirement(const NodeSelectorRequirement& requirement, const L
 // One matchFields requirement: only key "metadata.name" with In/NotIn and one value.
 bool MatchesFieldRequirement(const NodeSelectorRequirement& requirement, const Node& node);
 
-// Expressions and fields ANDed. An empty term matches nothing.
+// Whether kube-scheduler's nodeaffinity parses the term's matchExpressions into a selector: each
+// requirement's key a qualified name, each value a valid label value (at most 63 characters of
+// `(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?`), the values its operator needs. The API server
+// does not check the values, so a pod may carry a term that does not parse: it matches no node.
+bool TermParses(const NodeSelectorTerm& term);
+
+// Expressions and fields ANDed. An empty term matches nothing, nor does one that does not parse
+// (TermParses): required, it selects no node; preferred, it adds no weight.
 bool MatchesTerm(const NodeSelectorTerm& term, const Node& node);
 
 // Required node affinity: no requirement = match; terms ORed (all-empty = no match).

@@ -270,6 +270,51 @@ TEST(MatchesTermTest, ExpressionsAndFields) {
   }
 }
 
+// kube-scheduler's nodeaffinity turns each term into a label selector first
+// (labels.NewRequirement); a term with a requirement that does not parse matches no node, even
+// where the requirement alone (MatchesRequirement) would, as NotIn does for a value no node has.
+TEST(MatchesTermTest, TermsThatDoNotParseMatchNoNode) {
+  Node node = MakeNode("n", {{"zone", "a"}, {"gpus", "8"}, {"empty", ""}});
+  using Op = SelectorOperator;
+  const std::string longest(63, 'v');
+  struct Case {
+    std::string name;
+    NodeSelectorRequirement requirement;
+    bool matches;
+  };
+  const Case cases[] = {
+      {"In, one value not a label value", {"zone", Op::kIn, {"a", "b c"}}, false},
+      {"NotIn a value with a space", {"zone", Op::kNotIn, {"b c"}}, false},
+      {"NotIn a value with a slash", {"zone", Op::kNotIn, {"x/y"}}, false},
+      {"NotIn a value starting with '-'", {"zone", Op::kNotIn, {"-b"}}, false},
+      {"NotIn a value ending with '.'", {"zone", Op::kNotIn, {"b."}}, false},
+      {"NotIn a value of 64 characters", {"zone", Op::kNotIn, {longest + "v"}}, false},
+      {"NotIn a value of 63 characters", {"zone", Op::kNotIn, {longest}}, true},
+      {"NotIn a UTF-8 value", {"zone", Op::kNotIn, {"\xC3\xA9"}}, false},
+      {"In the empty value (a valid one)", {"empty", Op::kIn, {""}}, true},
+      {"In inner '-', '_', '.'", {"zone", Op::kNotIn, {"a-b_c.d"}}, true},
+      {"DoesNotExist of a key that is not a label key", {"bad key", Op::kDoesNotExist, {}}, false},
+      {"Exists of a key with an upper-case prefix", {"Example.com/zone", Op::kExists, {}}, false},
+      {"Gt of a negative number (not a label value)", {"gpus", Op::kGt, {"-4"}}, false},
+      {"Gt with a plus sign (not a label value)", {"gpus", Op::kGt, {"+7"}}, false},
+      {"Gt of a number", {"gpus", Op::kGt, {"7"}}, true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const NodeSelectorTerm term = {{c.requirement}, {}};
+    EXPECT_EQ(TermParses(term), c.matches);  // here each term that parses matches
+    EXPECT_EQ(MatchesTerm(term, node), c.matches);
+    // Required: the term selects nothing, another term still may. Preferred: it adds nothing.
+    NodeAffinity affinity;
+    affinity.required = std::vector<NodeSelectorTerm>{term};
+    EXPECT_EQ(MatchesRequiredAffinity(affinity, node), c.matches);
+    affinity.required->push_back({{{"zone", Op::kIn, {"a"}}}, {}});
+    EXPECT_TRUE(MatchesRequiredAffinity(affinity, node));
+    affinity.preferred = {{10, term}, {1, {{{"zone", Op::kIn, {"a"}}}, {}}}};
+    EXPECT_EQ(PreferredAffinityScore(affinity, node), c.matches ? 11 : 1);
+  }
+}
+
 TEST(RequiredAffinityTest, TermsAreOred) {
   Node node = MakeNode("n", {{"zone", "a"}});
   using Op = SelectorOperator;

@@ -1,5 +1,7 @@
 #include "model/queue.h"
 
+#include <set>
+
 #include "common/strings.h"
 #include "model/node_pool.h"
 #include "model/quantity.h"
@@ -19,10 +21,16 @@ Result<int64_t> ParseAmount(const Json& value, std::string_view path) {
   if (value.is_number_integer() && value.get<int64_t>() == -1) return kUnlimited;
   if (value.is_string() && value.get<std::string>() == "-1") return kUnlimited;
   ASSIGN_OR_RETURN(Quantity q, ParseQuantityJson(value, path));
-  if (q.MilliValue() < 0) {
+  if (q.IsNegative()) {
     return InvalidArgumentError(std::string(path) +
                                 ": expected a non-negative quantity or -1 (unlimited), got " +
                                 value.dump());
+  }
+  // Quotas are held in int64 milli-units; a quota beyond them (9.2P) is no quota at all.
+  if (!q.FitsMilli()) {
+    return InvalidArgumentError(std::string(path) + ": " + value.dump() +
+                                " is larger than a quota can be (at most 9223372036854775807m, "
+                                "about 9.2P); use -1 for unlimited");
   }
   return q.MilliValue();
 }
@@ -153,6 +161,18 @@ Result<Queue> QueueFromJson(const Json& body, std::string_view name, std::string
     }
   }
   return queue;
+}
+
+std::vector<std::string> FindParentCycle(const std::map<std::string, std::string>& parents,
+                                         const std::string& name) {
+  std::vector<std::string> path = {name};
+  std::set<std::string> seen = {name};
+  for (auto it = parents.find(name); it != parents.end() && !it->second.empty();
+       it = parents.find(path.back())) {
+    path.push_back(it->second);
+    if (!seen.insert(it->second).second) return path;
+  }
+  return {};
 }
 
 Json QueueToJson(const Queue& queue) {

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -70,6 +71,14 @@ struct Queue {
 Result<Queue> QueueFromJson(const nlohmann::ordered_json& body, std::string_view name,
                             std::string_view field_path = "");
 nlohmann::ordered_json QueueToJson(const Queue& queue);
+
+// Follows the parents from queue `name` (`parents`: queue -> its parent, "" or absent for a
+// department) and returns the path when it comes back to a queue already on it: {"a", "b", "a"}
+// for a -> b -> a, {"c", "a", "b", "a"} when c's parent is on that cycle. Empty when the path ends
+// (a department, or a parent not in `parents`). Queues must form a tree: a cycle is refused on
+// write and in scenarios.
+std::vector<std::string> FindParentCycle(const std::map<std::string, std::string>& parents,
+                                         const std::string& name);
 
 // Manifest form (kind Queue).
 Result<Queue> QueueFromManifest(const nlohmann::ordered_json& manifest);

@@ -8,6 +8,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "common/saturating.h"
 #include "common/strings.h"
 #include "scheduler/cluster_view.h"
 #include "scheduler/cycle_state.h"
@@ -230,6 +231,17 @@ void SetupBuilder::BuildPod(int index, PodState& p) {
                 pod.creation_timestamp + "\"";
     }
   }
+  // kube-scheduler's NodeAffinity PreScore fails for a pod whose preferred terms do not parse
+  // (a required term that does not parse just matches no node).
+  for (size_t i = 0; i < pod.affinity.preferred.size() && p.error.empty(); ++i) {
+    const model::PreferredSchedulingTerm& term = pod.affinity.preferred[i];
+    if (term.weight != 0 && !term.preference.empty() && !model::TermParses(term.preference)) {
+      p.error = "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[" +
+                std::to_string(i) +
+                "].preference: not a valid node selector (a key or value that is not a valid "
+                "label, or values its operator does not take)";
+    }
+  }
   p.preemptible = p.priority < kNonPreemptiblePriority;
   ResolveQueue(p);
   ResolvePools(p);
@@ -299,15 +311,14 @@ void SetupBuilder::BuildGangs() {
     for (int m : gangs.members[g]) {
       auto it = pods[m].pod->labels.find(kGangMinLabel);
       if (it == pods[m].pod->labels.end()) continue;
-      char* end = nullptr;
-      const long value = std::strtol(it->second.c_str(), &end, 10);
-      if (end != it->second.c_str() && *end == '\0' && value > 0) {
-        gangs.min[g] = static_cast<int>(std::min<long>(value, members));
+      Result<int64_t> value = ParseGangMin(it->second);
+      if (value.ok()) {
+        gangs.min[g] = static_cast<int>(std::min<int64_t>(*value, members));
       } else {
         for (int pod : gangs.members[g]) {
           if (pods[pod].error.empty()) {
-            pods[pod].error = "label " + std::string(kGangMinLabel) + "=\"" + it->second +
-                              "\": expected a positive integer";
+            pods[pod].error =
+                "label " + std::string(kGangMinLabel) + ": " + value.status().message();
           }
         }
       }
@@ -319,7 +330,7 @@ void SetupBuilder::BuildGangs() {
 QuotaVector JobQuota(const CycleState& state, const Job& job) {
   QuotaVector total{};
   for (int pod : job.pods) {
-    for (int r = 0; r < kQ; ++r) total[r] += state.pod(pod).quota[r];
+    for (int r = 0; r < kQ; ++r) total[r] = SaturatingAdd(total[r], state.pod(pod).quota[r]);
   }
   return total;
 }
@@ -398,7 +409,10 @@ std::vector<int64_t> QueueDemand(const CycleState& state) {
   const QuotaTable& quota = state.quota();
   std::vector<int64_t> demand(quota.Size(), 0);
   auto add = [&](const PodState& p, int pool) {
-    for (int r = 0; r < kQ; ++r) demand[quota.At(p.queue, pool, r)] += p.quota[r];
+    for (int r = 0; r < kQ; ++r) {
+      int64_t& d = demand[quota.At(p.queue, pool, r)];
+      d = SaturatingAdd(d, p.quota[r]);
+    }
   };
   for (const PodState& p : state.pods()) {
     if (p.queue < 0) continue;

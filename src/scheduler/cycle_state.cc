@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "common/saturating.h"
+
 namespace gpupool::scheduler {
 
 CycleState::CycleState(ClusterView& view, std::span<const QueueState> queues, QuotaTable quota,
@@ -98,7 +100,10 @@ void CycleState::Apply(int pod, int node, int device, const std::vector<int>* ex
   PodState& p = pods_[pod];
   NodeView& v = view_.node(node);
   Touch(node);
-  for (const auto& [dim, amount] : p.req) view_.Free(node, dim) -= amount;
+  for (const auto& [dim, amount] : p.req) {
+    int64_t& free = view_.Free(node, dim);
+    free = SaturatingSub(free, amount);  // bound pods may over-commit a node
+  }
   int32_t* dev = view_.Devices(node);
   if (exact_devices != nullptr) {
     std::vector<int> devices = *exact_devices;
@@ -134,7 +139,10 @@ void CycleState::Remove(int pod) {
   const int node = p.node;
   NodeView& v = view_.node(node);
   Touch(node);
-  for (const auto& [dim, amount] : p.req) view_.Free(node, dim) += amount;
+  for (const auto& [dim, amount] : p.req) {
+    int64_t& free = view_.Free(node, dim);
+    free = SaturatingAdd(free, amount);
+  }
   int32_t* dev = view_.Devices(node);
   for (int d : p.devices) {
     dev[d] += p.gpu_whole > 0 ? 1000 : p.gpu_fraction;

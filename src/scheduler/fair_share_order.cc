@@ -18,6 +18,7 @@
 #include <optional>
 #include <set>
 
+#include "common/saturating.h"
 #include "scheduler/queue_order.h"
 
 namespace gpupool::scheduler {
@@ -113,8 +114,8 @@ bool FairShareOrder::WithinDeserved(int q, const Job& job) const {
     for (int r = 0; r < kQ && within; ++r) {
       if (job.quota[r] == 0 || !quota.Applies(q, pool, r)) continue;
       const int64_t deserved = quota.Deserved(q, pool, r);
-      within =
-          deserved == model::kUnlimited || quota.Allocated(q, pool, r) + job.quota[r] <= deserved;
+      within = deserved == model::kUnlimited ||
+               SaturatingAdd(quota.Allocated(q, pool, r), job.quota[r]) <= deserved;
     }
     if (within) return true;
   }

@@ -1,5 +1,6 @@
 #include "scheduler/quota_table.h"
 
+#include "common/saturating.h"
 #include "scheduler/cluster_view.h"
 #include "scheduler/fair_share.h"
 
@@ -95,8 +96,12 @@ void QuotaTable::ComputeFairShares(std::span<const int64_t> demand,
 void QuotaTable::Add(int queue, int pool, const QuotaVector& amounts, bool preemptible, int sign) {
   for (int q = queue; q >= 0; q = parent_[q]) {
     for (int r = 0; r < kQ; ++r) {
-      allocated_[At(q, pool, r)] += sign * amounts[r];
-      if (!preemptible) allocated_np_[At(q, pool, r)] += sign * amounts[r];
+      int64_t& allocated = allocated_[At(q, pool, r)];
+      allocated = SaturatingAdd(allocated, sign * amounts[r]);
+      if (!preemptible) {
+        int64_t& non_preemptible = allocated_np_[At(q, pool, r)];
+        non_preemptible = SaturatingAdd(non_preemptible, sign * amounts[r]);
+      }
     }
   }
 }

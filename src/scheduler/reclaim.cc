@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "common/saturating.h"
 #include "scheduler/cycle_setup.h"
 
 namespace gpupool::scheduler {
@@ -217,7 +218,10 @@ void Reclaimer::Take(TakenQuota& taken, int victim, int sign) const {
     const PodState& mp = state_.pod(m);
     const int in_pool = view_.node(mp.node).pool;
     for (int q = mp.queue; q >= 0; q = queues_[q].parent) {
-      for (int r = 0; r < kQ; ++r) taken[{q, in_pool}][r] += sign * mp.quota[r];
+      for (int r = 0; r < kQ; ++r) {
+        int64_t& t = taken[{q, in_pool}][r];
+        t = SaturatingAdd(t, sign * mp.quota[r]);
+      }
     }
   }
 }
@@ -313,7 +317,7 @@ bool Reclaimer::ReclaimerEligible(const Job& job, int pool) const {
   const bool gpu = job.quota[kGpuQ] > 0;
   for (int r = 0; r < kQ; ++r) {
     if (gpu != (r == kGpuQ)) continue;
-    if (quota().Allocated(job.queue, pool, r) + job.quota[r] >
+    if (SaturatingAdd(quota().Allocated(job.queue, pool, r), job.quota[r]) >
         quota().FairShare(job.queue, pool, r)) {
       return false;
     }
@@ -352,7 +356,7 @@ bool Reclaimer::VictimAllowed(const PodState& reclaimer, int victim, int pool,
   std::map<int, QuotaVector> freed;  // by node pool: the gang's running members there
   for (int m : WithGangPeers(victim)) {
     QuotaVector& sum = freed[view_.node(state_.pod(m).node).pool];
-    for (int r = 0; r < kQ; ++r) sum[r] += state_.pod(m).quota[r];
+    for (int r = 0; r < kQ; ++r) sum[r] = SaturatingAdd(sum[r], state_.pod(m).quota[r]);
   }
   auto allocated = [&](int x, int in_pool, int r) {
     auto it = taken.find({x, in_pool});
@@ -390,7 +394,7 @@ bool Reclaimer::ReclaimerSideWithinFairShare(const PodState& reclaimer, int vict
     for (int r = 0; r < kQ; ++r) {
       if (gpu != (r == kGpuQ)) continue;
       const int64_t freed = it == taken.end() ? 0 : it->second[r];
-      if (quota().Allocated(x, pool, r) - freed + reclaimer.quota[r] >
+      if (SaturatingAdd(SaturatingSub(quota().Allocated(x, pool, r), freed), reclaimer.quota[r]) >
           quota().FairShare(x, pool, r)) {
         return false;
       }

@@ -1,6 +1,7 @@
 #include "scheduler/scenario.h"
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -54,11 +55,25 @@ Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario
   }
   if (kind == "Node") {
     Result<model::Node> node = model::NodeFromJson(doc);
-    if (!node.ok()) return fail(node.status());
+    if (!node.ok()) {
+      // The decoder names the node too ("node \"n\": status..."); the label above already does.
+      const Status status = node.status();
+      std::string_view message = status.message();
+      const std::string subject = "node \"" + name + "\": ";
+      if (StartsWith(message, subject)) message.remove_prefix(subject.size());
+      return InvalidArgumentError(label + ": " + std::string(message));
+    }
     scenario.snapshot.nodes.push_back(std::move(node).value());
   } else if (kind == "Pod") {
     Result<model::PodScheduling> pod = model::PodSchedulingFromJson(doc);
     if (!pod.ok()) return fail(pod.status());
+    // The scheduler would leave a pod with a bad gang-min pending; a scenario's is refused here.
+    if (auto gang_min = pod->labels.find(kGangMinLabel); gang_min != pod->labels.end()) {
+      Result<int64_t> parsed = ParseGangMin(gang_min->second);
+      if (!parsed.ok()) {
+        return fail(parsed.status().WithContext("metadata.labels." + std::string(kGangMinLabel)));
+      }
+    }
     // The scheduler orders pods by creationTimestamp: a bad one is reported here, with the file.
     if (!pod->creation_timestamp.empty() && !ParseTimestampMillis(pod->creation_timestamp)) {
       return fail(
@@ -263,10 +278,19 @@ Status ValidateScenario(const Scenario& scenario) {
     if (!seen.insert(q.name).second) return InvalidArgumentError("Queue " + q.name + ": duplicate");
     queue_names.push_back(q.name);
   }
+  std::map<std::string, std::string> parents;
   for (const auto& q : s.queues) {
     if (!q.parent.empty() && !seen.contains(q.parent)) {
       return InvalidArgumentError("Queue " + q.name + ": spec.parent: queue \"" + q.parent +
                                   "\" not found" + DidYouMean(q.parent, queue_names));
+    }
+    parents[q.name] = q.parent;
+  }
+  for (const auto& q : s.queues) {
+    if (std::vector<std::string> cycle = model::FindParentCycle(parents, q.name); !cycle.empty()) {
+      return InvalidArgumentError("Queue " + q.name +
+                                  ": spec.parent: queues must form a tree, not a cycle: " +
+                                  Join(cycle, " -> "));
     }
   }
   return OkStatus();

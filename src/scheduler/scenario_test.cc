@@ -233,6 +233,95 @@ TEST(ScenarioTest, ValidateCatchesDanglingParentAndDuplicates) {
       << status.message();
 }
 
+// Values Kubernetes (or gpupool's labels) refuse are refused when the scenario is read, with
+// the field's path, line and column: never clamped, ignored or wrapped.
+TEST(ScenarioTest, BadValuesAreRefusedWithFieldPaths) {
+  auto pod = [](const std::string& resources, const std::string& labels = "{}") {
+    return "kind: Pod\nmetadata:\n  name: p\n  labels: " + labels +
+           "\nspec:\n  containers:\n  - name: c\n    resources: " + resources + "\n";
+  };
+  auto gang_min = [&](const std::string& value) {
+    return pod("{}", "{gpupool.io/gang: g, gpupool.io/gang-min: \"" + value + "\"}");
+  };
+  const std::string gang_min_error = "s.yaml:4:32: Pod p: metadata.labels.gpupool.io/gang-min: ";
+  struct Case {
+    std::string name;
+    std::string text;
+    std::string want;  // the whole message
+  };
+  const std::vector<Case> cases = {
+      {"negative request", pod("{requests: {cpu: \"-1\"}}"),
+       "s.yaml:8:28: Pod p: spec.containers[0].resources.requests.cpu: must not be negative, got "
+       "\"-1\""},
+      {"negative limit", pod("{limits: {nvidia.com/gpu: -2}}"),
+       "s.yaml:8:26: Pod p: spec.containers[0].resources.limits.nvidia.com/gpu: must not be "
+       "negative, got -2"},
+      {"negative overhead",
+       "kind: Pod\nmetadata: {name: p}\nspec:\n  overhead: {memory: -1Gi}\n  containers: []\n",
+       "s.yaml:4:14: Pod p: spec.overhead.memory: must not be negative, got \"-1Gi\""},
+      {"negative node allocatable",
+       "kind: Node\nmetadata: {name: n}\nstatus:\n  allocatable: {cpu: \"8\", nvidia.com/gpu: "
+       "\"-8\"}\n",
+       "s.yaml:4:27: Node n: status.allocatable.nvidia.com/gpu: must not be negative, got \"-8\""},
+      {"negative node capacity",
+       "kind: Node\nmetadata: {name: n}\nstatus:\n  capacity: {memory: -64Gi}\n",
+       "s.yaml:4:14: Node n: status.capacity.memory: must not be negative, got \"-64Gi\""},
+      {"gang-min not a number", gang_min("two"),
+       gang_min_error + "expected a positive integer, got \"two\""},
+      {"gang-min zero", gang_min("0"), gang_min_error + "expected a positive integer, got \"0\""},
+      {"gang-min negative", gang_min("-3"),
+       gang_min_error + "expected a positive integer, got \"-3\""},
+      {"gang-min beyond int64", gang_min("99999999999999999999"),
+       gang_min_error + "expected a positive integer, got \"99999999999999999999\""},
+      {"gang-min with a sign", gang_min("+5"),
+       gang_min_error + "expected a positive integer, got \"+5\""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Scenario scenario;
+    Status status = AddScenarioText(c.text, "s.yaml", scenario);
+    ASSERT_FALSE(status.ok());
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(status.message(), c.want);
+  }
+  // The largest gang-min int64 holds is accepted (it means the whole gang).
+  Scenario scenario;
+  EXPECT_TRUE(AddScenarioText(gang_min("9223372036854775807"), "s.yaml", scenario).ok());
+}
+
+TEST(ScenarioTest, QueueParentCyclesAreRefused) {
+  auto queue = [](const std::string& name, const std::string& parent) {
+    return "apiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: " + name +
+           "}\nspec: {parent: " + parent + "}\n---\n";
+  };
+  struct Case {
+    std::string name;
+    std::string text;
+    std::string want;  // "" = valid
+  };
+  const std::vector<Case> cases = {
+      {"a tree", queue("a", "b") + queue("c", "b") + "apiVersion: gpupool.io/v1\nkind: Queue\n"
+                                                       "metadata: {name: b}\nspec: {}\n", ""},
+      {"two queues", queue("a", "b") + queue("b", "a"),
+       "Queue a: spec.parent: queues must form a tree, not a cycle: a -> b -> a"},
+      {"three queues", queue("a", "b") + queue("b", "c") + queue("c", "a"),
+       "Queue a: spec.parent: queues must form a tree, not a cycle: a -> b -> c -> a"},
+      {"a queue below a cycle", queue("d", "a") + queue("a", "b") + queue("b", "a"),
+       "Queue d: spec.parent: queues must form a tree, not a cycle: d -> a -> b -> a"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Scenario scenario;
+    ASSERT_TRUE(AddScenarioText(c.text, "s.yaml", scenario).ok());
+    Status status = ValidateScenario(scenario);
+    if (c.want.empty()) {
+      EXPECT_TRUE(status.ok()) << status.ToString();
+    } else {
+      EXPECT_EQ(status.message(), c.want);
+    }
+  }
+}
+
 TEST(ScenarioTest, MissingFile) {
   Result<Scenario> scenario = LoadScenarioFiles({"/nonexistent/scenario.yaml"});
   EXPECT_FALSE(scenario.ok());

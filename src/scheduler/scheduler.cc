@@ -2,12 +2,25 @@
 
 #include "scheduler/scheduler.h"
 
+#include <charconv>
 #include <map>
 
 #include "common/strings.h"
 #include "scheduler/cycle.h"
 
 namespace gpupool::scheduler {
+
+Result<int64_t> ParseGangMin(std::string_view text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  // Digits only: from_chars takes no sign or blank, and refuses what int64 cannot hold.
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || text[0] < '0' || text[0] > '9' || ec != std::errc() || ptr != end ||
+      value < 1) {
+    return InvalidArgumentError("expected a positive integer, got \"" + std::string(text) + "\"");
+  }
+  return value;
+}
 
 std::string_view PlacementPolicyName(PlacementPolicy policy) {
   switch (policy) {

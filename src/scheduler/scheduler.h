@@ -94,6 +94,11 @@ inline constexpr char kDefaultQueue[] = "default";
 // Pods at or above this priority are not preemptible (and only use deserved quota).
 inline constexpr int32_t kNonPreemptiblePriority = 100;
 
+// The value of a gpupool.io/gang-min label: a whole number from 1 up, in digits (as a label value
+// writes it), at most 2^63-1. A gang-min above the gang's size means the whole gang. Otherwise
+// InvalidArgument: "expected a positive integer, got \"x\"".
+Result<int64_t> ParseGangMin(std::string_view text);
+
 enum class PlacementPolicy {
   kFgd,         // fragmentation gradient descent (Weng et al., ATC'23): least fragmentation growth
   kGpuPacking,  // fill partly used GPUs and GPU nodes first; CPU pods avoid GPU nodes

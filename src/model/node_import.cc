@@ -20,12 +20,49 @@ bool LooksLikeOpenbCsv(std::string_view text) {
   return StartsWith(text.substr(first), "sn,");
 }
 
-// Adds the Nodes of one decoded document. `where` prefixes errors ("file:line: ").
-Status AddNodesFromDocument(const ordered_json& doc, const std::string& where,
+// One document of a node file, for errors at the line and column of the field they are about.
+struct NodeDocument {
+  std::string_view file;
+  const JsonSourceMap* map;
+  std::string map_path;  // "items[3]" for an item of a top-level JSON array
+};
+
+// "<file>:<line>:<column>: <context><what>" at `path` within the document (or its nearest
+// enclosing field); `what` starts with the field path it names, when it names one.
+Status AtPath(const NodeDocument& doc, std::string_view path, std::string_view what) {
+  std::string at = doc.map_path;
+  if (!path.empty()) at = at.empty() ? std::string(path) : FieldPath(at, path);
+  if (!path.empty() && path.front() == '[') at = doc.map_path + std::string(path);
+  const std::optional<SourcePosition> pos = doc.map->FindNearest(at);
+  std::string prefix = std::string(doc.file) + ":";
+  if (pos) prefix += std::to_string(pos->line) + ":" + std::to_string(pos->column) + ":";
+  return InvalidArgumentError(prefix + " " + std::string(what));
+}
+
+// A NodeFromJson error ("node \"b\": metadata.labels.x: expected ...", "metadata.name: required")
+// at the field it names, `item` (e.g. "items[1]") within the document.
+Status NodeError(const NodeDocument& doc, std::string_view item, const Status& error) {
+  std::string_view message = error.message();
+  std::string_view rest = message;
+  if (StartsWith(rest, "node \"")) {
+    const size_t end = rest.find("\": ");
+    if (end != std::string_view::npos) rest.remove_prefix(end + 3);
+  }
+  const size_t colon = rest.find(": ");
+  std::string_view path = colon == std::string_view::npos ? "" : rest.substr(0, colon);
+  if (path.find(' ') != std::string_view::npos) path = "";
+  std::string full(item);
+  if (!path.empty()) full = full.empty() ? std::string(path) : FieldPath(full, path);
+  const std::string context = item.empty() ? "" : std::string(item) + ": ";
+  return AtPath(doc, full, context + std::string(message));
+}
+
+// Adds the Nodes of one decoded document.
+Status AddNodesFromDocument(const ordered_json& doc, const NodeDocument& where,
                             std::vector<Node>& nodes) {
   if (!doc.is_object()) {
-    return InvalidArgumentError(where + "expected a Node, NodeList or List object, got " +
-                                JsonTypeName(doc));
+    return AtPath(where, "",
+                  "expected a Node, NodeList or List object, got " + JsonTypeName(doc));
   }
   std::string kind;
   if (auto it = doc.find("kind"); it != doc.end() && it->is_string()) {
@@ -35,10 +72,11 @@ Status AddNodesFromDocument(const ordered_json& doc, const std::string& where,
     auto items = doc.find("items");
     if (items == doc.end() || items->is_null()) return OkStatus();
     if (!items->is_array()) {
-      return InvalidArgumentError(where + "items: expected a list, got " + JsonTypeName(*items));
+      return AtPath(where, "items", "items: expected a list, got " + JsonTypeName(*items));
     }
     for (size_t i = 0; i < items->size(); ++i) {
       const ordered_json& item = (*items)[i];
+      const std::string item_path = IndexPath("items", i);
       std::string item_kind;
       if (item.is_object()) {
         if (auto k = item.find("kind"); k != item.end() && k->is_string()) {
@@ -48,27 +86,23 @@ Status AddNodesFromDocument(const ordered_json& doc, const std::string& where,
       // A List may hold other kinds; a NodeList's items may omit their kind.
       if (kind == "List" && item_kind != "Node") continue;
       if (!item_kind.empty() && item_kind != "Node") {
-        return InvalidArgumentError(where + IndexPath("items", i) + ": expected kind Node, got " +
-                                    item_kind);
+        return AtPath(where, FieldPath(item_path, "kind"),
+                      item_path + ": expected kind Node, got " + item_kind);
       }
       auto node = NodeFromJson(item);
-      if (!node.ok()) return node.status().WithContext(where + IndexPath("items", i));
+      if (!node.ok()) return NodeError(where, item_path, node.status());
       nodes.push_back(std::move(node).value());
     }
     return OkStatus();
   }
   if (kind != "Node" && !kind.empty()) {
-    return InvalidArgumentError(where + "expected kind Node, NodeList or List, got " + kind);
+    return AtPath(where, "kind", "expected kind Node, NodeList or List, got " + kind);
   }
   if (kind.empty() && !doc.contains("metadata")) {
-    return InvalidArgumentError(where + "not a Kubernetes Node (no kind and no metadata)");
+    return AtPath(where, "", "not a Kubernetes Node (no kind and no metadata)");
   }
   auto node = NodeFromJson(doc);
-  if (!node.ok()) {
-    // `where` ends with ": "; WithContext adds its own separator.
-    std::string context = where.size() >= 2 ? where.substr(0, where.size() - 2) : where;
-    return node.status().WithContext(context);
-  }
+  if (!node.ok()) return NodeError(where, "", node.status());
   nodes.push_back(std::move(node).value());
   return OkStatus();
 }
@@ -168,24 +202,19 @@ Result<std::vector<Node>> ParseOpenbNodeCsv(std::string_view text, std::string_v
 Result<std::vector<Node>> ParseNodes(std::string_view text, std::string_view file_name) {
   if (LooksLikeOpenbCsv(text)) return ParseOpenbNodeCsv(text, file_name);
   std::vector<Node> nodes;
+  ASSIGN_OR_RETURN(std::vector<YamlDocument> docs, ParseDocumentsWithSourceMaps(text, file_name));
   size_t first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string_view::npos && (text[first] == '{' || text[first] == '[')) {
-    ASSIGN_OR_RETURN(std::vector<ordered_json> docs, ParseJsonOrYamlDocuments(text, file_name));
-    for (const ordered_json& doc : docs) {
-      if (doc.is_array()) {
-        for (size_t i = 0; i < doc.size(); ++i) {
-          RETURN_IF_ERROR(AddNodesFromDocument(
-              doc[i], std::string(file_name) + ": " + IndexPath("", i) + ": ", nodes));
-        }
-      } else {
-        RETURN_IF_ERROR(AddNodesFromDocument(doc, std::string(file_name) + ": ", nodes));
+  const bool json = first != std::string_view::npos && (text[first] == '{' || text[first] == '[');
+  for (const YamlDocument& doc : docs) {
+    if (json && doc.value.is_array()) {
+      // A JSON array of nodes (or lists).
+      for (size_t i = 0; i < doc.value.size(); ++i) {
+        RETURN_IF_ERROR(AddNodesFromDocument(
+            doc.value[i], NodeDocument{file_name, &doc.source_map, IndexPath("", i)}, nodes));
       }
-    }
-  } else {
-    ASSIGN_OR_RETURN(std::vector<YamlDocument> docs, ParseYamlDocuments(text, file_name));
-    for (const YamlDocument& doc : docs) {
-      RETURN_IF_ERROR(AddNodesFromDocument(
-          doc.value, std::string(file_name) + ":" + std::to_string(doc.line) + ": ", nodes));
+    } else {
+      RETURN_IF_ERROR(
+          AddNodesFromDocument(doc.value, NodeDocument{file_name, &doc.source_map, ""}, nodes));
     }
   }
   std::set<std::string> seen;

@@ -180,17 +180,27 @@ TEST(NodeImportTest, Errors) {
       {"malformed json", "{\"kind\": \"Node\",\n \"metadata\": {\"name\": \"a\"]}",
        "nodes.json:2:26: "},
       {"wrong kind", "{\"kind\": \"Pod\", \"metadata\": {\"name\": \"a\"}}",
-       "nodes.json: expected kind Node, NodeList or List, got Pod"},
+       "nodes.json:1:2: expected kind Node, NodeList or List, got Pod"},
       {"NodeList item of another kind",
        R"({"kind": "NodeList", "items": [{"kind": "Pod", "metadata": {"name": "a"}}]})",
-       "nodes.json: items[0]: expected kind Node, got Pod"},
+       "nodes.json:1:33: items[0]: expected kind Node, got Pod"},
       {"bad item",
        R"({"kind": "NodeList", "items": [{"metadata": {"name": "a"}}, {"metadata": {}}]})",
-       "nodes.json: items[1]: metadata.name: required"},
+       "nodes.json:1:62: items[1]: metadata.name: required"},
       {"yaml document line",
        "kind: Node\nmetadata: {name: a}\n---\nkind: Node\nmetadata:\n  name: b\n  labels: {x: "
        "[1]}\n",
-       "nodes.json:4: node \"b\": metadata.labels.x: expected a string, got array"},
+       "nodes.json:7:12: node \"b\": metadata.labels.x: expected a string, got array"},
+      {"negative quantity",
+       "kind: Node\nmetadata: {name: a}\nstatus:\n  allocatable: {cpu: \"8\", nvidia.com/gpu: "
+       "\"-8\"}\n",
+       "nodes.json:4:27: node \"a\": status.allocatable.nvidia.com/gpu: must not be negative, got "
+       "\"-8\""},
+      {"a JSON array item's field",
+       "[{\"kind\": \"Node\", \"metadata\": {\"name\": \"a\"}},\n {\"kind\": \"Node\", "
+       "\"metadata\": {\"name\": \"b\"},\n  \"status\": {\"capacity\": {\"memory\": null}}}]",
+       "nodes.json:3:27: node \"b\": status.capacity.memory: expected a quantity (string or "
+       "number), got null"},
       {"duplicate", "kind: Node\nmetadata: {name: a}\n---\nkind: Node\nmetadata: {name: a}\n",
        "duplicate node \"a\""},
       {"not a node", "a: 1\n", "not a Kubernetes Node"},

@@ -14,20 +14,91 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-std::string Prefix(std::string_view file_name) {
-  return file_name.empty() ? std::string() : std::string(file_name) + ": ";
+// Where a position of the rendered text (after `{{ }}` substitution) is in the file as written:
+// text outside a substitution moves by the lengths substituted before it, text inside one is at
+// its `{{`.
+class TextMapping {
+ public:
+  explicit TextMapping(std::string_view original) : original_(original) {}
+
+  // The text after substitution, once complete.
+  void SetRendered(std::string_view rendered) { rendered_ = rendered; }
+
+  // `{{...}}` at [original_begin, original_end) became [rendered_begin, rendered_end).
+  void AddSplice(size_t original_begin, size_t original_end, size_t rendered_begin,
+                 size_t rendered_end) {
+    splices_.push_back({original_begin, original_end, rendered_begin, rendered_end});
+  }
+
+  model::SourcePosition ToOriginal(model::SourcePosition at) const {
+    size_t offset = RenderedOffset(at);
+    size_t original = offset;
+    for (const Splice& s : splices_) {
+      if (offset < s.rendered_begin) break;
+      if (offset < s.rendered_end) {
+        original = s.original_begin;
+        return model::PositionOfOffset(original_, original);
+      }
+      original = offset - s.rendered_end + s.original_end;
+    }
+    return model::PositionOfOffset(original_, original);
+  }
+
+ private:
+  struct Splice {
+    size_t original_begin, original_end, rendered_begin, rendered_end;
+  };
+
+  // The byte offset of a 1-based line and column (in characters) of the rendered text.
+  size_t RenderedOffset(model::SourcePosition at) const {
+    size_t offset = 0;
+    for (int line = 1; line < at.line && offset < rendered_.size(); ++line) {
+      const size_t newline = rendered_.find('\n', offset);
+      if (newline == std::string_view::npos) return rendered_.size();
+      offset = newline + 1;
+    }
+    for (int column = 1; offset < rendered_.size(); ++offset) {
+      if ((static_cast<unsigned char>(rendered_[offset]) & 0xC0) == 0x80) continue;
+      if (column++ == at.column) break;
+    }
+    return offset;
+  }
+
+  std::string_view original_;
+  std::string_view rendered_;
+  std::vector<Splice> splices_;
+};
+
+// The workflow being read, for errors at the line and column of their field:
+// "train.yaml:12:9: workflow.tasks[1].resurce: unknown field ...".
+struct Source {
+  std::string_view file_name;
+  const model::JsonSourceMap* map = nullptr;  // of the parsed (rendered) text; null: no positions
+  const TextMapping* mapping = nullptr;       // null: the parsed text is the file's own
+};
+
+// "<file>:<line>:<column>: " at `path` (or the nearest field the map knows), "<file>: " without
+// a map, "" without a file name.
+std::string Prefix(const Source& src, std::string_view path = "") {
+  if (src.file_name.empty()) return std::string();
+  std::optional<model::SourcePosition> at;
+  if (src.map != nullptr) at = src.map->FindNearest(path);
+  if (!at) return std::string(src.file_name) + ": ";
+  if (src.mapping != nullptr) at = src.mapping->ToOriginal(*at);
+  return std::string(src.file_name) + ":" + std::to_string(at->line) + ":" +
+         std::to_string(at->column) + ": ";
 }
 
-Status FieldError(std::string_view file_name, std::string_view path, std::string_view what) {
-  return InvalidArgumentError(Prefix(file_name) + std::string(path) + ": " + std::string(what));
+Status FieldError(const Source& src, std::string_view path, std::string_view what) {
+  return InvalidArgumentError(Prefix(src, path) + std::string(path) + ": " + std::string(what));
 }
 
 Status CheckFields(const json& object, std::string_view path,
-                   const std::vector<std::string>& allowed, std::string_view file_name) {
+                   const std::vector<std::string>& allowed, const Source& src) {
   for (const auto& [key, value] : object.items()) {
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       return FieldError(
-          file_name, model::FieldPath(path, key),
+          src, model::FieldPath(path, key),
           "unknown field" + DidYouMean(key, allowed) + "; expected one of " + Join(allowed, ", "));
     }
   }
@@ -35,62 +106,64 @@ Status CheckFields(const json& object, std::string_view path,
 }
 
 Result<const json*> RequireObject(const json& value, std::string_view path,
-                                  std::string_view file_name) {
+                                  const Source& src) {
   if (!value.is_object()) {
-    return FieldError(file_name, path, "expected an object, got " + model::JsonTypeName(value));
+    return FieldError(src, path, "expected an object, got " + model::JsonTypeName(value));
   }
   return &value;
 }
 
 Result<std::string> GetString(const json& value, std::string_view path,
-                              std::string_view file_name) {
+                              const Source& src) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
   if (value.is_number()) return value.dump();
-  return FieldError(file_name, path, "expected a string, got " + model::JsonTypeName(value));
+  return FieldError(src, path, "expected a string, got " + model::JsonTypeName(value));
 }
 
-Result<bool> GetBool(const json& value, std::string_view path, std::string_view file_name) {
+Result<bool> GetBool(const json& value, std::string_view path, const Source& src) {
   if (value.is_boolean()) return value.get<bool>();
-  return FieldError(file_name, path, "expected true or false, got " + model::JsonTypeName(value));
+  return FieldError(src, path, "expected true or false, got " + model::JsonTypeName(value));
 }
 
 Result<std::vector<std::string>> GetStringList(const json& value, std::string_view path,
-                                               std::string_view file_name) {
+                                               const Source& src) {
   std::vector<std::string> out;
   if (value.is_null()) return out;
   if (value.is_string()) return std::vector<std::string>{value.get<std::string>()};
   if (!value.is_array()) {
-    return FieldError(file_name, path,
+    return FieldError(src, path,
                       "expected a list of strings, got " + model::JsonTypeName(value));
   }
   for (size_t i = 0; i < value.size(); ++i) {
-    ASSIGN_OR_RETURN(std::string s, GetString(value[i], model::IndexPath(path, i), file_name));
+    ASSIGN_OR_RETURN(std::string s, GetString(value[i], model::IndexPath(path, i), src));
     out.push_back(std::move(s));
   }
   return out;
 }
 
 Result<std::optional<int64_t>> GetDuration(const json& value, std::string_view path,
-                                           std::string_view file_name) {
+                                           const Source& src) {
   if (value.is_null()) return std::optional<int64_t>();
   if (value.is_number_integer()) {
-    if (value.get<int64_t>() < 0) return FieldError(file_name, path, "must not be negative");
+    if (value.get<int64_t>() < 0) return FieldError(src, path, "must not be negative");
     return std::optional<int64_t>(value.get<int64_t>());
   }
   if (value.is_number()) {
     double d = value.get<double>();
-    if (d < 0) return FieldError(file_name, path, "must not be negative");
+    if (d < 0) return FieldError(src, path, "must not be negative");
+    // Converting a double beyond int64 is undefined: 1e300 seconds is no duration anyway.
+    if (d >= 9e18) return FieldError(src, path, "too large (at most 9e18 seconds)");
     return std::optional<int64_t>(static_cast<int64_t>(d + 0.999999));
   }
   if (!value.is_string()) {
-    return FieldError(file_name, path,
+    return FieldError(src, path,
                       "expected a duration such as 2h or 1h30m, got " + model::JsonTypeName(value));
   }
   std::string text = value.get<std::string>();
   if (model::IsEmptyDuration(text)) return std::optional<int64_t>();
   auto seconds = model::ParseDurationSeconds(text);
-  if (!seconds.ok()) return FieldError(file_name, path, seconds.status().message());
+  if (!seconds.ok()) return FieldError(src, path, seconds.status().message());
   return std::optional<int64_t>(*seconds);
 }
 
@@ -110,9 +183,9 @@ bool ValidName(std::string_view name) {
   });
 }
 
-Status CheckName(std::string_view name, std::string_view path, std::string_view file_name) {
+Status CheckName(std::string_view name, std::string_view path, const Source& src) {
   if (!ValidName(name)) {
-    return FieldError(file_name, path,
+    return FieldError(src, path,
                       "invalid name \"" + std::string(name) +
                           "\": expected 1-63 letters, digits, '-', '_' or '.', starting and "
                           "ending with a letter or digit");
@@ -120,67 +193,67 @@ Status CheckName(std::string_view name, std::string_view path, std::string_view 
   return OkStatus();
 }
 
-Status CheckQuantity(const json& value, std::string_view path, std::string_view file_name) {
+Status CheckQuantity(const json& value, std::string_view path, const Source& src) {
   if (value.is_null()) return OkStatus();
   auto q = model::ParseQuantityJson(value, path);
-  if (!q.ok()) return InvalidArgumentError(Prefix(file_name) + q.status().message());
-  if (q->MilliValue() < 0) return FieldError(file_name, path, "must not be negative");
+  if (!q.ok()) return InvalidArgumentError(Prefix(src, path) + q.status().message());
+  if (q->MilliValue() < 0) return FieldError(src, path, "must not be negative");
   return OkStatus();
 }
 
 Result<ResourceSpec> ParseResource(const std::string& name, const json& value,
-                                   std::string_view path, std::string_view file_name) {
+                                   std::string_view path, const Source& src) {
   ResourceSpec r;
   r.name = name;
-  RETURN_IF_ERROR(CheckName(name, path, file_name));
+  RETURN_IF_ERROR(CheckName(name, path, src));
   if (value.is_null()) return r;
-  ASSIGN_OR_RETURN(auto* obj, RequireObject(value, path, file_name));
+  ASSIGN_OR_RETURN(auto* obj, RequireObject(value, path, src));
   RETURN_IF_ERROR(CheckFields(
-      *obj, path, {"cpu", "gpu", "memory", "storage", "platform", "nodesExcluded"}, file_name));
+      *obj, path, {"cpu", "gpu", "memory", "storage", "platform", "nodesExcluded"}, src));
   for (const auto& [key, v] : obj->items()) {
     std::string field = model::FieldPath(path, key);
     if (key == "cpu" || key == "gpu" || key == "memory" || key == "storage") {
-      RETURN_IF_ERROR(CheckQuantity(v, field, file_name));
+      RETURN_IF_ERROR(CheckQuantity(v, field, src));
       if (key == "gpu" && v.is_number() && !v.is_number_integer()) {
-        return FieldError(file_name, field, "expected a whole number of GPUs");
+        return FieldError(src, field, "expected a whole number of GPUs");
       }
       (key == "cpu" ? r.cpu : key == "gpu" ? r.gpu : key == "memory" ? r.memory : r.storage) = v;
     } else if (key == "platform") {
       if (!v.is_null()) {
-        ASSIGN_OR_RETURN(r.platform, GetString(v, field, file_name));
+        ASSIGN_OR_RETURN(r.platform, GetString(v, field, src));
       }
     } else if (key == "nodesExcluded") {
-      ASSIGN_OR_RETURN(r.nodes_excluded, GetStringList(v, field, file_name));
+      ASSIGN_OR_RETURN(r.nodes_excluded, GetStringList(v, field, src));
     }
   }
   return r;
 }
 
-Result<json> ParseEnv(const json& value, std::string_view path, std::string_view file_name) {
+Result<json> ParseEnv(const json& value, std::string_view path, const Source& src) {
   json env = json::array();
   if (value.is_null()) return env;
   if (value.is_object()) {
     for (const auto& [key, v] : value.items()) {
-      ASSIGN_OR_RETURN(std::string s, GetString(v, model::FieldPath(path, key), file_name));
+      ASSIGN_OR_RETURN(std::string s, GetString(v, model::FieldPath(path, key), src));
       env.push_back(json{{"name", key}, {"value", s}});
     }
     return env;
   }
   if (!value.is_array()) {
     return FieldError(
-        file_name, path,
+        src, path,
         "expected a map or a list of {name, value}, got " + model::JsonTypeName(value));
   }
   for (size_t i = 0; i < value.size(); ++i) {
     std::string item_path = model::IndexPath(path, i);
     const json& item = value[i];
     if (!item.is_object() || !item.contains("name") || !item["name"].is_string()) {
-      return FieldError(file_name, item_path, "expected {name, value}");
+      return FieldError(src, item_path, "expected {name, value}");
     }
     json copy = item;
     if (copy.contains("value") && !copy["value"].is_string()) {
       ASSIGN_OR_RETURN(std::string s,
-                       GetString(copy["value"], model::FieldPath(item_path, "value"), file_name));
+                       GetString(copy["value"], model::FieldPath(item_path, "value"), src));
       copy["value"] = s;
     }
     env.push_back(std::move(copy));
@@ -201,11 +274,11 @@ std::string MountName(std::string_view host_path) {
   return out.substr(0, 63);
 }
 
-Result<json> ParseMounts(const json& value, std::string_view path, std::string_view file_name) {
+Result<json> ParseMounts(const json& value, std::string_view path, const Source& src) {
   json mounts = json::array();
   if (value.is_null()) return mounts;
   if (!value.is_array()) {
-    return FieldError(file_name, path, "expected a list, got " + model::JsonTypeName(value));
+    return FieldError(src, path, "expected a list, got " + model::JsonTypeName(value));
   }
   for (size_t i = 0; i < value.size(); ++i) {
     std::string item_path = model::IndexPath(path, i);
@@ -214,7 +287,7 @@ Result<json> ParseMounts(const json& value, std::string_view path, std::string_v
       std::string text = item.get<std::string>();
       auto parts = Split(text, ':');
       if (parts.size() < 2 || parts[0].empty() || parts[1].empty()) {
-        return FieldError(file_name, item_path,
+        return FieldError(src, item_path,
                           "expected \"host_path:container_path\", got \"" + text + "\"");
       }
       json m{{"name", MountName(parts[0])}, {"mountPath", parts[1]}, {"hostPath", parts[0]}};
@@ -223,7 +296,7 @@ Result<json> ParseMounts(const json& value, std::string_view path, std::string_v
     } else if (item.is_object() && item.contains("mountPath") && item["mountPath"].is_string()) {
       mounts.push_back(item);
     } else {
-      return FieldError(file_name, item_path,
+      return FieldError(src, item_path,
                         "expected \"host_path:container_path\" or {name, mountPath}");
     }
   }
@@ -236,73 +309,73 @@ const std::vector<std::string> kTaskFields = {
     "exitActions", "sim_duration", "sim_exit_code", "lead",        "files",
     "inputs",      "outputs",      "credentials",   "cacheSize"};
 
-Result<TaskSpec> ParseTask(const json& value, std::string_view path, std::string_view file_name) {
-  ASSIGN_OR_RETURN(auto* obj, RequireObject(value, path, file_name));
-  RETURN_IF_ERROR(CheckFields(*obj, path, kTaskFields, file_name));
+Result<TaskSpec> ParseTask(const json& value, std::string_view path, const Source& src) {
+  ASSIGN_OR_RETURN(auto* obj, RequireObject(value, path, src));
+  RETURN_IF_ERROR(CheckFields(*obj, path, kTaskFields, src));
   TaskSpec task;
-  if (!obj->contains("name")) return FieldError(file_name, path, "missing required field name");
+  if (!obj->contains("name")) return FieldError(src, path, "missing required field name");
   for (const auto& [key, v] : obj->items()) {
     std::string field = model::FieldPath(path, key);
     if (key == "name") {
-      ASSIGN_OR_RETURN(task.name, GetString(v, field, file_name));
-      RETURN_IF_ERROR(CheckName(task.name, field, file_name));
+      ASSIGN_OR_RETURN(task.name, GetString(v, field, src));
+      RETURN_IF_ERROR(CheckName(task.name, field, src));
     } else if (key == "image") {
-      ASSIGN_OR_RETURN(task.image, GetString(v, field, file_name));
+      ASSIGN_OR_RETURN(task.image, GetString(v, field, src));
     } else if (key == "command") {
-      ASSIGN_OR_RETURN(task.command, GetStringList(v, field, file_name));
+      ASSIGN_OR_RETURN(task.command, GetStringList(v, field, src));
     } else if (key == "args") {
-      ASSIGN_OR_RETURN(task.args, GetStringList(v, field, file_name));
+      ASSIGN_OR_RETURN(task.args, GetStringList(v, field, src));
     } else if (key == "env" || key == "environment") {
-      ASSIGN_OR_RETURN(json env, ParseEnv(v, field, file_name));
+      ASSIGN_OR_RETURN(json env, ParseEnv(v, field, src));
       for (auto& e : env) task.env.push_back(std::move(e));
     } else if (key == "resource") {
-      ASSIGN_OR_RETURN(task.resource, GetString(v, field, file_name));
+      ASSIGN_OR_RETURN(task.resource, GetString(v, field, src));
     } else if (key == "privileged") {
-      ASSIGN_OR_RETURN(task.privileged, GetBool(v, field, file_name));
+      ASSIGN_OR_RETURN(task.privileged, GetBool(v, field, src));
     } else if (key == "hostNetwork") {
-      ASSIGN_OR_RETURN(task.host_network, GetBool(v, field, file_name));
+      ASSIGN_OR_RETURN(task.host_network, GetBool(v, field, src));
     } else if (key == "volumeMounts") {
-      ASSIGN_OR_RETURN(task.volume_mounts, ParseMounts(v, field, file_name));
+      ASSIGN_OR_RETURN(task.volume_mounts, ParseMounts(v, field, src));
     } else if (key == "exitActions") {
       if (!v.is_null() && !v.is_object()) {
-        return FieldError(file_name, field, "expected a map ACTION: \"codes\"");
+        return FieldError(src, field, "expected a map ACTION: \"codes\"");
       }
       for (const auto& [action, codes] : v.items()) {
         std::string upper = action;
         for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
         if (upper != "COMPLETE" && upper != "FAIL" && upper != "RESCHEDULE") {
-          return FieldError(file_name, model::FieldPath(field, action),
+          return FieldError(src, model::FieldPath(field, action),
                             "unknown exit action; expected COMPLETE, FAIL or RESCHEDULE" +
                                 DidYouMean(upper, {"COMPLETE", "FAIL", "RESCHEDULE"}));
         }
         if (!codes.is_string() && !codes.is_number_integer()) {
-          return FieldError(file_name, model::FieldPath(field, action),
+          return FieldError(src, model::FieldPath(field, action),
                             "expected exit codes such as \"1,3-5\"");
         }
       }
       task.exit_actions = v;
     } else if (key == "sim_duration") {
-      ASSIGN_OR_RETURN(task.sim_duration_seconds, GetDuration(v, field, file_name));
+      ASSIGN_OR_RETURN(task.sim_duration_seconds, GetDuration(v, field, src));
     } else if (key == "sim_exit_code") {
-      if (!v.is_number_integer()) return FieldError(file_name, field, "expected an integer");
+      if (!v.is_number_integer()) return FieldError(src, field, "expected an integer");
       task.sim_exit_code = v.get<int>();
     } else if (key == "lead") {
-      ASSIGN_OR_RETURN(task.lead, GetBool(v, field, file_name));
+      ASSIGN_OR_RETURN(task.lead, GetBool(v, field, src));
     }
     // files, inputs, outputs, credentials, cacheSize: accepted, kept in the document only.
   }
-  if (task.image.empty()) return FieldError(file_name, path, "missing required field image");
+  if (task.image.empty()) return FieldError(src, path, "missing required field image");
   return task;
 }
 
 Result<std::vector<TaskSpec>> ParseTasks(const json& value, std::string_view path,
-                                         std::string_view file_name) {
+                                         const Source& src) {
   if (!value.is_array() || value.empty()) {
-    return FieldError(file_name, path, "expected a non-empty list of tasks");
+    return FieldError(src, path, "expected a non-empty list of tasks");
   }
   std::vector<TaskSpec> tasks;
   for (size_t i = 0; i < value.size(); ++i) {
-    ASSIGN_OR_RETURN(TaskSpec t, ParseTask(value[i], model::IndexPath(path, i), file_name));
+    ASSIGN_OR_RETURN(TaskSpec t, ParseTask(value[i], model::IndexPath(path, i), src));
     tasks.push_back(std::move(t));
   }
   return tasks;
@@ -337,46 +410,49 @@ std::string ExtractDefaultValuesBlock(std::string_view text) {
   return out;
 }
 
+// The file's `default-values`, read before substitution: from the whole text when it is valid
+// YAML already, else from its `default-values:` block alone.
 Result<std::map<std::string, std::string>> DefaultValues(std::string_view text,
                                                          std::string_view file_name) {
   std::map<std::string, std::string> values;
   json defaults;
+  Source src{file_name};
   auto docs = model::ParseYamlDocuments(text, file_name);
   if (docs.ok()) {
     if (!docs->empty() && (*docs)[0].value.is_object() &&
         (*docs)[0].value.contains("default-values")) {
-      defaults = (*docs)[0].value["default-values"];
+      defaults = std::move((*docs)[0].value["default-values"]);
+      src.map = &(*docs)[0].source_map;
     }
   } else {
     std::string block = ExtractDefaultValuesBlock(text);
     if (block.empty()) return values;
     auto block_docs = model::ParseYamlDocuments(block, file_name);
     if (!block_docs.ok() || block_docs->empty()) return values;
-    defaults = (*block_docs)[0].value["default-values"];
+    defaults = std::move((*block_docs)[0].value["default-values"]);
   }
   if (defaults.is_null()) return values;
   if (!defaults.is_object()) {
-    return FieldError(file_name, "default-values", "expected a map of name: value");
+    return FieldError(src, "default-values", "expected a map of name: value");
   }
   for (const auto& [key, v] : defaults.items()) values[key] = ScalarText(v);
   return values;
 }
 
-// Replaces `{{ name }}` in the text; undefined names (other than OSMO's protected ones) fail
-// with their line.
+// Replaces `{{ name }}` in the text, recording each replacement in `mapping`; undefined names
+// (other than OSMO's protected ones) fail with their line and column.
 Result<std::string> Substitute(std::string_view text, std::string_view file_name,
-                               const std::map<std::string, std::string>& values) {
+                               const std::map<std::string, std::string>& values,
+                               TextMapping& mapping) {
   std::string out;
   out.reserve(text.size());
   size_t pos = 0;
-  int line = 1;
   while (pos < text.size()) {
     size_t open = text.find("{{", pos);
     if (open == std::string_view::npos) {
       out.append(text.substr(pos));
       break;
     }
-    line += static_cast<int>(std::count(text.begin() + pos, text.begin() + open, '\n'));
     size_t close = text.find("}}", open + 2);
     if (close == std::string_view::npos) {
       out.append(text.substr(pos));
@@ -386,18 +462,19 @@ Result<std::string> Substitute(std::string_view text, std::string_view file_name
     out.append(text.substr(pos, open - pos));
     auto it = values.find(name);
     if (it != values.end()) {
+      mapping.AddSplice(open, close + 2, out.size(), out.size() + it->second.size());
       out += it->second;
     } else if (IsProtectedVariable(name)) {
       out.append(text.substr(open, close + 2 - open));
     } else {
       std::vector<std::string> names;
       for (const auto& [k, v] : values) names.push_back(k);
+      const model::SourcePosition at = model::PositionOfOffset(text, open);
       return InvalidArgumentError(
-          Prefix(file_name) + "line " + std::to_string(line) + ": undefined variable \"" + name +
-          "\"" + DidYouMean(name, names) + "; define it under default-values or pass --set " +
-          name + "=VALUE");
+          std::string(file_name) + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) +
+          ": undefined variable \"" + name + "\"" + DidYouMean(name, names) +
+          "; define it under default-values or pass --set " + name + "=VALUE");
     }
-    line += static_cast<int>(std::count(text.begin() + open, text.begin() + close, '\n'));
     pos = close + 2;
   }
   return out;
@@ -452,19 +529,25 @@ Result<std::pair<std::string, std::string>> ParseSetValue(std::string_view text)
 
 Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_name,
                                    const std::map<std::string, std::string>& set_values) {
-  std::vector<json> docs;
+  // Before templating: garbage is reported as what it is, not as an undefined variable.
+  RETURN_IF_ERROR(model::CheckYamlText(text, file_name));
+  std::vector<model::YamlDocument> docs;
+  std::string rendered;
+  TextMapping mapping(text);
+  Source src{file_name};
   // Without a "{{" there is nothing to substitute: the text is parsed once, for its
   // default-values and the workflow alike. (When it does not parse, the full path below reports
   // the same errors as before.)
   bool parsed = false;
   if (text.find("{{") == std::string_view::npos) {
-    auto once = model::ParseJsonOrYamlDocuments(text, file_name);
+    auto once = model::ParseDocumentsWithSourceMaps(text, file_name);
     if (once.ok()) {
       docs = std::move(once).value();
-      if (!docs.empty() && docs[0].is_object()) {
-        auto it = docs[0].find("default-values");
-        if (it != docs[0].end() && !it->is_null() && !it->is_object()) {
-          return FieldError(file_name, "default-values", "expected a map of name: value");
+      if (!docs.empty() && docs[0].value.is_object()) {
+        auto it = docs[0].value.find("default-values");
+        if (it != docs[0].value.end() && !it->is_null() && !it->is_object()) {
+          return FieldError(Source{file_name, &docs[0].source_map}, "default-values",
+                            "expected a map of name: value");
         }
       }
       parsed = true;
@@ -473,39 +556,42 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
   if (!parsed) {
     ASSIGN_OR_RETURN(auto values, DefaultValues(text, file_name));
     for (const auto& [k, v] : set_values) values[k] = v;
-    ASSIGN_OR_RETURN(std::string rendered, Substitute(text, file_name, values));
-    ASSIGN_OR_RETURN(docs, model::ParseJsonOrYamlDocuments(rendered, file_name));
+    ASSIGN_OR_RETURN(rendered, Substitute(text, file_name, values, mapping));
+    mapping.SetRendered(rendered);
+    ASSIGN_OR_RETURN(docs, model::ParseDocumentsWithSourceMaps(rendered, file_name));
+    src.mapping = &mapping;
   }
   if (docs.size() != 1) {
-    return InvalidArgumentError(Prefix(file_name) + "expected one document, found " +
+    return InvalidArgumentError(Prefix(src) + "expected one document, found " +
                                 std::to_string(docs.size()));
   }
-  const json& root = docs[0];
-  ASSIGN_OR_RETURN(auto* top, RequireObject(root, "(top level)", file_name));
-  RETURN_IF_ERROR(CheckFields(*top, "", {"workflow", "default-values", "version"}, file_name));
+  src.map = &docs[0].source_map;
+  const json& root = docs[0].value;
+  ASSIGN_OR_RETURN(auto* top, RequireObject(root, "(top level)", src));
+  RETURN_IF_ERROR(CheckFields(*top, "", {"workflow", "default-values", "version"}, src));
   if (!top->contains("workflow")) {
-    return InvalidArgumentError(Prefix(file_name) + "missing top-level field \"workflow\"");
+    return InvalidArgumentError(Prefix(src, "") + "missing top-level field \"workflow\"");
   }
   const json& wf = (*top)["workflow"];
-  ASSIGN_OR_RETURN(auto* wf_obj, RequireObject(wf, "workflow", file_name));
+  ASSIGN_OR_RETURN(auto* wf_obj, RequireObject(wf, "workflow", src));
   RETURN_IF_ERROR(CheckFields(
       *wf_obj, "workflow",
       {"name", "resources", "tasks", "groups", "timeout", "priority", "labels", "pool", "backend"},
-      file_name));
+      src));
   WorkflowSpec spec;
   if (!wf_obj->contains("name")) {
-    return FieldError(file_name, "workflow", "missing required field name");
+    return FieldError(src, "workflow", "missing required field name");
   }
-  ASSIGN_OR_RETURN(spec.name, GetString((*wf_obj)["name"], "workflow.name", file_name));
-  RETURN_IF_ERROR(CheckName(spec.name, "workflow.name", file_name));
+  ASSIGN_OR_RETURN(spec.name, GetString((*wf_obj)["name"], "workflow.name", src));
+  RETURN_IF_ERROR(CheckName(spec.name, "workflow.name", src));
 
   if (wf_obj->contains("resources")) {
     const json& res = (*wf_obj)["resources"];
-    ASSIGN_OR_RETURN(auto* res_obj, RequireObject(res, "workflow.resources", file_name));
+    ASSIGN_OR_RETURN(auto* res_obj, RequireObject(res, "workflow.resources", src));
     for (const auto& [name, value] : res_obj->items()) {
       ASSIGN_OR_RETURN(
           ResourceSpec r,
-          ParseResource(name, value, model::FieldPath("workflow.resources", name), file_name));
+          ParseResource(name, value, model::FieldPath("workflow.resources", name), src));
       spec.resources.push_back(std::move(r));
     }
   }
@@ -513,10 +599,10 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
   bool has_tasks = wf_obj->contains("tasks");
   bool has_groups = wf_obj->contains("groups");
   if (has_tasks == has_groups) {
-    return FieldError(file_name, "workflow", "expected exactly one of tasks or groups");
+    return FieldError(src, "workflow", "expected exactly one of tasks or groups");
   }
   if (has_tasks) {
-    ASSIGN_OR_RETURN(auto tasks, ParseTasks((*wf_obj)["tasks"], "workflow.tasks", file_name));
+    ASSIGN_OR_RETURN(auto tasks, ParseTasks((*wf_obj)["tasks"], "workflow.tasks", src));
     for (auto& t : tasks) {
       GroupSpec g;
       g.name = t.name + "-group";
@@ -526,21 +612,21 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
   } else {
     const json& groups = (*wf_obj)["groups"];
     if (!groups.is_array() || groups.empty()) {
-      return FieldError(file_name, "workflow.groups", "expected a non-empty list of groups");
+      return FieldError(src, "workflow.groups", "expected a non-empty list of groups");
     }
     for (size_t i = 0; i < groups.size(); ++i) {
       std::string path = model::IndexPath("workflow.groups", i);
-      ASSIGN_OR_RETURN(auto* g_obj, RequireObject(groups[i], path, file_name));
+      ASSIGN_OR_RETURN(auto* g_obj, RequireObject(groups[i], path, src));
       RETURN_IF_ERROR(CheckFields(*g_obj, path, {"name", "tasks", "barrier", "ignoreNonleadStatus"},
-                                  file_name));
+                                  src));
       if (!g_obj->contains("name"))
-        return FieldError(file_name, path, "missing required field name");
+        return FieldError(src, path, "missing required field name");
       GroupSpec g;
-      ASSIGN_OR_RETURN(g.name, GetString((*g_obj)["name"], path + ".name", file_name));
-      RETURN_IF_ERROR(CheckName(g.name, path + ".name", file_name));
+      ASSIGN_OR_RETURN(g.name, GetString((*g_obj)["name"], path + ".name", src));
+      RETURN_IF_ERROR(CheckName(g.name, path + ".name", src));
       if (!g_obj->contains("tasks"))
-        return FieldError(file_name, path, "missing required field tasks");
-      ASSIGN_OR_RETURN(g.tasks, ParseTasks((*g_obj)["tasks"], path + ".tasks", file_name));
+        return FieldError(src, path, "missing required field tasks");
+      ASSIGN_OR_RETURN(g.tasks, ParseTasks((*g_obj)["tasks"], path + ".tasks", src));
       spec.groups.push_back(std::move(g));
     }
   }
@@ -549,17 +635,17 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
   std::set<std::string> group_keys, task_keys;
   for (const auto& g : spec.groups) {
     if (!group_keys.insert(NameKey(g.name)).second) {
-      return FieldError(file_name, "workflow.groups", "duplicate group name \"" + g.name + "\"");
+      return FieldError(src, "workflow.groups", "duplicate group name \"" + g.name + "\"");
     }
     for (const auto& t : g.tasks) {
       if (!task_keys.insert(NameKey(t.name)).second) {
-        return FieldError(file_name, "workflow", "duplicate task name \"" + t.name + "\"");
+        return FieldError(src, "workflow", "duplicate task name \"" + t.name + "\"");
       }
       if (spec.FindResource(t.resource) == nullptr) {
         if (t.resource == "default") continue;  // an empty default resource uses pool defaults
         std::vector<std::string> names;
         for (const auto& r : spec.resources) names.push_back(r.name);
-        return FieldError(file_name, "workflow",
+        return FieldError(src, "workflow",
                           "task \"" + t.name + "\" requests undefined resource \"" + t.resource +
                               "\"" + DidYouMean(t.resource, names));
       }
@@ -569,24 +655,24 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
   if (wf_obj->contains("timeout")) {
     const json& timeout = (*wf_obj)["timeout"];
     if (!timeout.is_null()) {
-      ASSIGN_OR_RETURN(auto* t_obj, RequireObject(timeout, "workflow.timeout", file_name));
+      ASSIGN_OR_RETURN(auto* t_obj, RequireObject(timeout, "workflow.timeout", src));
       RETURN_IF_ERROR(
-          CheckFields(*t_obj, "workflow.timeout", {"exec_timeout", "queue_timeout"}, file_name));
+          CheckFields(*t_obj, "workflow.timeout", {"exec_timeout", "queue_timeout"}, src));
       if (t_obj->contains("exec_timeout")) {
         ASSIGN_OR_RETURN(
             spec.exec_timeout_seconds,
-            GetDuration((*t_obj)["exec_timeout"], "workflow.timeout.exec_timeout", file_name));
+            GetDuration((*t_obj)["exec_timeout"], "workflow.timeout.exec_timeout", src));
       }
       if (t_obj->contains("queue_timeout")) {
         ASSIGN_OR_RETURN(
             spec.queue_timeout_seconds,
-            GetDuration((*t_obj)["queue_timeout"], "workflow.timeout.queue_timeout", file_name));
+            GetDuration((*t_obj)["queue_timeout"], "workflow.timeout.queue_timeout", src));
       }
     }
   }
   if (wf_obj->contains("priority")) {
     ASSIGN_OR_RETURN(std::string p,
-                     GetString((*wf_obj)["priority"], "workflow.priority", file_name));
+                     GetString((*wf_obj)["priority"], "workflow.priority", src));
     std::string upper = p;
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (upper == "HIGH") {
@@ -596,7 +682,7 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
     } else if (upper == "LOW") {
       spec.priority = Priority::kLow;
     } else {
-      return FieldError(file_name, "workflow.priority",
+      return FieldError(src, "workflow.priority",
                         "expected HIGH, NORMAL or LOW, got \"" + p + "\"" +
                             DidYouMean(upper, {"HIGH", "NORMAL", "LOW"}));
     }
@@ -604,16 +690,16 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
   if (wf_obj->contains("labels")) {
     const json& labels = (*wf_obj)["labels"];
     if (!labels.is_null()) {
-      ASSIGN_OR_RETURN(auto* l_obj, RequireObject(labels, "workflow.labels", file_name));
+      ASSIGN_OR_RETURN(auto* l_obj, RequireObject(labels, "workflow.labels", src));
       for (const auto& [k, v] : l_obj->items()) {
         ASSIGN_OR_RETURN(std::string s,
-                         GetString(v, model::FieldPath("workflow.labels", k), file_name));
+                         GetString(v, model::FieldPath("workflow.labels", k), src));
         spec.labels[k] = s;
       }
     }
   }
   // Last: `wf` and the pointers into it are not used after this.
-  spec.document = std::move(docs[0]["workflow"]);
+  spec.document = std::move(docs[0].value["workflow"]);
   return spec;
 }
 

@@ -11,8 +11,8 @@
 //     - {name: prep, image: ubuntu:24.04, command: [bash, -c, "echo hi"]}
 //   default-values: {run: 1}
 //
-// `{{k}}` in the text is replaced by `--set k=v` or `default-values` before the YAML is read, so
-// errors keep the line of the file as written. Unknown fields are refused with a did-you-mean.
+// `{{k}}` in the text is replaced by `--set k=v` or `default-values` before the YAML is read;
+// errors still point at the line and column of the file as written. Unknown fields are refused with a did-you-mean.
 // Top-level `tasks` become one group each, named "<task>-group" (as OSMO does).
 
 #include <cstdint>
@@ -82,8 +82,10 @@ struct WorkflowSpec {
 };
 
 // Parses a workflow file. `set_values` (from --set k=v) win over the file's `default-values`.
-// Errors are InvalidArgument and name the file, line (where known) and field path, e.g.
-// `train.yaml: workflow.tasks[1].resurce: unknown field (did you mean "resource"?)`.
+// Errors are InvalidArgument and name the file, the line and column of the field in the file as
+// written (before substitution) and the field path, e.g. `train.yaml:14:7:
+// workflow.tasks[1].resurce: unknown field (did you mean "resource"?)`. A text that is not YAML
+// text at all (invalid UTF-8, control characters) is refused before substitution.
 Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_name,
                                    const std::map<std::string, std::string>& set_values = {});
 

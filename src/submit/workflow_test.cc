@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace gpupool::submit {
 namespace {
 
@@ -120,7 +122,7 @@ TEST(ParseWorkflowTest, Errors) {
        {"duplicate task name \"T_1\""}},
       {"undefined spec variable",
        "workflow:\n  name: a\n  tasks:\n  - {name: t, image: \"{{img}}\"}\n",
-       {"line 4", "undefined variable \"img\"", "--set img="}},
+       {"f.yaml:4:23: ", "undefined variable \"img\"", "--set img="}},
       {"missing image",
        "workflow:\n  name: a\n  tasks: [{name: t}]\n",
        {"missing required field image"}},
@@ -136,6 +138,101 @@ TEST(ParseWorkflowTest, Errors) {
     EXPECT_EQ(wf.status().code(), StatusCode::kInvalidArgument);
     for (const auto& s : c.expected) EXPECT_THAT(wf.status().message(), HasSubstr(s));
   }
+}
+
+// Errors point at the field's line and column in the file as written: substitutions before the
+// field (on its line or above) do not move it, and a value that came from a substitution is at
+// its `{{`.
+TEST(ParseWorkflowTest, ErrorsPointAtTheFieldInTheFileAsWritten) {
+  struct Case {
+    std::string name;
+    std::string text;
+    std::map<std::string, std::string> set;
+    std::string error;  // the whole message
+  };
+  const std::vector<Case> cases = {
+      {"no substitution",
+       "workflow:\n  name: a\n  tasks:\n  - {name: t, image: i, resurce: big}\n",
+       {},
+       "f.yaml:4:25: workflow.tasks[0].resurce: unknown field (did you mean \"resource\"?); "
+       "expected one of name, image, command, args, env, environment, resource, privileged, "
+       "hostNetwork, volumeMounts, exitActions, sim_duration, sim_exit_code, lead, files, "
+       "inputs, outputs, credentials, cacheSize"},
+      {"a longer value substituted on a line above",
+       "workflow:\n  name: sim-{{run}}\n  tasks:\n  - {name: t, image: i, priority: 1}\n",
+       {{"run", "1234567890"}},
+       "f.yaml:4:25: workflow.tasks[0].priority: unknown field; expected one of name, image, "
+       "command, args, env, environment, resource, privileged, hostNetwork, volumeMounts, "
+       "exitActions, sim_duration, sim_exit_code, lead, files, inputs, outputs, credentials, "
+       "cacheSize"},
+      {"substitutions earlier on the field's line, longer and shorter",
+       "workflow:\n  name: a\n  tasks:\n  - {name: {{n}}, image: {{i}}, sim_exit_code: x}\n",
+       {{"n", "a-much-longer-task-name"}, {"i", "i"}},
+       "f.yaml:4:33: workflow.tasks[0].sim_exit_code: expected an integer"},
+      {"multi-line substitution above",
+       "workflow:\n  name: a\n  labels: {{labels}}\n  tasks:\n  - {name: t, image: i, lead: 3}\n",
+       {{"labels", "\n    a: b\n    c: d"}},
+       "f.yaml:5:25: workflow.tasks[0].lead: expected true or false, got number"},
+      {"a value from a substitution is at its {{",
+       "workflow:\n  name: a\n  tasks:\n  - name: t\n    image: i\n    command: [{{cmd}}]\n",
+       {{"cmd", "{a: 1}"}},
+       "f.yaml:6:15: workflow.tasks[0].command[0]: expected a string, got object"},
+      {"a quantity of the wrong type names what was expected",
+       "workflow:\n  name: a\n  resources:\n    default: {cpu: [1]}\n  tasks: [{name: t, image: "
+       "i}]\n",
+       {},
+       "f.yaml:4:15: workflow.resources.default.cpu: expected a quantity (string or number), got "
+       "array"},
+      {"a number out of range",
+       "workflow:\n  name: a\n  resources:\n    default: {cpu: 1e400}\n  tasks: [{name: t, "
+       "image: i}]\n",
+       {},
+       "f.yaml:4:20: number out of range (larger than a 64-bit floating-point number can hold)"},
+      {"JSON",
+       "{\"workflow\": {\"name\": \"a\",\n  \"tasks\": [{\"name\": \"t\", \"image\": [1]}]}}",
+       {},
+       "f.yaml:2:27: workflow.tasks[0].image: expected a string, got array"},
+      {"missing workflow", "version: 1\n", {}, "f.yaml:1:1: missing top-level field \"workflow\""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto wf = ParseWorkflow(c.text, "f.yaml", c.set);
+    ASSERT_FALSE(wf.ok());
+    EXPECT_EQ(wf.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(wf.status().message(), c.error);
+  }
+}
+
+// Binary garbage is not a workflow with an undefined variable: the text is checked before it is
+// templated.
+TEST(ParseWorkflowTest, TextThatIsNotYamlIsRefusedBeforeTemplating) {
+  struct Case {
+    std::string name;
+    std::string text;
+    std::string error;
+  };
+  const std::vector<Case> cases = {
+      {"invalid UTF-8", "workflow:\n  name: \xFF{{x}}\n",
+       "f.yaml:2:9: not a valid YAML text: invalid UTF-8 (byte 0xFF)"},
+      {"binary", std::string("\x7F" "ELF\x02\x01\x01\0\0{{", 11),
+       "f.yaml:1:1: not a valid YAML text: control character U+007F is not allowed"},
+      {"NUL", std::string("workflow: {name: a}\0", 20),
+       "f.yaml:1:20: not a valid YAML text: control character U+0000 is not allowed"},
+      {"escape", "workflow:\n  name: \x1B[31m{{x}}\n",
+       "f.yaml:2:9: not a valid YAML text: control character U+001B is not allowed"},
+      {"a lone continuation byte", "a: \x80\n",
+       "f.yaml:1:4: not a valid YAML text: invalid UTF-8 (byte 0x80)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto wf = ParseWorkflow(c.text, "f.yaml");
+    ASSERT_FALSE(wf.ok());
+    EXPECT_EQ(wf.status().message(), c.error);
+  }
+  // UTF-8 text, tabs and carriage returns are YAML text.
+  auto wf = ParseWorkflow("workflow:\r\n  name: a # caf\xC3\xA9\t\r\n  tasks: [{name: t, image: i}]\r\n",
+                          "f.yaml");
+  EXPECT_TRUE(wf.ok()) << wf.status().ToString();
 }
 
 TEST(ParseWorkflowTest, TextWithoutVariablesIsParsedOnceWithTheSameResult) {

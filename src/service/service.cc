@@ -11,6 +11,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "common/saturating.h"
 #include "common/strings.h"
 #include "config/access.h"
 #include "config/config_set.h"
@@ -122,6 +123,12 @@ model::ResourceList TaskRequests(const store::TaskRecord& task) {
 int64_t Milli(const model::ResourceList& list, const std::string& resource) {
   auto it = list.find(resource);
   return it == list.end() ? 0 : it->second.MilliValue();
+}
+
+// Whole units (rounded up), exact over Kubernetes' range: bytes of memory and storage.
+int64_t Units(const model::ResourceList& list, const std::string& resource) {
+  auto it = list.find(resource);
+  return it == list.end() ? 0 : it->second.Value();
 }
 
 TaskView ToTaskView(const store::TaskRecord& t) {
@@ -558,6 +565,49 @@ Status CheckReferences(const config::ConfigSet& set, const std::vector<PendingPu
   return InvalidArgumentError(Join(lines, "\n"));
 }
 
+// A config of a config file as the OSMO kinds' decoders name it (`pool "p"`, `pod template "t"`,
+// `resource validation "v"`), and the other kinds alike (`queue "q"`, `machine pool "m"`).
+DocumentSubject ConfigSubject(Kind kind, std::string name) {
+  std::string words = LowerKind(kind);
+  std::replace(words.begin(), words.end(), '_', ' ');
+  return {words + " " + Quoted(name), std::move(name), "", !IsOsmoKind(kind)};
+}
+
+// The parent a QUEUE body names ("" for a department, or when it names none readable).
+std::string QueueParent(const json& body) {
+  auto parent = body.is_object() ? body.find("parent") : body.end();
+  return parent != body.end() && parent->is_string() ? parent->get<std::string>() : "";
+}
+
+// Queues form a tree: a write that would close a cycle of parents (a -> b -> a, or longer) is
+// refused at the parent field of the first queue written that is on or leads into it.
+Status CheckQueueTree(const Snapshot& snap, const std::vector<PendingPut>& puts,
+                      std::string_view prefix) {
+  const std::string queue_kind(config::KindName(Kind::kQueue));
+  std::map<std::string, std::string> parents;
+  for (const auto& [key, body] : snap.other) {
+    if (key.first == queue_kind) parents[key.second] = QueueParent(body);
+  }
+  bool written = false;
+  for (const PendingPut& put : puts) {
+    if (put.kind != Kind::kQueue) continue;
+    parents[put.name] = QueueParent(put.body);
+    written = true;
+  }
+  if (!written) return OkStatus();
+  for (const PendingPut& put : puts) {
+    if (put.kind != Kind::kQueue) continue;
+    std::vector<std::string> cycle = model::FindParentCycle(parents, put.name);
+    if (cycle.empty()) continue;
+    return PutError(put,
+                    InvalidArgumentError(put.name + ".parent: queues must form a tree, not a "
+                                                    "cycle: " +
+                                         Join(cycle, " -> ")),
+                    prefix);
+  }
+  return OkStatus();
+}
+
 // One attempt of ValidateAndWrite: validated against the configs as they are now, written if
 // none of them changed in the meantime (else kAborted).
 Result<WriteResult> ValidateAndWriteOnce(store::Store& store, Service::SnapshotCache& cache,
@@ -572,6 +622,11 @@ Result<WriteResult> ValidateAndWriteOnce(store::Store& store, Service::SnapshotC
   const std::string prefix = FilePrefix(file_name);
   for (const PendingPut& put : puts) {
     RETURN_IF_ERROR(CheckConfigWriteAccess(caller, put.kind, put.name, "PUT", snap.set));
+    // Bodies are walked recursively from here on (decoded, copied, stored, printed); the parsers
+    // bound what they read, and this bounds what reaches the store by any other way.
+    if (Status deep = model::CheckNestingDepth(put.body); !deep.ok()) {
+      return PutError(put, deep.WithContext(ConfigSubject(put.kind, put.name).text), prefix);
+    }
     json stored;
     if (IsOsmoKind(put.kind)) {
       Status decoded = config::PutConfig(next, put.kind, put.name, put.body);
@@ -602,6 +657,7 @@ Result<WriteResult> ValidateAndWriteOnce(store::Store& store, Service::SnapshotC
     writes.push_back(std::move(w));
   }
   RETURN_IF_ERROR(CheckReferences(next, puts, prefix));
+  RETURN_IF_ERROR(CheckQueueTree(snap, puts, prefix));
   WriteResult result;
   std::set<std::string> pools_seen;
   for (const PendingPut& put : puts) {
@@ -653,14 +709,6 @@ Result<WriteResult> ValidateAndWrite(store::Store& store, Service::SnapshotCache
 }
 
 // ---- Errors located in the user's file (apply, config update): service/located_errors.h ----
-
-// A config of a config file as the OSMO kinds' decoders name it (`pool "p"`, `pod template "t"`,
-// `resource validation "v"`), and the other kinds alike (`queue "q"`, `machine pool "m"`).
-DocumentSubject ConfigSubject(Kind kind, std::string name) {
-  std::string words = LowerKind(kind);
-  std::replace(words.begin(), words.end(), '_', ' ');
-  return {words + " " + Quoted(name), std::move(name), "", !IsOsmoKind(kind)};
-}
 
 // ---- Manifests (apply) --------------------------------------------------------------------
 
@@ -789,6 +837,23 @@ Status PlanDocument(const SourceDocument& doc, ManifestPlan& plan) {
   return PlanConfig(doc, plan);
 }
 
+// One apply writes each object once: the same kind and name twice (in one file or two) is
+// refused at the second, naming the first ("... Queue q: metadata.name: also defined at
+// a.yaml:3:9"), rather than failing in the write as a concurrent change would.
+Status CheckDefinedOnce(const SourceDocument& doc,
+                        std::map<std::string, const SourceDocument*>& defined) {
+  if (!doc.value.is_object()) return OkStatus();
+  const std::string kind = StringMember(doc.value, "kind");
+  const std::string name = ManifestName(doc.value);
+  if (kind.empty() || name.empty()) return OkStatus();
+  auto [first, inserted] = defined.try_emplace(kind + "/" + name, &doc);
+  if (inserted) return OkStatus();
+  const model::SourcePosition at = NearestPosition(*first->second, "metadata.name");
+  return AtField(doc, kind + " " + name, "metadata.name",
+                 "also defined at " + first->second->file + ":" + std::to_string(at.line) + ":" +
+                     std::to_string(at.column) + "; an apply defines each object once");
+}
+
 std::string FileNames(const std::vector<ManifestFile>& files) {
   std::vector<std::string> names;
   for (const ManifestFile& file : files) names.push_back(file.name);
@@ -824,17 +889,6 @@ std::optional<SourceDocument> ConfigFileDocument(const UpdateConfigRequest& requ
   return doc;
 }
 
-// Whether `config` is an entry of the map form {"<name>": {...}} of `file` (SplitConfigFile's
-// rule 4) rather than the file itself: a body never equals one of its own members.
-bool IsMapEntry(const json& file, const config::NamedBody& config) {
-  if (!file.is_object()) return false;
-  auto entry = file.find(config.name);
-  if (entry == file.end()) return false;
-  json body = *entry;
-  if (body.is_object()) body.erase("name");
-  return body == config.body;
-}
-
 // A SplitConfigFile error: at the field it names ("p.name: ..."), else prefixed with the file's
 // name (an error may be about the command line's name, which is not in the file).
 Status SplitError(const Status& status, const std::optional<SourceDocument>& file,
@@ -849,14 +903,13 @@ Status SplitError(const Status& status, const std::optional<SourceDocument>& fil
 // fields: `pool.json:7:7: pool "p": platforms.a.descripton: unknown field ...`, the path being
 // relative to the config (the object form), or to its entry (the map form).
 std::vector<PendingPut> ConfigFilePuts(Kind kind, std::vector<config::NamedBody> configs,
-                                       const json& body,
                                        const std::optional<SourceDocument>& file) {
   std::vector<PendingPut> puts;
   for (config::NamedBody& config : configs) {
     PendingPut put{kind, config.name, json()};
     if (file) {
       SourceDocument doc = *file;
-      if (IsMapEntry(body, config)) doc.map_path = JoinPath(doc.map_path, config.name);
+      if (config.map_entry) doc.map_path = JoinPath(doc.map_path, config.name);
       put.locate = [doc = std::move(doc), subject = ConfigSubject(kind, config.name)](
                        const Status& status) { return LocateError(status, doc, subject); };
     }
@@ -922,6 +975,8 @@ Result<WriteResult> Service::UpdateConfig(const Caller& caller,
     return InvalidArgumentError(FilePrefix(request.file_name) + "expected a JSON object, got " +
                                 model::JsonTypeName(request.body));
   }
+  // Before the body is copied: a copy of a tree nested 20,000 deep overflows the stack.
+  RETURN_IF_ERROR(WithPrefix(model::CheckNestingDepth(request.body), FilePrefix(request.file_name)));
   const std::optional<SourceDocument> file = ConfigFileDocument(request);
   auto split = config::SplitConfigFile(kind, request.body, request.name);
   if (!split.ok()) return SplitError(split.status(), file, request.file_name);
@@ -929,7 +984,7 @@ Result<WriteResult> Service::UpdateConfig(const Caller& caller,
     return InvalidArgumentError(FilePrefix(request.file_name) + "no " +
                                 std::string(config::KindName(kind)) + " config in the file");
   }
-  std::vector<PendingPut> puts = ConfigFilePuts(kind, std::move(*split), request.body, file);
+  std::vector<PendingPut> puts = ConfigFilePuts(kind, std::move(*split), file);
   if (request.expected_revision) {
     if (puts.size() != 1) {
       return InvalidArgumentError("expected_revision applies to one named config, got " +
@@ -964,6 +1019,9 @@ Result<WriteResult> Service::PatchConfig(const Caller& caller, const PatchConfig
                                 ": expected a JSON object, got " +
                                 model::JsonTypeName(request.patch));
   }
+  // MergePatch walks the patch recursively.
+  RETURN_IF_ERROR(model::CheckNestingDepth(request.patch)
+                      .WithContext("merge patch of " + kind + " " + Quoted(request.name)));
   constexpr int kAttempts = 5;
   for (int attempt = 1;; ++attempt) {
     auto current = store_.GetConfig(kind, request.name);
@@ -1127,7 +1185,11 @@ Result<ApplyResult> Service::Apply(const Caller& caller, const ApplyRequest& req
     return InvalidArgumentError("no manifests in " + (names.empty() ? "the request" : names));
   }
   ManifestPlan plan;  // its puts point into `docs`
-  for (const SourceDocument& doc : docs) RETURN_IF_ERROR(PlanDocument(doc, plan));
+  std::map<std::string, const SourceDocument*> defined;  // "Kind/name" -> where, first time
+  for (const SourceDocument& doc : docs) {
+    RETURN_IF_ERROR(CheckDefinedOnce(doc, defined));
+    RETURN_IF_ERROR(PlanDocument(doc, plan));
+  }
   if (!plan.nodes.empty()) {
     // Before the configs are written, so that a caller who may not write nodes writes nothing.
     ASSIGN_OR_RETURN(SnapshotPtr snap, cache_->Get(store_));
@@ -1287,7 +1349,9 @@ Result<std::vector<PoolRow>> Service::ListPools(const Caller& caller) {
       if (!member) continue;
       ++node_count;
       auto it = nodes[i].allocatable.find("nvidia.com/gpu");
-      if (it != nodes[i].allocatable.end()) row.gpu_capacity += it->second.Value();
+      if (it != nodes[i].allocatable.end()) {
+        row.gpu_capacity = SaturatingAdd(row.gpu_capacity, it->second.Value());
+      }
     }
     for (const auto& wf : workflows) {
       if (wf.pool != name) continue;
@@ -1351,10 +1415,10 @@ Result<std::vector<ResourceRow>> Service::ListResources(const Caller& caller,
     const model::ResourceList& u = used[node.name];
     base.cpu_used = Milli(u, "cpu");
     base.cpu_capacity = Milli(node.allocatable, "cpu");
-    base.memory_used = Milli(u, "memory");
-    base.memory_capacity = Milli(node.allocatable, "memory");
-    base.storage_used = Milli(u, "ephemeral-storage");
-    base.storage_capacity = Milli(node.allocatable, "ephemeral-storage");
+    base.memory_used = Units(u, "memory");
+    base.memory_capacity = Units(node.allocatable, "memory");
+    base.storage_used = Units(u, "ephemeral-storage");
+    base.storage_capacity = Units(node.allocatable, "ephemeral-storage");
     base.gpu_used = Milli(u, "nvidia.com/gpu");
     base.gpu_capacity = Milli(node.allocatable, "nvidia.com/gpu");
     auto product = node.labels.find("nvidia.com/gpu.product");
@@ -1745,8 +1809,8 @@ json ToJson(const PoolRow& row) {
 
 json ToJson(const ResourceRow& row) {
   auto q = [](int64_t milli) { return model::Quantity::FromMilli(milli).ToString(); };
-  auto bytes = [](int64_t milli) {
-    return model::Quantity::FromMilli(milli, model::QuantityFormat::kBinarySI).ToString();
+  auto bytes = [](int64_t bytes) {
+    return model::Quantity::FromUnits(bytes, model::QuantityFormat::kBinarySI).ToString();
   };
   return json{
       {"node", row.node},

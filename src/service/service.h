@@ -194,7 +194,9 @@ struct ResourceRow {
   std::string pool;      // "-" when UNUSED
   std::string platform;  // "-" when UNUSED
   std::string type;      // RESERVED (one pool) | SHARED (several) | UNUSED (none)
-  // Each "used/capacity" in milli-units; printed with Kubernetes units by the CLI.
+  // Each "used/capacity" as kube-scheduler counts it: cpu and gpu in milli-units, storage and
+  // memory in bytes (which int64 milli-units could not hold: a node may have `memory: 3Ei`);
+  // printed with Kubernetes units by the CLI.
   int64_t storage_used = 0, storage_capacity = 0;
   int64_t cpu_used = 0, cpu_capacity = 0;
   int64_t memory_used = 0, memory_capacity = 0;

@@ -230,6 +230,69 @@ TEST_F(ServiceCacheTest, MachinePoolsAreCheckedAtWriteTime) {
   EXPECT_EQ(stored->size(), 1u);
 }
 
+// What is stored is bounded as the parsers bound what they read: a body nested deeper than
+// kMaxNestingDepth (once a pod template 20,000 deep was stored, and every later `config show` and
+// dry run crashed) is refused at save time, by whatever way it comes, and nothing is written.
+TEST_F(ServiceCacheTest, BodiesNestedTooDeepAreRefusedAtSaveTime) {
+  auto deep = [](int depth) {
+    nlohmann::ordered_json value = 1;
+    for (int i = 0; i < depth; ++i) value = nlohmann::ordered_json{{"a", std::move(value)}};
+    return value;
+  };
+  auto history = server_->History({});
+  ASSERT_TRUE(history.ok());
+  const size_t revisions = history->size();
+
+  UpdateConfigRequest update;
+  update.kind = "POD_TEMPLATE";
+  update.body = nlohmann::ordered_json{{"t", {{"spec", deep(20000)}}}};
+  auto written = server_->UpdateConfig(admin_, update);
+  ASSERT_FALSE(written.ok());
+  EXPECT_EQ(written.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(written.status().message(), "t: nested deeper than 512 levels of arrays and objects");
+
+  PatchConfigRequest patch;
+  patch.kind = "POOL";
+  patch.name = "default";
+  patch.patch = nlohmann::ordered_json{{"description", deep(20000)}};
+  auto patched = server_->PatchConfig(admin_, patch);
+  ASSERT_FALSE(patched.ok());
+  EXPECT_EQ(patched.status().message(),
+            "merge patch of POOL \"default\": description: nested deeper than 512 levels of "
+            "arrays and objects");
+
+  // At the bound a body is stored (and shown) as any other.
+  update.body = nlohmann::ordered_json{{"t", {{"spec", {{"x", deep(509)}}}}}};
+  auto at_bound = server_->UpdateConfig(admin_, update);
+  EXPECT_TRUE(at_bound.ok()) << at_bound.status().ToString();
+  history = server_->History({});
+  ASSERT_TRUE(history.ok());
+  EXPECT_EQ(history->size(), revisions + 1);
+  EXPECT_TRUE(server_->ShowConfig("POD_TEMPLATE", "t").ok());
+}
+
+// A node of `memory: 3Ei` (3.5e18 bytes, beyond int64 milli-units) is accepted and counted in
+// bytes; three of them hold more than int64 counts, and the totals stop at its end.
+TEST_F(ServiceCacheTest, NodesCoverKubernetesQuantityRange) {
+  std::string nodes = "apiVersion: v1\nkind: NodeList\nitems:\n";
+  for (int i = 0; i < 3; ++i) {
+    nodes += "- apiVersion: v1\n  kind: Node\n  metadata: {name: big-" + std::to_string(i) +
+             "}\n  status:\n    allocatable: {cpu: \"64\", memory: 3Ei, ephemeral-storage: 7Ei, "
+             "nvidia.com/gpu: \"8\"}\n";
+  }
+  auto imported = server_->ImportNodes(admin_, nodes, "nodes.yaml");
+  ASSERT_TRUE(imported.ok()) << imported.status().ToString();
+  auto rows = server_->ListResources(admin_, {});
+  ASSERT_TRUE(rows.ok()) << rows.status().ToString();
+  ASSERT_EQ(rows->size(), 3u);
+  EXPECT_EQ((*rows)[0].memory_capacity, int64_t{3} << 60);
+  nlohmann::ordered_json row = ToJson((*rows)[0]);
+  EXPECT_EQ(row["memory"]["capacity"], "3Ei");
+  EXPECT_EQ(row["storage"]["capacity"], "7Ei");
+  auto pools = server_->ListPools(admin_);
+  ASSERT_TRUE(pools.ok()) << pools.status().ToString();
+}
+
 TEST(MergePatchTest, Rfc7396) {
   using Json = nlohmann::ordered_json;
   struct Case {

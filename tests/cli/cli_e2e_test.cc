@@ -98,6 +98,37 @@ std::vector<ApplyErrorCase> ApplyErrorCases() {
                            "  allocatable: {cpu: 12x}\n"}},
        "nodes.yaml",
        "error: nodes.yaml:19:17: Node bad: status.allocatable.cpu: invalid quantity \"12x\""},
+      {"Node with a negative quantity",
+       {{"nodes.yaml", node_ok + "---\napiVersion: v1\nkind: Node\nmetadata: {name: bad}\n"
+                                 "status:\n  allocatable: {nvidia.com/gpu: \"-8\"}\n"}},
+       "nodes.yaml",
+       "error: nodes.yaml:10:17: Node bad: status.allocatable.nvidia.com/gpu: must not be "
+       "negative, got \"-8\"\n"},
+      // Once "changed concurrently; retry", which no retry could ever cure.
+      {"the same object twice in one file",
+       {{"pools.yaml", queue_p + "---\n" + queue_p}},
+       "pools.yaml",
+       "error: pools.yaml:11:3: Queue p: metadata.name: also defined at pools.yaml:4:3; an apply "
+       "defines each object once\n"},
+      {"the same object in two files",
+       {{"manifests/a.yaml", queue_p}, {"manifests/b.yaml", node_ok + "---\n" + queue_p}},
+       "manifests/",
+       "error: manifests/b.yaml:9:3: Queue p: metadata.name: also defined at "
+       "manifests/a.yaml:4:3; an apply defines each object once\n"},
+      {"a node twice, once in a NodeList",
+       {{"nodes.yaml", node_ok + "---\napiVersion: v1\nkind: NodeList\nitems:\n- apiVersion: "
+                                 "v1\n  kind: Node\n  metadata: {name: ok}\n"}},
+       "nodes.yaml",
+       "error: nodes.yaml:11:14: Node ok: metadata.name: also defined at nodes.yaml:3:12; an "
+       "apply defines each object once\n"},
+      {"queues whose parents form a cycle",
+       {{"queues.yaml",
+         "apiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: a}\nspec: {parent: b}\n---\n"
+         "apiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: b}\nspec: {parent: c}\n---\n"
+         "apiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: c}\nspec: {parent: a}\n"}},
+       "queues.yaml",
+       "error: queues.yaml:4:8: Queue a: spec.parent: queues must form a tree, not a cycle: a -> "
+       "b -> c -> a\n"},
   };
 }
 
@@ -194,6 +225,21 @@ std::vector<ConfigErrorCase> ConfigErrorCases() {
        {"config", "set", "ROLE", "osmo-team", "-f", "role.json"},
        "error: role.json:4:37: role \"osmo-team\": policies[0].actions[1]: action \"GET "
        "/api/pool\" must look like \"workflow:Create\", \"pool:*\" or \"*:*\"\n"},
+      {"queues whose parents form a cycle (map form)",
+       "queues.json",
+       "{\n"
+       "  \"a\": {\"parent\": \"b\"},\n"
+       "  \"b\": {\"parent\": \"a\"}\n"
+       "}\n",
+       {"config", "update", "QUEUE", "--file", "queues.json"},
+       "error: queues.json:2:9: queue \"a\": parent: queues must form a tree, not a cycle: a -> b "
+       "-> a\n"},
+      {"a number out of range",
+       "pool.json",
+       "{\"name\": \"p\", \"backend\": \"default\",\n \"default_exec_timeout\": 1e400}\n",
+       {"config", "update", "POOL", "--file", "pool.json"},
+       "error: pool.json:2:26: number out of range (larger than a 64-bit floating-point number "
+       "can hold)\n"},
   };
 }
 

@@ -289,6 +289,76 @@ TEST_F(ApiTest, BadInputIs400WithTheFieldPathNever500) {
   }
 }
 
+// Bodies nested too deep, which once overflowed the stack of the thread that parsed them (a
+// workflow of 100,000 `[` from any user killed the server), are refused with their position at
+// the server's own body limit; the server keeps serving and writes nothing.
+TEST_F(ApiTest, DeepBodiesAreRefusedAndTheServerKeepsServing) {
+  TestServer server(MakeDevAuthenticator(), clock_, kDefaultMaxInputBytes);
+  const std::string user = "dev:ursula:osmo-user";
+  auto repeat = [](std::string_view piece, int n) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += piece;
+    return out;
+  };
+  const std::string deep = repeat("[", 100000) + repeat("]", 100000);
+  const std::string too_deep = "nested deeper than 512 levels of arrays and objects";
+  struct Case {
+    std::string name;
+    std::string token;
+    std::string method;
+    std::string path;
+    std::string body;
+    std::string type;
+    std::string error;  // the start of the error message
+  };
+  const std::vector<Case> cases = {
+      {"workflow, JSON", user, "POST", "/api/pool/default/workflow", deep, "application/json",
+       "request body:1:513: " + too_deep},
+      {"workflow, YAML", user, "POST", "/api/pool/default/workflow",
+       "workflow:\n" + repeat("- ", 100000) + "x\n", "application/yaml",
+       "request body:2:1023: " + too_deep},
+      {"workflow, YAML flow", user, "POST", "/api/pool/default/workflow",
+       "workflow: " + repeat("[", 100000) + repeat("]", 100000) + "\n", "application/yaml",
+       "request body:1:522: " + too_deep},
+      {"workflow, OSMO's JSON envelope", user, "POST", "/api/pool/default/workflow",
+       "{\"file\": " + deep + "}", "application/json", "request body:1:521: " + too_deep},
+      {"workflow, a number out of range", user, "POST", "/api/pool/default/workflow",
+       "workflow:\n  name: a\n  timeout: {exec_timeout: 1e400}\n", "application/yaml",
+       "request body:3:27: number out of range"},
+      {"pod template", kAdmin, "PUT", "/api/configs/POD_TEMPLATE/t",
+       "{\"spec\": " + repeat("{\"a\": ", 20000) + "1" + repeat("}", 20000) + "}",
+       "application/json", "request body:1:3076: " + too_deep},
+      {"nodes", kAdmin, "PUT", "/api/nodes", deep, "application/json",
+       "request body:1:513: " + too_deep},
+      {"apply", kAdmin, "POST", "/api/apply", deep, "application/yaml",
+       "request body:1:513: " + too_deep},
+      {"what-if", kAdmin, "POST", "/api/schedule", deep, "application/yaml",
+       "request body:1:513: " + too_deep},
+  };
+  httplib::Client http("127.0.0.1", std::stoi(server.url().substr(17)));
+  auto history = [&] { return http.Get("/api/configs/history", {{"Authorization", "Bearer " + std::string(kAdmin)}}); };
+  auto before = history();
+  ASSERT_TRUE(before);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    httplib::Headers headers = {{"Authorization", "Bearer " + c.token}};
+    auto res = c.method == "PUT" ? http.Put(c.path.c_str(), headers, c.body, c.type.c_str())
+                                 : http.Post(c.path.c_str(), headers, c.body, c.type.c_str());
+    ASSERT_TRUE(res) << "no answer: the server died";
+    EXPECT_EQ(res->status, 400) << res->body.substr(0, 300);
+    EXPECT_NE(res->body.find(c.error), std::string::npos) << res->body.substr(0, 300);
+    auto health = http.Get("/healthz");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+  }
+  auto after = history();
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->body, before->body);
+  auto workflows = server.As(kAdmin).ListWorkflows("default", std::nullopt, std::nullopt, 10);
+  ASSERT_TRUE(workflows.ok()) << workflows.status().ToString();
+  EXPECT_EQ(workflows->dump().find("\"id\""), std::string::npos) << workflows->dump();
+}
+
 // PUT /api/configs: errors give the line and column of the field in the body, which the `file`
 // parameter (the CLI's file name) names; a merge patch's refer to the merged body: no line.
 TEST_F(ApiTest, ConfigUpdateErrorsNameTheFileAndTheFieldsLine) {

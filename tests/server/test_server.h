@@ -27,7 +27,8 @@ namespace fs = std::filesystem;
 // One in-process server on a free loopback port.
 class TestServer {
  public:
-  TestServer(std::unique_ptr<Authenticator> authenticator, const Clock& clock)
+  TestServer(std::unique_ptr<Authenticator> authenticator, const Clock& clock,
+             size_t max_body_bytes = 64 * 1024)
       : authenticator_(std::move(authenticator)) {
     dir_ = fs::temp_directory_path() /
            ("gpupool_api_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
@@ -53,7 +54,7 @@ class TestServer {
     Router router;
     AddApiRoutes(router, context);
     ServerOptions server_options;
-    server_options.max_body_bytes = 64 * 1024;
+    server_options.max_body_bytes = max_body_bytes;
     server_options.threads = 8;
     http_ = std::make_unique<HttpServer>(std::move(router), authenticator_.get(),
                                          MakeAccessChecker(context), MakeAuditHook(context),

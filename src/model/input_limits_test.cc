@@ -118,8 +118,8 @@ TEST(NumberRangeTest, NumbersNoDoubleHoldsAreRefusedWithTheirPosition) {
 class ReadFileLimitTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    path_ = std::string(GPUPOOL_BINARY_DIR) + "/input_limits_test_" +
-            std::to_string(::getpid()) + ".json";
+    path_ = std::string(GPUPOOL_BINARY_DIR) + "/input_limits_test_" + std::to_string(::getpid()) +
+            ".json";
     unsetenv(kMaxInputBytesVariable);
   }
   void TearDown() override {

@@ -7,8 +7,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -132,8 +132,7 @@ size_t OffendingOffset(std::string_view text, size_t byte, const std::string& me
 }
 
 std::string TooDeepMessage() {
-  return "nested deeper than " + std::to_string(kMaxNestingDepth) +
-         " levels of arrays and objects";
+  return "nested deeper than " + std::to_string(kMaxNestingDepth) + " levels of arrays and objects";
 }
 
 constexpr std::string_view kNumberOutOfRange =
@@ -1136,8 +1135,7 @@ Result<ordered_json> ParseJson(std::string_view text, std::string_view file_name
   if (parser.error_byte) {
     std::string message = parser.number_out_of_range ? std::string(kNumberOutOfRange)
                                                      : CleanJsonMessage(parser.error_message);
-    size_t offset =
-        OffendingOffset(text, *parser.error_byte, message, parser.number_out_of_range);
+    size_t offset = OffendingOffset(text, *parser.error_byte, message, parser.number_out_of_range);
     return InvalidArgumentError(Located(file_name, PositionOfOffset(text, offset), message));
   }
   // nlohmann keeps the last of duplicate keys silently; configs must not.
@@ -1269,7 +1267,7 @@ Result<std::vector<ordered_json>> ParseJsonOrYamlDocuments(std::string_view text
 }
 
 Result<std::vector<YamlDocument>> ParseDocumentsWithSourceMaps(std::string_view text,
-                                                              std::string_view file_name) {
+                                                               std::string_view file_name) {
   std::string_view body = text;
   if (StartsWith(body, "\xEF\xBB\xBF")) body.remove_prefix(3);
   const size_t first = body.find_first_not_of(" \t\r\n");

@@ -110,7 +110,7 @@ Result<std::vector<nlohmann::ordered_json>> ParseJsonOrYamlDocuments(std::string
 // parsing): a JSON text is one document mapped by JsonSourceMap::Build, a YAML stream's documents
 // are mapped as ParseYamlDocuments maps them.
 Result<std::vector<YamlDocument>> ParseDocumentsWithSourceMaps(std::string_view text,
-                                                              std::string_view file_name);
+                                                               std::string_view file_name);
 
 // Refuses a text that no YAML (or JSON) reader accepts whatever its structure: invalid UTF-8, or
 // a character YAML does not allow in a stream (C0 and C1 controls other than tab, line feed,

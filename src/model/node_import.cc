@@ -61,8 +61,7 @@ Status NodeError(const NodeDocument& doc, std::string_view item, const Status& e
 Status AddNodesFromDocument(const ordered_json& doc, const NodeDocument& where,
                             std::vector<Node>& nodes) {
   if (!doc.is_object()) {
-    return AtPath(where, "",
-                  "expected a Node, NodeList or List object, got " + JsonTypeName(doc));
+    return AtPath(where, "", "expected a Node, NodeList or List object, got " + JsonTypeName(doc));
   }
   std::string kind;
   if (auto it = doc.find("kind"); it != doc.end() && it->is_string()) {

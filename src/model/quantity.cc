@@ -423,9 +423,9 @@ Result<ResourceList> ParseResourceList(const nlohmann::ordered_json& value,
     // As Kubernetes validates requests, limits, overhead, capacity and allocatable: a negative
     // amount would otherwise lower a pool's total, or be dropped from a pod's needs.
     if (q.IsNegative()) {
-      return InvalidArgumentError(path + ": must not be negative, got " +
-                                  (item.is_string() ? "\"" + item.get<std::string>() + "\""
-                                                    : item.dump()));
+      return InvalidArgumentError(
+          path + ": must not be negative, got " +
+          (item.is_string() ? "\"" + item.get<std::string>() + "\"" : item.dump()));
     }
     list[name] = q;
   }

@@ -288,9 +288,9 @@ Status ValidateScenario(const Scenario& scenario) {
   }
   for (const auto& q : s.queues) {
     if (std::vector<std::string> cycle = model::FindParentCycle(parents, q.name); !cycle.empty()) {
-      return InvalidArgumentError("Queue " + q.name +
-                                  ": spec.parent: queues must form a tree, not a cycle: " +
-                                  Join(cycle, " -> "));
+      return InvalidArgumentError(
+          "Queue " + q.name +
+          ": spec.parent: queues must form a tree, not a cycle: " + Join(cycle, " -> "));
     }
   }
   return OkStatus();

@@ -300,8 +300,11 @@ TEST(ScenarioTest, QueueParentCyclesAreRefused) {
     std::string want;  // "" = valid
   };
   const std::vector<Case> cases = {
-      {"a tree", queue("a", "b") + queue("c", "b") + "apiVersion: gpupool.io/v1\nkind: Queue\n"
-                                                       "metadata: {name: b}\nspec: {}\n", ""},
+      {"a tree",
+       queue("a", "b") + queue("c", "b") +
+           "apiVersion: gpupool.io/v1\nkind: Queue\n"
+           "metadata: {name: b}\nspec: {}\n",
+       ""},
       {"two queues", queue("a", "b") + queue("b", "a"),
        "Queue a: spec.parent: queues must form a tree, not a cycle: a -> b -> a"},
       {"three queues", queue("a", "b") + queue("b", "c") + queue("c", "a"),

@@ -600,8 +600,9 @@ Status CheckQueueTree(const Snapshot& snap, const std::vector<PendingPut>& puts,
     std::vector<std::string> cycle = model::FindParentCycle(parents, put.name);
     if (cycle.empty()) continue;
     return PutError(put,
-                    InvalidArgumentError(put.name + ".parent: queues must form a tree, not a "
-                                                    "cycle: " +
+                    InvalidArgumentError(put.name +
+                                         ".parent: queues must form a tree, not a "
+                                         "cycle: " +
                                          Join(cycle, " -> ")),
                     prefix);
   }
@@ -976,7 +977,8 @@ Result<WriteResult> Service::UpdateConfig(const Caller& caller,
                                 model::JsonTypeName(request.body));
   }
   // Before the body is copied: a copy of a tree nested 20,000 deep overflows the stack.
-  RETURN_IF_ERROR(WithPrefix(model::CheckNestingDepth(request.body), FilePrefix(request.file_name)));
+  RETURN_IF_ERROR(
+      WithPrefix(model::CheckNestingDepth(request.body), FilePrefix(request.file_name)));
   const std::optional<SourceDocument> file = ConfigFileDocument(request);
   auto split = config::SplitConfigFile(kind, request.body, request.name);
   if (!split.ok()) return SplitError(split.status(), file, request.file_name);
@@ -1184,7 +1186,7 @@ Result<ApplyResult> Service::Apply(const Caller& caller, const ApplyRequest& req
   if (docs.empty()) {
     return InvalidArgumentError("no manifests in " + (names.empty() ? "the request" : names));
   }
-  ManifestPlan plan;  // its puts point into `docs`
+  ManifestPlan plan;                                     // its puts point into `docs`
   std::map<std::string, const SourceDocument*> defined;  // "Kind/name" -> where, first time
   for (const SourceDocument& doc : docs) {
     RETURN_IF_ERROR(CheckDefinedOnce(doc, defined));

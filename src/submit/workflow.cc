@@ -105,16 +105,14 @@ Status CheckFields(const json& object, std::string_view path,
   return OkStatus();
 }
 
-Result<const json*> RequireObject(const json& value, std::string_view path,
-                                  const Source& src) {
+Result<const json*> RequireObject(const json& value, std::string_view path, const Source& src) {
   if (!value.is_object()) {
     return FieldError(src, path, "expected an object, got " + model::JsonTypeName(value));
   }
   return &value;
 }
 
-Result<std::string> GetString(const json& value, std::string_view path,
-                              const Source& src) {
+Result<std::string> GetString(const json& value, std::string_view path, const Source& src) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
   if (value.is_number()) return value.dump();
@@ -132,8 +130,7 @@ Result<std::vector<std::string>> GetStringList(const json& value, std::string_vi
   if (value.is_null()) return out;
   if (value.is_string()) return std::vector<std::string>{value.get<std::string>()};
   if (!value.is_array()) {
-    return FieldError(src, path,
-                      "expected a list of strings, got " + model::JsonTypeName(value));
+    return FieldError(src, path, "expected a list of strings, got " + model::JsonTypeName(value));
   }
   for (size_t i = 0; i < value.size(); ++i) {
     ASSIGN_OR_RETURN(std::string s, GetString(value[i], model::IndexPath(path, i), src));
@@ -241,8 +238,7 @@ Result<json> ParseEnv(const json& value, std::string_view path, const Source& sr
   }
   if (!value.is_array()) {
     return FieldError(
-        src, path,
-        "expected a map or a list of {name, value}, got " + model::JsonTypeName(value));
+        src, path, "expected a map or a list of {name, value}, got " + model::JsonTypeName(value));
   }
   for (size_t i = 0; i < value.size(); ++i) {
     std::string item_path = model::IndexPath(path, i);
@@ -617,15 +613,13 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
     for (size_t i = 0; i < groups.size(); ++i) {
       std::string path = model::IndexPath("workflow.groups", i);
       ASSIGN_OR_RETURN(auto* g_obj, RequireObject(groups[i], path, src));
-      RETURN_IF_ERROR(CheckFields(*g_obj, path, {"name", "tasks", "barrier", "ignoreNonleadStatus"},
-                                  src));
-      if (!g_obj->contains("name"))
-        return FieldError(src, path, "missing required field name");
+      RETURN_IF_ERROR(
+          CheckFields(*g_obj, path, {"name", "tasks", "barrier", "ignoreNonleadStatus"}, src));
+      if (!g_obj->contains("name")) return FieldError(src, path, "missing required field name");
       GroupSpec g;
       ASSIGN_OR_RETURN(g.name, GetString((*g_obj)["name"], path + ".name", src));
       RETURN_IF_ERROR(CheckName(g.name, path + ".name", src));
-      if (!g_obj->contains("tasks"))
-        return FieldError(src, path, "missing required field tasks");
+      if (!g_obj->contains("tasks")) return FieldError(src, path, "missing required field tasks");
       ASSIGN_OR_RETURN(g.tasks, ParseTasks((*g_obj)["tasks"], path + ".tasks", src));
       spec.groups.push_back(std::move(g));
     }
@@ -671,8 +665,7 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
     }
   }
   if (wf_obj->contains("priority")) {
-    ASSIGN_OR_RETURN(std::string p,
-                     GetString((*wf_obj)["priority"], "workflow.priority", src));
+    ASSIGN_OR_RETURN(std::string p, GetString((*wf_obj)["priority"], "workflow.priority", src));
     std::string upper = p;
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (upper == "HIGH") {
@@ -692,8 +685,7 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
     if (!labels.is_null()) {
       ASSIGN_OR_RETURN(auto* l_obj, RequireObject(labels, "workflow.labels", src));
       for (const auto& [k, v] : l_obj->items()) {
-        ASSIGN_OR_RETURN(std::string s,
-                         GetString(v, model::FieldPath("workflow.labels", k), src));
+        ASSIGN_OR_RETURN(std::string s, GetString(v, model::FieldPath("workflow.labels", k), src));
         spec.labels[k] = s;
       }
     }

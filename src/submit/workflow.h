@@ -12,8 +12,8 @@
 //   default-values: {run: 1}
 //
 // `{{k}}` in the text is replaced by `--set k=v` or `default-values` before the YAML is read;
-// errors still point at the line and column of the file as written. Unknown fields are refused with a did-you-mean.
-// Top-level `tasks` become one group each, named "<task>-group" (as OSMO does).
+// errors still point at the line and column of the file as written. Unknown fields are refused with
+// a did-you-mean. Top-level `tasks` become one group each, named "<task>-group" (as OSMO does).
 
 #include <cstdint>
 #include <map>

@@ -214,7 +214,10 @@ TEST(ParseWorkflowTest, TextThatIsNotYamlIsRefusedBeforeTemplating) {
   const std::vector<Case> cases = {
       {"invalid UTF-8", "workflow:\n  name: \xFF{{x}}\n",
        "f.yaml:2:9: not a valid YAML text: invalid UTF-8 (byte 0xFF)"},
-      {"binary", std::string("\x7F" "ELF\x02\x01\x01\0\0{{", 11),
+      {"binary",
+       std::string("\x7F"
+                   "ELF\x02\x01\x01\0\0{{",
+                   11),
        "f.yaml:1:1: not a valid YAML text: control character U+007F is not allowed"},
       {"NUL", std::string("workflow: {name: a}\0", 20),
        "f.yaml:1:20: not a valid YAML text: control character U+0000 is not allowed"},
@@ -230,8 +233,8 @@ TEST(ParseWorkflowTest, TextThatIsNotYamlIsRefusedBeforeTemplating) {
     EXPECT_EQ(wf.status().message(), c.error);
   }
   // UTF-8 text, tabs and carriage returns are YAML text.
-  auto wf = ParseWorkflow("workflow:\r\n  name: a # caf\xC3\xA9\t\r\n  tasks: [{name: t, image: i}]\r\n",
-                          "f.yaml");
+  auto wf = ParseWorkflow(
+      "workflow:\r\n  name: a # caf\xC3\xA9\t\r\n  tasks: [{name: t, image: i}]\r\n", "f.yaml");
   EXPECT_TRUE(wf.ok()) << wf.status().ToString();
 }
 

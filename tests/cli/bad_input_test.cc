@@ -68,9 +68,9 @@ class BadInputTest : public ::testing::Test {
   }
 
   Outcome Gpupool(const std::vector<std::string>& args, const std::string& env = "") {
-    std::string cmd = "cd " + ShellQuote(dir_.string()) + " && GPUPOOL_DB=" +
-                      ShellQuote("sqlite:" + (dir_ / "gpupool.db").string()) + " " + env + " " +
-                      ShellQuote(GPUPOOL_BIN);
+    std::string cmd = "cd " + ShellQuote(dir_.string()) +
+                      " && GPUPOOL_DB=" + ShellQuote("sqlite:" + (dir_ / "gpupool.db").string()) +
+                      " " + env + " " + ShellQuote(GPUPOOL_BIN);
     for (const auto& a : args) cmd += " " + ShellQuote(a);
     cmd += " >" + ShellQuote((dir_ / "stdout").string()) + " 2>" +
            ShellQuote((dir_ / "stderr").string());
@@ -135,13 +135,11 @@ TEST_F(BadInputTest, DocumentsNestedTooDeepAreRefusedByEveryCommand) {
       // 100,000 levels in 200 KB: once a stack overflow (exit 139) in each of these commands.
       {"JSON array", "deep.json", Repeat("[", 100000) + Repeat("]", 100000),
        "error: deep.json:1:513: " + too_deep},
-      {"JSON config body",
-       "pool.json",
+      {"JSON config body", "pool.json",
        "{\"name\": \"p\",\n \"backend\": " + Repeat("[", 100000) + Repeat("]", 100000) + "}",
        "error: pool.json:2:524: " + too_deep},
       // A pod template 20,000 deep was stored, after which config show and dry runs crashed.
-      {"pod template",
-       "template.json",
+      {"pod template", "template.json",
        "{\"t\": {\"spec\": " + Repeat("{\"a\": ", 20000) + "1" + Repeat("}", 20000) + "}}",
        "error: template.json:1:3076: " + too_deep},
       {"YAML", "deep.yaml", Repeat("- ", 100000) + "x\n", "error: deep.yaml:1:1025: " + too_deep},

@@ -336,7 +336,9 @@ TEST_F(ApiTest, DeepBodiesAreRefusedAndTheServerKeepsServing) {
        "request body:1:513: " + too_deep},
   };
   httplib::Client http("127.0.0.1", std::stoi(server.url().substr(17)));
-  auto history = [&] { return http.Get("/api/configs/history", {{"Authorization", "Bearer " + std::string(kAdmin)}}); };
+  auto history = [&] {
+    return http.Get("/api/configs/history", {{"Authorization", "Bearer " + std::string(kAdmin)}});
+  };
   auto before = history();
   ASSERT_TRUE(before);
   for (const Case& c : cases) {

@@ -145,6 +145,7 @@ std::string WorkflowWhere(const WorkflowFilter& filter, SqlParams& params) {
   if (filter.user) where += " AND user_name = " + Param(params, *filter.user);
   if (filter.status) where += " AND status = " + Param(params, *filter.status);
   if (filter.unfinished_only) where += " AND finished = 0";
+  if (filter.finished_only) where += " AND finished = 1";
   if (filter.after) {
     const char* op = filter.newest_first ? " < " : " > ";
     const std::string ms = Param(params, filter.after->submitted_ms);

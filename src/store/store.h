@@ -119,6 +119,7 @@ struct WorkflowRecord {
 struct WorkflowFilter {
   std::optional<std::string> pool, user, status;
   bool unfinished_only = false;  // drop workflows whose status IsFinishedWorkflowStatus
+  bool finished_only = false;    // keep only those
   int limit = 1000;              // <= 0: no limit
   // Pages (keyset pagination, stable under inserts): newest first instead of oldest first, and
   // only the workflows after `after` in that order.

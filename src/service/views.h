@@ -105,8 +105,9 @@ struct ViewOptions {
   // How long the loop's last published state is used before the store is read instead (a slow
   // step at a large scale is still the freshest view; a lost lease stops the publishing).
   int64_t leader_max_age_ms = 60'000;
-  // Requests are answered from the last context while a refresher thread builds the next one
-  // (false: they build it themselves when it is stale).
+  // Requests are answered from the last context while a refresher thread builds the next one,
+  // the first one at construction, and the loop's Publish only hands its state over (false:
+  // requests and Publish build it themselves when it is stale, on their own thread).
   bool background_refresh = true;
 };
 
@@ -129,8 +130,9 @@ class Views {
   Views(Service& service, store::Store& store, const Clock& clock, ViewOptions options = {});
   ~Views();
 
-  // The scheduling loop's state after a step (the loop's thread). Records a history sample when
-  // the last one is history_interval_ms old, accrues machine-pool cost, keeps the events.
+  // The scheduling loop's state after a step (the loop's thread). Keeps the events; once the views
+  // of the state are built, records a history sample when the last one is history_interval_ms
+  // old and accrues machine-pool cost.
   void Publish(std::shared_ptr<const LiveState> state);
 
   using Json = nlohmann::ordered_json;
@@ -156,6 +158,8 @@ class Views {
   Result<std::shared_ptr<const Context>> Current();
   Result<std::shared_ptr<const Context>> Build();
   void RefreshLoop();
+  void RequestRefreshLocked();  // mu_ held
+  void Account(const Context& context);
   Result<std::shared_ptr<const LiveState>> State();
   void RecordSample(const LiveState& state, const Context& context);
   void AccrueCost(const LiveState& state, const Context& context);
@@ -180,6 +184,9 @@ class Views {
   bool refresh_requested_ = false;
   bool stopping_ = false;
   std::condition_variable refresh_wanted_;
+  uint64_t builds_ = 0;  // contexts the refresher built (or failed to)
+  Status build_error_;   // of its last build
+  std::condition_variable built_;
   std::thread refresher_;  // last: started after everything above
 };
 

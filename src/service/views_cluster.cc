@@ -46,24 +46,6 @@ Result<std::string> DecodeContinue(std::string_view token) {
 
 namespace {
 
-// The node pools a pending pod may use: its gpupool.io/node-pool list, else "default".
-std::vector<std::string> PodNodePools(const store::TaskRecord& task) {
-  const Json& pod = task.pod;
-  if (pod.is_object() && pod.contains("metadata") && pod["metadata"].is_object()) {
-    const Json& labels = pod["metadata"].value("labels", Json::object());
-    if (labels.is_object() && labels.contains(scheduler::kNodePoolLabel) &&
-        labels[scheduler::kNodePoolLabel].is_string()) {
-      std::vector<std::string> out;
-      for (const std::string& p :
-           Split(labels[scheduler::kNodePoolLabel].get<std::string>(), ',')) {
-        if (!Trim(p).empty()) out.emplace_back(Trim(p));
-      }
-      if (!out.empty()) return out;
-    }
-  }
-  return {std::string(model::kDefaultNodePool)};
-}
-
 int64_t StartedMs(const store::WorkflowRecord& workflow) {
   int64_t started = 0;
   for (const auto& task : workflow.tasks) {
@@ -85,86 +67,21 @@ Result<Json> Views::Overview(const Caller& caller) {
   ASSIGN_OR_RETURN(auto context_ptr, Current());
   const Context& context = *context_ptr;
   const LiveState& state = *context.state;
+  const views::OverviewNumbers& o = context.overview;
+  views::ReadAccess may_read(context, caller);
 
   Json totals = {{"nodes", context.nodes.size()},
-                 {"gpu_capacity", 0},
-                 {"gpu_allocated", 0},
-                 {"gpu_free", 0},
-                 {"running_tasks", 0},
-                 {"pending_tasks", 0},
-                 {"pending_workflows", 0},
-                 {"pending_gpus", 0},
-                 {"idle_allocated_gpus", 0}};
-  struct Use {
-    int64_t nodes = 0, capacity = 0, allocated = 0, pending_tasks = 0;
-  };
-  std::map<std::string, Use> by_product, by_pool;
-  for (const std::string& name : context.node_pool_names) by_pool[name];
-  int64_t capacity = 0, allocated = 0;
-  for (const views::NodeInfo& node : context.nodes) {
-    for (Use* use : {&by_product[node.gpu_product], &by_pool[node.node_pool]}) {
-      ++use->nodes;
-      use->capacity += node.capacity[views::kGpu];
-      use->allocated += node.allocated[views::kGpu];
-    }
-    capacity += node.capacity[views::kGpu];
-    allocated += node.allocated[views::kGpu];
-  }
-  // Products that no node has a GPU of are shown only if they have nodes with GPUs.
-  std::erase_if(by_product,
-                [](const auto& kv) { return kv.first.empty() && kv.second.capacity == 0; });
-
-  std::map<std::string, std::pair<int64_t, int64_t>> pending_by_queue;  // tasks, gpus
-  int64_t running = 0, pending = 0, pending_gpus = 0, idle_gpus = 0, pending_workflows = 0;
-  Json idle = Json::array();
-  std::vector<const store::WorkflowRecord*> running_workflows;
-  for (size_t w = 0; w < state.workflows.size(); ++w) {
-    const store::WorkflowRecord& workflow = state.workflows[w];
-    bool any_pending = false;
-    for (size_t t = 0; t < workflow.tasks.size(); ++t) {
-      const store::TaskRecord& task = workflow.tasks[t];
-      const Amounts& requests = (*context.task_requests[w])[t];
-      if (task.status == "RUNNING") ++running;
-      if (views::IsPendingTask(task.status)) {
-        any_pending = true;
-        ++pending;
-        pending_gpus += requests[views::kGpu];
-        auto& queue = pending_by_queue[context.workflow_queues[w]];
-        ++queue.first;
-        queue.second += requests[views::kGpu];
-        for (const std::string& pool : PodNodePools(task)) {
-          auto it = by_pool.find(pool);
-          if (it != by_pool.end()) ++it->second.pending_tasks;
-        }
-      }
-      if (task.status == "SCHEDULED" && requests[views::kGpu] > 0) {
-        idle_gpus += requests[views::kGpu];
-        if (idle.size() < 20 && context.MayRead(caller, workflow)) {
-          idle.push_back({{"workflow", workflow.id},
-                          {"task", task.group + "/" + task.name},
-                          {"node", task.node},
-                          {"gpus", requests[views::kGpu]},
-                          {"since_ms", task.status_changed_ms}});
-        }
-      }
-    }
-    if (any_pending) ++pending_workflows;
-    if (workflow.status == "RUNNING" && context.MayRead(caller, workflow)) {
-      running_workflows.push_back(&workflow);
-    }
-  }
-  totals["gpu_capacity"] = capacity;
-  totals["gpu_allocated"] = allocated;
-  totals["gpu_free"] = std::max<int64_t>(0, capacity - allocated);
-  totals["running_tasks"] = running;
-  totals["pending_tasks"] = pending;
-  totals["pending_workflows"] = pending_workflows;
-  totals["pending_gpus"] = pending_gpus;
-  totals["idle_allocated_gpus"] = idle_gpus;
-
+                 {"gpu_capacity", o.gpu_capacity},
+                 {"gpu_allocated", o.gpu_allocated},
+                 {"gpu_free", std::max<int64_t>(0, o.gpu_capacity - o.gpu_allocated)},
+                 {"running_tasks", o.running_tasks},
+                 {"pending_tasks", o.pending_tasks},
+                 {"pending_workflows", o.pending_workflows},
+                 {"pending_gpus", o.pending_gpus},
+                 {"idle_allocated_gpus", o.idle_allocated_gpus}};
   Json out = {{"at", state.at_ms}, {"leader", state.insight != nullptr}, {"totals", totals}};
   Json products = Json::array();
-  for (const auto& [product, use] : by_product) {
+  for (const auto& [product, use] : o.by_product) {
     products.push_back({{"product", product},
                         {"nodes", use.nodes},
                         {"gpu_capacity", use.capacity},
@@ -173,7 +90,7 @@ Result<Json> Views::Overview(const Caller& caller) {
   out["by_product"] = std::move(products);
   Json pools = Json::array();
   for (const std::string& name : context.node_pool_names) {
-    const Use& use = by_pool[name];
+    const views::OverviewNumbers::Use& use = o.by_node_pool.at(name);
     pools.push_back({{"node_pool", name},
                      {"nodes", use.nodes},
                      {"gpu_capacity", use.capacity},
@@ -182,16 +99,30 @@ Result<Json> Views::Overview(const Caller& caller) {
   }
   out["by_node_pool"] = std::move(pools);
   Json queues = Json::array();
-  for (const auto& [queue, counts] : pending_by_queue) {
+  for (const auto& [queue, counts] : o.pending_by_queue) {
     queues.push_back({{"queue", queue}, {"tasks", counts.first}, {"gpus", counts.second}});
   }
   out["pending_by_queue"] = std::move(queues);
+
+  // GPUs allocated to tasks that do not run yet, of workflows the caller may see.
+  Json idle = Json::array();
+  for (const auto& [w, t] : o.idle) {
+    if (idle.size() >= 20) break;
+    const store::WorkflowRecord& workflow = state.workflows[w];
+    if (!may_read(workflow)) continue;
+    const store::TaskRecord& task = workflow.tasks[t];
+    idle.push_back({{"workflow", workflow.id},
+                    {"task", task.group + "/" + task.name},
+                    {"node", task.node},
+                    {"gpus", (*context.task_requests[w])[t][views::kGpu]},
+                    {"since_ms", task.status_changed_ms}});
+  }
   out["idle_allocated"] = std::move(idle);
 
-  // Workflows that failed, newest first (a bounded look at the latest submissions).
+  // Workflows that failed, newest first (a bounded look at the latest finished ones).
   Json errors = Json::array();
   for (const auto& workflow : context.recent) {
-    if (!StartsWith(workflow.status, "FAILED") || !context.MayRead(caller, workflow)) continue;
+    if (!StartsWith(workflow.status, "FAILED") || !may_read(workflow)) continue;
     std::string message;
     int64_t at = workflow.submitted_ms;
     for (const auto& task : workflow.tasks) {
@@ -211,24 +142,22 @@ Result<Json> Views::Overview(const Caller& caller) {
   }
   out["errors"] = std::move(errors);
 
-  std::sort(running_workflows.begin(), running_workflows.end(), [](const auto* a, const auto* b) {
-    return std::make_pair(StartedMs(*a), a->id) < std::make_pair(StartedMs(*b), b->id);
-  });
   Json longest = Json::array();
-  for (const store::WorkflowRecord* workflow : running_workflows) {
+  for (size_t w : o.longest_running) {
     if (longest.size() >= 10) break;
+    const store::WorkflowRecord& workflow = state.workflows[w];
+    if (!may_read(workflow)) continue;
     int64_t gpus = 0;
-    const size_t w = static_cast<size_t>(workflow - state.workflows.data());
-    for (size_t t = 0; t < workflow->tasks.size(); ++t) {
-      if (views::IsBoundTask(workflow->tasks[t].status)) {
+    for (size_t t = 0; t < workflow.tasks.size(); ++t) {
+      if (views::IsBoundTask(workflow.tasks[t].status)) {
         gpus += (*context.task_requests[w])[t][views::kGpu];
       }
     }
-    longest.push_back({{"id", workflow->id},
-                       {"name", workflow->name},
-                       {"pool", workflow->pool},
-                       {"user", workflow->user},
-                       {"started_ms", StartedMs(*workflow)},
+    longest.push_back({{"id", workflow.id},
+                       {"name", workflow.name},
+                       {"pool", workflow.pool},
+                       {"user", workflow.user},
+                       {"started_ms", StartedMs(workflow)},
                        {"gpus", gpus}});
   }
   out["longest_running"] = std::move(longest);
@@ -273,18 +202,12 @@ Result<Json> Views::Nodes(const Caller& caller, const NodePageRequest& request) 
   bool more = false;
   for (const views::NodeInfo& info : context.nodes) {
     const model::Node& node = *info.node;
-    if (!model::MatchesLabelSelector(selector, node.labels)) continue;
     if (request.node_pool && info.node_pool != *request.node_pool) continue;
-    std::vector<std::string> pools, platforms;
-    if (info.membership != nullptr) {
-      for (const auto& member : info.membership->memberships) {
-        if (pools.empty() || pools.back() != member.pool) pools.push_back(member.pool);
-        platforms.push_back(member.pool + "/" + member.platform);
-      }
-    }
-    if (request.pool && std::find(pools.begin(), pools.end(), *request.pool) == pools.end()) {
+    if (request.pool &&
+        std::find(info.pools.begin(), info.pools.end(), *request.pool) == info.pools.end()) {
       continue;
     }
+    if (!model::MatchesLabelSelector(selector, node.labels)) continue;
     ++total;
     if (!after.empty() && node.name <= after) continue;
     if (static_cast<int>(items.size()) >= request.limit) {
@@ -301,8 +224,8 @@ Result<Json> Views::Nodes(const Caller& caller, const NodePageRequest& request) 
     for (const model::Taint& taint : node.taints) taints.push_back(TaintText(taint));
     items.push_back({{"name", node.name},
                      {"node_pool", info.node_pool},
-                     {"pools", pools},
-                     {"platforms", platforms},
+                     {"pools", info.pools},
+                     {"platforms", info.platforms},
                      {"gpu_product", info.gpu_product},
                      {"machine_pool", info.machine_pool},
                      {"ready", info.ready},

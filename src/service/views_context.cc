@@ -188,7 +188,11 @@ bool Views::Context::MayRead(const Caller& caller, const store::WorkflowRecord& 
 
 Views::Views(Service& service, store::Store& store, const Clock& clock, ViewOptions options)
     : service_(service), store_(store), clock_(clock), options_(options) {
-  if (options_.background_refresh) refresher_ = std::thread([this] { RefreshLoop(); });
+  if (options_.background_refresh) {
+    // The first context is built now, at start-up, rather than inside the first request.
+    refresh_requested_ = true;
+    refresher_ = std::thread([this] { RefreshLoop(); });
+  }
 }
 
 Views::~Views() {
@@ -197,6 +201,7 @@ Views::~Views() {
     stopping_ = true;
   }
   refresh_wanted_.notify_all();
+  built_.notify_all();
   if (refresher_.joinable()) refresher_.join();
 }
 
@@ -223,28 +228,41 @@ Result<std::shared_ptr<const LiveState>> Views::State() {
 }
 
 // Stale while revalidating: a request never waits for a store read or a rebuild once a context
-// exists. When the context is older than state_max_age_ms, or the configs or nodes changed, the
-// refresher thread builds the next one while requests keep the last.
+// exists. When the context is older than state_max_age_ms, or the configs or nodes changed, or the
+// loop published a newer state, the refresher thread builds the next one while requests keep the
+// last. Before the first context exists, requests wait for the refresher to build it (one build,
+// however many requests arrive at start-up).
 Result<std::shared_ptr<const Views::Context>> Views::Current() {
   ASSIGN_OR_RETURN(Service::CachedInputs inputs, service_.Inputs());
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     if (context_ != nullptr) {
       const bool current =
           context_->inputs.owner == inputs.owner && context_->inputs.nodes == inputs.nodes &&
           (published_ == nullptr
                ? clock_.NowMillis() - context_->state->at_ms <= options_.state_max_age_ms
                : context_->state == published_);
-      if (current || options_.background_refresh) {
-        if (!current && !refresh_requested_) {
-          refresh_requested_ = true;
-          refresh_wanted_.notify_one();
-        }
+      if (current) return context_;
+      if (options_.background_refresh) {
+        RequestRefreshLocked();
         return context_;
       }
+    } else if (options_.background_refresh) {
+      RequestRefreshLocked();
+      const uint64_t seen = builds_;
+      built_.wait(lock, [&] { return stopping_ || builds_ != seen; });
+      if (context_ != nullptr) return context_;
+      if (stopping_) return UnavailableError("the views are stopping");
+      return build_error_;
     }
   }
   return Build();
+}
+
+void Views::RequestRefreshLocked() {
+  if (refresh_requested_) return;
+  refresh_requested_ = true;
+  refresh_wanted_.notify_one();
 }
 
 void Views::RefreshLoop() {
@@ -254,8 +272,12 @@ void Views::RefreshLoop() {
     if (stopping_) return;
     refresh_requested_ = false;
     lock.unlock();
-    (void)Build();  // a failed read is retried at the next request
+    auto built = Build();  // a failed read is retried at the next request
+    if (built.ok()) Account(**built);
     lock.lock();
+    ++builds_;
+    build_error_ = built.ok() ? OkStatus() : built.status();
+    built_.notify_all();
   }
 }
 
@@ -360,20 +382,23 @@ Result<std::shared_ptr<const Views::Context>> Views::Build() {
     context->workflow_queues.push_back(views::WorkflowQueue(workflow));
   }
 
-  // The latest submissions, for the overview's failed workflows: one bounded read, at most once
-  // per state_max_age_ms (the loop publishes more often).
+  // The latest finished workflows, for the overview's failed ones: one bounded read, at most once
+  // per state_max_age_ms (the loop publishes more often). Finished workflows are written once, so
+  // the read never meets the rows the loop rewrites at every step.
   if (previous != nullptr &&
       context->now_ms - previous->recent_read_ms < options_.state_max_age_ms) {
     context->recent = previous->recent;
     context->recent_read_ms = previous->recent_read_ms;
   } else {
     store::WorkflowFilter recent;
+    recent.finished_only = true;
     recent.newest_first = true;
     recent.limit = 200;
     auto latest = store_.ListWorkflows(recent);
     if (latest.ok()) context->recent = std::move(*latest);
     context->recent_read_ms = context->now_ms;
   }
+  views::Digest(*context);
 
   std::lock_guard lock(mu_);
   membership_ = membership;
@@ -391,16 +416,29 @@ void Views::Publish(std::shared_ptr<const LiveState> state) {
       events_.push_back(event);
       if (events_.size() > options_.max_events) events_.pop_front();
     }
+    // The loop's thread only hands the state over: the refresher builds the views of it.
+    if (options_.background_refresh) {
+      RequestRefreshLocked();
+      return;
+    }
   }
+  auto context = Build();
+  if (context.ok()) Account(**context);
+}
+
+// Machine-pool cost and the history sample, for a context of a state the loop published (each
+// state counted once: cost accrues over the time since the last one, a sample is due every
+// history_interval_ms).
+void Views::Account(const Context& context) {
+  const LiveState& state = *context.state;
+  if (state.insight == nullptr) return;
   bool due = false;
   {
     std::lock_guard lock(mu_);
-    due = samples_.empty() || state->at_ms - samples_.back()->at_ms >= options_.history_interval_ms;
+    due = samples_.empty() || state.at_ms - samples_.back()->at_ms >= options_.history_interval_ms;
   }
-  auto context = Build();  // of this state, on the loop's thread
-  if (!context.ok()) return;
-  AccrueCost(*state, **context);
-  if (due && state->insight != nullptr) RecordSample(*state, **context);
+  AccrueCost(state, context);
+  if (due) RecordSample(state, context);
 }
 
 void Views::AccrueCost(const LiveState& state, const Context& context) {

@@ -4,9 +4,11 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "config/config_set.h"
@@ -35,6 +37,46 @@ struct NodeInfo {
   std::string gpu_product;   // nvidia.com/gpu.product
   std::string machine_pool;  // node.kubernetes.io/machinepool
   bool ready = true;         // no node.kubernetes.io/not-ready taint
+  std::vector<std::string> pools;      // the pools it is in, by name
+  std::vector<std::string> platforms;  // "pool/platform" it is in
+};
+
+// A pool's numbers, as Service::ListPools computes them (whole GPUs), with its platforms' and its
+// occupancy by user.
+struct PlatformNumbers {
+  int64_t nodes = 0, gpu_capacity = 0, gpu_used = 0;
+};
+struct Occupancy {
+  int64_t workflows = 0, running = 0, pending = 0, gpus = 0, cpu = 0;
+};
+struct PoolNumbers {
+  std::vector<size_t> nodes;  // indices into Context::nodes
+  int64_t capacity = 0, used = 0, quota_used = 0, quota_limit = 0;
+  std::string status;
+  std::map<std::string, PlatformNumbers> platforms;  // by platform name
+  std::map<std::string, Occupancy> by_user;
+  std::map<std::string, int64_t> shared;  // other pool -> nodes in both
+};
+
+// The overview's numbers that do not depend on who asks (views_digest.cc). Which workflows a
+// caller may see is decided per request, over the lists kept here in the order they are shown.
+struct OverviewNumbers {
+  struct Use {
+    int64_t nodes = 0, capacity = 0, allocated = 0, pending_tasks = 0;
+  };
+  int64_t gpu_capacity = 0, gpu_allocated = 0, running_tasks = 0, pending_tasks = 0;
+  int64_t pending_workflows = 0, pending_gpus = 0, idle_allocated_gpus = 0;
+  std::map<std::string, Use> by_product;    // products without GPUs left out
+  std::map<std::string, Use> by_node_pool;  // every node pool
+  std::map<std::string, std::pair<int64_t, int64_t>> pending_by_queue;  // tasks, gpus
+  std::vector<std::pair<size_t, size_t>> idle;  // (workflow, task): SCHEDULED with GPUs
+  std::vector<size_t> longest_running;          // RUNNING workflows, longest first
+};
+
+// Pending tasks and what they ask, per (queue, node pool they may use).
+struct PendingCount {
+  int64_t tasks = 0;
+  Amounts requests{};
 };
 
 // Index -1 or a resource index; "gpu" | "cpu" | "memory".
@@ -81,14 +123,42 @@ struct Views::Context {
   // Per workflow of state->workflows, per task: its requests; and the workflow's queue.
   std::vector<std::shared_ptr<const std::vector<views::Amounts>>> task_requests;
   std::vector<std::string> workflow_queues;
-  std::vector<store::WorkflowRecord> recent;  // the 200 latest submissions, newest first
+  // The unfinished workflows (indices into state->workflows), newest first by (submitted_ms, id):
+  // newest-first pages take them from here and only the finished ones from the store.
+  std::vector<size_t> newest_first;
+  std::vector<store::WorkflowRecord> recent;  // the 200 latest finished workflows, newest first
   int64_t recent_read_ms = 0;
+  // Computed once per context, so that a request does only its own part (views_digest.cc).
+  std::map<std::string, views::PoolNumbers> pools;
+  views::OverviewNumbers overview;
+  std::map<std::pair<std::string, std::string>, views::PendingCount> pending;
 
   const config::ConfigSet& configs() const { return *inputs.configs; }
   const SchedulerInsight* insight() const { return state ? state->insight.get() : nullptr; }
   // Whether `caller` may read workflow `workflow` (as Service::ListWorkflows decides).
   bool MayRead(const Caller& caller, const store::WorkflowRecord& workflow) const;
 };
+
+namespace views {
+
+// Context::MayRead for one request: the decision depends on the workflow's owner and pool only,
+// so it is made once per pool.
+class ReadAccess {
+ public:
+  ReadAccess(const Views::Context& context, const Caller& caller)
+      : context_(context), caller_(caller) {}
+  bool operator()(const store::WorkflowRecord& workflow);
+
+ private:
+  const Views::Context& context_;
+  const Caller& caller_;
+  std::unordered_map<std::string, bool> by_pool_;
+};
+
+// Fills the context's pools, overview, pending and newest_first from its nodes and state.
+void Digest(Views::Context& context);
+
+}  // namespace views
 
 struct Views::Sample {
   int64_t at_ms = 0;

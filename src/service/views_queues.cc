@@ -44,37 +44,12 @@ struct Row {
   int64_t pending_tasks = 0, pending = 0;
 };
 
-// Pending tasks and what they ask, per (queue, node pool) they may use.
+// Pending tasks and what they ask of resource `r`, per (queue, node pool) they may use.
 std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> Pending(
     const Views::Context& context, int r) {
   std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>> out;
-  const auto& workflows = context.state->workflows;
-  for (size_t w = 0; w < workflows.size(); ++w) {
-    for (size_t t = 0; t < workflows[w].tasks.size(); ++t) {
-      const store::TaskRecord& task = workflows[w].tasks[t];
-      if (!views::IsPendingTask(task.status)) continue;
-      std::string pools = std::string(model::kDefaultNodePool);
-      if (task.pod.is_object() && task.pod.contains("metadata")) {
-        const Json& labels = task.pod["metadata"].value("labels", Json::object());
-        if (labels.is_object() && labels.contains(scheduler::kNodePoolLabel) &&
-            labels[scheduler::kNodePoolLabel].is_string()) {
-          pools = labels[scheduler::kNodePoolLabel].get<std::string>();
-        }
-      }
-      size_t start = 0;
-      while (start <= pools.size()) {
-        size_t comma = pools.find(',', start);
-        std::string pool =
-            pools.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-        if (!pool.empty()) {
-          auto& entry = out[{context.workflow_queues[w], pool}];
-          ++entry.first;
-          entry.second += (*context.task_requests[w])[t][r];
-        }
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
-    }
+  for (const auto& [key, pending] : context.pending) {
+    out[key] = {pending.tasks, pending.requests[r]};
   }
   return out;
 }

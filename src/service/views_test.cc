@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <map>
+#include <thread>
+
 #include "model/k8s.h"
 #include "scheduler/scheduler.h"
 #include "store/store.h"
@@ -116,7 +120,9 @@ class ViewsTest : public ::testing::Test {
     node_pool.name = "a100";
     node_pool.body = {{"label_key", "node-pool"}, {"label_value", "a100"}};
     ASSERT_TRUE(service_->UpdateConfig(admin_, node_pool).ok());
-    views_ = std::make_unique<Views>(*service_, *store_, clock_, ViewOptions{});
+    // Requests build the views themselves: what a test wrote is what the next view shows.
+    views_ = std::make_unique<Views>(*service_, *store_, clock_,
+                                     ViewOptions{.background_refresh = false});
   }
 
   std::string Submit(const std::string& user, int gpus = 0) {
@@ -285,6 +291,104 @@ TEST_F(ViewsTest, PublishedStateFeedsOverviewQueuesAndPositions) {
   EXPECT_EQ(explanation["levels"][0]["members"][0]["over_quota"], 4000);
   EXPECT_EQ(views_->Queue(admin_, "nope", "", "gpu").status().code(), StatusCode::kNotFound);
   EXPECT_EQ(views_->Queues(admin_, "disk").status().code(), StatusCode::kInvalidArgument);
+}
+
+// The loop's state as the views take it: every unfinished workflow of the store, with `changes`
+// applied (what the loop saw that the store no longer says, or not yet).
+std::shared_ptr<LiveState> StateOf(store::Store& store, int64_t at_ms,
+                                   const std::map<std::string, std::string>& status_changes = {}) {
+  auto workflows = store.ListWorkflows({.unfinished_only = true, .limit = 0});
+  EXPECT_TRUE(workflows.ok());
+  auto state = std::make_shared<LiveState>();
+  state->at_ms = at_ms;
+  state->workflows = *workflows;
+  for (auto& workflow : state->workflows) {
+    auto it = status_changes.find(workflow.id);
+    if (it != status_changes.end()) workflow.status = it->second;
+  }
+  state->insight = std::make_shared<SchedulerInsight>();
+  return state;
+}
+
+void Finish(store::Store& store, const std::string& id) {
+  auto workflow = store.GetWorkflow(id);
+  ASSERT_TRUE(workflow.ok());
+  workflow->status = "COMPLETED";
+  for (auto& task : workflow->tasks) task.status = "COMPLETED";
+  ASSERT_TRUE(store.UpdateWorkflow(*workflow).ok());
+}
+
+TEST_F(ViewsTest, WorkflowPagesMergeTheLoopsStateWithFinishedWorkflows) {
+  std::vector<std::string> ids;
+  for (int i = 0; i < 6; ++i) ids.push_back(Submit(i % 2 ? "bob" : "alice"));
+  Finish(*store_, ids[0]);
+  Finish(*store_, ids[2]);
+  // The loop's last state: 1, 3, 4 and 5 unfinished, 5 running there (the store still says
+  // PENDING). 4 finished after that state: the store's record is the one shown, once.
+  views_->Publish(StateOf(*store_, clock_.NowMillis(), {{ids[5], "RUNNING"}}));
+  Finish(*store_, ids[4]);
+
+  auto page_through = [&](WorkflowPageRequest request) {
+    std::vector<std::string> seen;
+    for (int page = 0; page < 10; ++page) {
+      auto listed = views_->Workflows(admin_, request);
+      EXPECT_TRUE(listed.ok()) << listed.status().ToString();
+      if (!listed.ok()) break;
+      for (const auto& item : (*listed)["items"]) {
+        seen.push_back(item["id"].get<std::string>() + " " + item["status"].get<std::string>());
+      }
+      if ((*listed)["continue"].is_null()) break;
+      request.continue_token = (*listed)["continue"];
+    }
+    return seen;
+  };
+  struct Case {
+    const char* name;
+    WorkflowPageRequest request;
+    std::vector<std::string> seen;
+  };
+  const auto id = [&](int i, const char* status) { return ids[i] + " " + status; };
+  const std::vector<Case> cases = {
+      {"all, two by two",
+       {.limit = 2},
+       {id(5, "RUNNING"), id(4, "COMPLETED"), id(3, "PENDING"), id(2, "COMPLETED"),
+        id(1, "PENDING"), id(0, "COMPLETED")}},
+      {"one by one", {.limit = 1}, {id(5, "RUNNING"), id(4, "COMPLETED"), id(3, "PENDING"),
+                                    id(2, "COMPLETED"), id(1, "PENDING"), id(0, "COMPLETED")}},
+      {"finished: from the store", {.status = "COMPLETED"},
+       {id(4, "COMPLETED"), id(2, "COMPLETED"), id(0, "COMPLETED")}},
+      {"pending: from the state", {.status = "PENDING"}, {id(3, "PENDING"), id(1, "PENDING")}},
+      {"a user", {.user = "bob", .limit = 2}, {id(5, "RUNNING"), id(3, "PENDING"), id(1, "PENDING")}},
+      {"a user whose workflows all finished", {.user = "alice"},
+       {id(4, "COMPLETED"), id(2, "COMPLETED"), id(0, "COMPLETED")}},
+      {"another pool", {.pool = "nope"}, {}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(page_through(c.request), c.seen);
+  }
+}
+
+TEST_F(ViewsTest, TheRefresherBuildsAtStartAndAfterEachPublish) {
+  Views views(*service_, *store_, clock_, ViewOptions{});
+  // The first request waits for the context the refresher builds at start-up.
+  auto first = views.Overview(admin_);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ((*first)["leader"], false);
+  // Publish only hands the state over; the views show it once the refresher has built them.
+  Submit("alice", 1);
+  views.Publish(StateOf(*store_, clock_.NowMillis()));
+  Json overview;
+  for (int i = 0; i < 500; ++i) {
+    auto now = views.Overview(admin_);
+    ASSERT_TRUE(now.ok());
+    overview = *now;
+    if (overview["leader"] == true) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(overview["leader"], true);
+  EXPECT_EQ(overview["totals"]["pending_tasks"], 1);
+  EXPECT_EQ(overview["history"]["samples"].size(), 1u);
 }
 
 TEST_F(ViewsTest, PoolsCountSharedNodesOnce) {

@@ -3,6 +3,8 @@
 // queue position for pending ones, and their pods.
 #include <algorithm>
 #include <cstdlib>
+#include <deque>
+#include <tuple>
 
 #include "service/views.h"
 #include "service/views_internal.h"
@@ -77,52 +79,152 @@ Json WorkflowJson(const store::WorkflowRecord& workflow, const SchedulerInsight*
 
 }  // namespace
 
+namespace {
+
+bool Newer(const store::WorkflowRecord& a, const store::WorkflowRecord& b) {
+  return std::tie(a.submitted_ms, a.id) > std::tie(b.submitted_ms, b.id);
+}
+
+bool After(const store::WorkflowRecord& workflow, const store::WorkflowFilter::Position& position) {
+  return std::tie(workflow.submitted_ms, workflow.id) < std::tie(position.submitted_ms, position.id);
+}
+
+// Which workflows a status filter can match: finished ones (from the store), unfinished ones (from
+// the context), or both (no filter).
+struct Sources {
+  bool finished = true, unfinished = true;
+};
+
+Sources SourcesFor(const std::optional<std::string>& status) {
+  if (!status) return {};
+  const bool finished = store::IsFinishedWorkflowStatus(*status);
+  return {finished, !finished};
+}
+
+// The finished workflows after a position, newest first, read from the store a batch at a time
+// (every batch is kept: the page points into them).
+class FinishedWorkflows {
+ public:
+  FinishedWorkflows(store::Store& store, store::WorkflowFilter filter)
+      : store_(store), filter_(std::move(filter)) {}
+
+  // The next one, or null at the end.
+  Result<const store::WorkflowRecord*> Next() {
+    if (batches_.empty() || index_ == batches_.back().size()) {
+      if (done_) return nullptr;
+      if (!batches_.empty()) {
+        const store::WorkflowRecord& last = batches_.back().back();
+        filter_.after = store::WorkflowFilter::Position{last.submitted_ms, last.id};
+        filter_.limit = std::min(kBatch * 5, filter_.limit * 2);
+      }
+      ASSIGN_OR_RETURN(auto batch, store_.ListWorkflows(filter_));
+      done_ = static_cast<int>(batch.size()) < filter_.limit;
+      if (batch.empty()) return nullptr;
+      batches_.push_back(std::move(batch));
+      index_ = 0;
+    }
+    return &batches_.back()[index_];
+  }
+  void Pop() { ++index_; }
+
+ private:
+  store::Store& store_;
+  store::WorkflowFilter filter_;
+  std::deque<std::vector<store::WorkflowRecord>> batches_;
+  size_t index_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace
+
+// A page merges two lists, newest first: the unfinished workflows of the context (the loop's last
+// state, kept sorted: the rows the loop rewrites at every step are never read back for a page)
+// and the finished ones from the store (written once; the `finished` index serves them in order).
+// A workflow that finished after the context's state is in both: the store's record wins.
 Result<Json> Views::Workflows(const Caller& caller, const WorkflowPageRequest& request) {
   if (request.limit < 1 || request.limit > 500) {
     return InvalidArgumentError("limit " + std::to_string(request.limit) + ": expected 1 to 500");
   }
-  store::WorkflowFilter filter;
-  filter.pool = request.pool;
-  filter.user = request.user;
-  filter.status = request.status;
-  filter.newest_first = true;
-  // One more than the page to know whether another follows; more only when filters the store
-  // cannot apply drop some (then growing batches).
-  filter.limit = request.limit + 1;
+  std::optional<store::WorkflowFilter::Position> after;
   if (!request.continue_token.empty()) {
-    ASSIGN_OR_RETURN(filter.after, PositionOf(request.continue_token));
+    ASSIGN_OR_RETURN(after, PositionOf(request.continue_token));
   }
   ASSIGN_OR_RETURN(auto context_ptr, Current());
   const Context& context = *context_ptr;
   const SchedulerInsight* insight = context.insight();
+  const Sources sources = SourcesFor(request.status);
+  views::ReadAccess may_read(context, caller);
 
-  Json items = Json::array();
+  store::WorkflowFilter filter;
+  filter.pool = request.pool;
+  filter.user = request.user;
+  filter.status = request.status;
+  filter.finished_only = true;
+  filter.newest_first = true;
+  filter.after = after;
+  // One more than the page to know whether another follows; more only when filters the store
+  // cannot apply drop some (then growing batches).
+  filter.limit = request.limit + 1;
+  FinishedWorkflows finished(store_, filter);
+
+  // The context's unfinished workflows after the position that match the filters.
+  const auto& workflows = context.state->workflows;
+  auto unfinished = context.newest_first.begin();
+  if (after) {
+    unfinished = std::partition_point(
+        context.newest_first.begin(), context.newest_first.end(),
+        [&](size_t w) { return !After(workflows[w], *after); });
+  }
+  auto matches = [&](const store::WorkflowRecord& w) {
+    return (!request.pool || w.pool == *request.pool) && (!request.user || w.user == *request.user) &&
+           (!request.status || w.status == *request.status);
+  };
+
+  std::vector<const store::WorkflowRecord*> page;
+  std::string last_finished;  // the id of the store's record taken last
   std::string next;
   int scanned = 0;
   for (;;) {
-    ASSIGN_OR_RETURN(auto batch, store_.ListWorkflows(filter));
-    for (const store::WorkflowRecord& workflow : batch) {
-      ++scanned;
-      if (request.queue && views::WorkflowQueue(workflow) != *request.queue) continue;
-      if (!context.MayRead(caller, workflow)) continue;
-      if (static_cast<int>(items.size()) == request.limit) {
-        // One more match exists: the page ends at the previous item.
-        next = items.back()["__position"].get<std::string>();
-        break;
-      }
-      Json item = WorkflowJson(workflow, insight, /*detail=*/false);
-      item["__position"] = PositionToken(workflow);
-      items.push_back(std::move(item));
+    while (sources.unfinished && unfinished != context.newest_first.end() &&
+           !matches(workflows[*unfinished])) {
+      ++unfinished;
     }
-    if (!next.empty() || static_cast<int>(batch.size()) < filter.limit) break;
-    filter.after = store::WorkflowFilter::Position{batch.back().submitted_ms, batch.back().id};
-    filter.limit = std::min(kBatch * 5, filter.limit * 2);
-    if (scanned >= kMaxScanned) {
-      next = PositionToken(batch.back());  // a short page; the rest follows
+    const store::WorkflowRecord* from_store = nullptr;
+    if (sources.finished) ASSIGN_OR_RETURN(from_store, finished.Next());
+    const store::WorkflowRecord* from_context =
+        sources.unfinished && unfinished != context.newest_first.end() ? &workflows[*unfinished]
+                                                                       : nullptr;
+    if (from_store == nullptr && from_context == nullptr) break;
+    const store::WorkflowRecord* workflow;
+    if (from_context == nullptr || (from_store != nullptr && !Newer(*from_context, *from_store))) {
+      workflow = from_store;
+      finished.Pop();
+      last_finished = workflow->id;
+    } else {
+      workflow = from_context;
+      ++unfinished;
+      // Finished since the context's state: the store's record (same position) came just before.
+      if (workflow->id == last_finished) continue;
+    }
+    if (!request.queue || views::WorkflowQueue(*workflow) == *request.queue) {
+      if (may_read(*workflow)) {
+        if (static_cast<int>(page.size()) == request.limit) {
+          // One more match exists: the page ends at the previous item.
+          next = PositionToken(*page.back());
+          break;
+        }
+        page.push_back(workflow);
+      }
+    }
+    if (++scanned >= kMaxScanned) {
+      next = PositionToken(*workflow);  // a short page; the rest follows
       break;
     }
   }
-  for (Json& item : items) item.erase("__position");
+  Json items = Json::array();
+  for (const store::WorkflowRecord* workflow : page) {
+    items.push_back(WorkflowJson(*workflow, insight, /*detail=*/false));
+  }
   return Json{{"at", context.state->at_ms},
               {"leader", insight != nullptr},
               {"items", std::move(items)},

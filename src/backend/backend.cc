@@ -6,6 +6,14 @@
 
 namespace gpupool::backend {
 
+Result<LogChunk> Backend::ReadLog(std::string_view key, int64_t offset, int64_t max_bytes) const {
+  (void)key;
+  (void)offset;
+  (void)max_bytes;
+  return FailedPreconditionError("the " + std::string(Kind()) +
+                                 " backend keeps no task output: it runs no processes");
+}
+
 Result<std::unique_ptr<Backend>> OpenBackend(std::string_view spec, const BackendOptions& options) {
   if (StartsWith(spec, "sim:")) {
     ASSIGN_OR_RETURN(auto nodes, LoadClusterNodes(std::string(spec.substr(4))));

@@ -3,8 +3,8 @@
 // the backend runs it there and reports when it ends. Implementations: sim/ (simulated nodes),
 // slurm/ (a Slurm cluster through slurmrestd).
 //
-// Thread contract: a Backend is used by one thread at a time (the scheduling loop); ListNodes may
-// be called from any thread.
+// Thread contract: a Backend is used by one thread at a time (the scheduling loop); ListNodes and
+// ReadLog may be called from any thread.
 
 #include <cstdint>
 #include <memory>
@@ -38,6 +38,14 @@ struct TaskExit {
   int exit_code = 0;
   int64_t finished_ms = 0;
   std::string reason;  // why it ended, when the backend knows more than the exit code ("" = none)
+};
+
+// A piece of one task attempt's output (Backend::ReadLog): `data` is bytes [offset, offset +
+// data.size()) of the output as written so far, which is `size` bytes long.
+struct LogChunk {
+  int64_t offset = 0;
+  int64_t size = 0;
+  std::string data;
 };
 
 // Options of backends that talk to a real cluster (`gpupool serve --slurm-*`).
@@ -75,6 +83,12 @@ class Backend {
   // machine pool), given by the scheduling loop every step. A real cluster reports its own nodes
   // and ignores this; the simulated cluster runs tasks on its file's nodes and these.
   virtual void SetKnownNodes(const std::vector<std::string>& names) { (void)names; }
+
+  // Up to `max_bytes` of the output of attempt `key` (stdout and stderr as the task wrote them)
+  // from byte `offset`. kNotFound when the attempt has written nothing (yet); an offset past the
+  // end gives an empty chunk. A backend that keeps no output (the simulated cluster runs no
+  // processes) answers kFailedPrecondition saying so. May be called from any thread.
+  virtual Result<LogChunk> ReadLog(std::string_view key, int64_t offset, int64_t max_bytes) const;
 };
 
 // Opens a backend from its command-line spec: "sim:CLUSTER_FILE" (a file or a directory of

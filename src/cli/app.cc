@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
@@ -13,11 +14,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "autoscaler/autoscaler.h"
 #include "cli/api.h"
 #include "cli/format.h"
+#include "cli/logs.h"
 #include "common/clock.h"
 #include "common/json_text.h"
 #include "common/safe_text.h"
@@ -652,7 +655,7 @@ int RunCli(int argc, char** argv) {
   use(rlist, ResourceList);
 
   // workflow
-  CLI::App* workflow = app.add_subcommand("workflow", "submit, query, list, cancel workflows");
+  CLI::App* workflow = app.add_subcommand("workflow", "submit, query, list, cancel workflows; their logs");
   workflow->require_subcommand(1);
   CLI::App* wsubmit = workflow->add_subcommand("submit", "submit a workflow file to a pool");
   wsubmit->add_option("FILE", o.file)->required();
@@ -672,6 +675,16 @@ int RunCli(int argc, char** argv) {
   CLI::App* wcancel = workflow->add_subcommand("cancel", "cancel a workflow");
   wcancel->add_option("ID", o.id)->required();
   use(wcancel, WorkflowCancel);
+  LogsOptions logs;
+  int logs_retry = -1;
+  CLI::App* wlogs = workflow->add_subcommand(
+      "logs", "a workflow's task output, from the server's backend (--server)");
+  wlogs->add_option("WORKFLOW", logs.workflow)->required();
+  wlogs->add_option("TASK", logs.task, "task name, or GROUP/NAME (default: every task)");
+  wlogs->add_option("--retry", logs_retry, "an earlier attempt (default: the latest)");
+  wlogs->add_flag("-f,--follow", logs.follow, "keep printing until the tasks have ended");
+  bool logs_chosen = false;
+  wlogs->callback([&logs_chosen] { logs_chosen = true; });
 
   // schedule: the offline what-if (no store needed).
   ScheduleFlags schedule_flags;
@@ -695,7 +708,7 @@ int RunCli(int argc, char** argv) {
     sub->fallthrough();
   }
   for (CLI::App* sub : {update, set, show, list, del, history, rollback, import, rlist, wsubmit,
-                        wquery, wlist, wcancel}) {
+                        wquery, wlist, wcancel, wlogs}) {
     sub->fallthrough();
   }
 
@@ -727,6 +740,19 @@ int RunCli(int argc, char** argv) {
   }
   if (schedule_chosen) {
     Status s = Schedule(schedule_flags, env);
+    return s.ok() ? kExitOk : Failed(s, o);
+  }
+  if (logs_chosen) {
+    if (o.server.empty()) {
+      std::cerr << "error: workflow logs reads task output from the backend that ran the task: "
+                   "pass --server URL of a gpupool server\n";
+      return kExitUsage;
+    }
+    if (logs_retry >= 0) logs.retry = logs_retry;
+    auto client = server::Client::FromEnvironment(o.server);
+    Status s = PrintWorkflowLogs(*client, logs, std::cout, [](int64_t ms) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    });
     return s.ok() ? kExitOk : Failed(s, o);
   }
   if (!command) {

@@ -224,6 +224,14 @@ Result<Json> Client::QueryWorkflow(const std::string& id) {
   return Call("GET", "/api/workflow/" + Seg(id));
 }
 
+Result<Json> Client::TaskLog(const std::string& id, const std::string& task,
+                             std::optional<int> retry, int64_t offset) {
+  return Call("GET", "/api/workflow/" + Seg(id) + "/logs" +
+                         Query({{"task", task},
+                                {"retry", retry ? std::to_string(*retry) : ""},
+                                {"offset", std::to_string(offset)}}));
+}
+
 Result<Json> Client::ListWorkflows(const std::optional<std::string>& pool,
                                    const std::optional<std::string>& user,
                                    const std::optional<std::string>& status, int limit) {

@@ -91,6 +91,9 @@ class Client {
                                                const std::optional<std::string>& user,
                                                const std::optional<std::string>& status, int limit);
   Result<nlohmann::ordered_json> CancelWorkflow(const std::string& id);
+  // One chunk of a task's output (server/log_routes.h): `task` "" for a workflow of one task.
+  Result<nlohmann::ordered_json> TaskLog(const std::string& id, const std::string& task,
+                                         std::optional<int> retry, int64_t offset);
   Result<nlohmann::ordered_json> Schedule(const std::string& scenario_text);
 
   // "?a=1&b=x" from the non-empty values (percent-encoded).

@@ -23,6 +23,7 @@
 #include "server/api.h"
 #include "server/auth.h"
 #include "server/http_server.h"
+#include "server/log_routes.h"
 #include "server/machine_pools.h"
 #include "server/node_sync.h"
 #include "server/scheduling_loop.h"
@@ -272,11 +273,13 @@ int RunServe(const ServeOptions& o) {
 
   Router router;
   AddApiRoutes(router, context);
-  AddViewRoutes(router, views, [&service](const std::string& id) -> std::optional<std::string> {
+  auto workflow_pool = [&service](const std::string& id) -> std::optional<std::string> {
     auto pool = service.WorkflowPool(id);
     if (!pool.ok()) return std::nullopt;  // the view reports NotFound
     return *pool;
-  });
+  };
+  AddViewRoutes(router, views, workflow_pool);
+  AddLogRoutes(router, service, **store, backend.get(), workflow_pool);
   UiOptions ui;
   ui.auth = o.auth;
   ui.issuer = o.issuer;

@@ -298,4 +298,9 @@ size_t SlurmCluster::Tracked() const {
   return tasks_.size();
 }
 
+std::string SlurmCluster::OutputFile(const std::string& key) const {
+  // options_ is set by the constructor and read-only afterwards: no lock.
+  return OutputPath(options_.submit.output_dir, key);
+}
+
 }  // namespace gpupool::slurm

@@ -84,6 +84,10 @@ class SlurmCluster {
   // Tasks run or adopted and not yet reported ended.
   size_t Tracked() const;
 
+  // Where the job of attempt `key` writes its output (SubmitOptions::output_dir): a path on the
+  // nodes, readable here when that directory is shared with this host.
+  std::string OutputFile(const std::string& key) const;
+
  private:
   struct Task {
     TaskRun run;

@@ -9,6 +9,10 @@ fixture), over slurmrestd.
           name of exactly one Slurm job. A task that exits 3 fails its workflow with exit code 3.
   ctld-restart: slurmctld stops while three tasks run and three more are placed; it starts
           again from its saved state; all six complete, each task ran exactly once.
+  logs: a task's output file is read through GET /api/workflow/ID/logs while it runs and after;
+          `gpupool workflow logs --follow` prints it as it grows and returns once the task ended;
+          without a task name every task's output under its header; a user who may not read the
+          workflow is refused.
   restart: six workflows; gpupool is killed with SIGKILL while their jobs are being submitted and
           started; a new gpupool on the same database finds the jobs by their attempt keys: every
           task runs exactly once (one Slurm job per key, one line in each task's file) and every
@@ -270,6 +274,84 @@ def run_workflow(args, env, workdir):
         server.stop()
 
 
+def gpupool_cli(args, port, *words, token="dev:slurm-test:osmo-admin", timeout=120):
+    env = {**os.environ, "GPUPOOL_TOKEN": token}
+    return subprocess.run([args.cli, "--server", f"http://127.0.0.1:{port}", *words], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def wait_for(what, check, timeout_s=60):
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def run_logs(args, env, workdir):
+    db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
+    server = Server(args.serve, workdir, env, "tcp", db, "serve")
+    try:
+        gate = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-logs-{os.getpid()}")
+        os.makedirs(gate)
+        os.chmod(gate, 0o1777)
+        # "talker" writes a line, waits until the test lets it go on, then writes a line with a
+        # character of three bytes (U+2713) and ends; "quiet" writes to stderr (the same file).
+        talker = (f"echo first; while [ ! -e {gate}/go ]; do sleep 0.2; done; "
+                  "printf 'second \\342\\234\\223\\n'")
+        wid = submit(server.port, workflow_yaml("slurm-e2e-logs", [
+            ("talker", 1, talker), ("quiet", 0, "echo oops >&2")]))
+
+        def chunk(task, offset=0, token=ADMIN):
+            status, body = request(server.port, "GET",
+                                   f"/api/workflow/{wid}/logs?task={task}&offset={offset}",
+                                   headers={"Authorization": token})
+            return status, json.loads(body)
+
+        first = wait_for("the talker's first line", lambda: (
+            lambda c: c if c[0] == 200 and c[1]["text"] == "first\n" else None)(chunk("talker")))[1]
+        assert first["complete"] is False and first["status"] == "RUNNING", first
+        assert first["next_offset"] == 6 and first["size"] == 6, first
+        # Offline there is no backend to read from.
+        offline = subprocess.run([args.cli, "--db", db, "workflow", "logs", wid],
+                                 capture_output=True, text=True, timeout=60)
+        assert offline.returncode == 2 and "--server" in offline.stderr, offline
+        # Refused to someone who may not read the workflow, as GET /api/workflow/ID is.
+        status, refused = chunk("talker", token="Bearer dev:eve:")
+        assert status == 403, (status, refused)
+
+        follow = subprocess.Popen(
+            [args.cli, "--server", f"http://127.0.0.1:{server.port}", "workflow", "logs", wid,
+             "talker", "--follow"],
+            env={**os.environ, "GPUPOOL_TOKEN": "dev:slurm-test:osmo-admin"},
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(1)
+            assert follow.poll() is None, "--follow returned while the task runs"
+            open(os.path.join(gate, "go"), "w").close()
+            out, err = follow.communicate(timeout=120)
+        finally:
+            if follow.poll() is None:
+                follow.kill()
+        assert follow.returncode == 0, err
+        assert out == "first\nsecond \u2713\n", repr(out)
+
+        flow = wait_finished(server, [wid])[wid]
+        assert flow["status"] == "COMPLETED", flow["status"]
+        status, rest = chunk("talker", 6)
+        assert status == 200 and rest["text"] == "second \u2713\n" and rest["complete"], rest
+        listing = gpupool_cli(args, server.port, "workflow", "logs", wid)
+        assert listing.returncode == 0, listing.stderr
+        want = "==> talker <==\nfirst\nsecond \u2713\n\n==> quiet <==\noops\n"
+        assert listing.stdout == want, repr(listing.stdout)
+        print("logs: a running task's output read by offset, followed until it ended, every "
+              "task's output under its header; refused without access, and offline")
+    finally:
+        server.stop()
+
+
 def run_restart(args, env, workdir):
     db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
     out = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-restart-{os.getpid()}")
@@ -369,8 +451,9 @@ def run_ctld_restart(args, env, workdir):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["workflow", "restart", "ctld-restart"])
+    parser.add_argument("mode", choices=["workflow", "restart", "ctld-restart", "logs"])
     parser.add_argument("--serve", required=True)
+    parser.add_argument("--cli", help="the gpupool binary (logs)")
     parser.add_argument("--cluster-state", required=True,
                         help="the fixture's state file: the cluster's directory or why it skipped")
     parser.add_argument("--transport", choices=["tcp", "unix"], default="tcp")
@@ -387,6 +470,8 @@ def main():
             run_workflow(args, env, workdir)
         elif args.mode == "restart":
             run_restart(args, env, workdir)
+        elif args.mode == "logs":
+            run_logs(args, env, workdir)
         else:
             run_ctld_restart(args, env, workdir)
     except AssertionError as e:

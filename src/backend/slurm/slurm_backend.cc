@@ -1,9 +1,14 @@
 #include "backend/slurm/slurm_backend.h"
 
+#include <fcntl.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 
 namespace gpupool::backend {
@@ -101,6 +106,39 @@ std::vector<TaskExit> SlurmBackend::Poll(int64_t now_ms) {
     if (exit.finished_ms <= 0) exit.finished_ms = now_ms;
   }
   return exits;
+}
+
+Result<LogChunk> SlurmBackend::ReadLog(std::string_view key, int64_t offset,
+                                       int64_t max_bytes) const {
+  if (offset < 0 || max_bytes < 0) return InvalidArgumentError("log offset and length must be >= 0");
+  const std::string path = cluster_->OutputFile(std::string(key));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFoundError("no output yet at " + path);
+    return UnavailableError("cannot read " + path + ": " + std::strerror(errno));
+  }
+  LogChunk chunk;
+  chunk.offset = offset;
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return UnavailableError("cannot read " + path + ": " + std::strerror(error));
+  }
+  chunk.size = info.st_size;
+  const int64_t wanted = std::max<int64_t>(0, std::min(max_bytes, chunk.size - offset));
+  chunk.data.resize(static_cast<size_t>(wanted));
+  int64_t done = 0;
+  while (done < wanted) {
+    const ssize_t n = ::pread(fd, chunk.data.data() + done, static_cast<size_t>(wanted - done),
+                              static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // the file shrank meanwhile (truncated): return what was read
+    done += n;
+  }
+  ::close(fd);
+  chunk.data.resize(static_cast<size_t>(done));
+  return chunk;
 }
 
 size_t SlurmBackend::RunningCount() const {

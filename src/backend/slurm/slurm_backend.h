@@ -15,6 +15,7 @@
 //                 attempt key on the chosen node; an existing job of that name is adopted, never
 //                 submitted twice);
 //   Kill       -> SlurmCluster::Stop on the worker (the job is cancelled);
+//   ReadLog    -> the job's output file, read directly (slurmrestd has no way to read it);
 //   Poll       -> the exits the worker collected from SlurmCluster::Poll, with Slurm's reason.
 //                 Started events have no place in this contract yet (the loop marks a task
 //                 RUNNING when it launches it). A job Slurm refuses later ends its task with
@@ -51,6 +52,10 @@ class SlurmBackend final : public Backend {
   Status Kill(std::string_view key) override;
   std::vector<TaskExit> Poll(int64_t now_ms) override;
   size_t RunningCount() const override;
+  // The job's output file (slurm::SlurmCluster::OutputFile), read from this host's file system:
+  // --slurm-output-dir must be a directory the nodes and the gpupool servers share (as a home
+  // or scratch file system usually is) for logs to be seen.
+  Result<LogChunk> ReadLog(std::string_view key, int64_t offset, int64_t max_bytes) const override;
 
   const std::string& release() const { return release_; }
 

@@ -54,8 +54,15 @@ export async function apiSend(method, path, body) {
 
 export const POLL_MS = 1500;
 
+// Whether the tab is shown. A hidden tab (another tab in front, a minimised window) polls
+// nothing: the server is spared, and the page catches up at once when it is shown again.
+export function pageVisible() {
+  return document.visibilityState !== 'hidden';
+}
+
 // Keeps `data` current: GET `path` now and every POLL_MS with If-None-Match, so an unchanged view
 // costs a 304 and no re-render. `path` may be a ref or a function (re-fetched when it changes).
+// Polling pauses while the tab is hidden.
 export function usePoll(path, intervalMs = POLL_MS) {
   const data = ref(null);
   const error = ref(null);
@@ -63,6 +70,7 @@ export function usePoll(path, intervalMs = POLL_MS) {
   let etag = '';
   let timer = null;
   let stopped = false;
+  let paused = false;
   let generation = 0;
   const current = () => (typeof path === 'function' ? path() : unref(path));
 
@@ -90,8 +98,19 @@ export function usePoll(path, intervalMs = POLL_MS) {
     }
   }
   async function loop() {
+    if (stopped) return;
+    if (!pageVisible()) {
+      paused = true; // onVisibility starts the loop again
+      return;
+    }
     await tick();
     if (!stopped) timer = setTimeout(loop, intervalMs);
+  }
+  function onVisibility() {
+    if (stopped || !paused || !pageVisible()) return;
+    paused = false;
+    clearTimeout(timer);
+    loop();
   }
   function restart() {
     generation += 1;
@@ -99,13 +118,16 @@ export function usePoll(path, intervalMs = POLL_MS) {
     data.value = null;
     error.value = null;
     clearTimeout(timer);
+    paused = false;
     loop();
   }
   watch(current, restart);
+  document.addEventListener('visibilitychange', onVisibility);
   loop();
   onBeforeUnmount(() => {
     stopped = true;
     clearTimeout(timer);
+    document.removeEventListener('visibilitychange', onVisibility);
   });
   return { data, error, updatedAt, refresh: tick };
 }

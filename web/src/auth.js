@@ -57,21 +57,49 @@ export async function startOidcLogin(returnTo) {
   await oidcManager().signinRedirect({ state: { returnTo: returnTo || '/' } });
 }
 
-// The redirect back from the issuer: exchanges the code (with the PKCE verifier) for tokens.
+// The redirect back from the issuer: exchanges the code (with the PKCE verifier) for tokens, then
+// asks the server whether it accepts the token (issuer, audience, signature): a token the issuer
+// gave but the server refuses ends the login here, with the server's reason, instead of sending
+// the user round in circles between the pages and the login.
 export async function finishOidcLogin() {
-  const user = await oidcManager().signinRedirectCallback();
+  const mgr = oidcManager();
+  const user = await mgr.signinRedirectCallback();
   const which = session.config.token === 'id_token' ? user.id_token : user.access_token;
+  const response = await fetch('/api/version', {
+    headers: { Accept: 'application/json', Authorization: `Bearer ${which || ''}` },
+  });
+  if (!response.ok) {
+    let message = `HTTP ${response.status}`;
+    try {
+      message = (await response.json()).message || message;
+    } catch (e) {
+      // not JSON: keep the status line
+    }
+    await mgr.removeUser();
+    setToken('');
+    throw new Error(`gpupool refused the token from ${session.config.issuer}: ${message}`);
+  }
   setToken(which || '');
   return (user.state && user.state.returnTo) || '/';
 }
 
+// Forgets the token; with OIDC also ends the session at the issuer (its end_session_endpoint,
+// which sends the browser back to /login), so the next login asks the issuer again.
 export async function logout() {
   setToken('');
   session.user = '';
   session.roles = [];
-  if (session.config && session.config.auth === 'oidc' && manager) {
-    await manager.removeUser();
+  if (session.config && session.config.auth === 'oidc') {
+    const mgr = oidcManager();
+    const user = await mgr.getUser();
+    const metadata = await mgr.metadataService.getMetadata().catch(() => ({}));
+    if (user && metadata.end_session_endpoint) {
+      await mgr.signoutRedirect({ id_token_hint: user.id_token });
+      return true; // the browser is leaving for the issuer
+    }
+    await mgr.removeUser();
   }
+  return false;
 }
 
 export function isAdmin() {

@@ -231,6 +231,9 @@ describe('dashboard', () => {
       assert.equal(dom.reason, task.message);
     });
     assert.match(await page.textContent('[data-testid="pod"]'), /"kind": "Pod"/);
+    // The simulated cluster runs no processes: the page says there is no output, with the reason.
+    await page.waitForSelector('[data-testid="logs-unavailable"]');
+    assert.match(await page.textContent('[data-testid="logs-unavailable"]'), /the sim backend keeps no task output/);
     await shot(page, 'workflow');
     await page.close();
   });
@@ -242,9 +245,45 @@ describe('dashboard', () => {
     await page.evaluate(() => (window.__sameDocument = true));
     const submitted = await admin.submit('default', 'long.yaml');
     const row = `[data-testid="workflows"] tr[data-key="${submitted.workflow_id}"]`;
-    await page.waitForSelector(row, { timeout: 10000 });
+    let since = Date.now();
+    await page.waitForSelector(row, { timeout: 15000 });
+    t.diagnostic(`appeared ${Date.now() - since} ms after the submission`);
     await page.waitForFunction((sel) => document.querySelector(`${sel} [data-field="status"]`)?.textContent === 'RUNNING', row, { timeout: 15000 });
+    // A change made elsewhere (the API) shows on the open page too.
+    since = Date.now();
+    await admin.post(`/api/workflow/${submitted.workflow_id}/cancel`);
+    await page.waitForFunction((sel) => document.querySelector(`${sel} [data-field="status"]`)?.textContent === 'CANCELED', row, { timeout: 15000 });
+    t.diagnostic(`CANCELED shown ${Date.now() - since} ms after the cancel (polling every 1.5 s)`);
     assert.equal(await page.evaluate(() => window.__sameDocument), true);
+    await page.close();
+  });
+
+  test('a hidden tab polls nothing and catches up when shown again', async (t) => {
+    if (skipWithoutBrowser(t)) return;
+    const { page } = await open(ADMIN, '/workflows?pool=default');
+    await page.waitForSelector('[data-testid="workflows"] tbody tr');
+    const polls = [];
+    page.on('request', (r) => {
+      if (new URL(r.url()).pathname.startsWith('/api/views/')) polls.push(Date.now());
+    });
+    // What the browser does when another tab comes to the front: the page's visibilityState
+    // becomes "hidden" and a visibilitychange event fires.
+    const setVisibility = (state) => page.evaluate((s) => {
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => s });
+      document.dispatchEvent(new Event('visibilitychange'));
+    }, state);
+    await eventually(() => assert.ok(polls.length >= 1, 'the visible page polls'), 10000);
+    await setVisibility('hidden');
+    const hiddenAt = Date.now();
+    // Three poll intervals with the tab hidden: a page still polling would ask at least twice.
+    await new Promise((r) => setTimeout(r, 4500));
+    // (A poll already on its way when the tab was hidden may still arrive just after.)
+    assert.deepEqual(polls.filter((at) => at > hiddenAt + 200), [], 'no polls while hidden');
+    const shownAt = Date.now();
+    const submitted = await admin.submit('default', 'long.yaml');
+    await setVisibility('visible');
+    await page.waitForSelector(`[data-testid="workflows"] tr[data-key="${submitted.workflow_id}"]`, { timeout: 15000 });
+    assert.ok(polls.some((at) => at >= shownAt), 'polling resumed');
     await page.close();
   });
 

@@ -3,6 +3,7 @@
 // demo cluster, and Debian's Chromium driven by playwright-core (never a downloaded browser).
 // Everything binds to 127.0.0.1; the server and the browser are stopped by the tests' `after`.
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, mkdirSync, existsSync, rmSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -22,7 +23,8 @@ export const USER = 'dev:bob:osmo-user';
 export const READER = 'dev:carol:config-reader';
 
 // Loads the demo store into a fresh directory and starts `gpupool serve` on a free port.
-export async function startServer(extraArgs = []) {
+// `auth`: the authentication flags (default `--auth dev`).
+export async function startServer(extraArgs = [], { auth = ['--auth', 'dev'] } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'gpupool-dashboard-'));
   const demo = spawnSync('bash', [join(root, 'scripts', 'run-demo.sh'), buildDir], {
     env: { ...process.env, GPUPOOL_DEMO_RUN_DIR: dir, GPUPOOL_DEMO_SERVER: '0' },
@@ -31,7 +33,7 @@ export async function startServer(extraArgs = []) {
   if (demo.status !== 0) throw new Error(`run-demo.sh failed:\n${demo.stdout}\n${demo.stderr}`);
   const args = [
     'serve', '--listen', '127.0.0.1:0', '--db', `sqlite:${dir}/demo.db`,
-    '--backend', `sim:${join(root, 'examples', 'cluster')}`, '--auth', 'dev',
+    '--backend', `sim:${join(root, 'examples', 'cluster')}`, ...auth,
     '--interval', '200ms', '--history-interval', '1s', '--provision-delay', '3s', ...extraArgs,
   ];
   const server = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -60,6 +62,71 @@ export async function startServer(extraArgs = []) {
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+// Starts the fake OIDC issuer (fake_oidc_issuer.py) on a free loopback port. It approves `user`
+// with `roles` at once; `settings` changes that (and the audience, the redirect URIs) while it runs.
+export async function startIssuer({ user = 'alice', roles = 'osmo-user', audience = 'gpupool', clientId = 'gpupool-dashboard' } = {}) {
+  const issuer = spawn('python3', [
+    join(here, 'fake_oidc_issuer.py'), '--user', user, '--roles', roles, '--audience', audience, '--client-id', clientId,
+  ], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  issuer.stderr.on('data', (d) => (log += d));
+  const url = await new Promise((resolveUrl, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`the fake issuer did not start:\n${out}\n${log}`)), 30000);
+    issuer.stdout.on('data', (d) => {
+      out += d;
+      const m = out.match(/listening on (http:\/\/\S+)/);
+      if (m) {
+        clearTimeout(timer);
+        resolveUrl(m[1]);
+      }
+    });
+    issuer.on('exit', (code) => reject(new Error(`the fake issuer exited ${code}:\n${out}\n${log}`)));
+  });
+  async function json(path, init) {
+    const response = await fetch(url + path, init);
+    return { status: response.status, headers: response.headers, body: await response.json().catch(() => null) };
+  }
+  return {
+    url,
+    clientId,
+    log: () => log,
+    settings: async (changes) => (await json('/_test/settings', { method: 'POST', body: JSON.stringify(changes) })).body,
+    events: async () => (await json('/_test/events')).body,
+    json,
+    async stop() {
+      issuer.kill('SIGTERM');
+      await new Promise((r) => (issuer.exitCode !== null ? r() : issuer.on('exit', r)));
+    },
+  };
+}
+
+// PKCE (RFC 7636): a verifier and its S256 challenge.
+export function pkcePair() {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+}
+
+// The authorization-code flow outside the browser: the code for `challenge`, then the token
+// endpoint's answer for `verifier` ({status, body}).
+export async function codeFlow(issuer, redirectUri, { verifier, challenge }) {
+  const q = new URLSearchParams({
+    response_type: 'code', client_id: issuer.clientId, redirect_uri: redirectUri, scope: 'openid',
+    state: 'test', code_challenge: challenge, code_challenge_method: 'S256',
+  });
+  const authorize = await fetch(`${issuer.url}/authorize?${q}`, { redirect: 'manual' });
+  const location = new URL(authorize.headers.get('location'));
+  const code = location.searchParams.get('code');
+  if (!code) return { status: authorize.status, body: Object.fromEntries(location.searchParams) };
+  return issuer.json('/token', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({
+      grant_type: 'authorization_code', code, redirect_uri: redirectUri, client_id: issuer.clientId, code_verifier: verifier,
+    }).toString(),
+  });
 }
 
 export function api(base, token = ADMIN) {

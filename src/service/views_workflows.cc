@@ -190,7 +190,9 @@ Result<Json> Views::Workflows(const Caller& caller, const WorkflowPageRequest& r
       ++unfinished;
     }
     const store::WorkflowRecord* from_store = nullptr;
-    if (sources.finished) ASSIGN_OR_RETURN(from_store, finished.Next());
+    if (sources.finished) {
+      ASSIGN_OR_RETURN(from_store, finished.Next());
+    }
     const store::WorkflowRecord* from_context =
         sources.unfinished && unfinished != context.newest_first.end() ? &workflows[*unfinished]
                                                                        : nullptr;

@@ -655,7 +655,8 @@ int RunCli(int argc, char** argv) {
   use(rlist, ResourceList);
 
   // workflow
-  CLI::App* workflow = app.add_subcommand("workflow", "submit, query, list, cancel workflows; their logs");
+  CLI::App* workflow =
+      app.add_subcommand("workflow", "submit, query, list, cancel workflows; their logs");
   workflow->require_subcommand(1);
   CLI::App* wsubmit = workflow->add_subcommand("submit", "submit a workflow file to a pool");
   wsubmit->add_option("FILE", o.file)->required();

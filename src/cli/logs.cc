@@ -47,8 +47,8 @@ Status PrintWorkflowLogs(server::Client& client, const LogsOptions& options, std
     for (Followed& task : tasks) {
       // Everything this task has written so far, chunk by chunk.
       while (!task.complete) {
-        ASSIGN_OR_RETURN(Json chunk, client.TaskLog(options.workflow, task.task, options.retry,
-                                                    task.offset));
+        ASSIGN_OR_RETURN(Json chunk,
+                         client.TaskLog(options.workflow, task.task, options.retry, task.offset));
         const std::string text = chunk.value("text", "");
         const int64_t next = chunk.value("next_offset", task.offset);
         const bool moved = next > task.offset;

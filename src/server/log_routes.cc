@@ -77,8 +77,8 @@ Result<Json> ReadTaskLog(const store::WorkflowRecord& workflow, const LogRequest
   store::TaskRecord attempt = *task;
   attempt.retry = retry;
   const bool ended = retry < task->retry || AttemptEnded(task->status);
-  Result<backend::LogChunk> read = backend->ReadLog(TaskKey(workflow.id, attempt), request.offset,
-                                                    request.limit);
+  Result<backend::LogChunk> read =
+      backend->ReadLog(TaskKey(workflow.id, attempt), request.offset, request.limit);
   backend::LogChunk chunk;
   chunk.offset = request.offset;
   if (read.ok()) {
@@ -118,7 +118,8 @@ void AddLogRoutes(Router& router, service::Service& service, store::Store& store
         const service::Caller caller{r.identity.user, r.identity.roles, r.source,
                                      r.access_checked_pool};
         // The access rules of GET /api/workflow/{id} (the owner, or workflow:Read on its pool).
-        ASSIGN_OR_RETURN(service::WorkflowView checked, service.QueryWorkflow(caller, r.Param("id")));
+        ASSIGN_OR_RETURN(service::WorkflowView checked,
+                         service.QueryWorkflow(caller, r.Param("id")));
         (void)checked;
         ASSIGN_OR_RETURN(store::WorkflowRecord workflow, store.GetWorkflow(r.Param("id")));
         LogRequest request;

@@ -122,7 +122,8 @@ void OverviewDigest(Views::Context& context) {
   OverviewNumbers& o = context.overview;
   for (const std::string& name : context.node_pool_names) o.by_node_pool[name];
   for (const NodeInfo& node : context.nodes) {
-    for (OverviewNumbers::Use* use : {&o.by_product[node.gpu_product], &o.by_node_pool[node.node_pool]}) {
+    for (OverviewNumbers::Use* use :
+         {&o.by_product[node.gpu_product], &o.by_node_pool[node.node_pool]}) {
       ++use->nodes;
       use->capacity += node.capacity[kGpu];
       use->allocated += node.allocated[kGpu];

@@ -34,9 +34,9 @@ struct NodeInfo {
   Amounts capacity{};
   Amounts allocated{};  // requests of the tasks bound to it (SCHEDULED, RUNNING)
   int bound_tasks = 0;
-  std::string gpu_product;   // nvidia.com/gpu.product
-  std::string machine_pool;  // node.kubernetes.io/machinepool
-  bool ready = true;         // no node.kubernetes.io/not-ready taint
+  std::string gpu_product;             // nvidia.com/gpu.product
+  std::string machine_pool;            // node.kubernetes.io/machinepool
+  bool ready = true;                   // no node.kubernetes.io/not-ready taint
   std::vector<std::string> pools;      // the pools it is in, by name
   std::vector<std::string> platforms;  // "pool/platform" it is in
 };

@@ -98,8 +98,7 @@ Result<Json> Views::Pool(const Caller& caller, std::string_view name) {
     return NotFoundError("pool \"" + std::string(name) + "\" does not exist or is not yours");
   }
   const PoolNumbers& mine = context.pools.at(pool->name);
-  Json out = {{"at", context.state->at_ms},
-              {"pool", PoolRowJson(*pool, mine, visible)}};
+  Json out = {{"at", context.state->at_ms}, {"pool", PoolRowJson(*pool, mine, visible)}};
   auto stored = store_.GetConfig("POOL", name);
   out["revision"] = stored.ok() ? stored->revision : 0;
   out["config"] = stored.ok() ? stored->body : config::PoolToJson(*pool);

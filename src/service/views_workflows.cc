@@ -86,7 +86,8 @@ bool Newer(const store::WorkflowRecord& a, const store::WorkflowRecord& b) {
 }
 
 bool After(const store::WorkflowRecord& workflow, const store::WorkflowFilter::Position& position) {
-  return std::tie(workflow.submitted_ms, workflow.id) < std::tie(position.submitted_ms, position.id);
+  return std::tie(workflow.submitted_ms, workflow.id) <
+         std::tie(position.submitted_ms, position.id);
 }
 
 // Which workflows a status filter can match: finished ones (from the store), unfinished ones (from
@@ -171,12 +172,12 @@ Result<Json> Views::Workflows(const Caller& caller, const WorkflowPageRequest& r
   const auto& workflows = context.state->workflows;
   auto unfinished = context.newest_first.begin();
   if (after) {
-    unfinished = std::partition_point(
-        context.newest_first.begin(), context.newest_first.end(),
-        [&](size_t w) { return !After(workflows[w], *after); });
+    unfinished = std::partition_point(context.newest_first.begin(), context.newest_first.end(),
+                                      [&](size_t w) { return !After(workflows[w], *after); });
   }
   auto matches = [&](const store::WorkflowRecord& w) {
-    return (!request.pool || w.pool == *request.pool) && (!request.user || w.user == *request.user) &&
+    return (!request.pool || w.pool == *request.pool) &&
+           (!request.user || w.user == *request.user) &&
            (!request.status || w.status == *request.status);
   };
 

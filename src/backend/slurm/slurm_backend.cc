@@ -110,7 +110,8 @@ std::vector<TaskExit> SlurmBackend::Poll(int64_t now_ms) {
 
 Result<LogChunk> SlurmBackend::ReadLog(std::string_view key, int64_t offset,
                                        int64_t max_bytes) const {
-  if (offset < 0 || max_bytes < 0) return InvalidArgumentError("log offset and length must be >= 0");
+  if (offset < 0 || max_bytes < 0)
+    return InvalidArgumentError("log offset and length must be >= 0");
   const std::string path = cluster_->OutputFile(std::string(key));
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {

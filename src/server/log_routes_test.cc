@@ -109,7 +109,7 @@ TEST(ReadTaskLog, ChunksOfTheAttemptsOutput) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     auto chunk = ReadTaskLog(Workflow(), c.request, &backend);
-    ASSERT_TRUE(chunk.ok()) << chunk.status();
+    ASSERT_TRUE(chunk.ok()) << chunk.status().ToString();
     EXPECT_EQ((*chunk)["text"], c.text);
     EXPECT_EQ((*chunk)["offset"], c.request.offset);
     EXPECT_EQ((*chunk)["next_offset"], c.next_offset);
@@ -184,7 +184,7 @@ TEST(ReadTaskLog, BytesThatAreNotUtf8BecomeReplacementCharacters) {
   OutputBackend backend;
   backend.output["wf-1/train/side/0"] = "bad \xFF byte\n";
   auto chunk = ReadTaskLog(Workflow(), {"train/side", {}, 0, 1024}, &backend);
-  ASSERT_TRUE(chunk.ok()) << chunk.status();
+  ASSERT_TRUE(chunk.ok()) << chunk.status().ToString();
   EXPECT_EQ((*chunk)["text"], "bad \uFFFD byte\n");
   EXPECT_EQ((*chunk)["next_offset"], 10);
   EXPECT_EQ((*chunk)["complete"], true);
@@ -197,7 +197,7 @@ TEST(ReadTaskLog, OneTaskNeedsNoName) {
   workflow.id = "wf-2";
   workflow.tasks = {Task("g", "only", "RUNNING")};
   auto chunk = ReadTaskLog(workflow, {}, &backend);
-  ASSERT_TRUE(chunk.ok()) << chunk.status();
+  ASSERT_TRUE(chunk.ok()) << chunk.status().ToString();
   EXPECT_EQ((*chunk)["task"], "only");
   EXPECT_EQ((*chunk)["text"], "hello\n");
 }

@@ -1,0 +1,702 @@
+#include "kube/testing/fake_api.h"
+
+#include <charconv>
+#include <set>
+
+#include "common/clock.h"
+#include "common/strings.h"
+#include "kube/testing/fake_patch.h"
+
+namespace gpupool::kube::fake {
+
+// A request's object or collection, from its path.
+struct FakeApi::Target {
+  int resource = -1;
+  std::string namespace_;
+  std::string name;         // "" for a collection
+  std::string subresource;  // binding, eviction, status, log, scale
+
+  const ResourceType& type() const { return Resources()[resource]; }
+};
+
+namespace {
+
+std::optional<int64_t> ParseInt(const std::string& text) {
+  int64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::string Query(const ApiRequest& request, const std::string& key) {
+  auto it = request.query.find(key);
+  return it == request.query.end() ? "" : it->second;
+}
+
+bool QueryTrue(const ApiRequest& request, const std::string& key) {
+  std::string value = Query(request, key);
+  return value == "true" || value == "1";
+}
+
+ApiResponse ObjectResponse(int code, const StoredObject& stored) {
+  ApiResponse response;
+  response.status = code;
+  response.body = *stored.text;
+  return response;
+}
+
+ApiResponse JsonResponse(int code, const Json& body) {
+  ApiResponse response;
+  response.status = code;
+  response.body = body.dump();
+  return response;
+}
+
+ApiResponse SuccessStatus(int code) {
+  return JsonResponse(code, {{"kind", "Status"},
+                             {"apiVersion", "v1"},
+                             {"metadata", Json::object()},
+                             {"status", "Success"},
+                             {"code", code}});
+}
+
+// A store error as the API server answers it.
+ApiResponse FromStatus(const Status& status, const ResourceType& type, const std::string& name) {
+  Json details = {{"name", name}, {"kind", type.plural}};
+  if (!type.group.empty()) details["group"] = type.group;
+  switch (status.code()) {
+    case StatusCode::kNotFound:
+      return StatusResponse(404, "NotFound", status.message(), details);
+    case StatusCode::kAlreadyExists:
+      return StatusResponse(409, "AlreadyExists", status.message(), details);
+    case StatusCode::kAborted:
+      return StatusResponse(409, "Conflict",
+                            "Operation cannot be fulfilled on " + type.plural + " \"" + name +
+                                "\": " + status.message(),
+                            details);
+    case StatusCode::kFailedPrecondition:
+      return StatusResponse(410, "Expired", status.message());
+    case StatusCode::kInvalidArgument:
+      return StatusResponse(400, "BadRequest", status.message());
+    default:
+      return StatusResponse(500, "InternalError", status.message());
+  }
+}
+
+Result<Json> ParseBody(const ApiRequest& request) {
+  Json body = Json::parse(request.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) {
+    return InvalidArgumentError("the request body is not a JSON object");
+  }
+  return body;
+}
+
+// The fields each resource's field selectors support (the registries' GetAttrs).
+Status CheckFieldSelector(const FieldSelector& fields, const ResourceType& type) {
+  static const std::map<std::string, std::set<std::string>> kFields = {
+      {"pods",
+       {"spec.nodeName", "spec.schedulerName", "status.phase", "spec.restartPolicy",
+        "spec.serviceAccountName", "status.podIP", "status.nominatedNodeName", "spec.hostNetwork"}},
+      {"nodes", {"spec.unschedulable"}},
+      {"events",
+       {"involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+        "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion",
+        "involvedObject.fieldPath", "reason", "reportingComponent", "source", "type"}},
+  };
+  for (const FieldRequirement& r : fields.requirements) {
+    if (r.path == "metadata.name" || r.path == "metadata.namespace") continue;
+    auto it = kFields.find(type.plural);
+    if (it == kFields.end() || !it->second.contains(r.path)) {
+      return InvalidArgumentError("field label not supported: " + r.path);
+    }
+  }
+  return OkStatus();
+}
+
+Result<Filter> FilterOf(int resource, const std::string& namespace_, const ApiRequest& request) {
+  Filter filter;
+  filter.resource = resource;
+  filter.namespace_ = namespace_;
+  ASSIGN_OR_RETURN(filter.labels, ParseLabelSelector(Query(request, "labelSelector")));
+  ASSIGN_OR_RETURN(filter.fields, ParseFieldSelector(Query(request, "fieldSelector")));
+  RETURN_IF_ERROR(CheckFieldSelector(filter.fields, Resources()[resource]));
+  return filter;
+}
+
+// A pod is healthy for a PodDisruptionBudget when it runs, is Ready and is not being deleted.
+bool HealthyPod(const Json& pod) {
+  if (Field(pod, "metadata").contains("deletionTimestamp")) return false;
+  const Json& status = Field(pod, "status");
+  if (!status.is_object() || status.value("phase", "") != "Running") return false;
+  const Json& conditions = Field(status, "conditions");
+  if (!conditions.is_array()) return false;
+  for (const Json& c : conditions) {
+    if (c.value("type", "") == "Ready") return c.value("status", "") == "True";
+  }
+  return false;
+}
+
+// minAvailable / maxUnavailable: an integer or "N%" of `expected` (rounded up, as the
+// disruption controller does).
+int64_t Scaled(const Json& value, int64_t expected) {
+  if (value.is_number_integer()) return value.get<int64_t>();
+  if (value.is_string()) {
+    std::string text = value.get<std::string>();
+    if (EndsWith(text, "%")) {
+      auto percent = ParseInt(text.substr(0, text.size() - 1));
+      if (percent) return (*percent * expected + 99) / 100;
+    }
+    return ParseInt(text).value_or(0);
+  }
+  return 0;
+}
+
+std::string PodPhase(const Json& pod) {
+  const Json& status = Field(pod, "status");
+  return status.is_object() ? status.value("phase", "") : "";
+}
+
+std::string MetadataField(const Json& object, const char* field) {
+  const Json& value = Field(Field(object, "metadata"), field);
+  return value.is_string() ? value.get<std::string>() : "";
+}
+
+}  // namespace
+
+ApiResponse StatusResponse(int code, const std::string& reason, const std::string& message,
+                           Json details) {
+  Json body = {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", Json::object()},
+               {"status", "Failure"}, {"message", message}, {"reason", reason}};
+  if (!details.is_null()) body["details"] = std::move(details);
+  body["code"] = code;
+  return JsonResponse(code, body);
+}
+
+FakeApi::FakeApi(ObjectStore& store, Kubelet& kubelet, PodLogs& logs,
+                 std::function<int64_t()> now_ms)
+    : store_(store), kubelet_(kubelet), logs_(logs), now_ms_(std::move(now_ms)) {}
+
+void FakeApi::SetOptions(ApiOptions options) {
+  std::lock_guard lock(mu_);
+  options_ = options;
+}
+
+Json FakeApi::RequestCounts() const {
+  std::lock_guard lock(mu_);
+  Json counts = Json::object();
+  for (const auto& [key, n] : counts_) counts[key] = n;
+  return counts;
+}
+
+void FakeApi::Count(const std::string& verb, const Target& target) {
+  std::string key = verb + " " + target.type().plural;
+  if (!target.subresource.empty()) key += "/" + target.subresource;
+  std::lock_guard lock(mu_);
+  ++counts_[key];
+}
+
+ApiResponse FakeApi::Handle(const ApiRequest& request, const std::function<void()>& wake) {
+  if (request.path == "/version") {
+    return JsonResponse(200, {{"major", "1"}, {"minor", "30"}, {"gitVersion", "v1.30.0-fake"}});
+  }
+  if (request.path == "/healthz" || request.path == "/readyz") {
+    ApiResponse ok;
+    ok.body = "ok";
+    ok.content_type = "text/plain";
+    return ok;
+  }
+  std::vector<std::string> parts = Split(request.path, '/');
+  if (!parts.empty() && parts.front().empty()) parts.erase(parts.begin());
+  Target target;
+  std::string group, version;
+  size_t at = 0;
+  if (parts.size() >= 2 && parts[0] == "api") {
+    version = parts[1];
+    at = 2;
+  } else if (parts.size() >= 3 && parts[0] == "apis") {
+    group = parts[1];
+    version = parts[2];
+    at = 3;
+  } else {
+    return StatusResponse(404, "NotFound", "the server could not find the requested resource");
+  }
+  std::vector<std::string> rest(parts.begin() + static_cast<long>(at), parts.end());
+  if (rest.size() >= 3 && rest[0] == "namespaces") {
+    target.namespace_ = rest[1];
+    rest.erase(rest.begin(), rest.begin() + 2);
+  }
+  if (rest.empty() || rest.size() > 3) {
+    return StatusResponse(404, "NotFound", "the server could not find the requested resource");
+  }
+  target.resource = FindResource(group, version, rest[0]);
+  if (target.resource < 0 || (target.type().namespaced == false && !target.namespace_.empty())) {
+    return StatusResponse(404, "NotFound", "the server could not find the requested resource");
+  }
+  if (rest.size() > 1) target.name = rest[1];
+  if (rest.size() > 2) target.subresource = rest[2];
+  return Dispatch(request, target, wake);
+}
+
+ApiResponse FakeApi::Dispatch(const ApiRequest& request, const Target& target,
+                              const std::function<void()>& wake) {
+  const std::string& m = request.method;
+  const std::string& sub = target.subresource;
+  auto not_allowed = [] { return StatusResponse(405, "MethodNotAllowed", "method not allowed"); };
+  if (target.name.empty()) {
+    if (m == "GET" && QueryTrue(request, "watch")) {
+      Count("watch", target);
+      return Watch(target, request, wake);
+    }
+    if (m == "GET") {
+      Count("list", target);
+      return List(target, request);
+    }
+    if (m == "POST") {
+      if (target.type().namespaced && target.namespace_.empty()) return not_allowed();
+      Count("create", target);
+      return Create(target, request);
+    }
+    return not_allowed();
+  }
+  if (sub.empty() || sub == "status") {
+    bool status_only = sub == "status";
+    if (status_only && !target.type().status_subresource) {
+      return StatusResponse(404, "NotFound", "the server could not find the requested resource");
+    }
+    if (m == "GET") {
+      Count("get", target);
+      auto stored = store_.Get(target.resource, target.namespace_, target.name);
+      return stored.ok() ? ObjectResponse(200, *stored)
+                         : FromStatus(stored.status(), target.type(), target.name);
+    }
+    if (m == "PUT") {
+      Count("update", target);
+      return Replace(target, request, status_only);
+    }
+    if (m == "PATCH") {
+      Count("patch", target);
+      return Patch(target, request, status_only);
+    }
+    if (m == "DELETE" && !status_only) {
+      Count("delete", target);
+      return Delete(target, request);
+    }
+    return not_allowed();
+  }
+  bool pods = target.type().plural == "pods";
+  if (pods && sub == "binding" && m == "POST") {
+    Count("create", target);
+    return Bind(target, request);
+  }
+  if (pods && sub == "eviction" && m == "POST") {
+    Count("create", target);
+    return Evict(target, request);
+  }
+  if (pods && sub == "log" && m == "GET") {
+    Count("get", target);
+    return Log(target, request, wake);
+  }
+  if (sub == "scale" && target.type().scale_subresource) {
+    if (m != "GET" && m != "PUT" && m != "PATCH") return not_allowed();
+    Count(m == "GET" ? "get" : m == "PUT" ? "update" : "patch", target);
+    return Scale(target, request);
+  }
+  return StatusResponse(404, "NotFound", "the server could not find the requested resource");
+}
+
+ApiResponse FakeApi::List(const Target& target, const ApiRequest& request) {
+  auto filter = FilterOf(target.resource, target.namespace_, request);
+  if (!filter.ok()) return StatusResponse(400, "BadRequest", filter.status().message());
+  int64_t limit = 0;
+  if (std::string text = Query(request, "limit"); !text.empty()) {
+    auto parsed = ParseInt(text);
+    if (!parsed || *parsed < 0) return StatusResponse(400, "BadRequest", "limit: invalid value");
+    limit = *parsed;
+  }
+  auto page = store_.List(*filter, limit, Query(request, "continue"));
+  if (!page.ok()) return FromStatus(page.status(), target.type(), "");
+  const ResourceType& type = target.type();
+  Json metadata = {{"resourceVersion", std::to_string(page->revision)}};
+  if (!page->continue_token.empty()) {
+    metadata["continue"] = page->continue_token;
+    metadata["remainingItemCount"] = page->remaining;
+  }
+  ApiResponse response;
+  std::string& body = response.body;
+  body = R"({"kind":")" + type.kind + R"(List","apiVersion":")" + type.ApiVersion() +
+         R"(","metadata":)" + metadata.dump() + R"(,"items":[)";
+  for (size_t i = 0; i < page->items.size(); ++i) {
+    if (i > 0) body += ',';
+    body += *page->items[i];
+  }
+  body += "]}";
+  return response;
+}
+
+ApiResponse FakeApi::Watch(const Target& target, const ApiRequest& request,
+                           const std::function<void()>& wake) {
+  auto filter = FilterOf(target.resource, target.namespace_, request);
+  if (!filter.ok()) return StatusResponse(400, "BadRequest", filter.status().message());
+  std::optional<int64_t> from;
+  std::string rv = Query(request, "resourceVersion");
+  if (!rv.empty() && rv != "0") {
+    from = ParseInt(rv);
+    if (!from) return StatusResponse(400, "BadRequest", "resourceVersion: invalid value " + rv);
+  }
+  ApiResponse response;
+  if (std::string timeout = Query(request, "timeoutSeconds"); !timeout.empty()) {
+    response.timeout_seconds = ParseInt(timeout).value_or(0);
+  }
+  auto watcher = store_.Watch(*filter, QueryTrue(request, "allowWatchBookmarks"), from, wake);
+  if (!watcher.ok()) {
+    ApiResponse gone = StatusResponse(410, "Expired", watcher.status().message());
+    bool as_410;
+    {
+      std::lock_guard lock(mu_);
+      as_410 = options_.expired_watch_as_410;
+    }
+    if (as_410) return gone;
+    // kube-apiserver answers 200 and sends the error as the stream's one event.
+    response.stream = std::make_shared<LineQueue>(wake, 1);
+    response.stream->Push(R"({"type":"ERROR","object":)" + gone.body + "}\n");
+    response.stream->Close();
+    return response;
+  }
+  response.watcher = *watcher;
+  response.stream = *watcher;
+  return response;
+}
+
+ApiResponse FakeApi::Create(const Target& target, const ApiRequest& request) {
+  auto body = ParseBody(request);
+  if (!body.ok()) return StatusResponse(400, "BadRequest", body.status().message());
+  if (target.type().plural == "pods") {
+    const Json& spec = (*body)["spec"];
+    if (!spec.is_object() || !spec.contains("containers") || !spec["containers"].is_array() ||
+        spec["containers"].empty()) {
+      return StatusResponse(422, "Invalid",
+                            "Pod \"" + MetadataField(*body, "name") +
+                                "\" is invalid: spec.containers: Required value");
+    }
+  }
+  std::string name =
+      (*body)["metadata"].is_object() ? (*body)["metadata"].value("name", "") : std::string();
+  auto created = store_.Create(target.resource, target.namespace_, std::move(*body));
+  if (!created.ok()) return FromStatus(created.status(), target.type(), name);
+  return ObjectResponse(201, *created);
+}
+
+ApiResponse FakeApi::Replace(const Target& target, const ApiRequest& request, bool status_only) {
+  auto body = ParseBody(request);
+  if (!body.ok()) return StatusResponse(400, "BadRequest", body.status().message());
+  const bool keeps_status = target.type().status_subresource;
+  auto updated = store_.Update(target.resource, target.namespace_, target.name, [&](Json& object) {
+    std::string want = (*body)["metadata"].is_object()
+                           ? (*body)["metadata"].value("resourceVersion", "")
+                           : std::string();
+    if (!want.empty() && want != object["metadata"].value("resourceVersion", "")) {
+      return AbortedError(
+          "the object has been modified; please apply your changes to the latest version and "
+          "try again");
+    }
+    if (status_only) {
+      object["status"] = (*body)["status"];
+      return OkStatus();
+    }
+    Json status = object.contains("status") ? object["status"] : Json();
+    object = *body;
+    if (keeps_status) object["status"] = status;
+    return OkStatus();
+  });
+  if (!updated.ok()) return FromStatus(updated.status(), target.type(), target.name);
+  return ObjectResponse(200, *updated);
+}
+
+ApiResponse FakeApi::Patch(const Target& target, const ApiRequest& request, bool status_only) {
+  Json patch = Json::parse(request.body, nullptr, false);
+  if (patch.is_discarded()) return StatusResponse(400, "BadRequest", "the patch is not JSON");
+  const bool keeps_status = target.type().status_subresource;
+  Status patch_error;
+  auto updated = store_.Update(target.resource, target.namespace_, target.name, [&](Json& object) {
+    Json patched = object;
+    patch_error = ApplyPatch(request.content_type, patch, patched);
+    if (!patch_error.ok()) return patch_error;
+    if (status_only) {
+      object["status"] = patched["status"];
+    } else {
+      Json status = object.contains("status") ? object["status"] : Json();
+      object = std::move(patched);
+      if (keeps_status) object["status"] = status;
+    }
+    return OkStatus();
+  });
+  if (!patch_error.ok()) {
+    bool media = StartsWith(patch_error.message(), "the body of the request");
+    return StatusResponse(media ? 415 : 422, media ? "UnsupportedMediaType" : "Invalid",
+                          patch_error.message());
+  }
+  if (!updated.ok()) return FromStatus(updated.status(), target.type(), target.name);
+  return ObjectResponse(200, *updated);
+}
+
+ApiResponse FakeApi::Delete(const Target& target, const ApiRequest& request) {
+  Json options = request.body.empty() ? Json::object() : Json::parse(request.body, nullptr, false);
+  if (options.is_discarded() || !options.is_object()) {
+    return StatusResponse(400, "BadRequest", "the body is not DeleteOptions");
+  }
+  std::optional<int64_t> grace;
+  if (options.contains("gracePeriodSeconds") && options["gracePeriodSeconds"].is_number_integer()) {
+    grace = options["gracePeriodSeconds"].get<int64_t>();
+  } else if (std::string text = Query(request, "gracePeriodSeconds"); !text.empty()) {
+    grace = ParseInt(text);
+  }
+  std::string uid, resource_version;
+  if (options.contains("preconditions") && options["preconditions"].is_object()) {
+    uid = options["preconditions"].value("uid", "");
+    resource_version = options["preconditions"].value("resourceVersion", "");
+  }
+  if (!resource_version.empty()) {
+    auto current = store_.Get(target.resource, target.namespace_, target.name);
+    if (!current.ok()) return FromStatus(current.status(), target.type(), target.name);
+    std::string have = (*current->object)["metadata"].value("resourceVersion", "");
+    if (have != resource_version) {
+      return FromStatus(
+          AbortedError("Precondition failed: ResourceVersion in precondition: " + resource_version +
+                       ", ResourceVersion in object meta: " + have),
+          target.type(), target.name);
+    }
+  }
+  if (target.type().plural == "pods") return DeletePod(target, uid, grace);
+  auto removed = store_.Remove(target.resource, target.namespace_, target.name, uid);
+  if (!removed.ok()) return FromStatus(removed.status(), target.type(), target.name);
+  return ObjectResponse(200, *removed);
+}
+
+ApiResponse FakeApi::DeletePod(const Target& target, const std::string& uid,
+                               std::optional<int64_t> grace_seconds) {
+  auto current = store_.Get(target.resource, target.namespace_, target.name);
+  if (!current.ok()) return FromStatus(current.status(), target.type(), target.name);
+  const Json& pod = *current->object;
+  const std::string pod_uid = MetadataField(pod, "uid");
+  if (!uid.empty() && uid != pod_uid) {
+    return FromStatus(AbortedError("Precondition failed: UID in precondition: " + uid +
+                                   ", UID in object meta: " + pod_uid),
+                      target.type(), target.name);
+  }
+  const Json& spec = Field(pod, "spec");
+  int64_t grace = grace_seconds.value_or(
+      spec.is_object() ? spec.value("terminationGracePeriodSeconds", int64_t{30}) : 30);
+  std::string phase = PodPhase(pod);
+  bool bound = spec.is_object() && !spec.value("nodeName", "").empty();
+  if (grace <= 0 || !bound || phase == "Succeeded" || phase == "Failed") {
+    auto removed = store_.Remove(target.resource, target.namespace_, target.name, pod_uid);
+    if (!removed.ok()) return FromStatus(removed.status(), target.type(), target.name);
+    return ObjectResponse(200, *removed);
+  }
+  bool started = false;
+  auto updated = store_.Update(target.resource, target.namespace_, target.name, [&](Json& p) {
+    if (p["metadata"].value("uid", "") != pod_uid) return AbortedError("the pod was replaced");
+    if (p["metadata"].contains("deletionTimestamp")) return OkStatus();  // already terminating
+    p["metadata"]["deletionTimestamp"] = FormatTimestamp(now_ms_() + grace * 1000);
+    p["metadata"]["deletionGracePeriodSeconds"] = grace;
+    started = true;
+    return OkStatus();
+  });
+  if (!updated.ok()) return FromStatus(updated.status(), target.type(), target.name);
+  if (started) kubelet_.Terminate(target.namespace_, target.name, pod_uid, grace);
+  return ObjectResponse(200, *updated);
+}
+
+ApiResponse FakeApi::Bind(const Target& target, const ApiRequest& request) {
+  auto body = ParseBody(request);
+  if (!body.ok()) return StatusResponse(400, "BadRequest", body.status().message());
+  const Json& node_ref = (*body)["target"];
+  std::string node = node_ref.is_object() ? node_ref.value("name", "") : "";
+  if (node.empty()) {
+    return StatusResponse(
+        422, "Invalid", "Binding \"" + target.name + "\" is invalid: target.name: Required value");
+  }
+  std::string uid =
+      (*body)["metadata"].is_object() ? (*body)["metadata"].value("uid", "") : std::string();
+  std::string now = FormatTimestamp(now_ms_());
+  auto bound = store_.Update(target.resource, target.namespace_, target.name, [&](Json& pod) {
+    const std::string pod_uid = pod["metadata"].value("uid", "");
+    if (!uid.empty() && uid != pod_uid) {
+      return AbortedError("Precondition failed: UID in precondition: " + uid +
+                          ", UID in object meta: " + pod_uid);
+    }
+    if (pod["metadata"].contains("deletionTimestamp")) {
+      return AbortedError("pod " + target.name + " is being deleted, cannot be assigned to a host");
+    }
+    std::string current = pod["spec"].value("nodeName", "");
+    if (!current.empty()) {
+      return AbortedError("pod " + target.name + " is already assigned to node \"" + current +
+                          "\"");
+    }
+    pod["spec"]["nodeName"] = node;
+    Json& conditions = pod["status"]["conditions"];
+    if (!conditions.is_array()) conditions = Json::array();
+    Json scheduled = {{"type", "PodScheduled"},
+                      {"status", "True"},
+                      {"lastProbeTime", nullptr},
+                      {"lastTransitionTime", now}};
+    bool replaced = false;
+    for (Json& c : conditions) {
+      if (c.value("type", "") == "PodScheduled") c = scheduled, replaced = true;
+    }
+    if (!replaced) conditions.push_back(scheduled);
+    return OkStatus();
+  });
+  if (!bound.ok()) return FromStatus(bound.status(), target.type(), target.name);
+  return SuccessStatus(201);
+}
+
+ApiResponse FakeApi::Evict(const Target& target, const ApiRequest& request) {
+  auto body = ParseBody(request);
+  if (!body.ok()) return StatusResponse(400, "BadRequest", body.status().message());
+  const Json& options = (*body)["deleteOptions"];
+  std::string uid;
+  std::optional<int64_t> grace;
+  if (options.is_object()) {
+    if (options.contains("preconditions") && options["preconditions"].is_object()) {
+      uid = options["preconditions"].value("uid", "");
+    }
+    if (options.contains("gracePeriodSeconds") && options["gracePeriodSeconds"].is_number()) {
+      grace = options["gracePeriodSeconds"].get<int64_t>();
+    }
+  }
+  auto current = store_.Get(target.resource, target.namespace_, target.name);
+  if (!current.ok()) return FromStatus(current.status(), target.type(), target.name);
+  const Json& pod = *current->object;
+  std::string phase = PodPhase(pod);
+  // Finished and not-yet-healthy pods are evicted without asking a budget.
+  if (phase != "Succeeded" && phase != "Failed" && HealthyPod(pod)) {
+    model::Labels labels = ObjectLabels(pod);
+    auto budget_selector = [](const Json& pdb) {
+      return LabelSelectorFromJson(Field(Field(pdb, "spec"), "selector"), "spec.selector");
+    };
+    auto budgets = store_.Select(ResourceId("poddisruptionbudgets"), [&](const Json& pdb) {
+      if (MetadataField(pdb, "namespace") != target.namespace_) return false;
+      auto selector = budget_selector(pdb);
+      return selector.ok() && selector->Matches(labels);
+    });
+    if (budgets.size() > 1) {
+      return StatusResponse(500, "InternalError",
+                            "This pod has more than one PodDisruptionBudget, which the eviction "
+                            "subresource does not support.");
+    }
+    if (budgets.size() == 1) {
+      const Json& pdb = *budgets[0];
+      auto selector = budget_selector(pdb);
+      auto covered = store_.Select(target.resource, [&](const Json& p) {
+        return MetadataField(p, "namespace") == target.namespace_ &&
+               selector->Matches(ObjectLabels(p)) && PodPhase(p) != "Succeeded" &&
+               PodPhase(p) != "Failed";
+      });
+      int64_t expected = static_cast<int64_t>(covered.size());
+      int64_t healthy = 0;
+      for (const auto& p : covered) healthy += HealthyPod(*p) ? 1 : 0;
+      const Json& spec = Field(pdb, "spec");
+      int64_t desired = spec.contains("minAvailable")
+                            ? Scaled(spec["minAvailable"], expected)
+                            : expected - Scaled(spec.value("maxUnavailable", Json(0)), expected);
+      if (healthy - desired <= 0) {
+        std::string name = MetadataField(pdb, "name");
+        Json cause = {
+            {"reason", "DisruptionBudget"},
+            {"message", "The disruption budget " + name + " needs " + std::to_string(desired) +
+                            " healthy pods and has " + std::to_string(healthy) + " currently"}};
+        return StatusResponse(429, "TooManyRequests",
+                              "Cannot evict pod as it would violate the pod's disruption budget.",
+                              {{"causes", Json::array({cause})}});
+      }
+    }
+  }
+  ApiResponse deleted = DeletePod(target, uid, grace);
+  if (deleted.status != 200) return deleted;
+  return SuccessStatus(201);
+}
+
+ApiResponse FakeApi::Log(const Target& target, const ApiRequest& request,
+                         const std::function<void()>& wake) {
+  auto current = store_.Get(target.resource, target.namespace_, target.name);
+  if (!current.ok()) return FromStatus(current.status(), target.type(), target.name);
+  std::string container = Query(request, "container");
+  const Json& containers = Field(Field(*current->object, "spec"), "containers");
+  if (!container.empty()) {
+    bool known = false;
+    if (containers.is_array()) {
+      for (const Json& c : containers) known = known || c.value("name", "") == container;
+    }
+    if (!known) {
+      return StatusResponse(400, "BadRequest",
+                            "container " + container + " is not valid for pod " + target.name);
+    }
+  } else if (containers.is_array() && containers.size() > 1) {
+    return StatusResponse(400, "BadRequest",
+                          "a container name must be specified for pod " + target.name);
+  }
+  std::string key = target.namespace_ + "/" + target.name;
+  ApiResponse response;
+  response.content_type = "text/plain";
+  if (QueryTrue(request, "follow")) {
+    response.stream = logs_.Follow(key, wake);
+  } else {
+    response.body = logs_.Text(key);
+  }
+  return response;
+}
+
+ApiResponse FakeApi::Scale(const Target& target, const ApiRequest& request) {
+  std::optional<int64_t> replicas;
+  if (request.method != "GET") {
+    Json body = Json::parse(request.body, nullptr, false);
+    if (body.is_discarded()) return StatusResponse(400, "BadRequest", "the body is not JSON");
+    if (request.method == "PATCH") {
+      Json scale = {{"spec", Json::object()}};
+      Status patched = ApplyPatch(request.content_type, body, scale);
+      if (!patched.ok()) return StatusResponse(422, "Invalid", patched.message());
+      body = scale;
+    }
+    const Json& spec = body["spec"];
+    if (!spec.is_object() || !spec.contains("replicas") || !spec["replicas"].is_number_integer() ||
+        spec["replicas"].get<int64_t>() < 0) {
+      return StatusResponse(422, "Invalid", "Scale: spec.replicas: a non-negative integer");
+    }
+    replicas = spec["replicas"].get<int64_t>();
+  }
+  Result<StoredObject> object = replicas
+                                    ? store_.Update(target.resource, target.namespace_, target.name,
+                                                    [&](Json& o) {
+                                                      o["spec"]["replicas"] = *replicas;
+                                                      // The fake's machine controller: the machines
+                                                      // exist at once.
+                                                      o["status"]["replicas"] = *replicas;
+                                                      return OkStatus();
+                                                    })
+                                    : store_.Get(target.resource, target.namespace_, target.name);
+  if (!object.ok()) return FromStatus(object.status(), target.type(), target.name);
+  const Json& o = *object->object;
+  const Json& spec = Field(o, "spec");
+  const Json& status = Field(o, "status");
+  const Json& selector = Field(spec, "selector");
+  Json scale = {{"kind", "Scale"},
+                {"apiVersion", "autoscaling/v1"},
+                {"metadata",
+                 {{"name", target.name},
+                  {"namespace", target.namespace_},
+                  {"uid", MetadataField(o, "uid")},
+                  {"resourceVersion", MetadataField(o, "resourceVersion")}}},
+                {"spec", {{"replicas", spec.is_object() ? spec.value("replicas", 0) : 0}}},
+                {"status", {{"replicas", status.is_object() ? status.value("replicas", 0) : 0}}}};
+  if (selector.is_object() && selector.contains("matchLabels")) {
+    std::vector<std::string> terms;
+    for (const auto& [k, v] : Field(selector, "matchLabels").items()) {
+      if (v.is_string()) terms.push_back(k + "=" + v.get<std::string>());
+    }
+    scale["status"]["selector"] = Join(terms, ",");
+  }
+  return JsonResponse(200, scale);
+}
+
+}  // namespace gpupool::kube::fake

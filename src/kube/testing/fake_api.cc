@@ -569,6 +569,11 @@ ApiResponse FakeApi::Evict(const Target& target, const ApiRequest& request) {
   if (!current.ok()) return FromStatus(current.status(), target.type(), target.name);
   const Json& pod = *current->object;
   std::string phase = PodPhase(pod);
+  if (!uid.empty() && uid != MetadataField(pod, "uid")) {
+    return FromStatus(AbortedError("Precondition failed: UID in precondition: " + uid +
+                                   ", UID in object meta: " + MetadataField(pod, "uid")),
+                      target.type(), target.name);
+  }
   // Finished and not-yet-healthy pods are evicted without asking a budget.
   if (phase != "Succeeded" && phase != "Failed" && HealthyPod(pod)) {
     model::Labels labels = ObjectLabels(pod);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "common/clock.h"
+#include "kube/kubeconfig.h"
 
 namespace gpupool::kube::fake {
 namespace {
@@ -19,20 +20,6 @@ std::string Base64(std::string_view in) {
   return out;
 }
 
-std::optional<std::string> Unbase64(std::string_view in) {
-  if (in.size() % 4 != 0) return std::nullopt;
-  std::string out(3 * in.size() / 4, '\0');
-  int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
-  if (n < 0) return std::nullopt;
-  size_t pad = 0;
-  if (!in.empty() && in.back() == '=') ++pad;
-  if (in.size() > 1 && in[in.size() - 2] == '=') ++pad;
-  out.resize(static_cast<size_t>(n) - pad);
-  return out;
-}
-
 // The API server's continue token: base64 of {"v":"meta.k8s.io/v1","rv":N,"start":"key\0"}.
 std::string EncodeContinue(int64_t revision, const std::string& start) {
   Json token = {{"v", "meta.k8s.io/v1"}, {"rv", revision}, {"start", start + '\0'}};
@@ -40,7 +27,7 @@ std::string EncodeContinue(int64_t revision, const std::string& start) {
 }
 
 Result<std::pair<int64_t, std::string>> DecodeContinue(const std::string& text) {
-  auto decoded = Unbase64(text);
+  auto decoded = DecodeBase64(text);
   Json token = decoded ? Json::parse(*decoded, nullptr, false) : Json();
   if (!token.is_object() || !token.contains("rv") || !token["rv"].is_number_integer() ||
       !token.contains("start") || !token["start"].is_string()) {

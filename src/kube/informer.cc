@@ -1,0 +1,373 @@
+#include "kube/informer.h"
+
+#include <future>
+#include <random>
+
+namespace gpupool::kube {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string Metadata(const Json& object, const char* field) {
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return "";
+  auto it = metadata->find(field);
+  return it != metadata->end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+std::string WithQuery(const std::string& path, const std::vector<std::string>& params) {
+  std::string out = path;
+  char sep = path.find('?') == std::string::npos ? '?' : '&';
+  for (const std::string& p : params) {
+    out += sep;
+    out += p;
+    sep = '&';
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ObjectKeyOf(const Json& object) {
+  std::string ns = Metadata(object, "namespace");
+  std::string name = Metadata(object, "name");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+// Everything below runs on the client's I/O thread, except the cache readers (under `mu`).
+struct Informer::State : std::enable_shared_from_this<State> {
+  State(Client& c, InformerOptions o, InformerHandlers h)
+      : client(c),
+        options(std::move(o)),
+        handlers(std::move(h)),
+        backoff(options.backoff, options.seed),
+        random(options.seed ^ 0x9e3779b97f4a7c15ULL) {}
+
+  void StartList(std::string continue_token);
+  void Relist() { StartList(""); }
+  void OnListPage(Result<Response> result);
+  void ApplyList();
+  void StartWatch();
+  void OnWatchData(std::string_view data);
+  void OnWatchEnd(const Status& status);
+  void HandleEvent(const std::string& line);
+  void Upsert(const Json& object);
+  void Remove(const Json& object);
+  void Retry(void (State::*step)(), const std::string& error);
+  void SetVersion(const std::string& version);
+  std::string LastVersionLocked() const {
+    std::lock_guard lock(mu);
+    return last_version;
+  }
+  std::vector<std::string> SelectorParams() const;
+  template <typename Field>
+  void Bump(Field InformerStats::*field) {
+    std::lock_guard lock(mu);
+    ++(stats.*field);
+  }
+
+  Client& client;
+  const InformerOptions options;
+  const InformerHandlers handlers;
+  Backoff backoff;
+  std::mt19937_64 random;
+
+  bool running = false;  // I/O thread
+  uint64_t run = 0;      // incremented by Start and Stop: late answers of an older run are dropped
+  std::unique_ptr<Stream> stream;
+  std::string pending_line;
+  bool watch_expired = false;
+  std::map<std::string, ObjectPtr> listed;
+  std::string list_version;
+
+  mutable std::mutex mu;
+  mutable std::condition_variable synced_cv;
+  std::map<std::string, ObjectPtr> cache;
+  std::string last_version;
+  bool synced = false;
+  InformerStats stats;
+};
+
+std::vector<std::string> Informer::State::SelectorParams() const {
+  std::vector<std::string> params;
+  if (!options.label_selector.empty()) {
+    params.push_back("labelSelector=" + QueryEscape(options.label_selector));
+  }
+  if (!options.field_selector.empty()) {
+    params.push_back("fieldSelector=" + QueryEscape(options.field_selector));
+  }
+  return params;
+}
+
+void Informer::State::SetVersion(const std::string& version) {
+  if (version.empty()) return;
+  std::lock_guard lock(mu);
+  last_version = version;
+}
+
+void Informer::State::Retry(void (State::*step)(), const std::string& error) {
+  {
+    std::lock_guard lock(mu);
+    ++stats.failures;
+    stats.last_error = error;
+  }
+  auto self = shared_from_this();
+  uint64_t this_run = run;
+  client.After(backoff.Next(), [self, this_run, step] {
+    if (self->running && self->run == this_run) ((*self).*step)();
+  });
+}
+
+void Informer::State::StartList(std::string continue_token) {
+  if (continue_token.empty()) {
+    listed.clear();
+    list_version.clear();
+  }
+  std::vector<std::string> params = SelectorParams();
+  params.push_back("limit=" + std::to_string(options.page_size));
+  if (!continue_token.empty()) params.push_back("continue=" + QueryEscape(continue_token));
+  Bump(&InformerStats::list_pages);
+  auto self = shared_from_this();
+  uint64_t this_run = run;
+  client.Send({"GET", WithQuery(options.path, params), "", ""},
+              [self, this_run](Result<Response> result) {
+                if (self->running && self->run == this_run) self->OnListPage(std::move(result));
+              });
+}
+
+void Informer::State::OnListPage(Result<Response> result) {
+  if (result.ok() && result->status == 410) {  // the continue token expired: start again
+    Bump(&InformerStats::expired);
+    return Relist();
+  }
+  if (!result.ok()) return Retry(&State::Relist, result.status().message());
+  if (!result->ok()) return Retry(&State::Relist, ApiError(*result, "list").message());
+  Json body = result->Json();
+  if (!body.is_object() || !body.contains("items") || !body["items"].is_array()) {
+    return Retry(&State::Relist, "list " + options.path + ": the answer is not a list");
+  }
+  for (Json& item : body["items"]) {
+    std::string key = ObjectKeyOf(item);
+    listed[key] = std::make_shared<const Json>(std::move(item));
+  }
+  const Json& metadata = body["metadata"];
+  list_version = metadata.is_object() ? metadata.value("resourceVersion", "") : "";
+  std::string next = metadata.is_object() ? metadata.value("continue", "") : "";
+  if (!next.empty()) return StartList(next);
+  ApplyList();
+}
+
+// Replaces the cache by the list, then tells the handlers what changed (outside the lock, so
+// they may read the cache).
+void Informer::State::ApplyList() {
+  std::vector<ObjectPtr> deleted, added;
+  std::vector<std::pair<ObjectPtr, ObjectPtr>> updated;
+  {
+    std::lock_guard lock(mu);
+    for (const auto& [key, old] : cache) {
+      if (!listed.contains(key)) deleted.push_back(old);
+    }
+    for (const auto& [key, object] : listed) {
+      auto it = cache.find(key);
+      if (it == cache.end()) {
+        added.push_back(object);
+      } else if (Metadata(*it->second, "resourceVersion") != Metadata(*object, "resourceVersion")) {
+        updated.emplace_back(it->second, object);
+      }
+    }
+    cache = std::move(listed);
+    listed.clear();
+    last_version = list_version;
+    synced = true;
+    ++stats.lists;
+  }
+  synced_cv.notify_all();
+  backoff.Reset();
+  for (const auto& object : deleted) {
+    if (handlers.on_delete) handlers.on_delete(object);
+  }
+  for (const auto& [old, object] : updated) {
+    if (handlers.on_update) handlers.on_update(old, object);
+  }
+  for (const auto& object : added) {
+    if (handlers.on_add) handlers.on_add(object);
+  }
+  if (handlers.on_synced) handlers.on_synced();
+  StartWatch();
+}
+
+void Informer::State::StartWatch() {
+  std::vector<std::string> params = SelectorParams();
+  params.push_back("watch=true");
+  params.push_back("resourceVersion=" + QueryEscape(LastVersionLocked()));
+  if (options.bookmarks) params.push_back("allowWatchBookmarks=true");
+  auto min = options.min_watch_timeout.count();
+  std::uniform_int_distribution<int64_t> spread(0, std::max<int64_t>(min, 1) - 1);
+  int64_t timeout = min + spread(random);
+  params.push_back("timeoutSeconds=" + std::to_string(timeout));
+  Bump(&InformerStats::watches);
+  watch_expired = false;
+  pending_line.clear();
+  auto self = shared_from_this();
+  uint64_t this_run = run;
+  StreamHandlers stream_handlers;
+  stream_handlers.on_data = [self, this_run](std::string_view data) {
+    if (self->running && self->run == this_run) self->OnWatchData(data);
+  };
+  stream_handlers.on_end = [self, this_run](const Status& status) {
+    if (self->running && self->run == this_run) self->OnWatchEnd(status);
+  };
+  stream = client.Open({"GET", WithQuery(options.path, params), "", ""}, std::move(stream_handlers),
+                       std::chrono::seconds(timeout + 60));
+}
+
+void Informer::State::OnWatchData(std::string_view data) {
+  pending_line.append(data);
+  size_t start = 0;
+  for (size_t end; (end = pending_line.find('\n', start)) != std::string::npos; start = end + 1) {
+    if (watch_expired) break;
+    HandleEvent(pending_line.substr(start, end - start));
+  }
+  pending_line.erase(0, start);
+}
+
+void Informer::State::HandleEvent(const std::string& line) {
+  Json event = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!event.is_object() || !event.contains("type") || !event["type"].is_string() ||
+      !event.contains("object") || !event["object"].is_object()) {
+    return;  // not an event: skip the line, as client-go skips what it cannot decode
+  }
+  const std::string type = event["type"].get<std::string>();
+  const Json& object = event["object"];
+  if (type == "ERROR") {
+    watch_expired = object.value("code", 0) == 410;
+    Bump(watch_expired ? &InformerStats::expired : &InformerStats::failures);
+    stream.reset();
+    if (watch_expired) return Relist();
+    auto self = shared_from_this();
+    uint64_t this_run = run;
+    client.After(backoff.Next(), [self, this_run] {
+      if (self->running && self->run == this_run) self->StartWatch();
+    });
+    return;
+  }
+  backoff.Reset();
+  if (type == "BOOKMARK") {
+    Bump(&InformerStats::bookmarks);
+    return SetVersion(Metadata(object, "resourceVersion"));
+  }
+  Bump(&InformerStats::events);
+  if (type == "ADDED" || type == "MODIFIED") return Upsert(object);
+  if (type == "DELETED") return Remove(object);
+}
+
+void Informer::State::Upsert(const Json& object) {
+  auto now = std::make_shared<const Json>(object);
+  std::string key = ObjectKeyOf(object);
+  ObjectPtr old;
+  {
+    std::lock_guard lock(mu);
+    auto [it, inserted] = cache.try_emplace(key, now);
+    if (!inserted) old = std::exchange(it->second, now);
+    std::string version = Metadata(object, "resourceVersion");
+    if (!version.empty()) last_version = version;
+  }
+  if (old) {
+    if (handlers.on_update) handlers.on_update(old, now);
+  } else if (handlers.on_add) {
+    handlers.on_add(now);
+  }
+}
+
+void Informer::State::Remove(const Json& object) {
+  auto last = std::make_shared<const Json>(object);
+  bool known;
+  {
+    std::lock_guard lock(mu);
+    known = cache.erase(ObjectKeyOf(object)) > 0;
+    std::string version = Metadata(object, "resourceVersion");
+    if (!version.empty()) last_version = version;
+  }
+  if (known && handlers.on_delete) handlers.on_delete(last);
+}
+
+void Informer::State::OnWatchEnd(const Status& status) {
+  stream.reset();
+  if (watch_expired) return;                               // already relisting
+  if (status.code() == StatusCode::kFailedPrecondition) {  // 410 on the request itself
+    Bump(&InformerStats::expired);
+    return Relist();
+  }
+  Bump(&InformerStats::resumed);
+  if (status.ok()) return StartWatch();  // the watch's timeout: carry on from the last version
+  Retry(&State::StartWatch, status.message());
+}
+
+// ---- Informer ------------------------------------------------------------------------------
+
+Informer::Informer(Client& client, InformerOptions options, InformerHandlers handlers)
+    : state_(std::make_shared<State>(client, std::move(options), std::move(handlers))) {}
+
+Informer::~Informer() { Stop(); }
+
+void Informer::Start() {
+  auto state = state_;
+  state->client.Post([state] {
+    if (state->running) return;
+    state->running = true;
+    ++state->run;
+    state->Relist();
+  });
+}
+
+void Informer::Stop() {
+  auto state = state_;
+  auto stop = [state] {
+    state->running = false;
+    ++state->run;
+    state->stream.reset();
+  };
+  if (state->client.OnIoThread()) return stop();
+  std::promise<void> done;
+  state->client.Post([&] {
+    stop();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+bool Informer::WaitForSync(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(state_->mu);
+  return state_->synced_cv.wait_for(lock, timeout, [this] { return state_->synced; });
+}
+
+bool Informer::Synced() const {
+  std::lock_guard lock(state_->mu);
+  return state_->synced;
+}
+
+ObjectPtr Informer::Get(const std::string& key) const {
+  std::lock_guard lock(state_->mu);
+  auto it = state_->cache.find(key);
+  return it == state_->cache.end() ? nullptr : it->second;
+}
+
+std::vector<ObjectPtr> Informer::List() const {
+  std::lock_guard lock(state_->mu);
+  std::vector<ObjectPtr> out;
+  out.reserve(state_->cache.size());
+  for (const auto& [key, object] : state_->cache) out.push_back(object);
+  return out;
+}
+
+std::string Informer::LastResourceVersion() const {
+  std::lock_guard lock(state_->mu);
+  return state_->last_version;
+}
+
+InformerStats Informer::Stats() const {
+  std::lock_guard lock(state_->mu);
+  return state_->stats;
+}
+
+}  // namespace gpupool::kube

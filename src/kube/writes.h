@@ -1,0 +1,52 @@
+#pragma once
+// The bodies gpupool writes to the API server, as kube-scheduler and the eviction API shape
+// them (pure functions: no I/O, time passed in):
+//   BindingBody          POST pods/NAME/binding: {"kind": "Binding", "metadata": {name, uid},
+//                        "target": {"kind": "Node", "name": NODE}}; the uid makes a pod that
+//                        was deleted and created again under the same name answer 409.
+//   UnschedulablePatch   PATCH pods/NAME/status (strategic merge): the condition
+//                        PodScheduled=False, reason Unschedulable, with the scheduler's message
+//                        ("0/5000 nodes are available: ..."). Karpenter and cluster-autoscaler
+//                        provision only for pods that carry it.
+//   DisruptionTargetPatch  the DisruptionTarget=True condition written before an eviction, so
+//                        the pod's owner can tell a preemption from a failure.
+//   EvictionBody         POST pods/NAME/eviction (policy/v1), with the UID precondition so that
+//                        a pod replaced under the same name is never evicted in its place.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace gpupool::kube {
+
+// One pod (or object) as gpupool refers to it.
+struct ObjectRef {
+  std::string namespace_;
+  std::string name;
+  std::string uid;  // "" = no precondition
+};
+
+// Reads namespace, name and uid from an object's metadata.
+ObjectRef RefOf(const nlohmann::ordered_json& object);
+
+// /api/v1/namespaces/NS/pods/NAME[/SUBRESOURCE]
+std::string PodPath(const ObjectRef& pod, std::string_view subresource = "");
+
+nlohmann::ordered_json BindingBody(const ObjectRef& pod, const std::string& node);
+
+// `now` is RFC 3339 (lastTransitionTime).
+nlohmann::ordered_json UnschedulablePatch(const std::string& message, const std::string& now);
+
+// reason: kube-scheduler writes PreemptionByScheduler; gpupool uses it for preemption and
+// reclaim, and DeletionByTaintManager-style reasons are the caller's to pass.
+nlohmann::ordered_json DisruptionTargetPatch(const std::string& reason, const std::string& message,
+                                             const std::string& now);
+
+nlohmann::ordered_json EvictionBody(const ObjectRef& pod, std::optional<int64_t> grace_seconds);
+
+// DeleteOptions with the UID precondition and a grace period (nullopt: the pod's own).
+nlohmann::ordered_json DeleteOptionsBody(const ObjectRef& pod,
+                                         std::optional<int64_t> grace_seconds);
+
+}  // namespace gpupool::kube

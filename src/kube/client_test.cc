@@ -5,6 +5,7 @@
 // test asserts how long anything took, except that a Retry-After was waited out.
 
 #include "kube/client.h"
+#include "kube/event_recorder.h"
 
 #include <gtest/gtest.h>
 
@@ -304,6 +305,36 @@ TEST_F(ClientTest, EvictionAnswersThePodDisruptionBudget) {
   auto gone = EvictPod(*client_, ref, 0);
   ASSERT_TRUE(gone.ok());
   EXPECT_EQ(gone->outcome, EvictionOutcome::kGone);
+}
+
+TEST_F(ClientTest, UnschedulablePodsSayWhyOnce) {
+  Start();
+  Json pod = CreatePod(Pod("waiting"));
+  ObjectRef ref = RefOf(pod);
+  const std::string why = "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.";
+  auto patched = PatchStatus(*client_, ref, UnschedulablePatch(why, "2026-01-01T00:00:00Z"));
+  ASSERT_TRUE(patched.ok()) << patched.status().message();
+  EXPECT_EQ((*patched)["status"]["conditions"][0]["reason"], "Unschedulable");
+  EXPECT_EQ((*patched)["status"]["phase"], "Pending");  // the rest of the status is kept
+
+  EventRecorder recorder;
+  for (int i = 0; i < 3; ++i) {
+    EventWrite write =
+        recorder.Record(pod, "Warning", "FailedScheduling", why, 1767225600000 + i * 1000);
+    auto written = write.kind == EventWrite::Kind::kCreate
+                       ? client_->Call({"POST", write.path, write.body.dump()})
+                       : client_->Call({"PATCH", write.path, write.body.dump(),
+                                        "application/strategic-merge-patch+json"});
+    ASSERT_TRUE(written.ok() && written->ok()) << (written.ok() ? written->body : "");
+  }
+  auto events = client_->Call(
+      {"GET", "/api/v1/namespaces/gpupool/events?fieldSelector=" +
+                  QueryEscape("involvedObject.name=waiting,reason=FailedScheduling")});
+  ASSERT_TRUE(events.ok());
+  Json items = events->Json()["items"];
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0]["count"], 3);
+  EXPECT_EQ(items[0]["lastTimestamp"], "2026-01-01T00:00:02Z");
 }
 
 TEST_F(ClientTest, FollowsALogToTheEnd) {

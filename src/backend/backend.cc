@@ -1,5 +1,6 @@
 #include "backend/backend.h"
 
+#include "backend/kubernetes/kube_backend.h"
 #include "backend/sim/sim_backend.h"
 #include "backend/slurm/slurm_backend.h"
 #include "common/strings.h"
@@ -15,6 +16,7 @@ Result<LogChunk> Backend::ReadLog(std::string_view key, int64_t offset, int64_t 
 }
 
 Result<std::unique_ptr<Backend>> OpenBackend(std::string_view spec, const BackendOptions& options) {
+  if (spec == "kubernetes") return OpenKubernetesBackend(options.kubernetes);
   if (StartsWith(spec, "sim:")) {
     ASSIGN_OR_RETURN(auto nodes, LoadClusterNodes(std::string(spec.substr(4))));
     return std::unique_ptr<Backend>(std::make_unique<SimBackend>(std::move(nodes)));
@@ -24,8 +26,8 @@ Result<std::unique_ptr<Backend>> OpenBackend(std::string_view spec, const Backen
     return std::unique_ptr<Backend>(std::move(slurm));
   }
   return InvalidArgumentError("unknown backend \"" + std::string(spec) +
-                              "\": expected sim:CLUSTER_FILE, slurm:http://HOST:PORT or "
-                              "slurm:unix:PATH");
+                              "\": expected sim:CLUSTER_FILE, slurm:http://HOST:PORT, "
+                              "slurm:unix:PATH or kubernetes");
 }
 
 }  // namespace gpupool::backend

@@ -1,7 +1,7 @@
 #pragma once
 // Backend: one cluster that runs work. The server's scheduling loop decides where a task goes;
 // the backend runs it there and reports when it ends. Implementations: sim/ (simulated nodes),
-// slurm/ (a Slurm cluster through slurmrestd).
+// slurm/ (a Slurm cluster through slurmrestd), kubernetes/ (a cluster's API server).
 //
 // Thread contract: a Backend is used by one thread at a time (the scheduling loop); ListNodes and
 // ReadLog may be called from any thread.
@@ -31,6 +31,9 @@ struct TaskLaunch {
   nlohmann::ordered_json pod;
   std::optional<int64_t> exec_timeout_ms;
   bool adopt = false;
+  // Kubernetes: the namespace of the pool's pods, from its BACKEND config's k8s_namespace ("" =
+  // the backend's default).
+  std::string namespace_;
 };
 
 struct TaskExit {
@@ -48,19 +51,30 @@ struct LogChunk {
   std::string data;
 };
 
-// Options of backends that talk to a real cluster (`gpupool serve --slurm-*`).
+// How to reach a Kubernetes API server (`gpupool serve --kubeconfig --context --kube-qps
+// --kube-burst --kube-namespace`).
+struct KubernetesFlags {
+  std::string kubeconfig;  // "" = in-cluster, else $KUBECONFIG, else ~/.kube/config
+  std::string context;
+  double qps = 5;  // client-go's defaults
+  int burst = 10;
+  std::string namespace_ = "gpupool";  // for pools whose BACKEND config names none
+};
+
+// Options of backends that talk to a real cluster (`gpupool serve --slurm-*`, `--kube*`).
 struct BackendOptions {
   std::string slurm_jwt_file;    // token when $SLURM_JWT is unset
   std::string slurm_user;        // "" = the OS user
   std::string slurm_output_dir;  // where each task's job writes its output ("" = /tmp)
   std::string slurm_partition;   // "" = each node's default
+  KubernetesFlags kubernetes;
 };
 
 class Backend {
  public:
   virtual ~Backend() = default;
 
-  // "sim", later "kubernetes", "slurm".
+  // "sim", "slurm", "kubernetes".
   virtual std::string_view Kind() const = 0;
 
   // The cluster's nodes as Kubernetes v1 Node objects.
@@ -92,8 +106,8 @@ class Backend {
 };
 
 // Opens a backend from its command-line spec: "sim:CLUSTER_FILE" (a file or a directory of
-// JSON/YAML Node manifests), or "slurm:http://HOST:PORT" / "slurm:unix:PATH" (slurmrestd; see
-// backend/slurm/slurm_backend.h).
+// JSON/YAML Node manifests), "slurm:http://HOST:PORT" / "slurm:unix:PATH" (slurmrestd; see
+// backend/slurm/slurm_backend.h), or "kubernetes" (backend/kubernetes/kube_backend.h).
 Result<std::unique_ptr<Backend>> OpenBackend(std::string_view spec,
                                              const BackendOptions& options = {});
 

@@ -173,14 +173,23 @@ std::optional<int64_t> WholeInteger(const Json* value) {
   return parsed;
 }
 
+// The namespace of a pool's pods on a Kubernetes backend: its BACKEND config's k8s_namespace
+// ("" = the backend's default).
+std::string PodNamespace(const config::ConfigSet& configs, const std::string& pool_name) {
+  const config::Pool* pool = configs.FindPool(pool_name);
+  const config::Backend* backend = pool ? configs.FindBackend(pool->backend) : nullptr;
+  return backend ? backend->k8s_namespace : "";
+}
+
 // The simulated run of a task: pod annotations gpupool.io/sim-duration-seconds and
 // gpupool.io/sim-exit-code (written by the service), else the task's sim_duration / sim_exit_code
 // in the stored spec, else the default duration and exit code 0.
 // Backends that run tasks for real get the pod, the exec timeout and whether the task is adopted
-// from an earlier leader (`adopt`: find it, never start it again).
+// from an earlier leader (`adopt`: find it, never start it again); a Kubernetes backend, the
+// namespace of the pool's pods.
 backend::TaskLaunch LaunchFor(std::string key, const store::TaskRecord& task, const Json* spec,
                               int64_t start_ms, int64_t default_duration_ms,
-                              const RunPolicy& policy, bool adopt) {
+                              const RunPolicy& policy, bool adopt, std::string pod_namespace) {
   backend::TaskLaunch launch;
   launch.key = std::move(key);
   launch.node = task.node;
@@ -188,6 +197,7 @@ backend::TaskLaunch LaunchFor(std::string key, const store::TaskRecord& task, co
   launch.pod = task.pod;
   launch.exec_timeout_ms = policy.exec_timeout_ms;
   launch.adopt = adopt;
+  launch.namespace_ = std::move(pod_namespace);
   launch.duration_ms = DurationMs(Field(spec, "sim_duration")).value_or(default_duration_ms);
   launch.exit_code = 0;
   if (const Json* code = Field(spec, "sim_exit_code"); code && code->is_number_integer()) {
@@ -343,9 +353,9 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
       for (const auto& task : wf.tasks) {
         if (task.status != kRunning) continue;
         const Json* spec = FindTaskSpec(wf.spec, task.group, task.name);
-        backend::TaskLaunch launch =
-            LaunchFor(TaskKey(wf.id, task), task, spec, task.started_ms,
-                      options_.default_sim_duration_ms, PolicyFor(wf, configs), /*adopt=*/true);
+        backend::TaskLaunch launch = LaunchFor(
+            TaskKey(wf.id, task), task, spec, task.started_ms, options_.default_sim_duration_ms,
+            PolicyFor(wf, configs), /*adopt=*/true, PodNamespace(configs, wf.pool));
         if (backend_.Launch(launch).ok()) launched_.insert(launch.key);
       }
     }
@@ -413,7 +423,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
           if (!launched_.contains(key)) {  // e.g. lost by a backend restart: adopt again
             backend::TaskLaunch launch = LaunchFor(key, task, spec, task.started_ms,
                                                    options_.default_sim_duration_ms, policy,
-                                                   /*adopt=*/true);
+                                                   /*adopt=*/true, PodNamespace(configs, wf.pool));
             if (backend_.Launch(launch).ok()) launched_.insert(key);
           }
         }
@@ -421,7 +431,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
         // Launch first (idempotent; if the write below loses a race, the next step kills it).
         backend::TaskLaunch launch =
             LaunchFor(key, task, spec, now, options_.default_sim_duration_ms, policy,
-                      /*adopt=*/false);
+                      /*adopt=*/false, PodNamespace(configs, wf.pool));
         Status launched = backend_.Launch(launch);
         if (launched.ok()) {
           launched_.insert(key);

@@ -212,6 +212,8 @@ int RunServe(const ServeOptions& o) {
     backend_options.slurm_user = o.slurm_user;
     backend_options.slurm_output_dir = o.slurm_output_dir;
     backend_options.slurm_partition = o.slurm_partition;
+    backend_options.kubernetes = {o.kubeconfig, o.kube_context, o.kube_qps, o.kube_burst,
+                                  o.kube_namespace};
     auto opened = backend::OpenBackend(o.backend, backend_options);
     if (!opened.ok()) return Fail(opened.status());
     backend = std::move(*opened);
@@ -253,6 +255,8 @@ int RunServe(const ServeOptions& o) {
     loop_options.provision.scale_down_after_ms = *scale_down_after;
     loop_options.provision.scheduler = loop_options.scheduler;
     loop_options.views = &views;
+    // Machine pools launch simulated nodes; a real cluster's come through its own machinery.
+    loop_options.machine_pools = backend->Kind() == "sim";
     loop = std::make_unique<SchedulingLoop>(**store, *backend, clock, registry, loop_options);
   }
 
@@ -323,7 +327,7 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
   serve->add_option("--db", options->db, "store URL (sqlite:PATH or postgresql://...)");
   serve->add_option("--backend", options->backend,
                     "sim:CLUSTER_FILE (nodes as JSON/YAML), slurm:http://HOST:PORT or "
-                    "slurm:unix:PATH (slurmrestd)");
+                    "slurm:unix:PATH (slurmrestd), or kubernetes");
   serve->add_option("--slurm-jwt-file", options->slurm_jwt_file,
                     "slurm: file holding the JWT when $SLURM_JWT is unset (`scontrol token`)");
   serve->add_option("--slurm-user", options->slurm_user,
@@ -332,6 +336,19 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
                     "slurm: directory on the nodes for each task's output file (default /tmp)");
   serve->add_option("--slurm-partition", options->slurm_partition,
                     "slurm: partition for every job (default: each node's default partition)");
+  serve->add_option("--kubeconfig", options->kubeconfig,
+                    "kubernetes: kubeconfig (default: in-cluster, $KUBECONFIG, ~/.kube/config)");
+  serve->add_option("--context", options->kube_context, "kubernetes: kubeconfig context");
+  serve
+      ->add_option("--kube-qps", options->kube_qps,
+                   "kubernetes: API server requests per second (< 0: no limit)")
+      ->capture_default_str();
+  serve->add_option("--kube-burst", options->kube_burst, "kubernetes: API server request burst")
+      ->capture_default_str();
+  serve
+      ->add_option("--kube-namespace", options->kube_namespace,
+                   "kubernetes: namespace of task pods when the pool's BACKEND config names none")
+      ->capture_default_str();
   serve
       ->add_option("--node-sync", options->node_sync,
                    "how often a real cluster's nodes are re-read (0 = never)")

@@ -6,6 +6,8 @@
 //                 (or --backend slurm:http://HOST:PORT | slurm:unix:PATH
 //                  [--slurm-jwt-file FILE] [--slurm-user USER] [--slurm-output-dir DIR]
 //                  [--slurm-partition P] [--node-sync 5s])
+//                 (or --backend kubernetes [--kubeconfig FILE] [--context NAME]
+//                  [--kube-qps 5 --kube-burst 10] [--kube-namespace gpupool])
 //                 [--auth oidc --jwks FILE_OR_URL --issuer ISS --audience AUD
 //                  [--roles-claim realm_access.roles] | --auth dev]
 //                 [--max-body-bytes N] [--threads N] [--db-readers N] [--lease-ttl 5s]
@@ -36,7 +38,7 @@ struct ServeOptions {
   std::string listen = "127.0.0.1:8080";
   std::string db;  // "" = $GPUPOOL_DB, else sqlite:~/.local/share/gpupool/gpupool.db
   std::string
-      backend;  // sim:CLUSTER_FILE, slurm:URL; "" = no backend (API only, no scheduling loop)
+      backend;  // sim:CLUSTER_FILE, slurm:URL, kubernetes; "" = no backend (API only, no loop)
   // slurm: the token file when $SLURM_JWT is unset, the user ("" = the OS user), where tasks
   // write their output ("" = /tmp), a partition for every job ("" = each node's default).
   std::string slurm_jwt_file;
@@ -45,6 +47,13 @@ struct ServeOptions {
   std::string slurm_partition;
   // How often nodes are re-read from a backend that reports its own (slurm).
   std::string node_sync = "5s";
+  // --backend kubernetes: where the API server is, how fast to talk to it, the namespace of
+  // pools whose BACKEND config names none.
+  std::string kubeconfig;
+  std::string kube_context;
+  double kube_qps = 5;
+  int kube_burst = 10;
+  std::string kube_namespace = "gpupool";
   std::string auth = "oidc";  // oidc | dev
   std::string jwks;
   std::string issuer;

@@ -35,7 +35,9 @@ Result<int> WaitForPort(const std::string& file, pid_t pid) {
     }
     int status = 0;
     if (waitpid(pid, &status, WNOHANG) == pid) {
-      return UnavailableError("the fake API server exited at start (see " + file + ".log)");
+      auto log = model::ReadFile(file + ".log");
+      return UnavailableError("the fake API server exited at start: " +
+                              (log.ok() ? std::string(Trim(*log)) : "(no log)"));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }

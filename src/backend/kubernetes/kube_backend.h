@@ -1,0 +1,95 @@
+#pragma once
+// KubernetesBackend: today's Backend interface on a real cluster, through its API server
+// (kube/client.h). A thin adapter: it runs what the scheduling loop decides and reports how it
+// ended; the event-based backend contract that replaces this interface will carry the rest
+// (docs/KUBERNETES.md, "What the adapter needs from the backend contract").
+//   ListNodes  the cluster's nodes, from a node informer (list + watch).
+//   Launch     creates the task's pod in its namespace (TaskLaunch::namespace_, else
+//              KubernetesOptions::namespace_, default "gpupool"), named from the attempt key
+//              (idempotent: an existing pod of that attempt is adopted), with
+//              spec.schedulerName "gpupool", restartPolicy Never, the gpupool.io labels of the
+//              submission, app.kubernetes.io/managed-by=gpupool and the attempt in annotation
+//              gpupool.io/attempt; then binds it to the loop's node through pods/binding. A
+//              binding the API server refuses because the pod is already on that node counts as
+//              done; on another node, or gone, it is an error (the task fails, never runs twice).
+//   Kill       deletes the pod (UID precondition, its own grace period).
+//   Poll       pods that ended, from a pod informer on gpupool's pods: Succeeded -> exit 0,
+//              Failed -> the container's exit code (kube::ObservePod), a pod deleted by someone
+//              else -> exit code -1 ("lost").
+//
+// Thread contract: Launch, Kill and Poll from the scheduling loop's thread; ListNodes and
+// RunningCount from any thread; the informers' callbacks run on the client's thread.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "backend/backend.h"
+#include "kube/client.h"
+#include "kube/informer.h"
+#include "kube/kubeconfig.h"
+#include "kube/writes.h"
+
+namespace gpupool::backend {
+
+struct KubernetesOptions {
+  kube::KubeconfigFlags kubeconfig;
+  kube::ClientOptions client;  // QPS and burst: client-go's 5 and 10 unless raised
+  std::string namespace_ = "gpupool";
+  std::chrono::milliseconds sync_timeout{30000};  // for the first lists at start
+};
+
+// The exit code Poll reports for a pod that went without one (deleted by someone else, or
+// failed without a container exit code, e.g. evicted by the kubelet).
+inline constexpr int kLostExitCode = -1;
+
+class KubernetesBackend final : public Backend {
+ public:
+  // Connects (kube::ResolveRestConfig), lists the nodes and gpupool's pods, and starts watching.
+  static Result<std::unique_ptr<KubernetesBackend>> Open(KubernetesOptions options,
+                                                         const kube::Environment& env);
+  ~KubernetesBackend() override;
+
+  std::string_view Kind() const override { return "kubernetes"; }
+  Result<std::vector<nlohmann::ordered_json>> ListNodes() const override;
+  Status Launch(const TaskLaunch& launch) override;
+  Status Kill(std::string_view key) override;
+  std::vector<TaskExit> Poll(int64_t now_ms) override;
+  size_t RunningCount() const override;
+
+ private:
+  struct Task {
+    kube::ObjectRef pod;
+    std::string node;
+  };
+
+  KubernetesBackend(KubernetesOptions options, std::unique_ptr<kube::Client> client);
+  void OnPod(const kube::ObjectPtr& pod, bool deleted);
+  Result<kube::ObjectRef> CreateOrAdopt(const TaskLaunch& launch, const std::string& ns);
+  Status BindOrConfirm(const kube::ObjectRef& pod, const std::string& node);
+
+  const KubernetesOptions options_;
+  std::unique_ptr<kube::Client> client_;
+  std::unique_ptr<kube::Informer> nodes_;
+  std::unique_ptr<kube::Informer> pods_;
+
+  mutable std::mutex mu_;
+  std::map<std::string, Task, std::less<>> running_;    // launched, not yet reported, by key
+  std::map<std::string, TaskExit, std::less<>> ended_;  // seen ending, by key
+  std::set<std::string, std::less<>> killed_;           // deleted by Kill: not reported
+};
+
+// OpenBackend's "kubernetes" (the process's environment for the in-cluster configuration).
+Result<std::unique_ptr<Backend>> OpenKubernetesBackend(const KubernetesFlags& flags);
+
+// The pod name of a task attempt: its parts as a DNS label, and a hash of the key so that two
+// keys never share a name (at most 63 characters).
+std::string PodNameForAttempt(std::string_view key);
+
+// The pod gpupool creates for a task: `pod` as the submission rendered it, made gpupool's.
+nlohmann::ordered_json PodForTask(const nlohmann::ordered_json& pod, std::string_view key,
+                                  const std::string& namespace_);
+
+}  // namespace gpupool::backend

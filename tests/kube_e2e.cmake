@@ -1,0 +1,14 @@
+# gpupool-serve --backend kubernetes against the fake API server (both real processes on loopback
+# ports): workflows become pods that gpupool creates, binds and sees end.
+if(TARGET gpupool_server AND TARGET gpupool-fake-apiserver)
+  add_executable(gpupool_kube_e2e_test kube/kube_e2e_test.cc)
+  target_link_libraries(gpupool_kube_e2e_test PRIVATE gpupool_kube_fake gpupool_scheduler
+                        PkgConfig::HTTPLIB GTest::gtest_main)
+  target_compile_definitions(gpupool_kube_e2e_test PRIVATE
+    GPUPOOL_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    GPUPOOL_SERVE_BINARY="$<TARGET_FILE:gpupool-serve>"
+    GPUPOOL_FAKE_APISERVER="$<TARGET_FILE:gpupool-fake-apiserver>")
+  add_dependencies(gpupool_kube_e2e_test gpupool-serve gpupool-fake-apiserver)
+  gpupool_warnings(gpupool_kube_e2e_test)
+  gtest_discover_tests(gpupool_kube_e2e_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
+endif()

@@ -5,7 +5,6 @@
 // test asserts how long anything took, except that a Retry-After was waited out.
 
 #include "kube/client.h"
-#include "kube/event_recorder.h"
 
 #include <gtest/gtest.h>
 
@@ -14,6 +13,7 @@
 #include <thread>
 
 #include "kube/api.h"
+#include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "kube/testing/fake_process.h"
 #include "model/json_io.h"
@@ -335,6 +335,47 @@ TEST_F(ClientTest, UnschedulablePodsSayWhyOnce) {
   ASSERT_EQ(items.size(), 1u);
   EXPECT_EQ(items[0]["count"], 3);
   EXPECT_EQ(items[0]["lastTimestamp"], "2026-01-01T00:00:02Z");
+}
+
+TEST_F(ClientTest, ScalesMachineSetsAndGuardsLeases) {
+  Start();
+  const std::string sets =
+      "/apis/machine.openshift.io/v1beta1/namespaces/openshift-machine-api/"
+      "machinesets";
+  Json set = {{"metadata", {{"name", "gpu-a"}}},
+              {"spec", {{"replicas", 1}, {"selector", {{"matchLabels", {{"pool", "gpu-a"}}}}}}}};
+  ASSERT_TRUE(CreateObject(*client_, sets, set).ok());
+  auto scaled = client_->Call({"PATCH", sets + "/gpu-a/scale", R"({"spec":{"replicas":3}})",
+                               "application/merge-patch+json"});
+  ASSERT_TRUE(scaled.ok() && scaled->ok()) << (scaled.ok() ? scaled->body : "");
+  Json scale = scaled->Json();
+  EXPECT_EQ(scale["kind"], "Scale");
+  EXPECT_EQ(scale["spec"]["replicas"], 3);
+  EXPECT_EQ(scale["status"]["selector"], "pool=gpu-a");
+  auto read = client_->Call({"GET", sets + "/gpu-a"});
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(read->Json()["spec"]["replicas"], 3);
+  auto negative = client_->Call({"PUT", sets + "/gpu-a/scale", R"({"spec":{"replicas":-1}})"});
+  ASSERT_TRUE(negative.ok());
+  EXPECT_EQ(negative->status, 422);
+
+  // A Lease is taken by create and renewed by update with its resourceVersion: a stale renewal
+  // (another holder got there first) is a 409.
+  const std::string leases = "/apis/coordination.k8s.io/v1/namespaces/gpupool/leases";
+  Json lease = {{"metadata", {{"name", "scheduler"}}},
+                {"spec", {{"holderIdentity", "a"}, {"leaseDurationSeconds", 15}}}};
+  auto created = CreateObject(*client_, leases, lease);
+  ASSERT_TRUE(created.ok());
+  EXPECT_EQ(CreateObject(*client_, leases, lease).status().code(), StatusCode::kAlreadyExists);
+  Json renew = *created;
+  renew["spec"]["holderIdentity"] = "b";
+  auto taken = client_->Call({"PUT", leases + "/scheduler", renew.dump()});
+  ASSERT_TRUE(taken.ok() && taken->ok());
+  renew["spec"]["holderIdentity"] = "a";  // a's renewal, with the version it read before
+  auto stale = client_->Call({"PUT", leases + "/scheduler", renew.dump()});
+  ASSERT_TRUE(stale.ok());
+  EXPECT_EQ(ApiError(*stale, "renew").code(), StatusCode::kAborted);
+  EXPECT_EQ(client_->Call({"GET", leases + "/scheduler"})->Json()["spec"]["holderIdentity"], "b");
 }
 
 TEST_F(ClientTest, FollowsALogToTheEnd) {

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <thread>
 
@@ -98,92 +99,69 @@ Status WriteAtomically(const std::string& path, const std::string& text) {
   return gpupool::OkStatus();
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  using namespace gpupool::kube::fake;
-  CLI::App app{"gpupool-fake-apiserver: a Kubernetes API server for tests"};
-  ServerOptions server;
-  KubeletOptions kubelet_options;
-  StoreOptions store_options;
+// The command line.
+struct Flags {
+  gpupool::kube::fake::ServerOptions server;
+  gpupool::kube::fake::KubeletOptions kubelet;
+  gpupool::kube::fake::StoreOptions store;
   std::string token_file, port_file, state_file;
   std::vector<std::string> node_paths;
   int node_count = 0;
   int threads = 2;
-  app.add_option("--host", server.host, "address to listen on")->capture_default_str();
-  app.add_option("--port", server.port, "port (0: any free port)")->capture_default_str();
-  app.add_option("--cert", server.cert_file, "server certificate chain (PEM)")->required();
-  app.add_option("--key", server.key_file, "server private key (PEM)")->required();
-  app.add_option("--client-ca", server.client_ca_file, "CA that signs client certificates");
-  app.add_option("--token-file", token_file, "file holding the bearer token")->required();
-  app.add_option("--port-file", port_file, "write the port here once listening");
-  app.add_option("--state-file", state_file, "load the objects from here; save them on exit");
-  app.add_option("--nodes", node_paths, "Node objects: JSON/YAML files or directories");
-  app.add_option("--node-count", node_count, "serve this many copies of the nodes (0: as is)");
-  app.add_option("--history", store_options.history_limit, "changes kept for watches")
-      ->capture_default_str();
-  app.add_option("--bookmark-interval-ms", server.bookmark_interval_ms, "BOOKMARK period")
-      ->capture_default_str();
-  app.add_flag("--kubelet", kubelet_options.simulate, "run the pods bound to the nodes");
-  app.add_option("--kubelet-start-ms", kubelet_options.start_ms, "bound to Running")
-      ->capture_default_str();
-  app.add_option("--kubelet-run-ms", kubelet_options.run_ms, "default run time")
-      ->capture_default_str();
-  app.add_option("--threads", threads, "I/O threads")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+};
 
-  auto token = gpupool::model::ReadFile(token_file);
-  if (!token.ok()) {
-    std::cerr << "gpupool-fake-apiserver: " << token.status().message() << "\n";
-    return 2;
-  }
-  server.token = std::string(gpupool::Trim(*token));
-  gpupool::SystemClock clock;
-  auto now_ms = [&clock] { return clock.NowMillis(); };
-  store_options.now_ms = now_ms;
-  ObjectStore store(store_options);
-  if (!state_file.empty() && fs::exists(state_file)) {
-    auto text = gpupool::model::ReadFile(state_file);
-    Json dump = text.ok() ? Json::parse(*text, nullptr, false) : Json();
-    Status loaded = store.Load(dump);
-    if (!loaded.ok()) {
-      std::cerr << "gpupool-fake-apiserver: " << state_file << ": " << loaded.message() << "\n";
-      return 2;
-    }
-  } else {
-    auto nodes = LoadNodes(node_paths);
-    if (!nodes.ok()) {
-      std::cerr << "gpupool-fake-apiserver: " << nodes.status().message() << "\n";
-      return 2;
-    }
-    for (Json& node : Replicate(*nodes, node_count)) {
-      auto created = store.Create(ResourceId("nodes"), "", std::move(node));
-      if (!created.ok()) {
-        std::cerr << "gpupool-fake-apiserver: node: " << created.status().message() << "\n";
-        return 2;
-      }
-    }
-  }
+void AddFlags(CLI::App& app, Flags& f) {
+  app.add_option("--host", f.server.host, "address to listen on")->capture_default_str();
+  app.add_option("--port", f.server.port, "port (0: any free port)")->capture_default_str();
+  app.add_option("--cert", f.server.cert_file, "server certificate chain (PEM)")->required();
+  app.add_option("--key", f.server.key_file, "server private key (PEM)")->required();
+  app.add_option("--client-ca", f.server.client_ca_file, "CA that signs client certificates");
+  app.add_option("--token-file", f.token_file, "file holding the bearer token")->required();
+  app.add_option("--port-file", f.port_file, "write the port here once listening");
+  app.add_option("--state-file", f.state_file, "load the objects from here; save them on exit");
+  app.add_option("--nodes", f.node_paths, "Node objects: JSON/YAML files or directories");
+  app.add_option("--node-count", f.node_count, "serve this many copies of the nodes (0: as is)");
+  app.add_option("--history", f.store.history_limit, "changes kept for watches")
+      ->capture_default_str();
+  app.add_option("--bookmark-interval-ms", f.server.bookmark_interval_ms, "BOOKMARK period")
+      ->capture_default_str();
+  app.add_flag("--kubelet", f.kubelet.simulate, "run the pods bound to the nodes");
+  app.add_option("--kubelet-start-ms", f.kubelet.start_ms, "bound to Running")
+      ->capture_default_str();
+  app.add_option("--kubelet-run-ms", f.kubelet.run_ms, "default run time")->capture_default_str();
+  app.add_option("--threads", f.threads, "I/O threads")->capture_default_str();
+}
 
+// The objects at start: the state file of an earlier run, else the nodes from files.
+Status Seed(gpupool::kube::fake::ObjectStore& store, const Flags& f) {
+  using namespace gpupool::kube::fake;
+  if (!f.state_file.empty() && fs::exists(f.state_file)) {
+    ASSIGN_OR_RETURN(std::string text, gpupool::model::ReadFile(f.state_file));
+    Status loaded = store.Load(Json::parse(text, nullptr, false));
+    return loaded.ok() ? loaded : loaded.WithContext(f.state_file);
+  }
+  ASSIGN_OR_RETURN(auto nodes, LoadNodes(f.node_paths));
+  for (Json& node : Replicate(nodes, f.node_count)) {
+    auto created = store.Create(ResourceId("nodes"), "", std::move(node));
+    if (!created.ok()) return created.status().WithContext("node");
+  }
+  return gpupool::OkStatus();
+}
+
+// Serves until SIGINT or SIGTERM, then saves the objects to the state file.
+Status Serve(gpupool::kube::fake::ObjectStore& store, Flags& f,
+             const std::function<int64_t()>& now_ms) {
+  using namespace gpupool::kube::fake;
   boost::asio::io_context io;
   PodLogs logs;
-  Kubelet kubelet(store, logs, io, kubelet_options, now_ms);
+  Kubelet kubelet(store, logs, io, f.kubelet, now_ms);
   kubelet.Start();
   FakeApi api(store, kubelet, logs, now_ms);
-  FakeServer fake(io, api, store, server);
-  auto port = fake.Start();
-  if (!port.ok()) {
-    std::cerr << "gpupool-fake-apiserver: " << port.status().message() << "\n";
-    return 1;
-  }
-  if (!port_file.empty()) {
-    if (Status s = WriteAtomically(port_file, std::to_string(*port) + "\n"); !s.ok()) {
-      std::cerr << "gpupool-fake-apiserver: " << s.message() << "\n";
-      return 1;
-    }
-  }
-  std::cout << "listening on https://" << server.host << ":" << *port << std::endl;
-
+  FakeServer fake(io, api, store, f.server);
+  ASSIGN_OR_RETURN(int port, fake.Start());
+  if (!f.port_file.empty())
+    RETURN_IF_ERROR(WriteAtomically(f.port_file, std::to_string(port) + "\n"));
+  std::cout << "listening on https://" << f.server.host << ":" << port << std::endl;
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   signals.async_wait([&](const boost::system::error_code&, int) {
     fake.Stop();
@@ -191,14 +169,32 @@ int main(int argc, char** argv) {
   });
   auto guard = boost::asio::make_work_guard(io);
   std::vector<std::thread> pool;
-  for (int i = 1; i < threads; ++i) pool.emplace_back([&io] { io.run(); });
+  for (int i = 1; i < f.threads; ++i) pool.emplace_back([&io] { io.run(); });
   io.run();
   for (auto& t : pool) t.join();
-  if (!state_file.empty()) {
-    if (Status s = WriteAtomically(state_file, store.Dump().dump()); !s.ok()) {
-      std::cerr << "gpupool-fake-apiserver: " << s.message() << "\n";
-      return 1;
-    }
-  }
+  if (f.state_file.empty()) return gpupool::OkStatus();
+  return WriteAtomically(f.state_file, store.Dump().dump());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"gpupool-fake-apiserver: a Kubernetes API server for tests"};
+  Flags flags;
+  AddFlags(app, flags);
+  CLI11_PARSE(app, argc, argv);
+  auto fail = [](const Status& status, int code) {
+    std::cerr << "gpupool-fake-apiserver: " << status.message() << "\n";
+    return code;
+  };
+  auto token = gpupool::model::ReadFile(flags.token_file);
+  if (!token.ok()) return fail(token.status(), 2);
+  flags.server.token = std::string(gpupool::Trim(*token));
+  gpupool::SystemClock clock;
+  auto now_ms = [&clock] { return clock.NowMillis(); };
+  flags.store.now_ms = now_ms;
+  gpupool::kube::fake::ObjectStore store(flags.store);
+  if (Status seeded = Seed(store, flags); !seeded.ok()) return fail(seeded, 2);
+  if (Status served = Serve(store, flags, now_ms); !served.ok()) return fail(served, 1);
   return 0;
 }

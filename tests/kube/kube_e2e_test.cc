@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "kube/client.h"
@@ -72,6 +73,11 @@ class ServeProcess {
   }
   int port() const { return port_; }
   std::string Log() const { return model::ReadFile(log_).value(); }
+  void Kill9() {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
 
  private:
   std::string log_;
@@ -102,16 +108,41 @@ class KubernetesBackendTest : public ::testing::Test {
     auto client = kube::Client::Create(fake_->Config(), {.qps = -1});
     ASSERT_TRUE(client.ok());
     kube_ = std::move(*client);
-    serve_ = std::make_unique<ServeProcess>(
-        fake_->dir(),
-        std::vector<std::string>{"serve", "--listen", "127.0.0.1:0", "--db",
-                                 "sqlite:" + fake_->dir() + "/gpupool.db", "--auth", "dev",
-                                 "--backend", "kubernetes", "--kubeconfig", *kubeconfig,
-                                 "--interval", "50ms", "--kube-qps", "200", "--kube-burst", "400"});
+    serve_args_ = {"serve",
+                   "--listen",
+                   "127.0.0.1:0",
+                   "--db",
+                   "sqlite:" + fake_->dir() + "/gpupool.db",
+                   "--auth",
+                   "dev",
+                   "--backend",
+                   "kubernetes",
+                   "--kubeconfig",
+                   *kubeconfig,
+                   "--interval",
+                   "50ms",
+                   "--lease-ttl",
+                   "2s",
+                   "--kube-qps",
+                   "200",
+                   "--kube-burst",
+                   "400"};
+    StartServe();
+  }
+
+  void StartServe() {
+    serve_.reset();
+    serve_ = std::make_unique<ServeProcess>(fake_->dir(), serve_args_);
     ASSERT_GT(serve_->port(), 0) << serve_->Log();
     http_ = std::make_unique<httplib::Client>("127.0.0.1", serve_->port());
     http_->set_default_headers({{"Authorization", kAdmin}});
     http_->set_read_timeout(30);
+  }
+
+  Json FakeRequests() {
+    auto stats = kube_->Call({"GET", "/_fake/stats"});
+    EXPECT_TRUE(stats.ok());
+    return stats.ok() ? stats->Json()["requests"] : Json();
   }
 
   std::string Submit(const std::string& yaml) {
@@ -142,6 +173,7 @@ class KubernetesBackendTest : public ::testing::Test {
 
   std::unique_ptr<kube::fake::FakeApiServerProcess> fake_;
   std::unique_ptr<kube::Client> kube_;
+  std::vector<std::string> serve_args_;
   std::unique_ptr<ServeProcess> serve_;
   std::unique_ptr<httplib::Client> http_;
 };
@@ -185,9 +217,7 @@ TEST_F(KubernetesBackendTest, AWorkflowBecomesPodsGpupoolCreatesBindsAndSeesEnd)
     EXPECT_EQ(pod["status"]["conditions"][0]["type"], "PodScheduled");
   }
   // Bound through the binding subresource, once per pod.
-  auto stats = kube_->Call({"GET", "/_fake/stats"});
-  ASSERT_TRUE(stats.ok());
-  Json requests = stats->Json()["requests"];
+  Json requests = FakeRequests();
   EXPECT_EQ(requests["create pods/binding"], 2);
   EXPECT_EQ(requests["create pods"], 2);
 }
@@ -228,6 +258,52 @@ TEST_F(KubernetesBackendTest, CancelDeletesThePod) {
   ASSERT_TRUE(canceled && canceled->status == 200) << (canceled ? canceled->body : "");
   WaitFor(id, {"CANCELED"});
   EXPECT_TRUE(Eventually([&] { return Pods().empty(); })) << Pods().dump(2);
+}
+
+// kill -9 of gpupool while its task runs: the restarted server re-adopts the pod from the
+// cluster (one pod, one binding) and sees the task end; a pod deleted while gpupool was down
+// ends its task lost rather than starting it again.
+TEST_F(KubernetesBackendTest, ARestartedServerAdoptsWhatRunsAndNeverStartsItTwice) {
+  const std::string spec = R"(workflow:
+  name: NAME
+  resources:
+    default: {cpu: 1, memory: 1Gi, storage: 1Gi}
+  tasks:
+  - {name: t, image: busybox, sim_duration: DURATION}
+)";
+  auto workflow = [&](const std::string& name, const std::string& duration) {
+    return std::regex_replace(std::regex_replace(spec, std::regex("NAME"), name),
+                              std::regex("DURATION"), duration);
+  };
+  std::string kept = Submit(workflow("kept", "4s"));
+  std::string lost = Submit(workflow("lost", "1h"));
+  ASSERT_FALSE(kept.empty() || lost.empty());
+  WaitFor(kept, {"RUNNING"});
+  WaitFor(lost, {"RUNNING"});
+  ASSERT_TRUE(Eventually([&] { return Pods().size() == 2; }));
+  serve_->Kill9();
+  std::string lost_pod;
+  for (const Json& pod : Pods()) {
+    if (pod["metadata"]["labels"]["gpupool.io/workflow"] == lost) {
+      lost_pod = pod["metadata"]["name"].get<std::string>();
+    }
+  }
+  ASSERT_FALSE(lost_pod.empty());
+  auto deleted = kube_->Call(
+      {"DELETE", "/api/v1/namespaces/gpupool/pods/" + lost_pod, R"({"gracePeriodSeconds": 0})"});
+  ASSERT_TRUE(deleted.ok() && deleted->ok());
+  StartServe();
+
+  Json done = WaitFor(kept, {"COMPLETED", "FAILED", "CANCELED"});
+  EXPECT_EQ(done["status"], "COMPLETED") << done.dump(2);
+  Json gone = WaitFor(lost, {"COMPLETED", "FAILED", "CANCELED"});
+  EXPECT_EQ(gone["status"], "FAILED");
+  EXPECT_NE(gone["tasks"][0]["message"].get<std::string>().find("lost"), std::string::npos)
+      << gone.dump(2);
+  Json requests = FakeRequests();
+  EXPECT_EQ(requests["create pods"], 2);  // nothing created again
+  EXPECT_EQ(requests["create pods/binding"], 2);
+  EXPECT_EQ(Pods().size(), 1u);
 }
 
 }  // namespace

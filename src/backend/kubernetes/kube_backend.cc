@@ -161,53 +161,126 @@ void KubernetesBackend::OnPod(const kube::ObjectPtr& pod, bool deleted) {
   TaskExit exit;
   exit.key = key;
   exit.exit_code = finished ? seen.exit_code : kLostExitCode;
+  exit.reason = finished ? seen.reason : "lost: its pod was deleted";
   exit.finished_ms = seen.finished_ms;
   ended_[key] = exit;
 }
 
-Result<kube::ObjectRef> KubernetesBackend::CreateOrAdopt(const TaskLaunch& launch,
-                                                         const std::string& ns) {
-  Json pod = PodForTask(launch.pod, launch.key, ns);
-  const std::string collection = "/api/v1/namespaces/" + ns + "/pods";
-  auto created = kube::CreateObject(*client_, collection, pod);
-  if (created.ok()) return kube::RefOf(*created);
-  if (created.status().code() != StatusCode::kAlreadyExists) return created.status();
-  // This attempt's pod exists (a retry, or a restarted leader): adopt it if it is ours.
-  kube::ObjectRef ref{ns, pod["metadata"]["name"].get<std::string>(), ""};
-  ASSIGN_OR_RETURN(kube::Response existing, client_->Call({"GET", kube::PodPath(ref)}));
-  if (!existing.ok()) return kube::ApiError(existing, "get " + ns + "/" + ref.name);
-  Json object = existing.Json();
-  if (Annotation(object, kube::kAttemptAnnotation) != launch.key) {
-    return FailedPreconditionError("pod " + ns + "/" + ref.name +
-                                   " exists and belongs to another task");
-  }
-  return kube::RefOf(object);
-}
-
-Status KubernetesBackend::BindOrConfirm(const kube::ObjectRef& pod, const std::string& node) {
-  Status bound = kube::BindPod(*client_, pod, node);
-  if (bound.ok() || bound.code() != StatusCode::kAborted) return bound;
-  // Refused: fine if an earlier binding of ours put it on this node, else the task must not run.
-  ASSIGN_OR_RETURN(kube::Response current, client_->Call({"GET", kube::PodPath(pod)}));
-  if (current.ok() && NodeName(current.Json()) == node) return OkStatus();
-  return bound;
-}
+// One launch in flight.
+struct KubernetesBackend::LaunchOp {
+  TaskLaunch launch;
+  Json pod;  // what to create
+  kube::ObjectRef ref;
+};
 
 Status KubernetesBackend::Launch(const TaskLaunch& launch) {
+  if (nodes_->Get(launch.node) == nullptr) {
+    return InvalidArgumentError("kubernetes backend: the cluster has no node \"" + launch.node +
+                                "\" for task " + launch.key);
+  }
+  auto op = std::make_shared<LaunchOp>();
+  op->launch = launch;
+  const std::string ns = launch.namespace_.empty() ? options_.namespace_ : launch.namespace_;
+  op->pod = PodForTask(launch.pod, launch.key, ns);
+  op->ref = {ns, op->pod["metadata"]["name"].get<std::string>(), ""};
   {
     std::lock_guard lock(mu_);
     auto it = running_.find(launch.key);
     if (it != running_.end() && it->second.node == launch.node) return OkStatus();
+    running_[launch.key] = {op->ref, launch.node, false};
+    killed_.erase(launch.key);  // an end seen before an adoption stays in ended_ for Poll
   }
-  const std::string ns = launch.namespace_.empty() ? options_.namespace_ : launch.namespace_;
-  auto pod = CreateOrAdopt(launch, ns);
-  if (!pod.ok()) return pod.status().WithContext("kubernetes backend: task " + launch.key);
-  Status bound = BindOrConfirm(*pod, launch.node);
-  if (!bound.ok()) return bound.WithContext("kubernetes backend: task " + launch.key);
-  std::lock_guard lock(mu_);
-  running_[launch.key] = {*pod, launch.node};
-  killed_.erase(launch.key);
+  if (launch.adopt) {
+    client_->Post([this, op] { Adopt(op, /*created_elsewhere=*/false); });
+  } else {
+    client_->Post([this, op] { Create(op); });
+  }
   return OkStatus();
+}
+
+void KubernetesBackend::Create(std::shared_ptr<LaunchOp> op) {
+  const std::string collection = "/api/v1/namespaces/" + op->ref.namespace_ + "/pods";
+  client_->Send({"POST", collection, op->pod.dump()}, [this, op](Result<kube::Response> created) {
+    if (!created.ok()) return Failed(op, created.status().message());
+    if (created->ok()) {
+      op->ref = kube::RefOf(created->Json());
+      return Bind(op);
+    }
+    Status error = kube::ApiError(*created, "create pod " + op->ref.name);
+    // This attempt's pod exists (a retried launch, a restarted leader): adopt it if it is ours.
+    if (error.code() == StatusCode::kAlreadyExists) return Adopt(op, /*created_elsewhere=*/true);
+    Failed(op, error.message());
+  });
+}
+
+// Finds the attempt's pod: bound to our node already, or to be bound; gone = lost.
+void KubernetesBackend::Adopt(std::shared_ptr<LaunchOp> op, bool created_elsewhere) {
+  client_->Send({"GET", kube::PodPath(op->ref)},
+                [this, op, created_elsewhere](Result<kube::Response> got) {
+                  if (!got.ok()) return Failed(op, got.status().message());
+                  if (got->status == 404) {
+                    return Failed(op, created_elsewhere ? "its pod was deleted before it was bound"
+                                                        : "lost: its pod is gone");
+                  }
+                  if (!got->ok())
+                    return Failed(op, kube::ApiError(*got, "get " + op->ref.name).message());
+                  Json pod = got->Json();
+                  if (Annotation(pod, kube::kAttemptAnnotation) != op->launch.key) {
+                    return Failed(op, "pod " + op->ref.namespace_ + "/" + op->ref.name +
+                                          " exists and belongs to another task");
+                  }
+                  op->ref = kube::RefOf(pod);
+                  std::string node = NodeName(pod);
+                  if (node.empty()) return Bind(op);
+                  if (node == op->launch.node) return Placed(op);
+                  Failed(op, "its pod is bound to " + node + ", not " + op->launch.node);
+                });
+}
+
+void KubernetesBackend::Bind(std::shared_ptr<LaunchOp> op) {
+  client_->Send({"POST", kube::PodPath(op->ref, "binding"),
+                 kube::BindingBody(op->ref, op->launch.node).dump()},
+                [this, op](Result<kube::Response> bound) {
+                  if (!bound.ok()) return Failed(op, bound.status().message());
+                  if (bound->ok()) return Placed(op);
+                  // Refused: fine if an earlier binding of ours put it on this node.
+                  if (bound->status == 409) return Adopt(op, /*created_elsewhere=*/true);
+                  Failed(op, kube::ApiError(*bound, "bind " + op->ref.name).message());
+                });
+}
+
+void KubernetesBackend::Placed(const std::shared_ptr<LaunchOp>& op) {
+  bool killed;
+  {
+    std::lock_guard lock(mu_);
+    killed = killed_.contains(op->launch.key);
+    auto it = running_.find(op->launch.key);
+    if (!killed && it != running_.end()) {
+      it->second.pod = op->ref;
+      it->second.placed = true;
+    }
+  }
+  if (killed) DeletePod(op->ref);  // canceled while we placed it
+}
+
+void KubernetesBackend::Failed(const std::shared_ptr<LaunchOp>& op, const std::string& reason) {
+  bool killed;
+  {
+    std::lock_guard lock(mu_);
+    const std::string& key = op->launch.key;
+    killed = killed_.contains(key);
+    if (!killed && !ended_.contains(key)) {
+      ended_[key] = {key, kLostExitCode, 0, "kubernetes: " + reason};
+    }
+  }
+  if (killed && !op->ref.uid.empty()) DeletePod(op->ref);  // created before the cancel
+}
+
+void KubernetesBackend::DeletePod(const kube::ObjectRef& pod) {
+  client_->Send({"DELETE", kube::PodPath(pod), kube::DeleteOptionsBody(pod, std::nullopt).dump()},
+                [](Result<kube::Response>) {
+                  // Gone already (404) is what we wanted; anything else the informer will show.
+                });
 }
 
 Status KubernetesBackend::Kill(std::string_view key) {
@@ -221,9 +294,9 @@ Status KubernetesBackend::Kill(std::string_view key) {
     killed_.emplace(key);
     ended_.erase(std::string(key));
   }
-  Status deleted = kube::DeletePod(*client_, task.pod, std::nullopt);
-  if (deleted.code() == StatusCode::kNotFound) return OkStatus();
-  return deleted;
+  // A launch still in flight deletes its pod when it is placed (Placed).
+  if (task.placed) DeletePod(task.pod);
+  return OkStatus();
 }
 
 std::vector<TaskExit> KubernetesBackend::Poll(int64_t now_ms) {

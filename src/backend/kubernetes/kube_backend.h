@@ -3,22 +3,31 @@
 // (kube/client.h). A thin adapter: it runs what the scheduling loop decides and reports how it
 // ended; the event-based backend contract that replaces this interface will carry the rest
 // (docs/KUBERNETES.md, "What the adapter needs from the backend contract").
-//   ListNodes  the cluster's nodes, from a node informer (list + watch).
-//   Launch     creates the task's pod in its namespace (TaskLaunch::namespace_, else
-//              KubernetesOptions::namespace_, default "gpupool"), named from the attempt key
-//              (idempotent: an existing pod of that attempt is adopted), with
-//              spec.schedulerName "gpupool", restartPolicy Never, the gpupool.io labels of the
-//              submission, app.kubernetes.io/managed-by=gpupool and the attempt in annotation
-//              gpupool.io/attempt; then binds it to the loop's node through pods/binding. A
-//              binding the API server refuses because the pod is already on that node counts as
-//              done; on another node, or gone, it is an error (the task fails, never runs twice).
-//   Kill       deletes the pod (UID precondition, its own grace period).
+// The scheduling loop never waits on the API server (a rate-limited client can take seconds for
+// a burst of launches, and a step longer than the leader lease loses it): Launch and Kill check
+// what they can at once and leave the requests to the client's thread.
+//   ListNodes  the cluster's nodes, from a node informer (list + watch); the server's node sync
+//              reads them again every period.
+//   Launch     refuses a node the cluster does not have (the task fails at launch); then, in the
+//              background, creates the task's pod in its namespace (TaskLaunch::namespace_, else
+//              KubernetesOptions::namespace_, default "gpupool"), named from the attempt key,
+//              with spec.schedulerName "gpupool", restartPolicy Never, the gpupool.io labels of
+//              the submission, app.kubernetes.io/managed-by=gpupool and the attempt in annotation
+//              gpupool.io/attempt, and binds it to the loop's node through pods/binding. An
+//              existing pod of the attempt is adopted; a binding refused because the pod is
+//              already on that node counts as done. A task adopted after a restart
+//              (TaskLaunch::adopt) whose pod is gone is not started again: it ends lost. Any
+//              other failure (bound elsewhere, deleted, refused) ends the task with exit code -1
+//              and the API server's answer as the reason: a task never runs twice.
+//   Kill       deletes the pod in the background (UID precondition, its own grace period); a
+//              launch still in flight deletes what it created.
 //   Poll       pods that ended, from a pod informer on gpupool's pods: Succeeded -> exit 0,
-//              Failed -> the container's exit code (kube::ObservePod), a pod deleted by someone
-//              else -> exit code -1 ("lost").
+//              Failed -> the container's exit code and reason (kube::ObservePod: OOMKilled,
+//              Error, Evicted, ...), a pod deleted by someone else -> exit code -1, "lost".
 //
 // Thread contract: Launch, Kill and Poll from the scheduling loop's thread; ListNodes and
-// RunningCount from any thread; the informers' callbacks run on the client's thread.
+// RunningCount from any thread; the informers' and requests' callbacks run on the client's
+// thread.
 
 #include <map>
 #include <memory>
@@ -61,14 +70,21 @@ class KubernetesBackend final : public Backend {
 
  private:
   struct Task {
-    kube::ObjectRef pod;
+    kube::ObjectRef pod;  // uid "" until the pod is created or found
     std::string node;
+    bool placed = false;  // created (or found) and bound
   };
+  struct LaunchOp;
 
   KubernetesBackend(KubernetesOptions options, std::unique_ptr<kube::Client> client);
   void OnPod(const kube::ObjectPtr& pod, bool deleted);
-  Result<kube::ObjectRef> CreateOrAdopt(const TaskLaunch& launch, const std::string& ns);
-  Status BindOrConfirm(const kube::ObjectRef& pod, const std::string& node);
+  // The background steps of a launch (on the client's thread).
+  void Create(std::shared_ptr<LaunchOp> op);
+  void Adopt(std::shared_ptr<LaunchOp> op, bool created_elsewhere);
+  void Bind(std::shared_ptr<LaunchOp> op);
+  void Placed(const std::shared_ptr<LaunchOp>& op);
+  void Failed(const std::shared_ptr<LaunchOp>& op, const std::string& reason);
+  void DeletePod(const kube::ObjectRef& pod);
 
   const KubernetesOptions options_;
   std::unique_ptr<kube::Client> client_;

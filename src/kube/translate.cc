@@ -66,16 +66,55 @@ std::string_view PodKindName(PodKind kind) {
 }
 
 Result<model::Node> NodeFromApi(const Json& node) {
-  ASSIGN_OR_RETURN(model::Node parsed, model::NodeFromJson(node));
+  return model::NodeFromJson(NodeAsScheduled(node, {}));
+}
+
+Json NodeAsScheduled(const Json& node, const model::ResourceList& taken) {
+  Json out = node;
+  if (!out["status"].is_object()) out["status"] = Json::object();
+  Json& status = out["status"];
+  const Json& base =
+      status.contains("allocatable") ? status["allocatable"] : At(status, "capacity");
+  if (!taken.empty() && base.is_object()) {
+    Json left = base;
+    for (auto& [name, value] : left.items()) {
+      auto used = taken.find(name);
+      if (used == taken.end()) continue;
+      auto have = model::ParseQuantityJson(value, "status.allocatable." + name);
+      if (!have.ok()) continue;  // NodeFromJson reports it
+      model::Quantity rest = *have - used->second;
+      value = (rest.MilliValue() < 0 ? model::Quantity() : rest).ToString();
+    }
+    status["allocatable"] = std::move(left);
+    if (!out["metadata"].is_object()) out["metadata"] = Json::object();
+    if (!out["metadata"]["annotations"].is_object()) {
+      out["metadata"]["annotations"] = Json::object();
+    }
+    out["metadata"]["annotations"][kTakenByOthersAnnotation] =
+        model::ResourceListToJson(taken).dump();
+  }
   std::string ready = ReadyStatus(node);
-  if (ready == "True") return parsed;
-  const char* key =
-      ready == "Unknown" ? "node.kubernetes.io/unreachable" : "node.kubernetes.io/not-ready";
-  bool tainted = std::any_of(parsed.taints.begin(), parsed.taints.end(), [](const auto& t) {
-    return t.key == "node.kubernetes.io/not-ready" || t.key == "node.kubernetes.io/unreachable";
-  });
-  if (!tainted) parsed.taints.push_back({key, "", model::TaintEffect::kNoSchedule});
-  return parsed;
+  if (ready != "True") {
+    if (!out["spec"].is_object()) out["spec"] = Json::object();
+    Json& taints = out["spec"]["taints"];
+    if (!taints.is_array()) taints = Json::array();
+    bool tainted = std::any_of(taints.begin(), taints.end(), [](const Json& t) {
+      std::string key = Text(At(t, "key"));
+      return key == "node.kubernetes.io/not-ready" || key == "node.kubernetes.io/unreachable";
+    });
+    if (!tainted) {
+      taints.push_back({{"key", ready == "Unknown" ? "node.kubernetes.io/unreachable"
+                                                   : "node.kubernetes.io/not-ready"},
+                        {"effect", "NoSchedule"}});
+    }
+  }
+  return out;
+}
+
+Result<model::ResourceList> TakenByPod(const Json& pod) {
+  ASSIGN_OR_RETURN(model::ResourceList taken, model::PodRequestsFromJson(pod));
+  taken["pods"] = model::Quantity::FromUnits(1);
+  return taken;
 }
 
 PodKind ClassifyPod(const Json& pod, std::string_view scheduler_name) {

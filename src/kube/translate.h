@@ -49,6 +49,25 @@ inline constexpr int32_t kExternalPodPriority = 1'000'000'000;
 
 Result<model::Node> NodeFromApi(const nlohmann::ordered_json& node);
 
+// On pods gpupool does not manage, bound to a node: what they take from it, counted into
+// NodeAsScheduled. "pods" counts one per pod, as the kubelet admits them against
+// allocatable.pods.
+inline constexpr char kTakenByOthersAnnotation[] = "gpupool.io/requested-by-other-pods";
+
+// The Node object as the store keeps it for gpupool to place on, when gpupool shares the node
+// with pods it does not manage (DaemonSets, kube-scheduler's pods, another scheduler's):
+//   - status.allocatable (else status.capacity) less `taken`, never below zero; `taken` itself
+//     in the annotation kTakenByOthersAnnotation (absent when nothing is taken), so that the
+//     room that went to others can be seen;
+//   - the not-ready/unreachable NoSchedule taint of NodeFromApi in spec.taints when the Ready
+//     condition is not True.
+// The same object for the same input: the node sync writes a node only when it changed.
+nlohmann::ordered_json NodeAsScheduled(const nlohmann::ordered_json& node,
+                                       const model::ResourceList& taken);
+
+// What a bound pod takes from its node: its effective requests and one "pods".
+Result<model::ResourceList> TakenByPod(const nlohmann::ordered_json& pod);
+
 enum class PodKind { kFinished, kBound, kPending, kGated, kOtherScheduler };
 std::string_view PodKindName(PodKind kind);
 

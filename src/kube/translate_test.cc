@@ -61,6 +61,62 @@ TEST(NodeFromApiTest, ReadsTheRealNodesAndTaintsNodesThatAreNotReady) {
   }
 }
 
+TEST(NodeAsScheduledTest, OtherPodsRequestsLeaveTheRestAndAreNamed) {
+  struct Case {
+    std::string name;
+    std::string status;  // the node's status
+    model::ResourceList taken;
+    std::string want_allocatable;  // "" = as it was
+    std::string want_annotation;   // "" = none
+  };
+  auto q = [](const char* text) { return model::Quantity::Parse(text).value(); };
+  std::vector<Case> cases = {
+      {"nothing taken", R"({"allocatable": {"cpu": "4", "nvidia.com/gpu": "2"}})", {}, "", ""},
+      {"a DaemonSet's cpu and a pod's gpu",
+       R"({"allocatable": {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "2", "pods": "110"}})",
+       {{"cpu", q("250m")}, {"nvidia.com/gpu", q("2")}, {"pods", q("2")}},
+       R"({"cpu": "3750m", "memory": "16Gi", "nvidia.com/gpu": "0", "pods": "108"})",
+       R"({"cpu":"250m","nvidia.com/gpu":"2","pods":"2"})"},
+      {"more taken than the node has: zero, never negative",
+       R"({"allocatable": {"cpu": "1"}})",
+       {{"cpu", q("3")}},
+       R"({"cpu": "0"})",
+       R"({"cpu":"3"})"},
+      {"capacity when there is no allocatable",
+       R"({"capacity": {"cpu": "8", "memory": "1Gi"}})",
+       {{"memory", q("512Mi")}},
+       R"({"cpu": "8", "memory": "512Mi"})",
+       R"({"memory":"512Mi"})"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Json status = Parse(c.status);
+    status["conditions"] = {{{"type", "Ready"}, {"status", "True"}}};
+    Json node = {{"kind", "Node"}, {"metadata", {{"name", "n"}}}, {"status", status}};
+    const Json out = NodeAsScheduled(node, c.taken);
+    Json want = c.want_allocatable.empty() ? status["allocatable"] : Parse(c.want_allocatable);
+    EXPECT_EQ(out.at("status").at("allocatable"), want);
+    const Json annotations = out.value("/metadata/annotations"_json_pointer, Json::object());
+    if (c.want_annotation.empty()) {
+      EXPECT_FALSE(annotations.contains(kTakenByOthersAnnotation));
+    } else {
+      EXPECT_EQ(annotations.value(kTakenByOthersAnnotation, Json()), c.want_annotation);
+    }
+    EXPECT_EQ(out.at("status").value("capacity", Json()), status.value("capacity", Json()))
+        << "capacity unchanged";
+    auto parsed = model::NodeFromJson(out);
+    ASSERT_TRUE(parsed.ok()) << parsed.status().message();
+    EXPECT_EQ(NodeAsScheduled(node, c.taken), out) << "the same object for the same input";
+  }
+
+  auto taken = TakenByPod(Parse(R"({"spec": {"containers": [
+      {"name": "a", "resources": {"requests": {"cpu": "100m", "nvidia.com/gpu": "1"}}},
+      {"name": "b", "resources": {"limits": {"cpu": "200m"}}}]}})"));
+  ASSERT_TRUE(taken.ok()) << taken.status().message();
+  EXPECT_EQ(model::ResourceListToJson(*taken),
+            Parse(R"({"cpu": "300m", "nvidia.com/gpu": "1", "pods": "1"})"));
+}
+
 TEST(ClassifyPodTest, EveryPodHasOneRole) {
   struct Case {
     std::string name;

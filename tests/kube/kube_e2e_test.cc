@@ -95,11 +95,12 @@ class KubernetesBackendTest : public ::testing::Test {
     // Real node objects: two GPU nodes (the samples' other files are the same A100 node in other
     // MIG layouts) and the four of edgexr.
     const std::string samples = data + "runai-fake-gpu-operator-samples/nodes/";
-    options.args = {"--nodes",   samples + "t4x2_fraction_1_workload.yaml",
-                    "--nodes",   samples + "a100-40gb_mig_7g-40gb.yaml",
-                    "--nodes",   data + "edgexr-k8s-node-json",
-                    "--kubelet", "--kubelet-run-ms",
-                    "300"};
+    options.args = {"--nodes", samples + "t4x2_fraction_1_workload.yaml", "--nodes",
+                    samples + "a100-40gb_mig_7g-40gb.yaml", "--nodes",
+                    data + "edgexr-k8s-node-json", "--kubelet", "--kubelet-run-ms", "300",
+                    // Every request answered as the deployment's ClusterRole allows it.
+                    "--rbac",
+                    std::string(GPUPOOL_SOURCE_DIR) + "/deploy/kubernetes/clusterrole.yaml"};
     auto fake = kube::fake::FakeApiServerProcess::Start(options);
     ASSERT_TRUE(fake.ok()) << fake.status().message();
     fake_ = std::move(*fake);
@@ -126,8 +127,20 @@ class KubernetesBackendTest : public ::testing::Test {
                    "--kube-qps",
                    "200",
                    "--kube-burst",
-                   "400"};
+                   "400",
+                   "--node-sync",
+                   "100ms"};
     StartServe();
+  }
+
+  // Nothing the backend asked for was refused by the deployment's ClusterRole.
+  void TearDown() override {
+    if (!kube_) return;
+    auto stats = kube_->Call({"GET", "/_fake/stats"});
+    ASSERT_TRUE(stats.ok() && stats->ok());
+    EXPECT_EQ(stats->Json()["denied"], provoked_denials_)
+        << "requests deploy/kubernetes/clusterrole.yaml does not grant";
+    EXPECT_FALSE(stats->Json()["requests"].empty());
   }
 
   void StartServe() {
@@ -172,6 +185,7 @@ class KubernetesBackendTest : public ::testing::Test {
   }
 
   std::unique_ptr<kube::fake::FakeApiServerProcess> fake_;
+  Json provoked_denials_ = Json::object();  // refusals a test asked for
   std::unique_ptr<kube::Client> kube_;
   std::vector<std::string> serve_args_;
   std::unique_ptr<ServeProcess> serve_;
@@ -220,6 +234,15 @@ TEST_F(KubernetesBackendTest, AWorkflowBecomesPodsGpupoolCreatesBindsAndSeesEnd)
   Json requests = FakeRequests();
   EXPECT_EQ(requests["create pods/binding"], 2);
   EXPECT_EQ(requests["create pods"], 2);
+
+  // The role is enforced: what it does not grant is refused as kube-apiserver refuses it.
+  auto patched = kube_->Call({"PATCH", "/api/v1/nodes/nori", R"({"spec":{"unschedulable":true}})",
+                              "application/merge-patch+json"});
+  ASSERT_TRUE(patched.ok());
+  EXPECT_EQ(patched->status, 403);
+  EXPECT_NE(patched->body.find(R"(cannot patch resource \"nodes\")"), std::string::npos)
+      << patched->body;
+  provoked_denials_ = {{"patch nodes", 1}};
 }
 
 TEST_F(KubernetesBackendTest, APodsExitCodeFailsItsTask) {
@@ -258,6 +281,80 @@ TEST_F(KubernetesBackendTest, CancelDeletesThePod) {
   ASSERT_TRUE(canceled && canceled->status == 200) << (canceled ? canceled->body : "");
   WaitFor(id, {"CANCELED"});
   EXPECT_TRUE(Eventually([&] { return Pods().empty(); })) << Pods().dump(2);
+}
+
+// Pods gpupool did not create use their nodes: while another scheduler's pods hold every GPU, a
+// GPU task waits with the scheduler's reason; when one node's GPU is given back, it runs there.
+TEST_F(KubernetesBackendTest, OtherSchedulersPodsUseTheirNodesCapacity) {
+  auto listed = kube_->Call({"GET", "/api/v1/nodes"});
+  ASSERT_TRUE(listed.ok() && listed->ok());
+  std::map<std::string, std::string> gpu_pods;  // node -> the other pod holding its GPUs
+  const Json nodes = listed->Json();
+  for (const Json& node : nodes["items"]) {
+    const Json& allocatable = node["status"]["allocatable"];
+    std::string gpus = allocatable.value("nvidia.com/gpu", "0");
+    if (gpus == "0") continue;
+    std::string name = node["metadata"]["name"].get<std::string>();
+    Json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata",
+         {{"name", "holder-" + std::to_string(gpu_pods.size())},
+          {"annotations", {{"fake.gpupool.io/run-ms", "3600000"}}}}},
+        {"spec",
+         {{"nodeName", name},  // placed as a DaemonSet's pods are, or by another scheduler
+          {"containers",
+           {{{"name", "c"},
+             {"image", "busybox"},
+             {"resources", {{"requests", {{"nvidia.com/gpu", gpus}, {"cpu", "100m"}}}}}}}}}}};
+    auto created = kube_->Call({"POST", "/api/v1/namespaces/others/pods", pod.dump()});
+    ASSERT_TRUE(created.ok() && created->ok()) << (created.ok() ? created->body : "");
+    gpu_pods[name] = pod["metadata"]["name"].get<std::string>();
+  }
+  ASSERT_GE(gpu_pods.size(), 2u) << "the T4 node and nori have GPUs";
+
+  // gpupool's nodes show what the others take.
+  auto gpupool_gpus = [&](const std::string& node) -> std::string {
+    auto res = http_->Get("/api/nodes");
+    if (!res || res->status != 200) return "";
+    const Json list = Json::parse(res->body);
+    for (const Json& item : list["items"]) {
+      if (item["metadata"]["name"] == node) {
+        return item["status"]["allocatable"].value("nvidia.com/gpu", "");
+      }
+    }
+    return "";
+  };
+  for (const auto& [node, pod] : gpu_pods) {
+    EXPECT_TRUE(Eventually([&] { return gpupool_gpus(node) == "0"; })) << node;
+  }
+
+  std::string id = Submit(R"(workflow:
+  name: gpu
+  resources:
+    default: {cpu: 1, memory: 1Gi, storage: 1Gi, gpu: 1}
+  tasks:
+  - {name: t, image: busybox, sim_duration: 1s}
+)");
+  ASSERT_FALSE(id.empty());
+  Json workflow;
+  ASSERT_TRUE(Eventually([&] {
+    auto res = http_->Get("/api/workflow/" + id);
+    if (!res || res->status != 200) return false;
+    workflow = Json::parse(res->body);
+    return workflow["tasks"][0].value("message", "").find("nvidia.com/gpu") != std::string::npos;
+  })) << workflow.dump(2);
+  EXPECT_EQ(workflow["tasks"][0]["status"], "PENDING") << workflow.dump(2);
+  EXPECT_TRUE(Pods().empty()) << "nothing created for a task that does not fit";
+
+  // nori's GPU is given back: the task runs there.
+  ASSERT_TRUE(gpu_pods.contains("nori"));
+  auto deleted = kube_->Call({"DELETE", "/api/v1/namespaces/others/pods/" + gpu_pods["nori"],
+                              R"({"gracePeriodSeconds": 0})"});
+  ASSERT_TRUE(deleted.ok() && deleted->ok());
+  Json done = WaitFor(id, {"COMPLETED", "FAILED", "CANCELED"});
+  EXPECT_EQ(done["status"], "COMPLETED") << done.dump(2);
+  EXPECT_EQ(done["tasks"][0]["node"], "nori");
 }
 
 // kill -9 of gpupool while its task runs: the restarted server re-adopts the pod from the

@@ -1,11 +1,13 @@
 #include "backend/kubernetes/kube_backend.h"
 
 #include <cstdio>
+#include <optional>
 
 #include "common/strings.h"
 #include "kube/api.h"
 #include "kube/pod_status.h"
 #include "kube/translate.h"
+#include "model/quantity.h"
 
 namespace gpupool::backend {
 namespace {
@@ -110,9 +112,9 @@ Result<std::unique_ptr<KubernetesBackend>> KubernetesBackend::Open(KubernetesOpt
   KubernetesBackend* self = backend.get();
   backend->nodes_ = std::make_unique<kube::Informer>(
       *self->client_, kube::InformerOptions{.path = "/api/v1/nodes"});
+  // Every pod, not only gpupool's: the others bound to a node use its capacity.
   kube::InformerOptions pods;
   pods.path = "/api/v1/pods";
-  pods.label_selector = std::string(kManagedByLabel) + "=" + kManagedBy;
   backend->pods_ = std::make_unique<kube::Informer>(
       *self->client_, pods,
       kube::InformerHandlers{
@@ -143,14 +145,46 @@ Result<std::unique_ptr<Backend>> OpenKubernetesBackend(const KubernetesFlags& fl
 }
 
 Result<std::vector<Json>> KubernetesBackend::ListNodes() const {
+  std::map<std::string, model::ResourceList, std::less<>> taken;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [uid, other] : others_) model::AddResources(taken[other.node], other.taken);
+  }
+  static const model::ResourceList kNothing;
   std::vector<Json> nodes;
-  for (const auto& node : nodes_->List()) nodes.push_back(*node);
+  for (const auto& node : nodes_->List()) {
+    auto it = taken.find(kube::RefOf(*node).name);
+    nodes.push_back(kube::NodeAsScheduled(*node, it == taken.end() ? kNothing : it->second));
+  }
   return nodes;
+}
+
+// On the client's thread: what a pod the store does not know takes from its node. gpupool's own
+// pods are its tasks' (the store counts them), until they are being deleted: a terminating pod
+// holds its node until it is gone, and its task no longer does.
+void KubernetesBackend::CountOther(const Json& pod, bool ours, bool deleted) {
+  const std::string uid = kube::RefOf(pod).uid;
+  bool holds = !deleted && kube::ClassifyPod(pod) == kube::PodKind::kBound &&
+               (!ours || pod.value("/metadata/deletionTimestamp"_json_pointer, Json()).is_string());
+  std::optional<model::ResourceList> taken;
+  if (holds) {
+    auto requests = kube::TakenByPod(pod);
+    // A pod whose requests do not parse was admitted by the API server; count its slot at least.
+    taken =
+        requests.ok() ? *requests : model::ResourceList{{"pods", model::Quantity::FromUnits(1)}};
+  }
+  std::lock_guard lock(mu_);
+  if (taken) {
+    others_[uid] = {NodeName(pod), std::move(*taken)};
+  } else {
+    others_.erase(uid);
+  }
 }
 
 // On the client's thread: records how gpupool's pods end.
 void KubernetesBackend::OnPod(const kube::ObjectPtr& pod, bool deleted) {
   std::string key = Annotation(*pod, kube::kAttemptAnnotation);
+  CountOther(*pod, !key.empty(), deleted);
   if (key.empty()) return;
   kube::TaskObservation seen = kube::ObservePod(*pod);
   bool finished =

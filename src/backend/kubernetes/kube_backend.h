@@ -6,8 +6,11 @@
 // The scheduling loop never waits on the API server (a rate-limited client can take seconds for
 // a burst of launches, and a step longer than the leader lease loses it): Launch and Kill check
 // what they can at once and leave the requests to the client's thread.
-//   ListNodes  the cluster's nodes, from a node informer (list + watch); the server's node sync
-//              reads them again every period.
+//   ListNodes  the cluster's nodes, from a node informer (list + watch), as gpupool places on
+//              them (kube::NodeAsScheduled): each node's allocatable less what the bound pods
+//              the store does not count take (other schedulers', DaemonSets', gpupool's pods
+//              being deleted; from a pod informer on every pod), and not-ready nodes tainted.
+//              The server's node sync reads them again every period.
 //   Launch     refuses a node the cluster does not have (the task fails at launch); then, in the
 //              background, creates the task's pod in its namespace (TaskLaunch::namespace_, else
 //              KubernetesOptions::namespace_, default "gpupool"), named from the attempt key,
@@ -21,9 +24,10 @@
 //              and the API server's answer as the reason: a task never runs twice.
 //   Kill       deletes the pod in the background (UID precondition, its own grace period); a
 //              launch still in flight deletes what it created.
-//   Poll       pods that ended, from a pod informer on gpupool's pods: Succeeded -> exit 0,
-//              Failed -> the container's exit code and reason (kube::ObservePod: OOMKilled,
-//              Error, Evicted, ...), a pod deleted by someone else -> exit code -1, "lost".
+//   Poll       gpupool's pods that ended (those with the attempt annotation): Succeeded ->
+//              exit 0, Failed -> the container's exit code and reason (kube::ObservePod:
+//              OOMKilled, Error, Evicted, ...), a pod deleted by someone else -> exit code -1,
+//              "lost".
 //
 // Thread contract: Launch, Kill and Poll from the scheduling loop's thread; ListNodes and
 // RunningCount from any thread; the informers' and requests' callbacks run on the client's
@@ -40,6 +44,7 @@
 #include "kube/informer.h"
 #include "kube/kubeconfig.h"
 #include "kube/writes.h"
+#include "model/quantity.h"
 
 namespace gpupool::backend {
 
@@ -78,6 +83,7 @@ class KubernetesBackend final : public Backend {
 
   KubernetesBackend(KubernetesOptions options, std::unique_ptr<kube::Client> client);
   void OnPod(const kube::ObjectPtr& pod, bool deleted);
+  void CountOther(const nlohmann::ordered_json& pod, bool ours, bool deleted);
   // The background steps of a launch (on the client's thread).
   void Create(std::shared_ptr<LaunchOp> op);
   void Adopt(std::shared_ptr<LaunchOp> op, bool created_elsewhere);
@@ -95,6 +101,13 @@ class KubernetesBackend final : public Backend {
   std::map<std::string, Task, std::less<>> running_;    // launched, not yet reported, by key
   std::map<std::string, TaskExit, std::less<>> ended_;  // seen ending, by key
   std::set<std::string, std::less<>> killed_;           // deleted by Kill: not reported
+  // Bound pods the store does not count (other schedulers', DaemonSets', gpupool's being
+  // deleted), by UID: what each takes from its node.
+  struct OtherPod {
+    std::string node;
+    model::ResourceList taken;
+  };
+  std::map<std::string, OtherPod, std::less<>> others_;
 };
 
 // OpenBackend's "kubernetes" (the process's environment for the in-cluster configuration).

@@ -188,6 +188,18 @@ Json FakeApi::RequestCounts() const {
   return counts;
 }
 
+void FakeApi::SetRole(ClusterRole role) {
+  std::lock_guard lock(mu_);
+  role_ = std::move(role);
+}
+
+Json FakeApi::DeniedCounts() const {
+  std::lock_guard lock(mu_);
+  Json counts = Json::object();
+  for (const auto& [key, n] : denied_) counts[key] = n;
+  return counts;
+}
+
 void FakeApi::Count(const std::string& verb, const Target& target) {
   std::string key = verb + " " + target.type().plural;
   if (!target.subresource.empty()) key += "/" + target.subresource;
@@ -234,7 +246,43 @@ ApiResponse FakeApi::Handle(const ApiRequest& request, const std::function<void(
   }
   if (rest.size() > 1) target.name = rest[1];
   if (rest.size() > 2) target.subresource = rest[2];
+  if (std::string verb = VerbOf(request, target); !verb.empty()) {
+    if (auto denied = Authorize(verb, target)) return *denied;
+    Count(verb, target);
+  }
   return Dispatch(request, target, wake);
+}
+
+// The verb as RBAC names it; "" for what Dispatch refuses anyway (405, 404).
+std::string FakeApi::VerbOf(const ApiRequest& request, const Target& target) {
+  const std::string& m = request.method;
+  const std::string& sub = target.subresource;
+  if (target.name.empty()) {
+    if (m == "GET") return QueryTrue(request, "watch") ? "watch" : "list";
+    return m == "POST" ? "create" : "";
+  }
+  if (sub.empty() || sub == "status" || sub == "scale") {
+    if (m == "GET") return "get";
+    if (m == "PUT") return "update";
+    if (m == "PATCH") return "patch";
+    return m == "DELETE" && sub.empty() ? "delete" : "";
+  }
+  if (sub == "binding" || sub == "eviction") return m == "POST" ? "create" : "";
+  if (sub == "log") return m == "GET" ? "get" : "";
+  return "";
+}
+
+std::optional<ApiResponse> FakeApi::Authorize(const std::string& verb, const Target& target) {
+  if (!role_) return std::nullopt;
+  RbacRequest rbac{verb, target.type().group, target.type().plural, target.name};
+  if (!target.subresource.empty()) rbac.resource += "/" + target.subresource;
+  if (role_->Allows(rbac)) return std::nullopt;
+  {
+    std::lock_guard lock(mu_);
+    ++denied_[verb + " " + rbac.resource];
+  }
+  return StatusResponse(403, "Forbidden", ForbiddenMessage(rbac, target.namespace_, kFakeUser),
+                        {{"name", target.name}, {"kind", target.type().plural}});
 }
 
 ApiResponse FakeApi::Dispatch(const ApiRequest& request, const Target& target,
@@ -244,16 +292,13 @@ ApiResponse FakeApi::Dispatch(const ApiRequest& request, const Target& target,
   auto not_allowed = [] { return StatusResponse(405, "MethodNotAllowed", "method not allowed"); };
   if (target.name.empty()) {
     if (m == "GET" && QueryTrue(request, "watch")) {
-      Count("watch", target);
       return Watch(target, request, wake);
     }
     if (m == "GET") {
-      Count("list", target);
       return List(target, request);
     }
     if (m == "POST") {
       if (target.type().namespaced && target.namespace_.empty()) return not_allowed();
-      Count("create", target);
       return Create(target, request);
     }
     return not_allowed();
@@ -264,41 +309,33 @@ ApiResponse FakeApi::Dispatch(const ApiRequest& request, const Target& target,
       return StatusResponse(404, "NotFound", "the server could not find the requested resource");
     }
     if (m == "GET") {
-      Count("get", target);
       auto stored = store_.Get(target.resource, target.namespace_, target.name);
       return stored.ok() ? ObjectResponse(200, *stored)
                          : FromStatus(stored.status(), target.type(), target.name);
     }
     if (m == "PUT") {
-      Count("update", target);
       return Replace(target, request, status_only);
     }
     if (m == "PATCH") {
-      Count("patch", target);
       return Patch(target, request, status_only);
     }
     if (m == "DELETE" && !status_only) {
-      Count("delete", target);
       return Delete(target, request);
     }
     return not_allowed();
   }
   bool pods = target.type().plural == "pods";
   if (pods && sub == "binding" && m == "POST") {
-    Count("create", target);
     return Bind(target, request);
   }
   if (pods && sub == "eviction" && m == "POST") {
-    Count("create", target);
     return Evict(target, request);
   }
   if (pods && sub == "log" && m == "GET") {
-    Count("get", target);
     return Log(target, request, wake);
   }
   if (sub == "scale" && target.type().scale_subresource) {
     if (m != "GET" && m != "PUT" && m != "PATCH") return not_allowed();
-    Count(m == "GET" ? "get" : m == "PUT" ? "update" : "patch", target);
     return Scale(target, request);
   }
   return StatusResponse(404, "NotFound", "the server could not find the requested resource");

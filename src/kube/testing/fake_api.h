@@ -26,11 +26,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kube/testing/fake_kubelet.h"
+#include "kube/testing/fake_rbac.h"
 #include "kube/testing/fake_store.h"
 
 namespace gpupool::kube::fake {
@@ -71,6 +73,11 @@ class FakeApi {
   // watch, create, update, patch, delete).
   nlohmann::ordered_json RequestCounts() const;
 
+  // Authorizes every API request by `role` from now on (fake_rbac.h); without a role, the token
+  // may do anything. Denied requests answer 403 Forbidden and are counted apart.
+  void SetRole(ClusterRole role);
+  nlohmann::ordered_json DeniedCounts() const;
+
  private:
   struct Target;
 
@@ -91,6 +98,9 @@ class FakeApi {
   // Deletes a pod as the registry does: gracefully when bound and running.
   ApiResponse DeletePod(const Target& target, const std::string& uid,
                         std::optional<int64_t> grace_seconds);
+  static std::string VerbOf(const ApiRequest& request, const Target& target);
+  // 403 when a role is set and does not grant the request.
+  std::optional<ApiResponse> Authorize(const std::string& verb, const Target& target);
   void Count(const std::string& verb, const Target& target);
 
   ObjectStore& store_;
@@ -101,7 +111,12 @@ class FakeApi {
   mutable std::mutex mu_;
   ApiOptions options_;
   std::map<std::string, int64_t> counts_;
+  std::optional<ClusterRole> role_;  // set before serving
+  std::map<std::string, int64_t> denied_;
 };
+
+// The user the fake's token stands for, in its answers (as a service account would be named).
+inline constexpr char kFakeUser[] = "system:serviceaccount:gpupool-system:gpupool";
 
 // A Kubernetes Status object ({"kind": "Status", "status": "Failure", code, reason, message}).
 ApiResponse StatusResponse(int code, const std::string& reason, const std::string& message,

@@ -5,6 +5,7 @@
 //
 //   gpupool-fake-apiserver --cert server.crt --key server.key --token-file token
 //       --nodes data/edgexr-k8s-node-json --node-count 5000 --kubelet --port-file port
+//       [--rbac deploy/kubernetes/clusterrole.yaml]
 //
 // It prints "listening on https://HOST:PORT" and writes the port to --port-file once ready.
 // SIGTERM or SIGINT stops it; with --state-file, the objects and the revision are written there
@@ -104,7 +105,7 @@ struct Flags {
   gpupool::kube::fake::ServerOptions server;
   gpupool::kube::fake::KubeletOptions kubelet;
   gpupool::kube::fake::StoreOptions store;
-  std::string token_file, port_file, state_file;
+  std::string token_file, port_file, state_file, rbac_file;
   std::vector<std::string> node_paths;
   int node_count = 0;
   int threads = 2;
@@ -119,6 +120,8 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--token-file", f.token_file, "file holding the bearer token")->required();
   app.add_option("--port-file", f.port_file, "write the port here once listening");
   app.add_option("--state-file", f.state_file, "load the objects from here; save them on exit");
+  app.add_option("--rbac", f.rbac_file,
+                 "authorize requests by the first ClusterRole of this file (else: all allowed)");
   app.add_option("--nodes", f.node_paths, "Node objects: JSON/YAML files or directories");
   app.add_option("--node-count", f.node_count, "serve this many copies of the nodes (0: as is)");
   app.add_option("--history", f.store.history_limit, "changes kept for watches")
@@ -157,6 +160,10 @@ Status Serve(gpupool::kube::fake::ObjectStore& store, Flags& f,
   Kubelet kubelet(store, logs, io, f.kubelet, now_ms);
   kubelet.Start();
   FakeApi api(store, kubelet, logs, now_ms);
+  if (!f.rbac_file.empty()) {
+    ASSIGN_OR_RETURN(ClusterRole role, ClusterRole::Load(f.rbac_file));
+    api.SetRole(std::move(role));
+  }
   FakeServer fake(io, api, store, f.server);
   ASSIGN_OR_RETURN(int port, fake.Start());
   if (!f.port_file.empty())

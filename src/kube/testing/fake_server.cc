@@ -411,6 +411,7 @@ ApiResponse FakeServer::Impl::Admin(const ApiRequest& request, int64_t* restart_
     *restart_down_ms = std::max<int64_t>(0, body.value("downMs", 0));
   } else if (path == "/_fake/stats" && request.method == "GET") {
     answer["requests"] = api_.RequestCounts();
+    answer["denied"] = api_.DeniedCounts();
     answer["revision"] = store_.Revision();
     answer["compactedRevision"] = store_.CompactedRevision();
     std::lock_guard lock(mu_);

@@ -11,7 +11,8 @@
 //   POST /_fake/config        {"expiredWatchAs410": bool}: how an expired watch is refused
 //   POST /_fake/restart       {"downMs": D}: drop every connection, refuse new ones for D ms,
 //                             then serve again with the same state (etcd survives)
-//   GET  /_fake/stats         requests by RBAC verb and resource, 429s sent, the gaps between
+//   GET  /_fake/stats         requests by RBAC verb and resource (and those denied by the
+//                             role, fake_rbac.h), 429s sent, the gaps between
 //                             each 429 and the client's retry of that request, open watches
 // Thread contract: Start() once; Stop() from any thread; the work runs on the io_context's
 // threads (as many as the caller runs it on).

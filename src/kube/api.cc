@@ -1,5 +1,7 @@
 #include "kube/api.h"
 
+#include "common/json_text.h"
+
 namespace gpupool::kube {
 namespace {
 
@@ -26,14 +28,14 @@ std::string StatusMessage(const Response& response) {
 
 Result<Json> CreateObject(Client& client, const std::string& collection_path, const Json& object) {
   ASSIGN_OR_RETURN(Response response,
-                   client.Call({"POST", collection_path, object.dump(), "application/json"}));
+                   client.Call({"POST", collection_path, DumpJson(object), "application/json"}));
   if (!response.ok()) return ApiError(response, "create in " + collection_path);
   return response.Json();
 }
 
 Status BindPod(Client& client, const ObjectRef& pod, const std::string& node) {
   ASSIGN_OR_RETURN(Response response,
-                   client.Call({"POST", PodPath(pod, "binding"), BindingBody(pod, node).dump(),
+                   client.Call({"POST", PodPath(pod, "binding"), DumpJson(BindingBody(pod, node)),
                                 "application/json"}));
   if (response.ok()) return OkStatus();
   return ApiError(response, "bind " + pod.namespace_ + "/" + pod.name + " to " + node);
@@ -43,7 +45,7 @@ Result<EvictionResult> EvictPod(Client& client, const ObjectRef& pod,
                                 std::optional<int64_t> grace_seconds) {
   ASSIGN_OR_RETURN(Response response,
                    client.Call({"POST", PodPath(pod, "eviction"),
-                                EvictionBody(pod, grace_seconds).dump(), "application/json"}));
+                                DumpJson(EvictionBody(pod, grace_seconds)), "application/json"}));
   EvictionResult result;
   result.message = StatusMessage(response);
   switch (response.status) {
@@ -66,15 +68,15 @@ Result<EvictionResult> EvictPod(Client& client, const ObjectRef& pod,
 }
 
 Status DeletePod(Client& client, const ObjectRef& pod, std::optional<int64_t> grace_seconds) {
-  ASSIGN_OR_RETURN(Response response,
-                   client.Call({"DELETE", PodPath(pod),
-                                DeleteOptionsBody(pod, grace_seconds).dump(), "application/json"}));
+  ASSIGN_OR_RETURN(Response response, client.Call({"DELETE", PodPath(pod),
+                                                   DumpJson(DeleteOptionsBody(pod, grace_seconds)),
+                                                   "application/json"}));
   if (response.ok()) return OkStatus();
   return ApiError(response, "delete " + pod.namespace_ + "/" + pod.name);
 }
 
 Result<Json> PatchStatus(Client& client, const ObjectRef& pod, const Json& patch) {
-  ASSIGN_OR_RETURN(Response response, client.Call({"PATCH", PodPath(pod, "status"), patch.dump(),
+  ASSIGN_OR_RETURN(Response response, client.Call({"PATCH", PodPath(pod, "status"), DumpJson(patch),
                                                    "application/strategic-merge-patch+json"}));
   if (!response.ok()) return ApiError(response, "patch " + pod.namespace_ + "/" + pod.name);
   return response.Json();

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/json_text.h"
+
 namespace gpupool::kube {
 namespace {
 
@@ -91,7 +93,7 @@ Json NodeAsScheduled(const Json& node, const model::ResourceList& taken) {
       out["metadata"]["annotations"] = Json::object();
     }
     out["metadata"]["annotations"][kTakenByOthersAnnotation] =
-        model::ResourceListToJson(taken).dump();
+        DumpJson(model::ResourceListToJson(taken));
   }
   std::string ready = ReadyStatus(node);
   if (ready != "True") {

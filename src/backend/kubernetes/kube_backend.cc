@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <optional>
 
+#include "common/json_text.h"
 #include "common/strings.h"
 #include "kube/api.h"
 #include "kube/pod_status.h"
@@ -234,17 +235,20 @@ Status KubernetesBackend::Launch(const TaskLaunch& launch) {
 
 void KubernetesBackend::Create(std::shared_ptr<LaunchOp> op) {
   const std::string collection = "/api/v1/namespaces/" + op->ref.namespace_ + "/pods";
-  client_->Send({"POST", collection, op->pod.dump()}, [this, op](Result<kube::Response> created) {
-    if (!created.ok()) return Failed(op, created.status().message());
-    if (created->ok()) {
-      op->ref = kube::RefOf(created->Json());
-      return Bind(op);
-    }
-    Status error = kube::ApiError(*created, "create pod " + op->ref.name);
-    // This attempt's pod exists (a retried launch, a restarted leader): adopt it if it is ours.
-    if (error.code() == StatusCode::kAlreadyExists) return Adopt(op, /*created_elsewhere=*/true);
-    Failed(op, error.message());
-  });
+  client_->Send({"POST", collection, DumpJson(op->pod)},
+                [this, op](Result<kube::Response> created) {
+                  if (!created.ok()) return Failed(op, created.status().message());
+                  if (created->ok()) {
+                    op->ref = kube::RefOf(created->Json());
+                    return Bind(op);
+                  }
+                  Status error = kube::ApiError(*created, "create pod " + op->ref.name);
+                  // This attempt's pod exists (a retried launch, a restarted leader): adopt it if
+                  // it is ours.
+                  if (error.code() == StatusCode::kAlreadyExists)
+                    return Adopt(op, /*created_elsewhere=*/true);
+                  Failed(op, error.message());
+                });
 }
 
 // Finds the attempt's pod: bound to our node already, or to be bound; gone = lost.
@@ -273,7 +277,7 @@ void KubernetesBackend::Adopt(std::shared_ptr<LaunchOp> op, bool created_elsewhe
 
 void KubernetesBackend::Bind(std::shared_ptr<LaunchOp> op) {
   client_->Send({"POST", kube::PodPath(op->ref, "binding"),
-                 kube::BindingBody(op->ref, op->launch.node).dump()},
+                 DumpJson(kube::BindingBody(op->ref, op->launch.node))},
                 [this, op](Result<kube::Response> bound) {
                   if (!bound.ok()) return Failed(op, bound.status().message());
                   if (bound->ok()) return Placed(op);
@@ -311,10 +315,11 @@ void KubernetesBackend::Failed(const std::shared_ptr<LaunchOp>& op, const std::s
 }
 
 void KubernetesBackend::DeletePod(const kube::ObjectRef& pod) {
-  client_->Send({"DELETE", kube::PodPath(pod), kube::DeleteOptionsBody(pod, std::nullopt).dump()},
-                [](Result<kube::Response>) {
-                  // Gone already (404) is what we wanted; anything else the informer will show.
-                });
+  client_->Send(
+      {"DELETE", kube::PodPath(pod), DumpJson(kube::DeleteOptionsBody(pod, std::nullopt))},
+      [](Result<kube::Response>) {
+        // Gone already (404) is what we wanted; anything else the informer will show.
+      });
 }
 
 Status KubernetesBackend::Kill(std::string_view key) {

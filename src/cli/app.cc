@@ -21,6 +21,7 @@
 #include "cli/api.h"
 #include "cli/format.h"
 #include "cli/logs.h"
+#include "cli/replay_command.h"
 #include "common/clock.h"
 #include "common/json_text.h"
 #include "common/safe_text.h"
@@ -701,6 +702,10 @@ int RunCli(int argc, char** argv) {
   bool schedule_chosen = false;
   schedule->callback([&schedule_chosen] { schedule_chosen = true; });
 
+  // replay: a trace in simulated time (cli/replay_command.h), offline.
+  ReplayFlags replay_flags;
+  AddReplaySubcommand(app, replay_flags);
+
   // serve: the HTTP server (server/serve_command.h); runs inside parse() until stopped.
   int serve_exit = -1;
   server::AddServeSubcommand(app, &serve_exit);
@@ -739,6 +744,7 @@ int RunCli(int argc, char** argv) {
       if (!role.empty()) env.caller.roles.push_back(role);
     }
   }
+  if (replay_flags.chosen) return RunReplay(replay_flags, env.format);
   if (schedule_chosen) {
     Status s = Schedule(schedule_flags, env);
     return s.ok() ? kExitOk : Failed(s, o);

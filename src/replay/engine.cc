@@ -84,9 +84,10 @@ class Engine {
     const int64_t at = CeilTo(std::max(t, now_), options_.cycle_period_ms);
     if (!next_tick_ || at < *next_tick_) next_tick_ = at;
   }
+  // Something changed: the next tick decides on it (during a tick, the one a period later).
   void Changed() {
     dirty_ = true;
-    RequestTick(now_);
+    RequestTick(in_tick_ ? now_ + 1 : now_);
   }
   void AdvanceTo(int64_t t);
   void Handle(const Event& e);
@@ -118,6 +119,7 @@ class Engine {
   std::optional<int64_t> next_tick_;
   bool dirty_ = true;  // the cluster changed since the last cycle
   bool due_ = false;   // a timer of the cluster came due
+  bool in_tick_ = false;
   std::set<int64_t> wakeups_;
   std::set<std::string> seen_nodes_;
   std::map<std::string, double> cost_usd_;    // per machine pool, so far
@@ -294,7 +296,6 @@ Status Engine::Reconcile() {
   if (!d.deletes.empty() || !d.upserts.empty()) {
     NoteNodes();
     Changed();
-    RequestTick(now_ + 1);
   }
   return OkStatus();
 }
@@ -329,6 +330,7 @@ void Engine::ScheduleWakeups() {
 
 Status Engine::Tick() {
   next_tick_.reset();
+  in_tick_ = true;
   const bool changed = dirty_ || due_;
   due_ = false;
   if (changed && (cluster_.pending_pods() > 0 || cluster_.HasNoExecuteTaint())) {
@@ -338,9 +340,12 @@ Status Engine::Tick() {
     dirty_ = false;
   }
   if (!pools_.empty() && changed) {
-    RETURN_IF_ERROR(Reconcile());
+    Status s = Reconcile();
+    in_tick_ = false;
+    RETURN_IF_ERROR(s);
     ScheduleWakeups();
   }
+  in_tick_ = false;
   return OkStatus();
 }
 

@@ -80,7 +80,7 @@ struct Trace {
   std::string file;
   std::string format;          // openb | dlrm | csv | jsonl
   std::vector<TraceJob> jobs;  // by submit time, ties in file order
-  int64_t end_ms = 0;          // the latest submit or end time the file names
+  int64_t end_ms = 0;          // the latest submit time plus duration
 };
 
 inline constexpr std::string_view kTraceFormats[] = {"openb", "dlrm", "csv", "jsonl"};

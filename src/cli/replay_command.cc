@@ -14,6 +14,7 @@
 #include "replay/engine.h"
 #include "replay/inputs.h"
 #include "replay/output.h"
+#include "replay/protocol.h"
 #include "replay/trace.h"
 
 namespace gpupool::cli {
@@ -27,27 +28,29 @@ class ProgressBar {
  public:
   explicit ProgressBar(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO) == 1) {}
 
-  void Update(const std::string& label, int64_t now_ms, int64_t end_ms) {
+  // `now` of `end` simulated milliseconds; or, with a `unit`, steps of that unit.
+  void Update(const std::string& label, int64_t now, int64_t end, const char* unit = nullptr) {
     if (!enabled_) return;
     const auto wall = std::chrono::steady_clock::now();
     if (wall - last_ < std::chrono::milliseconds(100)) return;
     last_ = wall;
     const double ratio =
-        end_ms > 0 ? std::clamp(static_cast<double>(now_ms) / static_cast<double>(end_ms), 0.0, 1.0)
-                   : 0.0;
+        end > 0 ? std::clamp(static_cast<double>(now) / static_cast<double>(end), 0.0, 1.0) : 0.0;
     constexpr int kWidth = 30;
     const int filled = static_cast<int>(ratio * kWidth);
     std::string bar(filled, '#');
     bar.resize(kWidth, '.');
+    const std::string done = unit ? std::to_string(now) : model::FormatDuration(now / 1000);
+    const std::string all =
+        unit ? std::to_string(end) + " " + unit : model::FormatDuration(end / 1000);
     std::fprintf(stderr, "\r%-12s [%s] %3.0f%%  %s of %s   ", label.c_str(), bar.c_str(),
-                 ratio * 100, model::FormatDuration(now_ms / 1000).c_str(),
-                 model::FormatDuration(end_ms / 1000).c_str());
+                 ratio * 100, done.c_str(), all.c_str());
     std::fflush(stderr);
   }
 
   void Done(const std::string& line) {
     if (!enabled_) return;
-    std::fprintf(stderr, "\r\033[K%s\n", line.c_str());
+    std::fprintf(stderr, "\r\033[K%s%s", line.c_str(), line.empty() ? "" : "\n");
     std::fflush(stderr);
   }
 
@@ -108,8 +111,42 @@ Result<replay::ReplayOptions> OptionsFrom(const ReplayFlags& f) {
 
 double CpuSeconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 
+// --protocol fgd: the trace's pods, inflated to --load percent of the nodes' GPUs, per seed.
+Status Protocol(const ReplayFlags& flags, OutputFormat format) {
+  if (flags.protocol != "fgd") {
+    return InvalidArgumentError("--protocol: expected fgd, got \"" + flags.protocol + "\"");
+  }
+  replay::ProtocolOptions options;
+  ASSIGN_OR_RETURN(
+      options.policies,
+      ParsePolicies(flags.policies.empty() ? "fgd,gpu-packing,best-fit" : flags.policies));
+  options.load_percent = flags.load;
+  options.seeds = flags.seeds;
+  options.first_seed = flags.first_seed;
+  options.report_at = flags.at;
+  options.fgd_task_types = flags.fgd_task_types;
+  RETURN_IF_ERROR(replay::Validate(options));
+  ASSIGN_OR_RETURN(scheduler::Scenario scenario, replay::LoadReplayScenario(flags.files));
+  ASSIGN_OR_RETURN(replay::Trace trace, replay::LoadTrace(flags.trace, flags.trace_format));
+  ProgressBar bar(!flags.no_progress);
+  ASSIGN_OR_RETURN(
+      replay::ProtocolResult result,
+      replay::RunProtocol(scenario.snapshot.nodes, trace, options, [&](int done, int total) {
+        bar.Update("fgd protocol", done, total, "seeds");
+      }));
+  bar.Done("");
+  if (format == OutputFormat::kTable) {
+    std::cout << replay::ProtocolToTable(result);
+  } else {
+    std::cout << Render(replay::ProtocolToJson(result), format);
+  }
+  return OkStatus();
+}
+
 Status Replay(const ReplayFlags& flags, OutputFormat format) {
-  ASSIGN_OR_RETURN(std::vector<scheduler::PlacementPolicy> policies, ParsePolicies(flags.policies));
+  if (!flags.protocol.empty()) return Protocol(flags, format);
+  ASSIGN_OR_RETURN(std::vector<scheduler::PlacementPolicy> policies,
+                   ParsePolicies(flags.policies.empty() ? "fgd" : flags.policies));
   ASSIGN_OR_RETURN(replay::ReplayOptions options, OptionsFrom(flags));
   RETURN_IF_ERROR(replay::Validate(options));
   ASSIGN_OR_RETURN(scheduler::Scenario scenario, replay::LoadReplayScenario(flags.files));
@@ -174,7 +211,8 @@ void AddReplaySubcommand(CLI::App& app, ReplayFlags& f) {
       ->required();
   cmd->add_option("--trace", f.trace, "job trace file")->required();
   cmd->add_option("--trace-format", f.trace_format, "openb, dlrm, csv or jsonl (default: detect)");
-  cmd->add_option("--policy", f.policies, "placement policies, comma separated (default fgd)");
+  cmd->add_option("--policy", f.policies,
+                  "placement policies, comma separated (default fgd; with --protocol, all)");
   cmd->add_option("--period", f.period, "scheduling cycle period (default 10s)");
   cmd->add_option("--sample", f.sample, "time between samples of the series (default: ~400)");
   cmd->add_option("--until", f.until, "stop after this much simulated time");
@@ -194,6 +232,16 @@ void AddReplaySubcommand(CLI::App& app, ReplayFlags& f) {
                   "kube-scheduler percentageOfNodesToScore (0 = adaptive, 100 = every node)");
   cmd->add_option("--csv", f.csv_dir, "also write CSV files into this directory");
   cmd->add_flag("--no-progress", f.no_progress, "no progress bar on a terminal");
+  cmd->add_option("--protocol", f.protocol,
+                  "fgd: the FGD paper's protocol (the trace's pods without times, inflated to "
+                  "--load percent of the GPUs, per seed) instead of a replay");
+  cmd->add_option("--load", f.load, "--protocol: arrived GPU demand to reach, percent (130)");
+  cmd->add_option("--seeds", f.seeds, "--protocol: number of seeds (10)");
+  cmd->add_option("--first-seed", f.first_seed, "--protocol: the first seed (42)");
+  cmd->add_option("--at", f.at, "--protocol: arrived demand to report at, percent (98,130)")
+      ->delimiter(',');
+  cmd->add_option("--fgd-task-types", f.fgd_task_types,
+                  "--protocol: pod shapes in FGD's typical workload (default: the scheduler's)");
   cmd->callback([&f] { f.chosen = true; });
   cmd->fallthrough();
 }

@@ -1,7 +1,8 @@
 #pragma once
 // `gpupool replay`: a job trace played against scenario files in simulated time, one run per
 // placement policy (replay/engine.h), with a progress bar on a terminal and the results as a
-// table, JSON (-o json), CSV files (--csv DIR) or an HTML report (--report FILE).
+// table, JSON (-o json), CSV files (--csv DIR) or an HTML report (--report FILE); or, with
+// --protocol fgd, the FGD paper's evaluation protocol (replay/protocol.h).
 
 #include <CLI/CLI.hpp>
 #include <string>
@@ -16,7 +17,7 @@ struct ReplayFlags {
   std::vector<std::string> files;
   std::string trace;
   std::string trace_format;
-  std::string policies = "fgd";
+  std::string policies;  // "" = fgd; with --protocol, every policy
   std::string period = "10s";
   std::string sample;
   std::string until;
@@ -32,6 +33,13 @@ struct ReplayFlags {
   std::string csv_dir;
   std::string report;
   bool no_progress = false;
+  // --protocol fgd: the FGD paper's protocol (replay/protocol.h) instead of a replay.
+  std::string protocol;
+  double load = 130;
+  int seeds = 10;
+  uint64_t first_seed = 42;
+  std::vector<int> at = {98, 130};
+  int fgd_task_types = 0;
 };
 
 void AddReplaySubcommand(CLI::App& app, ReplayFlags& flags);

@@ -15,6 +15,7 @@
 #include "replay/inputs.h"
 #include "replay/output.h"
 #include "replay/protocol.h"
+#include "replay/report.h"
 #include "replay/trace.h"
 
 namespace gpupool::cli {
@@ -190,6 +191,9 @@ Status Replay(const ReplayFlags& flags, OutputFormat format) {
     runs.push_back(std::move(run));
   }
   if (!flags.csv_dir.empty()) RETURN_IF_ERROR(replay::WriteCsv(flags.csv_dir, runs));
+  if (!flags.report.empty()) {
+    RETURN_IF_ERROR(replay::WriteFileAtomically(flags.report, replay::HtmlReport(inputs, runs)));
+  }
   if (format == OutputFormat::kTable) {
     std::cout << replay::ResultsToTable(runs);
   } else {
@@ -231,6 +235,8 @@ void AddReplaySubcommand(CLI::App& app, ReplayFlags& f) {
   cmd->add_option("--percentage", f.percentage,
                   "kube-scheduler percentageOfNodesToScore (0 = adaptive, 100 = every node)");
   cmd->add_option("--csv", f.csv_dir, "also write CSV files into this directory");
+  cmd->add_option("--report", f.report,
+                  "also write a self-contained HTML report (charts over time, tables) to FILE");
   cmd->add_flag("--no-progress", f.no_progress, "no progress bar on a terminal");
   cmd->add_option("--protocol", f.protocol,
                   "fgd: the FGD paper's protocol (the trace's pods without times, inflated to "

@@ -191,6 +191,7 @@ const model::Node* ReplayCluster::FindNode(const std::string& name) const {
 
 void ReplayCluster::UpsertNode(model::Node node) {
   nodes_stale_ = true;
+  hourly_.reset();
   for (model::Node& existing : snapshot_.nodes) {
     if (existing.name == node.name) {
       existing = std::move(node);
@@ -202,12 +203,14 @@ void ReplayCluster::UpsertNode(model::Node node) {
 
 void ReplayCluster::RemoveNode(const std::string& name) {
   nodes_stale_ = true;
+  hourly_.reset();
   std::erase_if(snapshot_.nodes, [&](const model::Node& n) { return n.name == name; });
 }
 
-std::map<std::string, int64_t> ReplayCluster::HourlyMicrosByMachinePool(
-    const autoscaler::Catalog& catalog) const {
-  std::map<std::string, int64_t> hourly;
+const std::map<std::string, int64_t>& ReplayCluster::HourlyMicrosByMachinePool(
+    const autoscaler::Catalog& catalog) {
+  if (hourly_) return *hourly_;
+  std::map<std::string, int64_t>& hourly = hourly_.emplace();
   for (const model::Node& node : snapshot_.nodes) {
     auto pool = node.labels.find(model::kMachinePoolLabel);
     auto type = node.labels.find(model::kInstanceTypeLabel);

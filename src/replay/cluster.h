@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -67,8 +68,10 @@ class ReplayCluster {
   void UpsertNode(model::Node node);
   void RemoveNode(const std::string& name);
   // Hourly price of the machine-pool nodes, by machine pool (catalog prices by capacity type).
-  std::map<std::string, int64_t> HourlyMicrosByMachinePool(
-      const autoscaler::Catalog& catalog) const;
+  // Kept until the nodes change (time advances far more often than nodes come and go); the
+  // catalog must be the same on every call.
+  const std::map<std::string, int64_t>& HourlyMicrosByMachinePool(
+      const autoscaler::Catalog& catalog);
 
   std::vector<std::string> NodePoolNames() const;  // "default" and the scenario's, by name
   std::vector<std::string> QueueNames() const;     // "default" and the scenario's, by name
@@ -108,6 +111,7 @@ class ReplayCluster {
   std::vector<NodeInfo> nodes_;
   std::unordered_map<std::string, int> node_index_;
   bool nodes_stale_ = true;
+  std::optional<std::map<std::string, int64_t>> hourly_;  // nullopt: the nodes changed
   std::vector<TaskShape> shapes_;
 };
 

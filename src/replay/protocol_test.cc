@@ -132,7 +132,9 @@ TEST(RunProtocol, FractionsNeverAllocateMoreThanTheDevices) {
     SCOPED_TRACE(run.policy);
     EXPECT_DOUBLE_EQ(run.points[0].allocated_percent, 80);
     for (const auto& v : run.curve) {
-      if (v) EXPECT_LE(*v, 100);
+      if (v) {
+        EXPECT_LE(*v, 100);
+      }
     }
     for (size_t s = 0; s < run.pods_placed.size(); ++s) {
       EXPECT_GE(run.pods_placed[s], 3);

@@ -10,6 +10,7 @@
 
 #include "common/saturating.h"
 #include "common/strings.h"
+#include "model/match.h"
 #include "scheduler/cluster_view.h"
 #include "scheduler/cycle_state.h"
 

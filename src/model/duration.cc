@@ -54,6 +54,21 @@ bool ScaleToMillis(std::string_view int_digits, std::string_view frac_digits, in
   return true;
 }
 
+// Bytes of the character at `pos`: a UTF-8 lead byte and its continuation bytes.
+size_t CharacterLength(std::string_view text, size_t pos) {
+  size_t end = pos + 1;
+  while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) ++end;
+  return end - pos;
+}
+
+// The designator at `pos` as an error message shows it: an ASCII letter in upper case, another
+// character whole (one byte of a multi-byte character is not text a reply can carry).
+std::string DesignatorAt(std::string_view text, size_t pos) {
+  const auto byte = static_cast<unsigned char>(text[pos]);
+  if (byte < 0x80) return std::string(1, static_cast<char>(std::toupper(byte)));
+  return std::string(text.substr(pos, CharacterLength(text, pos)));
+}
+
 int64_t CeilSeconds(int64_t millis) { return millis / 1000 + (millis % 1000 != 0 ? 1 : 0); }
 
 // ISO-8601: P[nW][nD][T[nH][nM][nS]]; the numbers may have a fraction.
@@ -88,12 +103,14 @@ Result<int64_t> ParseIsoDuration(std::string_view original, std::string_view tex
       return DurationError(original, "expected a number");
     }
     if (pos == text.size()) return DurationError(original, "number without a designator");
-    char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(text[pos++])));
+    const std::string designator = DesignatorAt(text, pos);
+    char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(text[pos])));
+    pos += CharacterLength(text, pos);
     int64_t unit_ms = 0;
     if (!in_time) {
       size_t index = order_date.find(unit);
       if (index == std::string_view::npos || index < next_date) {
-        return DurationError(original, std::string("unexpected designator '") + unit +
+        return DurationError(original, "unexpected designator '" + designator +
                                            "' in the date part (use W or D; Y and M are not "
                                            "fixed lengths)");
       }
@@ -102,7 +119,7 @@ Result<int64_t> ParseIsoDuration(std::string_view original, std::string_view tex
     } else {
       size_t index = order_time.find(unit);
       if (index == std::string_view::npos || index < next_time) {
-        return DurationError(original, std::string("unexpected designator '") + unit +
+        return DurationError(original, "unexpected designator '" + designator +
                                            "' in the time part (use H, M, S in that order)");
       }
       next_time = index + 1;

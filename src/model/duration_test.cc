@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/strings.h"
+
 namespace gpupool::model {
 namespace {
 
@@ -73,6 +75,10 @@ TEST(DurationTest, RejectsInvalid) {
       {"1..5h", "no unit"},
       {"99999999999999999999s", "too large"},
       {"1 h", "unknown unit \" h\""},
+      // A designator outside ASCII is quoted whole: one byte of it would make the message
+      // invalid UTF-8 (found by fuzz/duration_fuzz.cc).
+      {"P,0540\u039c\u04af", "unexpected designator '\u039c' in the date part"},
+      {"PT1\u00e9", "unexpected designator '\u00e9' in the time part"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.input);
@@ -83,6 +89,7 @@ TEST(DurationTest, RejectsInvalid) {
         << seconds.status().message();
     EXPECT_NE(seconds.status().message().find(c.message_part), std::string::npos)
         << seconds.status().message();
+    EXPECT_TRUE(IsValidUtf8(seconds.status().message())) << seconds.status().message();
   }
 }
 

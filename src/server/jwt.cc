@@ -69,8 +69,17 @@ Result<EVP_PKEY*> RsaFromJwk(const Json& jwk) {
   return pkey;
 }
 
+// A member that must be a string when present: "" when absent, nullopt when of another type
+// (Json::value would throw; a JWKS comes from a file or an identity provider, not from us).
+std::optional<std::string> OptionalString(const Json& object, const char* field) {
+  auto it = object.find(field);
+  if (it == object.end()) return std::string();
+  if (!it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
 Result<EVP_PKEY*> EcFromJwk(const Json& jwk) {
-  if (jwk.value("crv", "") != "P-256") {
+  if (OptionalString(jwk, "crv") != "P-256") {
     return InvalidArgumentError("EC JWK: only crv P-256 is supported");
   }
   ASSIGN_OR_RETURN(std::string x, RequiredB64(jwk, "x"));
@@ -224,15 +233,16 @@ Result<KeySet> KeySet::FromJwks(std::string_view jwks_text) {
     const Json& jwk = doc["keys"][i];
     std::string where = "JWKS keys[" + std::to_string(i) + "]";
     if (!jwk.is_object()) return InvalidArgumentError(where + ": expected an object");
-    std::string kty = jwk.value("kty", "");
+    std::optional<std::string> kty = OptionalString(jwk, "kty");
+    if (!kty) return InvalidArgumentError(where + ": kty: expected a string");
     auto key = std::make_shared<Key>();
     key->kid = jwk.contains("kid") && jwk["kid"].is_string() ? jwk["kid"].get<std::string>() : "";
-    if (kty == "RSA") {
+    if (*kty == "RSA") {
       auto pkey = RsaFromJwk(jwk);
       if (!pkey.ok()) return pkey.status().WithContext(where);
       key->type = Key::Type::kRsa;
       key->pkey = *pkey;
-    } else if (kty == "EC") {
+    } else if (*kty == "EC") {
       auto pkey = EcFromJwk(jwk);
       if (!pkey.ok()) return pkey.status().WithContext(where);
       key->type = Key::Type::kEc;

@@ -155,6 +155,10 @@ TEST_F(JwtTest, JwksErrors) {
       {"only symmetric keys", R"({"keys": [{"kty": "oct", "k": "c2VjcmV0"}]})"},
       {"rsa without n", R"({"keys": [{"kty": "RSA", "e": "AQAB"}]})"},
       {"ec wrong curve", R"({"keys": [{"kty": "EC", "crv": "P-384", "x": "AA", "y": "AA"}]})"},
+      // Members of another type are refused, not thrown on (found by fuzz/jwt_fuzz.cc: a JWKS
+      // re-fetched from the identity provider is read on a request's thread).
+      {"kty not a string", R"({"keys": [{"kty": false, "n": "sXch", "e": "AQAB"}]})"},
+      {"crv not a string", R"({"keys": [{"kty": "EC", "crv": 256, "x": "AA", "y": "AA"}]})"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);

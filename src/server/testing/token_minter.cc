@@ -102,7 +102,11 @@ std::string SigningKey::Mint(const Json& claims) const {
 }
 
 std::string SigningKey::MintWithHeader(const Json& header, const Json& claims) const {
-  std::string signing_input = Base64UrlEncode(header.dump()) + "." + Base64UrlEncode(claims.dump());
+  return MintRaw(header.dump(), claims.dump());
+}
+
+std::string SigningKey::MintRaw(std::string_view header, std::string_view payload) const {
+  std::string signing_input = Base64UrlEncode(header) + "." + Base64UrlEncode(payload);
   std::string sig = SignSha256(state_->pkey, signing_input);
   if (type_ == Type::kEc) sig = DerToRaw(sig);
   return signing_input + "." + Base64UrlEncode(sig);

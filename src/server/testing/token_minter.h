@@ -5,6 +5,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpupool::server::testing {
@@ -27,6 +28,9 @@ class SigningKey {
   std::string Mint(const nlohmann::json& claims) const;
   // Same, but with a custom header (e.g. a different kid or alg) signed by this key.
   std::string MintWithHeader(const nlohmann::json& header, const nlohmann::json& claims) const;
+  // Same, with the header and payload bytes as given (any bytes, not necessarily JSON): what a
+  // fuzzer needs to reach the checks behind the signature.
+  std::string MintRaw(std::string_view header, std::string_view payload) const;
   // HS256 signed with this key's public JWK text as the HMAC secret (the confusion attack).
   std::string MintHs256WithPublicKey(const nlohmann::json& claims) const;
 

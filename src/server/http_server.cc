@@ -20,9 +20,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <future>
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "common/safe_text.h"
@@ -219,6 +221,76 @@ int IoThreads(const ServerOptions& options) {
   return std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
+// The request a parser completed, as the server reads it.
+std::shared_ptr<HttpMessage> MessageOf(http::request<http::string_body> request,
+                                       const std::string& source) {
+  auto message = std::make_shared<HttpMessage>();
+  message->request = std::move(request);
+  message->method = std::string(message->request.method_string());
+  message->target = std::string(message->request.target());
+  message->query = ParseQuery(message->target);
+  message->source = source;
+  return message;
+}
+
+// Why a read ended without a request: nullopt when the peer left or went quiet (the connection
+// just closes), else the refusal for something that is not HTTP or a body over the limit.
+std::optional<Status> ReadFailure(const beast::error_code& ec, size_t max_body_bytes) {
+  bool parse_error = &ec.category() == &http::make_error_code(http::error::bad_method).category();
+  if (!parse_error || ec == http::error::end_of_stream || ec == http::error::partial_message) {
+    return std::nullopt;
+  }
+  if (ec == http::error::body_limit) {
+    return InvalidArgumentError("request body exceeds the limit of " +
+                                std::to_string(max_body_bytes) + " bytes");
+  }
+  return InvalidArgumentError("malformed HTTP request: " + ec.message());
+}
+
+// RFC 9112 §6.1: a server that does not understand a transfer coding answers 501. Beast decodes
+// `chunked` alone: under `gzip, chunked` a handler would read the compressed bytes as text.
+std::optional<Reply> UnsupportedTransferCoding(const http::request_header<>& request) {
+  auto [first, last] = request.equal_range(http::field::transfer_encoding);
+  if (first == last) return std::nullopt;
+  const auto coding = first->value();
+  if (std::next(first) == last &&
+      ToLower(Trim(std::string_view(coding.data(), coding.size()))) == "chunked") {
+    return std::nullopt;
+  }
+  std::vector<std::string> codings;
+  for (auto it = first; it != last; ++it) codings.emplace_back(it->value());
+  return HttpError(501, "NOT_IMPLEMENTED",
+                   "Transfer-Encoding \"" + Join(codings, ", ") +
+                       "\" is not supported: send the body as it is, or chunked alone");
+}
+
+std::shared_ptr<http::response<http::string_body>> MakeResponse(const Reply& reply,
+                                                                unsigned version, bool keep_alive) {
+  auto response = std::make_shared<http::response<http::string_body>>(
+      static_cast<http::status>(reply.status), version);
+  response->set(http::field::server, "gpupool");
+  response->set(http::field::content_type,
+                reply.text.empty() ? std::string("application/json") : reply.content_type);
+  for (const auto& [name, value] : reply.headers) response->set(name, value);
+  response->body() = BodyOf(reply);
+  response->keep_alive(keep_alive);
+  response->prepare_payload();
+  return response;
+}
+
+// MakeResponse; a reply that cannot be encoded (it threw) is logged and becomes a 500 that closes.
+std::shared_ptr<http::response<http::string_body>> EncodeReply(const Reply& reply, unsigned version,
+                                                               bool keep_alive) {
+  try {
+    return MakeResponse(reply, version, keep_alive);
+  } catch (...) {
+    Log("encoding a reply: unhandled exception: " + CurrentExceptionText());
+    Reply failed = Reply::Text("internal error\n", "text/plain");
+    failed.status = 500;
+    return MakeResponse(failed, version, /*keep_alive=*/false);
+  }
+}
+
 // One client connection: reads requests one after the other (HTTP/1.1 keep-alive; pipelined
 // requests wait in the buffer and are answered in order), hands each to the server and writes
 // its reply. Runs on its loop's thread; a
@@ -298,12 +370,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void OnRequest() {
     NoTimeout();
-    auto message = std::make_shared<HttpMessage>();
-    message->request = parser_->release();
-    message->method = std::string(message->request.method_string());
-    message->target = std::string(message->request.target());
-    message->query = ParseQuery(message->target);
-    message->source = source_;
+    std::shared_ptr<HttpMessage> message = MessageOf(parser_->release(), source_);
     ++served_;
     // The server routes and authenticates on this loop and answers here or from another thread
     // (a worker, or whoever completes an asynchronous handler); the write is always this loop's.
@@ -313,51 +380,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     });
   }
 
-  // RFC 9112 §6.1: a server that does not understand a transfer coding answers 501. Beast decodes
-  // `chunked` alone: under `gzip, chunked` a handler would read the compressed bytes as text.
-  static std::optional<Reply> UnsupportedTransferCoding(const http::request_header<>& request) {
-    auto [first, last] = request.equal_range(http::field::transfer_encoding);
-    if (first == last) return std::nullopt;
-    const auto coding = first->value();
-    if (std::next(first) == last &&
-        ToLower(Trim(std::string_view(coding.data(), coding.size()))) == "chunked") {
-      return std::nullopt;
-    }
-    std::vector<std::string> codings;
-    for (auto it = first; it != last; ++it) codings.emplace_back(it->value());
-    return HttpError(501, "NOT_IMPLEMENTED",
-                     "Transfer-Encoding \"" + Join(codings, ", ") +
-                         "\" is not supported: send the body as it is, or chunked alone");
-  }
-
   void Respond(const HttpMessage& message, const Reply& reply) {
     bool keep_alive = message.request.keep_alive() &&
                       served_ < transport_.options.keep_alive_max_requests && !transport_.stopped;
-    std::shared_ptr<http::response<http::string_body>> response;
-    try {
-      response = MakeResponse(reply, message.request.version(), keep_alive);
-    } catch (...) {
-      Log("encoding a reply: unhandled exception: " + CurrentExceptionText());
-      Reply failed = Reply::Text("internal error\n", "text/plain");
-      failed.status = 500;
-      response = MakeResponse(failed, message.request.version(), /*keep_alive=*/false);
-    }
-    Write(std::move(response), message.method == "HEAD");
-  }
-
-  static std::shared_ptr<http::response<http::string_body>> MakeResponse(const Reply& reply,
-                                                                         unsigned version,
-                                                                         bool keep_alive) {
-    auto response = std::make_shared<http::response<http::string_body>>(
-        static_cast<http::status>(reply.status), version);
-    response->set(http::field::server, "gpupool");
-    response->set(http::field::content_type,
-                  reply.text.empty() ? std::string("application/json") : reply.content_type);
-    for (const auto& [name, value] : reply.headers) response->set(name, value);
-    response->body() = BodyOf(reply);
-    response->keep_alive(keep_alive);
-    response->prepare_payload();
-    return response;
+    Write(EncodeReply(reply, message.request.version(), keep_alive), message.method == "HEAD");
   }
 
   void Write(const std::shared_ptr<http::response<http::string_body>>& response,
@@ -375,17 +401,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // A read that ended without a request: the peer left or went quiet (close), or sent something
   // that is not HTTP or a body over the limit (answer 400, then close).
   void Fail(beast::error_code ec) {
-    bool parse_error = &ec.category() == &http::make_error_code(http::error::bad_method).category();
-    if (!parse_error || ec == http::error::end_of_stream || ec == http::error::partial_message) {
-      return Close();
-    }
+    std::optional<Status> refusal = ReadFailure(ec, transport_.options.max_body_bytes);
+    if (!refusal) return Close();
     std::string method(parser_->get().method_string());
-    Status status =
-        ec == http::error::body_limit
-            ? InvalidArgumentError("request body exceeds the limit of " +
-                                   std::to_string(transport_.options.max_body_bytes) + " bytes")
-            : InvalidArgumentError("malformed HTTP request: " + ec.message());
-    Write(MakeResponse(transport_.Refuse(method, ErrorReply(status)), 11, /*keep_alive=*/false),
+    Write(MakeResponse(transport_.Refuse(method, ErrorReply(*refusal)), 11, /*keep_alive=*/false),
           false);
   }
 
@@ -596,7 +615,19 @@ HttpServer::HttpServer(Router router, const Authenticator* authenticator, Access
   transport_->open_connections->Set({}, 0);
 }
 
-HttpServer::~HttpServer() { Stop(); }
+HttpServer::~HttpServer() {
+  Stop();
+  WaitForAsyncHandlers();
+}
+
+// An asynchronous handler's `respond` reaches into the server after it has handed the reply on
+// (it counts the request as answered): whoever is about to destroy the server, or to return to a
+// caller who may, waits for that.
+void HttpServer::WaitForAsyncHandlers() {
+  Transport& transport = *transport_;
+  std::unique_lock lock(transport.async_mu);
+  transport.async_cv.wait(lock, [&] { return transport.async_pending == 0; });
+}
 
 Result<int> HttpServer::Bind(const std::string& host, int port) {
   tcp::acceptor& acceptor = transport_->acceptor;
@@ -634,8 +665,7 @@ void HttpServer::Serve() {
   transport.acceptor.close(ec);
   transport.workers.stop();  // requests not yet started are dropped: their clients see a close
   transport.workers.join();  // handlers already running finish
-  std::unique_lock lock(transport.async_mu);
-  transport.async_cv.wait(lock, [&] { return transport.async_pending == 0; });
+  WaitForAsyncHandlers();
   transport.running = false;
 }
 
@@ -807,6 +837,93 @@ void HttpServer::Finish(Exchange& exchange, Reply reply) {
     }
   }
   exchange.send(std::move(reply));
+}
+
+// ---- Without a socket ------------------------------------------------------------------------
+
+namespace {
+
+// A SyncReadStream over bytes already received: what a connection's socket would have read,
+// then the end of the stream.
+class BytesStream {
+ public:
+  explicit BytesStream(std::string_view bytes) : rest_(bytes) {}
+
+  template <class MutableBuffers>
+  size_t read_some(const MutableBuffers& buffers, beast::error_code& ec) {
+    ec = {};
+    if (rest_.empty()) {
+      ec = asio::error::eof;
+      return 0;
+    }
+    size_t copied = asio::buffer_copy(buffers, asio::buffer(rest_.data(), rest_.size()));
+    rest_.remove_prefix(copied);
+    return copied;
+  }
+  template <class MutableBuffers>
+  size_t read_some(const MutableBuffers& buffers) {
+    beast::error_code ec;
+    size_t copied = read_some(buffers, ec);
+    if (ec) throw beast::system_error(ec);
+    return copied;
+  }
+
+ private:
+  std::string_view rest_;
+};
+
+template <class Body>
+std::string Serialized(const http::response<Body>& response) {
+  std::ostringstream out;
+  out << response;
+  return out.str();
+}
+
+}  // namespace
+
+std::string HttpServer::AnswerBytes(std::string_view bytes, const std::string& source) {
+  BytesStream stream(bytes);
+  beast::flat_buffer buffer;
+  std::string written;
+  for (int served = 1;; ++served) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(options_.max_body_bytes);
+    beast::error_code ec;
+    http::read_header(stream, buffer, parser, ec);
+    if (!ec) {
+      // As a connection does: an unsupported transfer coding is refused before the body.
+      const auto& header = parser.get();
+      if (auto refusal = UnsupportedTransferCoding(header)) {
+        Reply reply = Refuse(std::string(header.method_string()), std::move(*refusal));
+        return written + Serialized(*MakeResponse(reply, header.version(), /*keep_alive=*/false));
+      }
+      if (!parser.is_done() && beast::iequals(header[http::field::expect], "100-continue")) {
+        written +=
+            Serialized(http::response<http::empty_body>(http::status::continue_, header.version()));
+      }
+      http::read(stream, buffer, parser, ec);
+    }
+    if (ec) {
+      std::optional<Status> refusal = ReadFailure(ec, options_.max_body_bytes);
+      if (refusal) {
+        Reply reply = Refuse(std::string(parser.get().method_string()), ErrorReply(*refusal));
+        written += Serialized(*MakeResponse(reply, 11, /*keep_alive=*/false));
+      }
+      return written;
+    }
+    std::shared_ptr<HttpMessage> message = MessageOf(parser.release(), source);
+    std::promise<Reply> answered;
+    Handle(message, [&answered](Reply reply) { answered.set_value(std::move(reply)); });
+    Reply reply = answered.get_future().get();
+    // The reply is made, but an asynchronous handler's thread may still be in the server: the
+    // caller may destroy the server as soon as this returns.
+    WaitForAsyncHandlers();
+    bool keep_alive = message->request.keep_alive() && served < options_.keep_alive_max_requests;
+    auto response = EncodeReply(reply, message->request.version(), keep_alive);
+    if (message->method == "HEAD") response->body().clear();
+    written += Serialized(*response);
+    if (!keep_alive) return written;
+  }
 }
 
 }  // namespace gpupool::server

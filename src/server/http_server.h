@@ -184,6 +184,14 @@ class HttpServer {
   void Stop();
   bool IsRunning() const;
 
+  // Answers the requests in `bytes` as a connection that received them from `source` would (the
+  // same parser and limits, routing, authentication, access control, handlers and reply
+  // encoding), without a socket, and returns what it would have written. Pipelined requests are
+  // answered in order; the exchange ends where a connection would close (a request that does
+  // not parse, `Connection: close`, the end of the bytes). Blocks until every reply is made;
+  // needs no Bind or Serve. For fuzzing (fuzz/http_fuzz.cc).
+  std::string AnswerBytes(std::string_view bytes, const std::string& source = "127.0.0.1");
+
   struct Transport;  // the sockets and threads (http_server.cc)
 
  private:
@@ -204,6 +212,8 @@ class HttpServer {
   void RunAsync(const std::shared_ptr<Exchange>& exchange);
   // Metrics, the audit hook, then the reply goes out.
   void Finish(Exchange& exchange, Reply reply);
+  // Returns once no asynchronous handler's `respond` is running or still to be called.
+  void WaitForAsyncHandlers();
 
   const Router router_;
   const Authenticator* const authenticator_;

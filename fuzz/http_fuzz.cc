@@ -1,0 +1,92 @@
+// HTTP requests to the server, without a socket: the bytes a client sends go through
+// HttpServer::AnswerBytes (Boost.Beast's parser with the server's limits, path normalisation,
+// routing, authentication, access control, every handler of server/api.h and the reply encoding)
+// on a fresh store with the built-in configs and two nodes, authenticated by `--auth dev` tokens
+// (`Authorization: Bearer dev:<user>:<roles>`), so that every role's routes are reachable.
+//
+// Invariants: nothing escapes (an exception here would have ended the server); no reply is a
+// 500 (a handler failed on input: a bug by the server's own contract); each reply is HTTP, and a
+// JSON reply parses as JSON.
+
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <exception>
+#include <memory>
+
+#include "fuzz/support/fuzz_util.h"
+#include "fuzz/support/service_fixture.h"
+#include "model/json_io.h"
+#include "server/access_control.h"
+#include "server/api.h"
+#include "server/auth.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/what_if.h"
+
+namespace gpupool::fuzz {
+namespace {
+
+namespace http = boost::beast::http;
+
+// The replies in `written`, one after the other; stops at the first that does not parse (a HEAD
+// reply announces a body it does not carry).
+void CheckReplies(std::string_view written) {
+  boost::beast::flat_buffer buffer;
+  auto chunk = buffer.prepare(written.size());
+  buffer.commit(
+      boost::asio::buffer_copy(chunk, boost::asio::buffer(written.data(), written.size())));
+  while (buffer.size() > 0) {
+    http::response_parser<http::string_body> parser;
+    parser.eager(true);
+    boost::beast::error_code ec;
+    size_t used = parser.put(buffer.data(), ec);
+    if (ec || !parser.is_done()) return;
+    buffer.consume(used);
+    const auto& response = parser.get();
+    const unsigned status = response.result_int();
+    Check(status >= 200 && status < 600, "a reply has a final status", std::to_string(status));
+    Check(status != 500, "no request makes a handler fail (500)", response.body());
+    if (response[http::field::content_type] == "application/json" && !response.body().empty()) {
+      auto json = model::ParseJson(response.body(), "reply");
+      Check(json.ok(), "a JSON reply parses", json.status().ToString());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpupool::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace gpupool;
+  using namespace gpupool::fuzz;
+  static const std::unique_ptr<server::Authenticator> authenticator =
+      server::MakeDevAuthenticator();
+  auto fixture = ServiceFixture::Open();
+  server::Registry registry;
+  server::AccessControl access(fixture->store(), fixture->clock(), 0);
+  server::ApiContext context;
+  context.service = &fixture->service();
+  context.store = &fixture->store();
+  context.access = &access;
+  context.registry = &registry;
+  context.clock = &fixture->clock();
+  context.what_if = server::MakeWhatIf(scheduler::PlacementPolicy::kFgd,
+                                       autoscaler::Catalog::Builtin(), fixture->clock());
+  server::Router router;
+  server::AddApiRoutes(router, context);
+  server::ServerOptions options;
+  options.max_body_bytes = 64 * 1024;
+  options.threads = 2;
+  options.io_threads = 1;
+  server::HttpServer server(std::move(router), authenticator.get(),
+                            server::MakeAccessChecker(context), server::MakeAuditHook(context),
+                            registry, options);
+  std::string written;
+  try {
+    written = server.AnswerBytes(AsText(data, size));
+  } catch (const std::exception& e) {
+    Fail("no exception escapes the server's request path", e.what());
+  }
+  CheckReplies(written);
+  return 0;
+}

@@ -1,0 +1,93 @@
+// Bearer tokens (server/jwt.h, server/auth.h) as `--auth oidc` verifies them, with a fixed JWKS
+// (one EC P-256 and one RSA key). The input is used three ways:
+//   * as the Authorization header and as a compact token, verified as it is (malformed tokens,
+//     refused algorithms, bad signatures, unknown key ids);
+//   * split at its first newline into header and payload bytes that the harness signs with the
+//     EC key, so that the checks behind the signature (claims, issuer, audience, expiry, user and
+//     roles) see arbitrary JSON;
+//   * as a JWKS document (`--jwks FILE`) and as base64url text.
+//
+// Invariants: verification gives an identity or kUnauthenticated with a UTF-8 message, never
+// anything else; a verified identity has a user; base64url decodes what it encodes.
+
+#include <memory>
+
+#include "common/clock.h"
+#include "common/strings.h"
+#include "fuzz/support/fuzz_util.h"
+#include "server/auth.h"
+#include "server/jwt.h"
+#include "server/testing/token_minter.h"
+
+namespace gpupool::fuzz {
+namespace {
+
+using server::testing::SigningKey;
+
+constexpr int64_t kNowMillis = 1'700'000'000'000;
+
+struct Verifier {
+  FakeClock clock{kNowMillis};
+  SigningKey ec = SigningKey::Generate(SigningKey::Type::kEc, "ec-key");
+  SigningKey rsa = SigningKey::Generate(SigningKey::Type::kRsa, "rsa-key");
+  std::unique_ptr<server::Authenticator> authenticator;
+
+  Verifier() {
+    auto keys = server::KeySet::FromJwks(server::testing::JwksOf({&ec, &rsa}));
+    Check(keys.ok(), "the fixed JWKS loads", keys.status().ToString());
+    server::JwtOptions options;
+    options.issuer = "https://issuer.example";
+    options.audience = "gpupool";
+    options.roles_claim = "realm_access.roles";
+    authenticator = server::MakeOidcAuthenticator(
+        std::make_unique<server::JwtVerifier>(options, std::move(*keys), clock));
+  }
+};
+
+void CheckVerified(const Result<server::Identity>& identity, std::string_view what) {
+  if (identity.ok()) {
+    Check(!identity->user.empty(), std::string(what) + ": a verified identity has a user");
+    for (const std::string& role : identity->roles) {
+      Check(IsValidUtf8(role), std::string(what) + ": roles are UTF-8", role);
+    }
+    return;
+  }
+  Check(identity.status().code() == StatusCode::kUnauthenticated,
+        std::string(what) + ": a refused token is Unauthenticated", identity.status().ToString());
+  Check(IsValidUtf8(identity.status().message()),
+        std::string(what) + ": the refusal is UTF-8 (it goes into a JSON reply)",
+        identity.status().message());
+}
+
+}  // namespace
+}  // namespace gpupool::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace gpupool;
+  using namespace gpupool::fuzz;
+  static Verifier* const verifier = new Verifier();
+  const std::string_view text = AsText(data, size);
+
+  CheckVerified(verifier->authenticator->Authenticate(text), "the Authorization header");
+  CheckVerified(verifier->authenticator->Authenticate("Bearer " + std::string(text)),
+                "a bearer token");
+  if (const size_t newline = text.find('\n'); newline != std::string_view::npos) {
+    const std::string token =
+        verifier->ec.MintRaw(text.substr(0, newline), text.substr(newline + 1));
+    CheckVerified(verifier->authenticator->Authenticate("Bearer " + token), "a signed token");
+  }
+  if (auto dev = server::ParseDevToken(text); !dev.ok()) {
+    Check(dev.status().code() == StatusCode::kUnauthenticated ||
+              dev.status().code() == StatusCode::kInvalidArgument,
+          "a malformed dev token is refused", dev.status().ToString());
+  }
+  (void)server::KeySet::FromJwks(text);
+
+  const std::string encoded = server::Base64UrlEncode(text);
+  auto decoded = server::Base64UrlDecode(encoded);
+  Check(decoded.ok() && *decoded == text, "base64url decodes what it encodes");
+  if (auto bytes = server::Base64UrlDecode(text); bytes.ok()) {
+    (void)server::Base64UrlEncode(*bytes);
+  }
+  return 0;
+}

@@ -1,0 +1,17 @@
+#pragma once
+// The source-map invariant of the JSON and YAML targets: every value of a parsed document has a
+// position, so that an error found after parsing can name its line and column.
+
+#include <string_view>
+
+#include "fuzz/support/fuzz_util.h"
+#include "model/json_io.h"
+
+namespace gpupool::fuzz {
+
+// Looks up every value of `value` (at most `limit` of them) in `map` by JSON pointer and by
+// field path; each must be found at a line and column inside `text`.
+void CheckSourceMap(const Json& value, const model::JsonSourceMap& map, std::string_view text,
+                    int limit = 2000);
+
+}  // namespace gpupool::fuzz

@@ -130,6 +130,9 @@ Result<std::string> NormalizeRequestPathFully(std::string_view raw) {
   for (char c : decoded) {
     unsigned char u = static_cast<unsigned char>(c);
     if (c == '%') return Refused(raw, "it is percent-encoded more than once");
+    // A decoded '?' or '#' would start a query or fragment when the path is read again (no
+    // name gpupool routes contains one): the normal form must normalise to itself.
+    if (c == '?' || c == '#') return Refused(raw, "it contains an encoded '?' or '#'");
     if (c == '\\') return Refused(raw, "it contains a backslash");
     if (u < 0x20 || u == 0x7f) return Refused(raw, "it contains a control character");
   }

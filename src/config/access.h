@@ -2,10 +2,11 @@
 // Role-based access control, deny by default (research/osmo.md §4, DESIGN §3.1).
 //
 // A request (method, path) is first normalised: query string stripped, percent-decoded once
-// (`%2e%2e`, `%2F`), a '%' left after decoding (double encoding), a backslash, NUL or control
-// character is refused, `//` collapsed, `.` and `..` resolved (escaping the root is refused),
-// trailing '/' removed. Matching only ever sees the normalised path, so
-// `/api/pool/team-a/../other/workflow` is `/api/pool/other/workflow`.
+// (`%2e%2e`, `%2F`), a '%' left after decoding (double encoding), a decoded '?' or '#', a
+// backslash, NUL or control character is refused, `//` collapsed, `.` and `..` resolved (escaping
+// the root is refused), trailing '/' removed. Matching only ever sees the normalised path, so
+// `/api/pool/team-a/../other/workflow` is `/api/pool/other/workflow`; a normalised path
+// normalises to itself.
 //
 // Each role the caller holds (plus `osmo-default`, which everyone has) is looked up in the
 // ConfigSet; unknown names grant nothing. `osmo-admin` allows everything. Then:

@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=RelWithDebInfo
 
-.PHONY: deps deps-clang build test run bench format clean sanitize sanitize-unit lint
+.PHONY: deps deps-clang build test run bench format clean sanitize sanitize-unit lint fuzz fuzz-ci
 
 # `make sanitize`: the whole suite under AddressSanitizer and UBSan, built with clang in its own
 # directory. The same directory carries libFuzzer's instrumentation (GPUPOOL_FUZZ) so the fuzz
@@ -60,6 +60,20 @@ sanitize-unit: deps deps-clang $(SANITIZE_DIR)/build.ninja
 # clang-format and clang-tidy, warnings as errors (scripts/lint.sh; compile commands of build/).
 lint: deps deps-clang $(BUILD_DIR)/build.ninja
 	bash scripts/lint.sh $(BUILD_DIR)
+
+# `make fuzz`: every libFuzzer target of fuzz/ for FUZZ_SECONDS each, two at a time, in the
+# sanitizer build; `make fuzz-ci` replays every committed corpus, then fuzzes each target for
+# FUZZ_CI_SECONDS (.ci/run). Findings go to $(SANITIZE_DIR)/fuzz/artifacts/ (fuzz/README.md).
+FUZZ_SECONDS ?= 60
+FUZZ_CI_SECONDS ?= 15
+
+fuzz: deps deps-clang $(SANITIZE_DIR)/build.ninja
+	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target gpupool_fuzz_all
+	bash scripts/fuzz.sh run $(SANITIZE_DIR) $(FUZZ_SECONDS)
+
+fuzz-ci: deps deps-clang $(SANITIZE_DIR)/build.ninja
+	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target gpupool_fuzz_all
+	bash scripts/fuzz.sh ci $(SANITIZE_DIR) $(FUZZ_CI_SECONDS)
 
 format:
 	find src tests bench -name '*.h' -o -name '*.cc' | xargs clang-format-14 -i

@@ -10,6 +10,8 @@
 
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 
@@ -87,6 +89,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const std::exception& e) {
     Fail("no exception escapes the server's request path", e.what());
   }
+  // To see what the server answered to a reproducer: GPUPOOL_FUZZ_VERBOSE=1.
+  static const bool verbose = std::getenv("GPUPOOL_FUZZ_VERBOSE") != nullptr;
+  if (verbose) std::fwrite(written.data(), 1, written.size(), stderr);
   CheckReplies(written);
   return 0;
 }

@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   CheckedDump(*value, "a parsed JSON document");
   CheckYamlRoundTrip(*value, "a parsed JSON document");
-  CheckSourceMap(*value, model::JsonSourceMap::Build(text), text);
+  CheckSourceMap(*value, model::JsonSourceMap::Build(text), text, LineBreaks::kJson);
 
   auto documents = model::ParseJsonOrYamlDocuments(text, "f.json");
   const std::string_view body = Trim(text);

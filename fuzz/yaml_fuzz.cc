@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Check(document.line >= 1, "a document starts on a line", std::to_string(document.line));
     CheckedDump(document.value, "a parsed YAML document");
     CheckYamlRoundTrip(document.value, "a parsed YAML document");
-    CheckSourceMap(document.value, document.source_map, text);
+    CheckSourceMap(document.value, document.source_map, text, LineBreaks::kYaml);
   }
   return 0;
 }

@@ -50,11 +50,28 @@ struct Walk {
   }
 };
 
+int CountLines(std::string_view text, LineBreaks breaks) {
+  if (breaks == LineBreaks::kJson) {
+    return 1 + static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  }
+  int lines = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\r') {
+      if (i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      ++lines;
+    } else if (text[i] == '\n' || text.substr(i, 2) == "\xC2\x85" ||
+               text.substr(i, 3) == "\xE2\x80\xA8" || text.substr(i, 3) == "\xE2\x80\xA9") {
+      ++lines;
+    }
+  }
+  return lines;
+}
+
 }  // namespace
 
 void CheckSourceMap(const Json& value, const model::JsonSourceMap& map, std::string_view text,
-                    int limit) {
-  const int lines = 1 + static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+                    LineBreaks breaks, int limit) {
+  const int lines = CountLines(text, breaks);
   Walk walk{map, text, lines, limit};
   walk.Visit(value, "", "");
 }

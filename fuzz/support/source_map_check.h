@@ -9,9 +9,14 @@
 
 namespace gpupool::fuzz {
 
+enum class LineBreaks {
+  kJson,  // '\n'
+  kYaml,  // libyaml's: CR LF, CR, LF, NEL, LS, PS
+};
+
 // Looks up every value of `value` (at most `limit` of them) in `map` by JSON pointer and by
 // field path; each must be found at a line and column inside `text`.
 void CheckSourceMap(const Json& value, const model::JsonSourceMap& map, std::string_view text,
-                    int limit = 2000);
+                    LineBreaks breaks, int limit = 2000);
 
 }  // namespace gpupool::fuzz

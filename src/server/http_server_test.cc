@@ -434,6 +434,35 @@ TEST_F(HttpServerTest, MalformedRequestIs400ThenClose) {
             std::string::npos);
 }
 
+// AnswerBytes (the fuzz target's way in) writes what a connection given the same bytes writes:
+// pipelined requests in order, keep-alive until `Connection: close`, a 400 for what does not
+// parse, then nothing more.
+TEST_F(HttpServerTest, AnswerBytesWritesWhatAConnectionWrites) {
+  const std::string body = R"({"name": "pipelined", "count": 2})";
+  const std::vector<std::string> exchanges = {
+      "GET /api/pool/team-a HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer dev:tina:\r\n\r\n"
+      "POST /api/echo HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer dev:root:osmo-admin\r\n"
+      "Content-Length: " +
+          std::to_string(body.size()) + "\r\n\r\n" + body +
+          "GET /api/pool/other HTTP/1.1\r\nAuthorization: Bearer dev:tina:\r\n\r\n"
+          "HEAD /healthz HTTP/1.1\r\n\r\n"
+          "GET /nowhere HTTP/1.1\r\nConnection: close\r\n\r\n"
+          "GET /healthz HTTP/1.1\r\n\r\n",
+      "GET /healthz HTTP/1.1\r\nHost x\r\n\r\n",
+      "GET /query?a=1 HTTP/1.0\r\n\r\n",
+  };
+  for (const std::string& bytes : exchanges) {
+    SCOPED_TRACE(bytes);
+    int fd = Connect();
+    SendAll(fd, bytes);
+    ::shutdown(fd, SHUT_WR);
+    std::string over_socket = ReceiveUntil(fd, "\x01never");
+    ::close(fd);
+    EXPECT_EQ(server_->AnswerBytes(bytes), over_socket);
+  }
+  EXPECT_EQ(server_->AnswerBytes(""), "");
+}
+
 TEST_F(HttpServerTest, ClosesConnectionsSilentPastTheIdleTimeout) {
   int fd = Connect();
   SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n");  // and never the end of the headers

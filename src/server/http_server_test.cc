@@ -463,6 +463,38 @@ TEST_F(HttpServerTest, AnswerBytesWritesWhatAConnectionWrites) {
   EXPECT_EQ(server_->AnswerBytes(""), "");
 }
 
+// An asynchronous handler answered from its own thread: that thread is still in the server (it
+// counts the request as answered) after the reply is handed on, so AnswerBytes and the destructor
+// wait for it. Found by the http fuzz target (a workflow submission answered by the group commit,
+// then the server destroyed): under AddressSanitizer, a server destroyed too early is a
+// use-after-free in the answering thread.
+TEST(HttpServerAnswerBytesTest, ReturnsOnlyOnceAsyncHandlersAreOutOfTheServer) {
+  auto auth = MakeDevAuthenticator();
+  const std::string request =
+      "POST /api/later HTTP/1.1\r\nAuthorization: Bearer dev:root:osmo-admin\r\n"
+      "Content-Length: 0\r\n\r\n";
+  for (int round = 0; round < 50; ++round) {
+    Registry registry;
+    std::vector<std::thread> answering;
+    Router router;
+    router.AddAsync("POST", "/api/later", [&answering](const RouteRequest&, Respond respond) {
+      answering.emplace_back([respond] { respond(Reply::Json({{"done", true}}, 202)); });
+    });
+    auto allow = [](const Identity&, const RouteRequest&, const std::optional<std::string>&) {
+      return OkStatus();
+    };
+    auto server = std::make_unique<HttpServer>(std::move(router), auth.get(), allow, nullptr,
+                                               registry, ServerOptions{});
+    std::string written = server->AnswerBytes(request + request);
+    server.reset();
+    for (std::thread& thread : answering) thread.join();
+    ASSERT_EQ(answering.size(), 2u);
+    size_t first = written.find("HTTP/1.1 202 Accepted");
+    ASSERT_NE(first, std::string::npos) << written;
+    EXPECT_NE(written.find("HTTP/1.1 202 Accepted", first + 1), std::string::npos) << written;
+  }
+}
+
 TEST_F(HttpServerTest, ClosesConnectionsSilentPastTheIdleTimeout) {
   int fd = Connect();
   SendAll(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n");  // and never the end of the headers

@@ -85,9 +85,30 @@ std::string CleanJsonMessage(std::string what) {
   }
   size_t last_read = what.find("; last read: ");
   if (last_read != std::string::npos) {
-    // "...; last read: '<text>'; expected x" or "...; last read: '<text>'".
-    size_t end = what.find("'; ", last_read + 14);
-    std::string tail = end == std::string::npos ? "" : what.substr(end + 1);
+    // "...; last read: '<text>'; expected <token>" or "...; last read: '<text>'". The text is
+    // the input's, so it may hold "'; " itself (and the lexer cuts it in the middle of a UTF-8
+    // character): the expected token is found from the end, among the names nlohmann gives.
+    static constexpr std::string_view kExpected[] = {"string literal",
+                                                     "number literal",
+                                                     "true literal",
+                                                     "false literal",
+                                                     "null literal",
+                                                     "'['",
+                                                     "'{'",
+                                                     "']'",
+                                                     "'}'",
+                                                     "':'",
+                                                     "','",
+                                                     "end of input",
+                                                     "'[', '{', or a literal"};
+    std::string tail;
+    for (std::string_view token : kExpected) {
+      std::string candidate = "; expected " + std::string(token);
+      if (EndsWith(what, candidate) && what.size() - candidate.size() > last_read) {
+        tail = std::move(candidate);
+        break;
+      }
+    }
     what = what.substr(0, last_read) + tail;
   }
   return what;
@@ -464,6 +485,8 @@ class YamlJsonBuilder {
     anchors_.clear();
   }
 
+  // An empty document is skipped, and so is one that is only null (`null`, `~`, `!!null x`),
+  // which `-o yaml` of a null value writes.
   void OnDocumentEnd() {
     if (error_ || !has_root_ || root_is_null_) return;
     documents_.push_back(std::move(doc_));
@@ -548,9 +571,13 @@ class YamlJsonBuilder {
     if (entry < 0) return;
     auto typed = TypedScalar(at, tag, plain, value);
     if (!typed) return;
+    // A tagged scalar that types as null (`!!null x`, `!x` with no value) is a null node as an
+    // untagged `null` is: a document of only that is skipped too.
+    const bool null_node = typed->is_null();
+    if (null_node && stack_.empty()) root_is_null_ = true;
     std::optional<std::string> raw;
     if (anchor != kNoAnchor) raw = std::move(value);
-    Finish(std::move(*typed), entry, at, anchor, 1, 0, std::move(raw), false);
+    Finish(std::move(*typed), entry, at, anchor, 1, 0, std::move(raw), null_node);
   }
 
   // A scalar's JSON value: untagged plain scalars by the core schema, untagged quoted and block
@@ -1121,6 +1148,12 @@ SourcePosition PositionOfOffset(std::string_view text, size_t offset) {
 }
 
 Result<ordered_json> ParseJson(std::string_view text, std::string_view file_name) {
+  // nlohmann's lexer reads a NUL byte as the end of the input (for C strings): what follows one
+  // would be ignored. A NUL inside a string is refused as a control character; outside, here.
+  if (size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    return InvalidArgumentError(
+        Located(file_name, PositionOfOffset(text, nul), "a NUL byte, which JSON text cannot hold"));
+  }
   ordered_json value;
   BoundedDomParser parser(value);
   try {

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <random>
 
+#include "common/strings.h"
+
 namespace gpupool::model {
 namespace {
 
@@ -84,6 +86,15 @@ TEST(ParseJsonTest, ReportsTrueLineAndColumn) {
        "a100_pod_template.json:3:17: ", "duplicate key \"x\""},
       {"duplicate escaped key", "{\"a\": 1, \"\\u0061\": 2}",
        "a100_pod_template.json:1:10: ", "duplicate key \"a\""},
+      // Found by the json fuzz target: nlohmann stops at a NUL byte, so the rest was ignored.
+      {"NUL then a second document", std::string("{\"a\": 1}\0{\"b\": 2}", 16),
+       "a100_pod_template.json:1:9: ", "a NUL byte"},
+      {"null then NUL", std::string("null\0\x80\0{", 8),
+       "a100_pod_template.json:1:5: ", "a NUL byte"},
+      // Found by the json fuzz target: a key holding "'; " (where the lexer's excerpt of the
+      // input was cut) and a bad escape before a two-byte character (cut in two in the excerpt).
+      {"excerpt holding a quote and semicolon", "{\"r','; x \\ude0\xC9\x9D\": 1}",
+       "a100_pod_template.json:1:", "4 hex digits; expected string literal"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -95,6 +106,7 @@ TEST(ParseJsonTest, ReportsTrueLineAndColumn) {
     EXPECT_NE(message.find(c.message_part), std::string::npos) << message;
     EXPECT_EQ(message.find("json.exception"), std::string::npos) << message;
     EXPECT_EQ(message.find("last read"), std::string::npos) << message;
+    EXPECT_TRUE(IsValidUtf8(message)) << message;
   }
 }
 
@@ -265,6 +277,25 @@ metadata: {name: p}
   EXPECT_EQ((*seq)[0].source_map.Prefix("w", "tasks[1].args[1]"), "w:5:13: ");
   EXPECT_EQ((*seq)[0].source_map.Prefix("w", "tasks[0].image"), "w:3:3: ");
   EXPECT_EQ((*seq)[0].source_map.Prefix("w", "tasks[1]"), "w:4:3: ");
+}
+
+// A document that is only null is skipped as an empty one, however the null is written. Found by
+// the yaml fuzz target: a tagged scalar typed as null (`!x` with no value) was kept, so that
+// `-o yaml` of it (`null`) read back as no document.
+TEST(ParseYamlTest, SkipsDocumentsThatAreOnlyNull) {
+  const char* only_null[] = {"",   "null",  "~",        "# comment\n", "!!null x",
+                             "!f", "!f \n", "!!binary", "&a",          "--- !x\n...\n"};
+  for (const char* text : only_null) {
+    SCOPED_TRACE(text);
+    auto docs = ParseYamlDocuments(text, "f.yaml");
+    ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+    EXPECT_TRUE(docs->empty()) << (*docs)[0].value.dump();
+  }
+  auto docs = ParseYamlDocuments("--- !x\n--- {a: !x }\n--- [!!null y]\n", "f.yaml");
+  ASSERT_TRUE(docs.ok()) << docs.status().ToString();
+  ASSERT_EQ(docs->size(), 2u);
+  EXPECT_EQ((*docs)[0].value, ordered_json({{"a", nullptr}}));
+  EXPECT_EQ((*docs)[1].value, ordered_json::array({nullptr}));
 }
 
 TEST(ParseYamlTest, PositionsCountCharactersAndLines) {

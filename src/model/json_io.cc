@@ -891,6 +891,14 @@ bool IsEmptyContainer(const ordered_json& value) {
 
 void EmitYaml(const ordered_json& value, int indent, std::string& out);
 
+// "key:", or "? key\n<indent>:" for a key longer than YAML lets an implicit key be (1024
+// characters, on one line: libyaml refuses the mapping after it).
+std::string MappingKey(const std::string& key, int indent) {
+  std::string written = YamlString(key);
+  if (written.size() <= 1000) return written + ":";
+  return "? " + written + "\n" + std::string(indent, ' ') + ":";
+}
+
 // Emits `value` after a "key:" or "- " that is already on the current line.
 void EmitAfterIndicator(const ordered_json& value, int indent, bool after_dash, std::string& out) {
   if (value.is_object() && !value.empty()) {
@@ -900,7 +908,7 @@ void EmitAfterIndicator(const ordered_json& value, int indent, bool after_dash, 
       for (const auto& [key, item] : value.items()) {
         if (!first) out += std::string(indent, ' ');
         first = false;
-        out += YamlString(key) + ":";
+        out += MappingKey(key, indent);
         if ((item.is_object() || item.is_array()) && !item.empty()) {
           out += "\n";
           EmitYaml(item, indent + (item.is_array() ? 0 : 2), out);
@@ -941,7 +949,7 @@ void EmitYaml(const ordered_json& value, int indent, std::string& out) {
   std::string pad(indent, ' ');
   if (value.is_object() && !value.empty()) {
     for (const auto& [key, item] : value.items()) {
-      out += pad + YamlString(key) + ":";
+      out += pad + MappingKey(key, indent);
       if ((item.is_object() || item.is_array()) && !item.empty()) {
         EmitAfterIndicator(item, indent, false, out);
       } else {

@@ -588,7 +588,19 @@ TEST(ToYamlTest, RoundTripsScalarsAndOddKeys) {
                                  // control and a noncharacter, which YAML reads only escaped.
                                  ordered_json::parse(R"({"k\u2028": "a\u0085b", "x": "\u2029",
                                      "bom": "\ufeffbom", "del": "d\u007f", "c1": "\u0090",
-                                     "nc": "\uffff", "block": "l1\u2028\nl2\n"})")};
+                                     "nc": "\uffff", "block": "l1\u2028\nl2\n"})"),
+                                 // Keys past YAML's 1,024 characters for an implicit key (found
+                                 // by the json fuzz target), in a mapping and in a sequence.
+                                 [] {
+                                   ordered_json item;
+                                   item["k"] = 1;
+                                   item[std::string(1030, 'q')] = ordered_json::array({1, 2});
+                                   ordered_json v;
+                                   v[std::string(1100, 'k')] = {{"a", 1}};
+                                   v["s"] = ordered_json::array({item});
+                                   v[std::string(1025, 'x') + "\n"] = nullptr;
+                                   return v;
+                                 }()};
   for (const ordered_json& v : values) {
     SCOPED_TRACE(v.dump());
     std::string yaml = ToYaml(v);

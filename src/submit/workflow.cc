@@ -425,7 +425,10 @@ Result<std::map<std::string, std::string>> DefaultValues(std::string_view text,
     if (block.empty()) return values;
     auto block_docs = model::ParseYamlDocuments(block, file_name);
     if (!block_docs.ok() || block_docs->empty()) return values;
-    defaults = std::move((*block_docs)[0].value["default-values"]);
+    // "default-values:x" (no space after the colon) reads as one string, not as a mapping.
+    json& block_value = (*block_docs)[0].value;
+    if (!block_value.is_object() || !block_value.contains("default-values")) return values;
+    defaults = std::move(block_value["default-values"]);
   }
   if (defaults.is_null()) return values;
   if (!defaults.is_object()) {

@@ -130,6 +130,9 @@ TEST(ParseWorkflowTest, Errors) {
       {"bad exit action",
        "workflow:\n  name: a\n  tasks: [{name: t, image: i, exitActions: {RETRY: '1'}}]\n",
        {"exitActions.RETRY", "COMPLETE, FAIL or RESCHEDULE"}},
+      // Found by the workflow fuzz target: text that is not YAML, whose `default-values:` line
+      // (no space after the colon) reads as a string; it threw instead of being refused.
+      {"default-values: line that is a string", "{\n\na\ndefault-values:3e\n", {"f.yaml:"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

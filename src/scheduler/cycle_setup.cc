@@ -22,20 +22,20 @@ constexpr int kDefaultPoolOnly[] = {0};
 
 // Label keys as strings: Labels is a std::map<std::string, ...> without heterogeneous lookup.
 const std::string& QueueLabelKey() {
-  static const std::string key(kQueueLabel);
-  return key;
+  static const std::string kKey(kQueueLabel);
+  return kKey;
 }
 const std::string& NodePoolLabelKey() {
-  static const std::string key(kNodePoolLabel);
-  return key;
+  static const std::string kKey(kNodePoolLabel);
+  return kKey;
 }
 const std::string& GangLabelKey() {
-  static const std::string key(kGangLabel);
-  return key;
+  static const std::string kKey(kGangLabel);
+  return kKey;
 }
 const std::string& GpuFractionAnnotationKey() {
-  static const std::string key(kGpuFractionAnnotation);
-  return key;
+  static const std::string kKey(kGpuFractionAnnotation);
+  return kKey;
 }
 
 Result<int32_t> ParseFraction(const std::string& text) {
@@ -127,8 +127,9 @@ void SetupBuilder::BuildQueues() {
 void SetupBuilder::ResolveQueue(PodState& p) {
   const model::PodScheduling& pod = *p.pod;
   auto queue_label = pod.labels.find(QueueLabelKey());
-  static const std::string default_queue(kDefaultQueue);
-  const std::string& queue = queue_label == pod.labels.end() ? default_queue : queue_label->second;
+  static const std::string kDefaultQueueName(kDefaultQueue);
+  const std::string& queue =
+      queue_label == pod.labels.end() ? kDefaultQueueName : queue_label->second;
   auto qit = queue_index_.find(queue);
   if (qit == queue_index_.end()) {
     std::vector<std::string> names;

@@ -75,7 +75,7 @@ class Quantity {
   friend bool operator==(const Quantity& a, const Quantity& b) { return a.milli_ == b.milli_; }
 
  private:
-  __extension__ typedef __int128 Milli;
+  __extension__ using Milli = __int128;
 
   Quantity(Milli milli, QuantityFormat format) : milli_(milli), format_(format) {}
 

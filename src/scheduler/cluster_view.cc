@@ -193,7 +193,7 @@ void ClusterView::Finalize() {
     if (nodes_[n].unschedulable) continue;
     int p = nodes_[n].pool;
     // Saturating: three nodes of `memory: 3Ei` hold more bytes than int64 counts.
-    int64_t* capacity = &pool_capacity_[p * 3];
+    int64_t* capacity = &pool_capacity_[static_cast<size_t>(p) * 3];
     capacity[0] = SaturatingAdd(capacity[0], int64_t{nodes_[n].gpu_devices} * 1000);
     capacity[1] = SaturatingAdd(capacity[1], allocatable_[n * stride_ + kCpuDim]);
     capacity[2] = SaturatingAdd(capacity[2], allocatable_[n * stride_ + kMemoryDim]);

@@ -225,7 +225,7 @@ void Cycle::CollectFairShares(CycleResult& result) const {
       share.queue = queues[q].name;
       share.node_pool = pool_names_[pool];
       bool interesting =
-          queues[q].config != nullptr && queues[q].config->resources.count(share.node_pool) > 0;
+          queues[q].config != nullptr && queues[q].config->resources.contains(share.node_pool);
       for (int r = 0; r < kQ; ++r) {
         ResourceShare& s = share.resources[r];
         s.deserved = quota.Deserved(q, pool, r);

@@ -22,20 +22,20 @@ constexpr int kDefaultPoolOnly[] = {0};
 
 // Label keys as strings: Labels is a std::map<std::string, ...> without heterogeneous lookup.
 const std::string& QueueLabelKey() {
-  static const std::string key(kQueueLabel);
-  return key;
+  static const std::string kKey(kQueueLabel);
+  return kKey;
 }
 const std::string& NodePoolLabelKey() {
-  static const std::string key(kNodePoolLabel);
-  return key;
+  static const std::string kKey(kNodePoolLabel);
+  return kKey;
 }
 const std::string& GangLabelKey() {
-  static const std::string key(kGangLabel);
-  return key;
+  static const std::string kKey(kGangLabel);
+  return kKey;
 }
 const std::string& GpuFractionAnnotationKey() {
-  static const std::string key(kGpuFractionAnnotation);
-  return key;
+  static const std::string kKey(kGpuFractionAnnotation);
+  return kKey;
 }
 
 Result<int32_t> ParseFraction(const std::string& text) {
@@ -91,7 +91,7 @@ void SetupBuilder::BuildQueues() {
   std::sort(sorted.begin(), sorted.end(),
             [](const auto* a, const auto* b) { return a->name < b->name; });
   for (const auto* q : sorted) {
-    if (queue_index_.count(q->name)) continue;  // duplicates: first wins
+    if (queue_index_.contains(q->name)) continue;  // duplicates: first wins
     queue_index_[q->name] = static_cast<int>(queues.size());
     queues.push_back({q->name, q, -1, q->priority, false});
   }
@@ -100,7 +100,7 @@ void SetupBuilder::BuildQueues() {
     auto it = pod.labels.find(QueueLabelKey());
     if (it == pod.labels.end() || it->second == kDefaultQueue) need_default = true;
   }
-  if (need_default && !queue_index_.count(kDefaultQueue)) {
+  if (need_default && !queue_index_.contains(kDefaultQueue)) {
     queue_index_[kDefaultQueue] = static_cast<int>(queues.size());
     queues.push_back({kDefaultQueue, nullptr, -1, 0, false});
   }
@@ -127,8 +127,9 @@ void SetupBuilder::BuildQueues() {
 void SetupBuilder::ResolveQueue(PodState& p) {
   const model::PodScheduling& pod = *p.pod;
   auto queue_label = pod.labels.find(QueueLabelKey());
-  static const std::string default_queue(kDefaultQueue);
-  const std::string& queue = queue_label == pod.labels.end() ? default_queue : queue_label->second;
+  static const std::string kDefaultQueueName(kDefaultQueue);
+  const std::string& queue =
+      queue_label == pod.labels.end() ? kDefaultQueueName : queue_label->second;
   auto qit = queue_index_.find(queue);
   if (qit == queue_index_.end()) {
     std::vector<std::string> names;
@@ -183,9 +184,9 @@ void SetupBuilder::ResolveRequests(PodState& p) {
     }
     int64_t amount = DimAmount(name, q);
     if (amount <= 0) continue;
-    p.req.push_back({view_.InternDim(name), amount});
+    p.req.emplace_back(view_.InternDim(name), amount);
   }
-  p.req.push_back({kPodsDim, 1});
+  p.req.emplace_back(kPodsDim, 1);
   std::sort(p.req.begin(), p.req.end());
   auto fraction = pod.annotations.find(GpuFractionAnnotationKey());
   if (fraction != pod.annotations.end()) {
@@ -280,7 +281,7 @@ void SetupBuilder::RankByAge() {
   for (size_t i = 0; i < pods.size(); ++i) {
     const std::optional<int64_t>& created = pods[i].created_ms;
     any |= created.has_value();
-    order.push_back({created.value_or(std::numeric_limits<int64_t>::max()), static_cast<int>(i)});
+    order.emplace_back(created.value_or(std::numeric_limits<int64_t>::max()), static_cast<int>(i));
   }
   if (!any) return;  // snapshot order, as BuildPod set it
   std::sort(order.begin(), order.end());
@@ -300,7 +301,7 @@ void SetupBuilder::BuildGangs() {
     auto key = std::make_tuple(p.queue, p.pod->namespace_, g->second);
     auto [it, inserted] = index.try_emplace(key, static_cast<int>(gangs.members.size()));
     if (inserted) {
-      gangs.members.push_back({});
+      gangs.members.emplace_back();
       gangs.min.push_back(0);
     }
     p.gang = it->second;

@@ -339,8 +339,11 @@ const NodeSearch::Candidate& NodeSearch::BestCandidate(const Candidate* scored, 
   int best_rank = 0;
   for (int i = 0; i < num_scored; ++i) {
     const Candidate& c = scored[i];
-    const int64_t resource =
-        spread ? static_cast<int64_t>((c.resource_raw - min_raw) * 100 / span + 0.5) : 100;
+    // Rounded half up by truncating x + 0.5, as x is never negative; std::lround differs only at
+    // 0.49999999999999994, and keeping this form keeps every placement as it was.
+    const double resource_exact = spread ? (c.resource_raw - min_raw) * 100 / span : 100;
+    const auto resource =
+        static_cast<int64_t>(resource_exact + 0.5);  // NOLINT(bugprone-incorrect-roundings)
     // A raw 0 scores 100 (taint) and 0 (affinity) whatever the maximum: no division needed.
     const int64_t taint = c.taint_raw == 0 ? 100 : 100 - int64_t{c.taint_raw} * 100 / max_taint;
     const int64_t affinity =

@@ -292,7 +292,7 @@ std::vector<int> Reclaimer::LevelsBelowSharedAncestor(int q, int other) const {
   std::set<int> shared;
   for (int a = other; a >= 0; a = queues_[a].parent) shared.insert(a);
   std::vector<int> levels;
-  for (; q >= 0 && !shared.count(q); q = queues_[q].parent) levels.push_back(q);
+  for (; q >= 0 && !shared.contains(q); q = queues_[q].parent) levels.push_back(q);
   return levels;
 }
 

@@ -112,9 +112,9 @@ std::string UnschedulableReasons::Format(const std::vector<int>& insufficient, i
   const std::vector<std::string>& resource_reasons = ResourceReasons();
   std::vector<std::pair<int, const std::string*>>& entries = reason_entries_;
   entries.clear();
-  for (const auto& [text, count] : list.static_reasons) entries.push_back({count, &text});
+  for (const auto& [text, count] : list.static_reasons) entries.emplace_back(count, &text);
   for (int d = 0; d <= view_.Dims(); ++d) {
-    if (insufficient[d] != 0) entries.push_back({insufficient[d], &resource_reasons[d]});
+    if (insufficient[d] != 0) entries.emplace_back(insufficient[d], &resource_reasons[d]);
   }
   // kube-scheduler (FitError.Error) sorts the "<count> <reason>" strings with sort.Strings, i.e.
   // by their text ("1 Insufficient cpu" before "8 node(s) had untolerated taint"). gpupool orders

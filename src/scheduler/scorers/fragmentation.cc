@@ -55,7 +55,7 @@ std::vector<TaskType> TypicalTaskTypes(const CycleState& state, std::span<const 
   std::vector<std::pair<int, std::tuple<int64_t, int64_t, int, int32_t>>> ranked;
   int total = 0;
   for (const auto& [shape, count] : counts) {
-    ranked.push_back({count, shape});
+    ranked.emplace_back(count, shape);
     total += count;
   }
   std::stable_sort(ranked.begin(), ranked.end(),

@@ -282,8 +282,8 @@ class Remote final : public Api {
   }
   Result<service::SubmitResult> SubmitWorkflow(const service::Caller&,
                                                const service::SubmitRequest& r) override {
-    auto response =
-        client_->SubmitWorkflow(r.pool, r.spec_text, r.set_values, r.dry_run, r.idempotency_key);
+    auto response = client_->SubmitWorkflow(r.pool, r.spec_text, r.set_values, r.dry_run,
+                                            r.idempotency_key, r.node_pools);
     if (!response.ok()) return NameTheFile(response.status(), r.file_name);
     const json& j = *response;
     service::SubmitResult result;

@@ -69,6 +69,7 @@ struct Options {
   std::string pool;
   std::string platform;
   std::vector<std::string> set_values;
+  std::string node_pools;  // workflow submit --node-pools a,b
   bool dry_run = false;
   std::string id;
   std::string status;
@@ -352,6 +353,11 @@ Status WorkflowSubmit(Api& svc, const Env& env) {
   for (const auto& kv : env.opts.set_values) {
     ASSIGN_OR_RETURN(auto pair, submit::ParseSetValue(kv));
     req.set_values[pair.first] = pair.second;
+  }
+  if (!env.opts.node_pools.empty()) {
+    auto pools = submit::ParseNodePoolList(env.opts.node_pools);
+    if (!pools.ok()) return InvalidArgumentError("--node-pools: " + pools.status().message());
+    req.node_pools = std::move(*pools);
   }
   req.dry_run = env.opts.dry_run;
   ASSIGN_OR_RETURN(auto result, svc.SubmitWorkflow(env.caller, req));
@@ -663,6 +669,9 @@ int RunCli(int argc, char** argv) {
   wsubmit->add_option("FILE", o.file)->required();
   wsubmit->add_option("-p,--pool", o.pool)->required();
   wsubmit->add_option("--set", o.set_values, "k=v for {{k}} in the file (repeatable)");
+  wsubmit->add_option("--node-pools", o.node_pools,
+                      "node pools in preference order, e.g. a100-80,default (replaces the "
+                      "workflow's node_pools; default: those of the platform's nodes)");
   wsubmit->add_flag("--dry-run", o.dry_run, "print the Kubernetes Pods, store nothing");
   use(wsubmit, WorkflowSubmit);
   CLI::App* wquery = workflow->add_subcommand("query", "one workflow and its tasks");

@@ -24,6 +24,16 @@ Status ExpectString(const Json& value, std::string_view path) {
 
 }  // namespace
 
+std::string_view NodePoolOf(const Node& node, const std::vector<NodePool>& node_pools) {
+  const NodePool* found = nullptr;
+  for (const NodePool& pool : node_pools) {
+    if (found != nullptr && found->name <= pool.name) continue;
+    auto it = node.labels.find(pool.label_key);
+    if (it != node.labels.end() && it->second == pool.label_value) found = &pool;
+  }
+  return found != nullptr ? std::string_view(found->name) : kDefaultNodePool;
+}
+
 Status ValidateConfigName(std::string_view name, std::string_view field_path) {
   static const std::regex kNamePattern("^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$");
   if (!std::regex_match(name.begin(), name.end(), kNamePattern)) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/k8s.h"
 
 namespace gpupool::model {
 
@@ -30,6 +31,10 @@ struct NodePool {
 
   friend bool operator==(const NodePool&, const NodePool&) = default;
 };
+
+// The node pool a node is in, as the scheduler assigns it: of the node pools whose label the node
+// has, the first by name; `default` when none.
+std::string_view NodePoolOf(const Node& node, const std::vector<NodePool>& node_pools);
 
 // Checks `name` against ^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$.
 Status ValidateConfigName(std::string_view name, std::string_view field_path);

@@ -61,7 +61,9 @@ bool Cycle::TryJob(const Job& job, std::string& reason) {
     // does not allocate.
     if (PlaceJobInPool(job, job.pools[i], pool_reason_)) return true;
     if (i > 0) reason += "; ";
-    if (job.pools.size() > 1) {
+    // Each node pool tried is named once: most reasons name it already.
+    if (job.pools.size() > 1 &&
+        pool_reason_.find("node pool " + pool_names_[job.pools[i]]) == std::string::npos) {
       reason += "node pool ";
       reason += pool_names_[job.pools[i]];
       reason += ": ";

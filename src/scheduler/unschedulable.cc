@@ -124,7 +124,10 @@ std::string UnschedulableReasons::Format(const std::vector<int>& insufficient, i
     return a.first != b.first ? a.first > b.first : *a.second < *b.second;
   });
   std::string out = "0/" + std::to_string(list.pool_nodes) + " nodes are available";
-  if (list.pool_nodes == 0) return out + " in node pool " + view_.PoolName(pool) + ".";
+  // Once there are node pools, say which one was tried: a pod limited to its node pools may
+  // miss nodes that would fit elsewhere. Without node pools the text is kube-scheduler's.
+  if (list.pool_nodes == 0 || view_.NumPools() > 1) out += " in node pool " + view_.PoolName(pool);
+  if (list.pool_nodes == 0) return out + ".";
   for (size_t i = 0; i < entries.size(); ++i) {
     out += i == 0 ? ": " : ", ";
     out += std::to_string(entries[i].first);

@@ -189,7 +189,8 @@ Result<service::SubmitRequest> DecodeSubmit(const RouteRequest& request) {
   if (body.empty()) return InvalidArgumentError("request body is empty: expected a workflow");
   std::string content_type = ToLower(request.Header("Content-Type"));
   if (body.front() == '{' && content_type.find("yaml") == std::string::npos) {
-    // OSMO's JSON shape: {"file": "<workflow yaml>", "set_variables": ["k=v"]}; a JSON body
+    // OSMO's JSON shape: {"file": "<workflow yaml>", "set_variables": ["k=v"]} (and gpupool's
+    // "node_pools": ["a100-80", "default"], replacing the workflow's); a JSON body
     // with a top-level "workflow" key is the workflow itself.
     ASSIGN_OR_RETURN(Json json, model::ParseJson(request.Body(), "request body"));
     if (json.contains("workflow")) {
@@ -207,6 +208,20 @@ Result<service::SubmitRequest> DecodeSubmit(const RouteRequest& request) {
                                         "]\": expected a string k=v");
           }
           sets.push_back(vars[i].get<std::string>());
+        }
+      }
+      if (json.contains("node_pools")) {
+        const Json& pools = json["node_pools"];
+        for (size_t i = 0; pools.is_array() && i < pools.size(); ++i) {
+          if (!pools[i].is_string()) {
+            return InvalidArgumentError("request body: field \"node_pools[" + std::to_string(i) +
+                                        "]\": expected a node pool name");
+          }
+          submit.node_pools.push_back(pools[i].get<std::string>());
+        }
+        if (!pools.is_array()) {
+          return InvalidArgumentError(
+              "request body: field \"node_pools\": expected an array of node pool names");
         }
       }
     }

@@ -209,10 +209,12 @@ Result<Json> Client::ListResources(const std::optional<std::string>& pool,
 
 Result<Json> Client::SubmitWorkflow(const std::string& pool, const std::string& spec_text,
                                     const std::map<std::string, std::string>& set_values,
-                                    bool dry_run, const std::string& idempotency_key) {
+                                    bool dry_run, const std::string& idempotency_key,
+                                    const std::vector<std::string>& node_pools) {
   RETURN_IF_ERROR(CheckUtf8(spec_text, "workflow"));
   Json body = {{"file", spec_text}, {"set_variables", Json::array()}};
   for (const auto& [k, v] : set_values) body["set_variables"].push_back(k + "=" + v);
+  if (!node_pools.empty()) body["node_pools"] = node_pools;
   std::map<std::string, std::string> headers;
   if (!idempotency_key.empty()) headers["Idempotency-Key"] = idempotency_key;
   return Call("POST",

@@ -1470,6 +1470,11 @@ Result<submit::SubmitPlan> PlanSubmission(store::Store& store, Service::Snapshot
                                                                std::string_view platform) {
     return cache.PlatformSetup(snapshot, pool, platform);
   };
+  for (const auto& [key, body] : snap.other) {
+    if (key.first != config::KindName(Kind::kNodePool)) continue;
+    auto node_pool = model::NodePoolFromJson(body, key.second);
+    if (node_pool.ok()) options.node_pools.push_back(std::move(*node_pool));
+  }
   if (request.dry_run) {
     options.workflow_id = spec.name;
   } else {
@@ -1492,6 +1497,7 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
                                                                bool fresh, bool* refused_on_cache) {
   ASSIGN_OR_RETURN(submit::WorkflowSpec spec,
                    submit::ParseWorkflow(request.spec_text, request.file_name, request.set_values));
+  if (!request.node_pools.empty()) spec.node_pools = request.node_pools;  // --node-pools wins
   // A dry run stores nothing that could check its inputs, so it reads the generations.
   bool cached = !fresh && !request.dry_run;
   ASSIGN_OR_RETURN(SnapshotCache::Keyed state,

@@ -211,6 +211,7 @@ struct SubmitRequest {
   std::string spec_text;                          // the workflow YAML (or JSON) as written
   std::string file_name;                          // for error messages
   std::map<std::string, std::string> set_values;  // --set k=v
+  std::vector<std::string> node_pools;            // --node-pools a,b: replaces the spec's
   bool dry_run = false;
   std::string idempotency_key;  // optional; same key returns the existing workflow
 };

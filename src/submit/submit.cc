@@ -41,12 +41,47 @@ struct PlatformContext {
   bool has_node_rules = false;
   bool cacheable = true;                  // rules do not depend on per-task built-ins
   SubmitOptions::NodeList nodes;          // loaded when first needed
+  std::optional<std::string> node_pools;  // the gpupool.io/node-pool value; computed once
   std::map<std::string, bool> validated;  // resource name -> passed
   // (resource, task shape) -> the pod merged once with sentinel task values, built after the
   // first task of that key; nullopt when it could not be built (that key takes the full path).
   std::map<std::string, std::optional<Skeleton>> skeletons;
   std::set<std::string> seen_keys;  // keys whose first task took the full path
 };
+
+// The node pools `nodes` are in (model::NodePoolOf): named node pools by name, then `default`.
+std::string NodePoolsOfNodes(const std::vector<const model::Node*>& nodes,
+                             const std::vector<model::NodePool>& node_pools) {
+  std::set<std::string> named;
+  bool in_default = false;
+  for (const model::Node* node : nodes) {
+    std::string_view pool = model::NodePoolOf(*node, node_pools);
+    if (pool == model::kDefaultNodePool) {
+      in_default = true;
+    } else {
+      named.emplace(pool);
+    }
+  }
+  std::vector<std::string> out(named.begin(), named.end());
+  if (in_default) out.emplace_back(model::kDefaultNodePool);
+  return Join(out, ",");
+}
+
+// The workflow's own node pools, each one a NODE_POOL config or `default`.
+Result<std::string> CheckedNodePools(const WorkflowSpec& workflow,
+                                     const std::vector<model::NodePool>& node_pools) {
+  std::vector<std::string> known = {std::string(model::kDefaultNodePool)};
+  for (const model::NodePool& p : node_pools) known.push_back(p.name);
+  for (size_t i = 0; i < workflow.node_pools.size(); ++i) {
+    const std::string& name = workflow.node_pools[i];
+    if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+    std::sort(known.begin(), known.end());
+    return InvalidArgumentError("workflow.node_pools[" + std::to_string(i) + "]: node pool \"" +
+                                name + "\" does not exist" + DidYouMean(name, known) +
+                                "; node pools: " + Join(known, ", "));
+  }
+  return Join(workflow.node_pools, ",");
+}
 
 std::string JoinRoles(const std::vector<std::string>& roles) {
   return roles.empty() ? std::string("(none)") : Join(roles, ", ");
@@ -443,6 +478,27 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
     return &platforms.emplace(name, std::move(ctx)).first->second;
   };
 
+  std::string chosen_node_pools;
+  if (!workflow.node_pools.empty()) {
+    ASSIGN_OR_RETURN(chosen_node_pools, CheckedNodePools(workflow, options.node_pools));
+  }
+  // Without a choice: the node pools of the platform's nodes (matched once per platform).
+  auto node_pools_for = [&](PlatformContext& ctx) -> Result<std::string> {
+    if (!chosen_node_pools.empty() || options.node_pools.empty()) return chosen_node_pools;
+    if (!ctx.node_pools.has_value()) {
+      SubmitOptions::NodeList list;
+      if (options.platform_nodes) {
+        ASSIGN_OR_RETURN(list,
+                         options.platform_nodes(pool_str, ctx.name, ctx.setup->merged_template));
+      } else {
+        ASSIGN_OR_RETURN(auto matched, config::PlatformNodesOf(ctx.setup->merged_template, nodes));
+        list = std::make_shared<const std::vector<const model::Node*>>(std::move(matched));
+      }
+      ctx.node_pools = NodePoolsOfNodes(*list, options.node_pools);
+    }
+    return *ctx.node_pools;
+  };
+
   plan.tasks.reserve(workflow.TaskCount());
   const std::string priority_class(PriorityClassName(workflow.priority));
   const std::string priority_name = ToLower(PriorityName(workflow.priority));
@@ -604,6 +660,8 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
       labels["gpupool.io/pool"] = pool_label;
       labels["gpupool.io/platform"] = ctx->label;
       labels["gpupool.io/queue"] = pool_label;
+      ASSIGN_OR_RETURN(std::string task_node_pools, node_pools_for(*ctx));
+      if (!task_node_pools.empty()) labels["gpupool.io/node-pool"] = task_node_pools;
       labels["gpupool.io/gang"] = gang;
       labels["gpupool.io/gang-min"] = gang_min;
       if (!user_label.empty()) labels["gpupool.io/user"] = user_label;

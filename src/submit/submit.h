@@ -36,6 +36,7 @@
 #include "config/config_set.h"
 #include "config/merge.h"
 #include "model/k8s.h"
+#include "model/node_pool.h"
 #include "model/quantity.h"
 #include "submit/workflow.h"
 
@@ -76,6 +77,10 @@ struct SubmitOptions {
   // plans many workflows on the same configs. Empty: built per submission.
   std::function<Result<PlatformSetupPtr>(const config::Pool& pool, std::string_view platform)>
       platform_setup;
+  // The NODE_POOL configs. Pods get label gpupool.io/node-pool: the workflow's `node_pools` (each
+  // name checked), else every node pool the task's platform's nodes are in (by name, `default`
+  // last), so the scheduler may fall back from one to the next. Empty: no label (`default`).
+  std::vector<model::NodePool> node_pools;
 };
 
 struct PlannedTask {

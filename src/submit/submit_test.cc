@@ -154,6 +154,78 @@ TEST(SubmitTest, PodPerPlatformOfTheHeterogeneousPool) {
   EXPECT_EQ(plan->tasks[1].requests.at("nvidia.com/gpu").Value(), 2);
 }
 
+// gpupool.io/node-pool: the workflow's choice, else the node pools of the platform's nodes;
+// nothing without NODE_POOL configs; unknown names refused with the field and a did-you-mean.
+TEST(SubmitTest, NodePoolsOfThePods) {
+  model::NodePool l40s{
+      .name = "L40S", .label_key = "nvidia.com/gpu.product", .label_value = "NVIDIA-L40S"};
+  std::vector<model::Node> nodes = Nodes();
+  nodes.push_back(MakeNode("l40s-1", "NVIDIA-L40S", 4, ""));
+  struct Case {
+    std::string name;
+    std::vector<model::NodePool> node_pools;
+    std::vector<std::string> chosen;
+    std::string sim_label;    // of the task on l40s_platform; "-" = no label
+    std::string train_label;  // of the task on a100_platform
+    std::string error;
+  };
+  std::vector<Case> cases = {
+      {"no node pools: no label", {}, {}, "-", "-", ""},
+      {"platform nodes in L40S; a100 in default", {l40s}, {}, "L40S", "default", ""},
+      {"chosen, in order", {l40s}, {"default", "L40S"}, "default,L40S", "default,L40S", ""},
+      {"unknown",
+       {l40s},
+       {"L40s"},
+       "",
+       "",
+       "workflow.node_pools[0]: node pool \"L40s\" does not exist (did you mean \"L40S\"?); "
+       "node pools: L40S, default"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    WorkflowSpec wf = Parse(kTwoPlatforms);
+    wf.node_pools = c.chosen;
+    SubmitOptions options{"np-1"};
+    options.node_pools = c.node_pools;
+    auto plan = Submit(Configs(), nodes, kAdmin, "heterogeneous_pool", wf, options);
+    if (!c.error.empty()) {
+      ASSERT_FALSE(plan.ok());
+      EXPECT_EQ(plan.status().message(), c.error);
+      continue;
+    }
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    auto label = [](const json& pod) {
+      const json& labels = pod["metadata"]["labels"];
+      return labels.contains("gpupool.io/node-pool")
+                 ? labels["gpupool.io/node-pool"].get<std::string>()
+                 : std::string("-");
+    };
+    EXPECT_EQ(label(plan->tasks[0].pod), c.sim_label);
+    EXPECT_EQ(label(plan->tasks[1].pod), c.train_label);
+  }
+}
+
+TEST(SubmitTest, NodePoolListsParse) {
+  EXPECT_EQ(*ParseNodePoolList(" A100-80 , default"),
+            (std::vector<std::string>{"A100-80", "default"}));
+  EXPECT_FALSE(ParseNodePoolList("a,,b").ok());
+  EXPECT_FALSE(ParseNodePoolList("a,a").ok());
+  EXPECT_FALSE(ParseNodePoolList("").ok());
+  auto listed = ParseWorkflow(
+      "workflow:\n  name: w\n  node_pools: [a, b]\n  tasks:\n"
+      "  - {name: t, image: i}\n",
+      "wf.yaml");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_EQ(listed->node_pools, (std::vector<std::string>{"a", "b"}));
+  auto twice = ParseWorkflow(
+      "workflow:\n  name: w\n  node_pools: [a, a]\n  tasks:\n"
+      "  - {name: t, image: i}\n",
+      "wf.yaml");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.status().message(),
+            "wf.yaml:3:19: workflow.node_pools[1]: node pool \"a\" named twice");
+}
+
 TEST(SubmitTest, VariablePrecedence) {
   // a100_platform sets USER_GPU 1 over the pool's 0; the task's own value wins over both.
   auto plan = Submit(Configs(), Nodes(), kAdmin, "heterogeneous_pool", Parse(R"(workflow:

@@ -112,6 +112,37 @@ Result<const json*> RequireObject(const json& value, std::string_view path, cons
   return &value;
 }
 
+Result<std::string> GetString(const json& value, std::string_view path, const Source& src);
+
+// `node_pools`: a list of names or one comma-separated string; no empty or repeated names.
+Result<std::vector<std::string>> GetNodePools(const json& value, const Source& src) {
+  static constexpr std::string_view kPath = "workflow.node_pools";
+  std::vector<std::string> names;
+  if (value.is_string()) {
+    auto parsed = ParseNodePoolList(value.get<std::string>());
+    if (!parsed.ok()) return FieldError(src, kPath, parsed.status().message());
+    names = std::move(*parsed);
+  } else if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i) {
+      std::string at = std::string(kPath) + "[" + std::to_string(i) + "]";
+      ASSIGN_OR_RETURN(std::string name, GetString(value[i], at, src));
+      names.push_back(name);
+    }
+  } else {
+    return FieldError(src, kPath,
+                      "expected a list of node pool names, got " + model::JsonTypeName(value));
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string at = std::string(kPath) + "[" + std::to_string(i) + "]";
+    if (names[i].empty()) return FieldError(src, at, "empty node pool name");
+    if (!seen.insert(names[i]).second) {
+      return FieldError(src, at, "node pool \"" + names[i] + "\" named twice");
+    }
+  }
+  return names;
+}
+
 Result<std::string> GetString(const json& value, std::string_view path, const Source& src) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
@@ -573,10 +604,10 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
   }
   const json& wf = (*top)["workflow"];
   ASSIGN_OR_RETURN(auto* wf_obj, RequireObject(wf, "workflow", src));
-  RETURN_IF_ERROR(CheckFields(
-      *wf_obj, "workflow",
-      {"name", "resources", "tasks", "groups", "timeout", "priority", "labels", "pool", "backend"},
-      src));
+  RETURN_IF_ERROR(CheckFields(*wf_obj, "workflow",
+                              {"name", "resources", "tasks", "groups", "timeout", "priority",
+                               "node_pools", "labels", "pool", "backend"},
+                              src));
   WorkflowSpec spec;
   if (!wf_obj->contains("name")) {
     return FieldError(src, "workflow", "missing required field name");
@@ -683,6 +714,9 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
                             DidYouMean(upper, {"HIGH", "NORMAL", "LOW"}));
     }
   }
+  if (wf_obj->contains("node_pools")) {
+    ASSIGN_OR_RETURN(spec.node_pools, GetNodePools((*wf_obj)["node_pools"], src));
+  }
   if (wf_obj->contains("labels")) {
     const json& labels = (*wf_obj)["labels"];
     if (!labels.is_null()) {
@@ -696,6 +730,33 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
   // Last: `wf` and the pointers into it are not used after this.
   spec.document = std::move(docs[0].value["workflow"]);
   return spec;
+}
+
+Result<std::vector<std::string>> ParseNodePoolList(std::string_view text) {
+  std::vector<std::string> names;
+  std::set<std::string> seen;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string_view::npos) comma = text.size();
+    std::string_view part = text.substr(start, comma - start);
+    while (!part.empty() && std::isspace(static_cast<unsigned char>(part.front()))) {
+      part.remove_prefix(1);
+    }
+    while (!part.empty() && std::isspace(static_cast<unsigned char>(part.back()))) {
+      part.remove_suffix(1);
+    }
+    if (part.empty()) {
+      return InvalidArgumentError("node pools \"" + std::string(text) +
+                                  "\": expected names separated by commas, found an empty name");
+    }
+    if (!seen.insert(std::string(part)).second) {
+      return InvalidArgumentError("node pool \"" + std::string(part) + "\" named twice");
+    }
+    names.emplace_back(part);
+    start = comma + 1;
+  }
+  return names;
 }
 
 }  // namespace gpupool::submit

@@ -5,6 +5,7 @@
 //     name: sim-{{run}}
 //     timeout: {exec_timeout: 8h, queue_timeout: 2h}
 //     priority: NORMAL                       # HIGH | NORMAL | LOW
+//     node_pools: [a100-80, default]         # optional; preference order (or "a100-80,default")
 //     resources:
 //       default: {cpu: 4, memory: 32Gi, storage: 50Gi, platform: l40s_platform}
 //     tasks:                                 # or groups: [{name, tasks: [...]}]
@@ -73,6 +74,9 @@ struct WorkflowSpec {
   std::optional<int64_t> exec_timeout_seconds;
   std::optional<int64_t> queue_timeout_seconds;
   Priority priority = Priority::kNormal;
+  // Node pools in preference order (Run:ai's researcher's choice); empty: every node pool the
+  // task's platform's nodes are in. Names are checked against the NODE_POOL configs by Submit.
+  std::vector<std::string> node_pools;
   nlohmann::ordered_json labels = nlohmann::ordered_json::object();
   // The `workflow:` object after substitution, as parsed (kept for storage and display).
   nlohmann::ordered_json document;
@@ -88,6 +92,10 @@ struct WorkflowSpec {
 // text at all (invalid UTF-8, control characters) is refused before substitution.
 Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_name,
                                    const std::map<std::string, std::string>& set_values = {});
+
+// Parses "a100-80, default" (for --node-pools and a `node_pools` string): names in order;
+// InvalidArgument for an empty or repeated name.
+Result<std::vector<std::string>> ParseNodePoolList(std::string_view text);
 
 // Parses "k=v" (for --set); InvalidArgument when there is no '=' or the key is empty.
 Result<std::pair<std::string, std::string>> ParseSetValue(std::string_view text);

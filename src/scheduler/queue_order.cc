@@ -7,6 +7,20 @@ std::string Amounts(int r, int64_t used, int64_t requested) {
   return " (" + FormatQuota(r, used) + " in use, " + FormatQuota(r, requested) + " requested)";
 }
 
+// OSMO's names for the priority classes (DESIGN section 4), else the number.
+std::string PriorityText(int32_t priority) {
+  if (priority == 125) return "HIGH priority";
+  if (priority == kNonPreemptiblePriority) return "NORMAL priority";
+  return "priority " + std::to_string(priority);
+}
+
+std::string QuotaAmount(int r, int64_t amount) {
+  if (r == static_cast<int>(model::QuotaResource::kGpu)) {
+    return FormatQuota(r, amount) + (amount == 1000 ? " GPU" : " GPUs");
+  }
+  return FormatQuota(r, amount) + " " + std::string(model::kQuotaResourceK8sNames[r]);
+}
+
 }  // namespace
 
 std::string CheckLimitsAndDeserved(const QueueOrderInput& input, const Job& job, int pool,
@@ -33,11 +47,12 @@ std::string CheckLimitsAndDeserved(const QueueOrderInput& input, const Job& job,
     }
     const int64_t used = nothing_allocated ? 0 : quota.AllocatedNonPreemptible(job.queue, pool, r);
     if (used + req[r] > deserved) {
-      return "queue " + input.queues[job.queue].name +
-             ": pods with priority >= " + std::to_string(kNonPreemptiblePriority) +
-             " are not preemptible and only use deserved quota, " + FormatQuota(r, deserved) + " " +
-             std::string(model::kQuotaResourceK8sNames[r]) + " in node pool " +
-             input.pool_names[pool] + Amounts(r, used, req[r]);
+      // The one rule (DESIGN section 4): over quota means preemptible, so only preemptible work
+      // (LOW) goes over the deserved quota.
+      return "queue " + input.queues[job.queue].name + ": " + PriorityText(job.priority) +
+             " uses only deserved quota: " + QuotaAmount(r, deserved) + " in node pool " +
+             input.pool_names[pool] + "; LOW may use idle GPUs over quota" +
+             Amounts(r, used, req[r]);
     }
   }
   return "";

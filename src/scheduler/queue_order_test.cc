@@ -245,8 +245,8 @@ TEST(FairShareOrderTest, NonPreemptibleJobsOnlyUseDeservedQuota) {
   EXPECT_EQ(order->CheckQuota(jobs[0], 0), "");
   quota.Add(0, 0, {1000, 0, 0}, /*preemptible=*/false, +1);
   EXPECT_EQ(order->CheckQuota(jobs[0], 0),
-            "queue a: pods with priority >= 100 are not preemptible and only use deserved quota, "
-            "2 nvidia.com/gpu in node pool default (1 in use, 2 requested)");
+            "queue a: NORMAL priority uses only deserved quota: 2 GPUs in node pool default; LOW "
+            "may use idle GPUs over quota (1 in use, 2 requested)");
   jobs[0].priority = 0;  // preemptible: over-quota is fine
   EXPECT_EQ(order->CheckQuota(jobs[0], 0), "");
 }

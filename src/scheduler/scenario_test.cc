@@ -352,8 +352,8 @@ TEST(RunaiOrgExampleTest, OverQuotaUseOfIdleA100s) {
   ASSERT_EQ(out["unschedulable"].size(), 1u) << out.dump(1);
   EXPECT_EQ(out["unschedulable"][0]["pod"], "mlops-serve-5");
   EXPECT_EQ(out["unschedulable"][0]["reason"],
-            "queue ml-ops-2: pods with priority >= 100 are not preemptible and only use deserved "
-            "quota, 5 nvidia.com/gpu in node pool a100-40 (5 in use, 1 requested)");
+            "queue ml-ops-2: HIGH priority uses only deserved quota: 5 GPUs in node pool a100-40; "
+            "LOW may use idle GPUs over quota (5 in use, 1 requested)");
   for (const auto& p : out["placements"]) {
     const std::string pod = p["pod"];
     if (pod.starts_with("mlops-train")) {

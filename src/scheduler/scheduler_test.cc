@@ -230,8 +230,8 @@ TEST(SchedulerTest, NonPreemptibleOnlyWithinDeserved) {
   const PendingPod* a = FindPending(r, "a");
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(a->reason,
-            "queue q: pods with priority >= 100 are not preemptible and only use deserved quota, "
-            "2 nvidia.com/gpu in node pool default (1 in use, 2 requested)");
+            "queue q: NORMAL priority uses only deserved quota: 2 GPUs in node pool default; LOW "
+            "may use idle GPUs over quota (1 in use, 2 requested)");
 }
 
 TEST(SchedulerTest, UnknownQueueAndDepartment) {

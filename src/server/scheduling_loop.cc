@@ -488,12 +488,12 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
     auto queue = model::QueueFromJson(record.body, record.name);
     if (queue.ok()) snapshot.queues.push_back(std::move(*queue));
   }
-  service::AddImplicitPoolQueues(configs.pools, snapshot.queues);
   ASSIGN_OR_RETURN(auto pool_configs, store_.ListConfigs("NODE_POOL"));
   for (const auto& record : pool_configs) {
     auto pool = model::NodePoolFromJson(record.body, record.name);
     if (pool.ok()) snapshot.node_pools.push_back(std::move(*pool));
   }
+  service::AddImplicitPoolQueues(configs, snapshot.nodes, snapshot.node_pools, snapshot.queues);
   std::unordered_map<std::string, std::pair<size_t, size_t>> pod_index;  // name -> (wf, task)
   for (int pass = 0; pass < 2; ++pass) {  // bound pods first, then pending in arrival order
     for (size_t w = 0; w < workflows.size(); ++w) {

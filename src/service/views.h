@@ -40,7 +40,9 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "config/config_set.h"
 #include "config/kinds.h"
+#include "model/node_pool.h"
 #include "model/queue.h"
 #include "scheduler/scheduler.h"
 #include "service/service.h"
@@ -91,10 +93,17 @@ std::string PositionKey(std::string_view workflow_id, size_t index);
 
 // Pods name their pool as their queue (gpupool.io/queue). A pool without a QUEUE config of the
 // same name gets one, as OSMO creates a KAI queue per pool: GPU deserved = resources.gpu
-// guarantee, limit = maximum, weight = weight, in the `default` node pool; -1 or absent means
-// unlimited, as in KAI (so NORMAL-priority work of a pool without a guarantee may use the whole
-// node set, as in OSMO); cpu and memory unlimited. The scheduling loop and the views use it.
-void AddImplicitPoolQueues(const std::map<std::string, config::Pool>& pools,
+// guarantee, limit = maximum, weight = weight; -1 or absent means unlimited, as in KAI (so
+// NORMAL-priority work of a pool without a guarantee may use the whole node set, as in OSMO); cpu
+// and memory unlimited. Without NODE_POOL configs all of it is in the `default` node pool. With
+// them, the quota goes to every node pool the pool's nodes (those of its platforms) are in: the
+// limit and the weight as they are in each, the guarantee spread in proportion to the pool's GPUs
+// in each node pool (whole GPUs; the remainder one at a time to the largest fractions, ties by
+// node pool name), so NORMAL work within the guarantee runs in whichever node pools the pool's
+// nodes are in. A pool with no GPU node keeps it all in `default`. The scheduling loop and the
+// views use it.
+void AddImplicitPoolQueues(const config::ConfigSet& configs, const std::vector<model::Node>& nodes,
+                           const std::vector<model::NodePool>& node_pools,
                            std::vector<model::Queue>& queues);
 
 struct ViewOptions {

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "config/access.h"
+#include "config/membership.h"
 #include "model/k8s.h"
 #include "service/views.h"
 #include "service/views_internal.h"
@@ -109,9 +111,56 @@ std::string PositionKey(std::string_view workflow_id, size_t index) {
   return std::string(workflow_id) + "." + std::to_string(index);
 }
 
-void AddImplicitPoolQueues(const std::map<std::string, config::Pool>& pools,
+namespace {
+
+// GPUs of each pool's nodes per node pool: pool -> node pool -> GPUs.
+std::map<std::string, std::map<std::string, int64_t>> PoolGpusByNodePool(
+    const config::ConfigSet& configs, const std::vector<model::Node>& nodes,
+    const std::vector<model::NodePool>& node_pools) {
+  std::map<std::string, std::map<std::string, int64_t>> out;
+  auto membership = config::ComputeMembership(configs, nodes);
+  if (!membership.ok()) return out;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    auto gpu = nodes[i].allocatable.find("nvidia.com/gpu");
+    int64_t gpus = gpu == nodes[i].allocatable.end() ? 0 : gpu->second.Value();
+    if (gpus <= 0) continue;
+    std::string node_pool(model::NodePoolOf(nodes[i], node_pools));
+    std::set<std::string> pools;
+    for (const config::PoolPlatform& m : (*membership)[i].memberships) pools.insert(m.pool);
+    for (const std::string& pool : pools) out[pool][node_pool] += gpus;
+  }
+  return out;
+}
+
+// `total` whole GPUs in proportion to `weights` (largest remainder; ties by key order).
+std::map<std::string, int64_t> SpreadGuarantee(int64_t total,
+                                               const std::map<std::string, int64_t>& weights) {
+  int64_t sum = 0;
+  for (const auto& [name, w] : weights) sum += w;
+  std::map<std::string, int64_t> out;
+  std::vector<std::pair<int64_t, std::string>> remainders;
+  int64_t given = 0;
+  for (const auto& [name, w] : weights) {
+    out[name] = total * w / sum;
+    given += out[name];
+    remainders.push_back({-(total * w % sum), name});
+  }
+  std::stable_sort(remainders.begin(), remainders.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; given < total && i < remainders.size(); ++i, ++given) {
+    ++out[remainders[i].second];
+  }
+  return out;
+}
+
+}  // namespace
+
+void AddImplicitPoolQueues(const config::ConfigSet& configs, const std::vector<model::Node>& nodes,
+                           const std::vector<model::NodePool>& node_pools,
                            std::vector<model::Queue>& queues) {
-  for (const auto& [name, pool] : pools) {
+  std::map<std::string, std::map<std::string, int64_t>> gpus_by_node_pool;
+  if (!node_pools.empty()) gpus_by_node_pool = PoolGpusByNodePool(configs, nodes, node_pools);
+  for (const auto& [name, pool] : configs.pools) {
     bool configured = std::any_of(queues.begin(), queues.end(),
                                   [&](const model::Queue& q) { return q.name == name; });
     if (configured) continue;
@@ -119,10 +168,18 @@ void AddImplicitPoolQueues(const std::map<std::string, config::Pool>& pools,
     queue.name = name;
     queue.description = "implicit queue of pool " + name;
     config::GpuResource limits = pool.gpu.value_or(config::GpuResource{});
-    model::ResourceQuota& gpu = queue.resources["default"][model::QuotaResource::kGpu];
-    gpu.deserved_milli = limits.guarantee >= 0 ? limits.guarantee * 1000 : model::kUnlimited;
-    gpu.limit_milli = limits.maximum >= 0 ? limits.maximum * 1000 : model::kUnlimited;
-    gpu.over_quota_weight = limits.weight;
+    std::map<std::string, int64_t> weights = {{std::string(model::kDefaultNodePool), 1}};
+    if (auto it = gpus_by_node_pool.find(name); it != gpus_by_node_pool.end()) {
+      weights = it->second;
+    }
+    std::map<std::string, int64_t> deserved;
+    if (limits.guarantee >= 0) deserved = SpreadGuarantee(limits.guarantee, weights);
+    for (const auto& [node_pool, weight] : weights) {
+      model::ResourceQuota& gpu = queue.resources[node_pool][model::QuotaResource::kGpu];
+      gpu.deserved_milli = limits.guarantee >= 0 ? deserved[node_pool] * 1000 : model::kUnlimited;
+      gpu.limit_milli = limits.maximum >= 0 ? limits.maximum * 1000 : model::kUnlimited;
+      gpu.over_quota_weight = limits.weight;
+    }
     queues.push_back(std::move(queue));
   }
 }
@@ -329,7 +386,7 @@ Result<std::shared_ptr<const Views::Context>> Views::Build() {
   if (state->insight != nullptr) {
     context->queues = state->insight->queues;
   } else {
-    AddImplicitPoolQueues(inputs.configs->pools, context->queues);
+    AddImplicitPoolQueues(*inputs.configs, *inputs.nodes, context->node_pools, context->queues);
   }
   std::sort(context->queues.begin(), context->queues.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });

@@ -36,3 +36,14 @@ if(TARGET gpupool_server)
   gpupool_warnings(gpupool_dashboard_routes_test)
   gtest_discover_tests(gpupool_dashboard_routes_test DISCOVERY_TIMEOUT 60)
 endif()
+
+# OSMO workflows in Run:ai node pools and quotas through the real `gpupool serve` and
+# `gpupool --server` (server/together_test.py): node pools chosen and defaulted, NORMAL within
+# the pool's guarantee runs, LOW over quota runs and is reclaimed, NORMAL over quota waits with
+# the rule in its message; unknown node pools refused.
+if(TARGET gpupool AND Python3_FOUND)
+  add_test(NAME server_node_pools_and_quota
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server/together_test.py
+                   --gpupool $<TARGET_FILE:gpupool>)
+  set_tests_properties(server_node_pools_and_quota PROPERTIES TIMEOUT 180)
+endif()

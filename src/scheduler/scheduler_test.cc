@@ -187,8 +187,8 @@ TEST(SchedulerTest, NodePoolFallbackInOrder) {
   const PendingPod* p3 = FindPending(r, "p3");
   ASSERT_NE(p3, nullptr);
   EXPECT_EQ(p3->reason,
-            "node pool a100: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.; node pool "
-            "v100: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
+            "0/1 nodes are available in node pool a100: 1 Insufficient nvidia.com/gpu.; 0/1 nodes "
+            "are available in node pool v100: 1 Insufficient nvidia.com/gpu.");
 }
 
 TEST(SchedulerTest, QueueLimitReason) {

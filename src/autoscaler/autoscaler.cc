@@ -9,6 +9,7 @@
 #include "common/table.h"
 #include "model/duration.h"
 #include "model/match.h"
+#include "model/node_pool.h"
 
 namespace gpupool::autoscaler {
 namespace {
@@ -104,17 +105,6 @@ std::vector<std::string> PodNodePools(const model::PodScheduling& pod) {
   std::vector<std::string> out;
   for (const std::string& part : Split(label->second, ',')) out.emplace_back(Trim(part));
   return out;
-}
-
-std::string NodePoolOf(const model::Node& node, const std::vector<model::NodePool>& node_pools) {
-  std::vector<const model::NodePool*> sorted;
-  for (const auto& p : node_pools) sorted.push_back(&p);
-  std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->name < b->name; });
-  for (const auto* p : sorted) {
-    auto it = node.labels.find(p->label_key);
-    if (it != node.labels.end() && it->second == p->label_value) return p->name;
-  }
-  return std::string(model::kDefaultNodePool);
 }
 
 // ---- Machine pools during the simulation ----------------------------------------------------
@@ -351,7 +341,7 @@ Result<std::vector<PoolState>> PoolStates(const scheduler::ClusterSnapshot& snap
                                   pool.instance_type + "\" is not in the catalog");
     }
     state.template_node = TemplateNode(pool, *state.type, PoolPrefix(pool.name) + "-template");
-    state.node_pool = NodePoolOf(state.template_node, snapshot.node_pools);
+    state.node_pool = std::string(model::NodePoolOf(state.template_node, snapshot.node_pools));
     state.price_micros = NodePrice(pool, *state.type);
     state.unusable = Unusable(pool, *state.type);
     states.push_back(std::move(state));

@@ -75,7 +75,7 @@ TEST(ScenarioTest, LoadsAndSchedules) {
   EXPECT_EQ(json["placements"][0]["node"], "n1");
   EXPECT_EQ(json["unschedulable"][0]["pod"], "late");
   EXPECT_EQ(json["unschedulable"][0]["reason"],
-            "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
+            "0/1 nodes are available in node pool a100: 1 Insufficient nvidia.com/gpu.");
   EXPECT_EQ(json["evictions"].size(), 0u);
   EXPECT_EQ(json["fairShare"]["rnd"]["a100"]["gpu"]["deserved"], 4);
   EXPECT_EQ(json["fairShare"]["rnd"]["a100"]["gpu"]["fairShare"], 4);

@@ -3,18 +3,12 @@
 #include <cstdio>
 
 #include "common/clock.h"
+#include "kube/writes.h"
 
 namespace gpupool::kube {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string MetadataString(const Json& object, const char* field) {
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "";
-  auto it = metadata->find(field);
-  return it != metadata->end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 std::string Hex(int64_t value) {
   char buffer[32];

@@ -3,17 +3,12 @@
 #include <future>
 #include <random>
 
+#include "kube/writes.h"
+
 namespace gpupool::kube {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string Metadata(const Json& object, const char* field) {
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "";
-  auto it = metadata->find(field);
-  return it != metadata->end() && it->is_string() ? it->get<std::string>() : "";
-}
 
 std::string WithQuery(const std::string& path, const std::vector<std::string>& params) {
   std::string out = path;
@@ -29,8 +24,8 @@ std::string WithQuery(const std::string& path, const std::vector<std::string>& p
 }  // namespace
 
 std::string ObjectKeyOf(const Json& object) {
-  std::string ns = Metadata(object, "namespace");
-  std::string name = Metadata(object, "name");
+  std::string ns = MetadataString(object, "namespace");
+  std::string name = MetadataString(object, "name");
   return ns.empty() ? name : ns + "/" + name;
 }
 
@@ -171,7 +166,8 @@ void Informer::State::ApplyList() {
       auto it = cache.find(key);
       if (it == cache.end()) {
         added.push_back(object);
-      } else if (Metadata(*it->second, "resourceVersion") != Metadata(*object, "resourceVersion")) {
+      } else if (MetadataString(*it->second, "resourceVersion") !=
+                 MetadataString(*object, "resourceVersion")) {
         updated.emplace_back(it->second, object);
       }
     }
@@ -254,7 +250,7 @@ void Informer::State::HandleEvent(const std::string& line) {
   backoff.Reset();
   if (type == "BOOKMARK") {
     Bump(&InformerStats::bookmarks);
-    return SetVersion(Metadata(object, "resourceVersion"));
+    return SetVersion(MetadataString(object, "resourceVersion"));
   }
   Bump(&InformerStats::events);
   if (type == "ADDED" || type == "MODIFIED") return Upsert(object);
@@ -269,7 +265,7 @@ void Informer::State::Upsert(const Json& object) {
     std::lock_guard lock(mu);
     auto [it, inserted] = cache.try_emplace(key, now);
     if (!inserted) old = std::exchange(it->second, now);
-    std::string version = Metadata(object, "resourceVersion");
+    std::string version = MetadataString(object, "resourceVersion");
     if (!version.empty()) last_version = version;
   }
   if (old) {
@@ -285,7 +281,7 @@ void Informer::State::Remove(const Json& object) {
   {
     std::lock_guard lock(mu);
     known = cache.erase(ObjectKeyOf(object)) > 0;
-    std::string version = Metadata(object, "resourceVersion");
+    std::string version = MetadataString(object, "resourceVersion");
     if (!version.empty()) last_version = version;
   }
   if (known && handlers.on_delete) handlers.on_delete(last);

@@ -5,13 +5,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string MetadataString(const Json& object, const char* field) {
-  auto metadata = object.find("metadata");
-  if (metadata == object.end() || !metadata->is_object()) return "";
-  auto it = metadata->find(field);
-  return it != metadata->end() && it->is_string() ? it->get<std::string>() : "";
-}
-
 Json PodCondition(const char* type, const char* status, const std::string& reason,
                   const std::string& message, const std::string& now) {
   return {{"type", type},       {"status", status},         {"reason", reason},
@@ -19,6 +12,13 @@ Json PodCondition(const char* type, const char* status, const std::string& reaso
 }
 
 }  // namespace
+
+std::string MetadataString(const Json& object, const char* field) {
+  auto metadata = object.find("metadata");
+  if (metadata == object.end() || !metadata->is_object()) return "";
+  auto it = metadata->find(field);
+  return it != metadata->end() && it->is_string() ? it->get<std::string>() : "";
+}
 
 ObjectRef RefOf(const Json& object) {
   std::string ns = MetadataString(object, "namespace");

@@ -30,6 +30,9 @@ struct ObjectRef {
 // Reads namespace, name and uid from an object's metadata.
 ObjectRef RefOf(const nlohmann::ordered_json& object);
 
+// metadata.FIELD of an object when it is a string, else "" (absent, or not an object).
+std::string MetadataString(const nlohmann::ordered_json& object, const char* field);
+
 // /api/v1/namespaces/NS/pods/NAME[/SUBRESOURCE]
 std::string PodPath(const ObjectRef& pod, std::string_view subresource = "");
 

@@ -50,9 +50,11 @@ Status PrintQueueList(Api& api, const service::Caller& caller, OutputFormat form
   for (const json& row : view.value("rows", json::array())) {
     const std::string indent(2 * static_cast<size_t>(row.value("depth", 0)), ' ');
     table.AddRow({indent + row.value("queue", ""), row.value("node_pool", ""),
-                  Amount(row["deserved"], r), Amount(row["limit"], r),
-                  std::to_string(row.value("weight", int64_t{0})), Amount(row["fair_share"], r),
-                  Amount(row["allocated"], r), Ratio(row["ratio"]), Amount(row["pending"], r),
+                  Amount(row.value("deserved", json()), r), Amount(row.value("limit", json()), r),
+                  std::to_string(row.value("weight", int64_t{0})),
+                  Amount(row.value("fair_share", json()), r),
+                  Amount(row.value("allocated", json()), r), Ratio(row.value("ratio", json())),
+                  Amount(row.value("pending", json()), r),
                   std::to_string(row.value("pending_tasks", 0))});
   }
   std::cout << table.ToString();

@@ -91,15 +91,23 @@ void CheckDeserved(const Queue& department, const std::vector<const Queue*>& pro
   }
 }
 
+// Every node pool of a label shared with others is named, so that the one being written is.
 void CheckLabels(const std::map<std::string, NodePool>& node_pools, QuotaTreeCheck& out) {
-  std::map<std::pair<std::string, std::string>, std::string> owner;
+  std::map<std::pair<std::string, std::string>, std::vector<std::string>> by_label;
   for (const auto& [name, pool] : node_pools) {
-    auto [it, inserted] = owner.emplace(std::pair(pool.label_key, pool.label_value), name);
-    if (inserted) continue;
+    by_label[{pool.label_key, pool.label_value}].push_back(name);
+  }
+  for (const auto& [name, pool] : node_pools) {
+    const auto& sharing = by_label[{pool.label_key, pool.label_value}];
+    if (sharing.size() < 2) continue;
+    std::vector<std::string> others;
+    for (const std::string& other : sharing) {
+      if (other != name) others.push_back(Quoted(other));
+    }
     out.errors.push_back({"NODE_POOL", name,
                           "node pool " + Quoted(name) + ": label_value: label " + pool.label_key +
-                              "=" + pool.label_value + " already selects node pool " +
-                              Quoted(it->second) + "; each node pool needs its own label"});
+                              "=" + pool.label_value + " also selects node pool " +
+                              Join(others, ", ") + "; each node pool needs its own label"});
   }
 }
 

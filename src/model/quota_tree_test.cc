@@ -100,7 +100,9 @@ TEST(QuotaTreeTest, ChecksTheTree) {
        R"({})",
        R"({"a100-80": {"label_key": "node-pool", "label_value": "a100-80"},
            "big": {"label_key": "node-pool", "label_value": "a100-80"}})",
-       {"NODE_POOL/big: node pool \"big\": label_value: label node-pool=a100-80 already selects "
+       {"NODE_POOL/a100-80: node pool \"a100-80\": label_value: label node-pool=a100-80 also "
+        "selects node pool \"big\"; each node pool needs its own label",
+        "NODE_POOL/big: node pool \"big\": label_value: label node-pool=a100-80 also selects "
         "node pool \"a100-80\"; each node pool needs its own label"},
        {}},
   };

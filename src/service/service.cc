@@ -598,15 +598,20 @@ Status CheckQuotaTreeWrite(const std::map<std::pair<std::string, std::string>, j
     return std::any_of(list.begin(), list.end(),
                        [&](const auto& g) { return g.message == f.message; });
   };
-  std::vector<std::string> lines;
+  // Errors about the configs written, located in their files; only when there are none, the
+  // others this write brought (a node pool whose label a new one took names both).
+  std::vector<std::string> about_puts, about_others;
   for (const model::QuotaTreeFinding& f : check.errors) {
-    if (known(before.errors, f) && written(f) == puts.end()) continue;
     const Status error = InvalidArgumentError(f.message);
     auto put = written(f);
-    lines.push_back(put == puts.end() ? WithPrefix(error, prefix).message()
-                                      : PutError(*put, error, prefix).message());
+    if (put != puts.end()) {
+      about_puts.push_back(PutError(*put, error, prefix).message());
+    } else if (!known(before.errors, f)) {
+      about_others.push_back(WithPrefix(error, prefix).message());
+    }
   }
-  if (!lines.empty()) return InvalidArgumentError(Join(lines, "\n"));
+  if (!about_puts.empty()) return InvalidArgumentError(Join(about_puts, "\n"));
+  if (!about_others.empty()) return InvalidArgumentError(Join(about_others, "\n"));
   for (const model::QuotaTreeFinding& f : check.warnings) {
     if (written(f) != puts.end() || !known(before.warnings, f)) warnings->push_back(f.message);
   }

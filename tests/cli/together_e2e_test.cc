@@ -90,7 +90,7 @@ std::vector<RefusedCase> RefusedCases() {
        "big.json",
        "{\n  \"label_key\": \"node-pool\",\n  \"label_value\": \"l40s\"\n}\n",
        {"config", "update", "NODE_POOL", "big", "--file", "big.json"},
-       "error: big.json:3:18: node pool \"big\": label_value: label node-pool=l40s already "
+       "error: big.json:3:18: node pool \"big\": label_value: label node-pool=l40s also "
        "selects node pool \"l40s\"; each node pool needs its own label\n"},
   };
 }
@@ -113,11 +113,13 @@ class TogetherTest : public ::testing::TestWithParam<bool> {
     fs::remove_all(dir_, ec);
   }
 
-  // `gpupool serve` on 127.0.0.1, port 0, with a short scheduling step (its log is checked).
+  // `gpupool serve` on 127.0.0.1, port 0, on a simulated cluster of kNodes, with a short
+  // scheduling step (its log is checked).
   void StartServer() {
+    Write("cluster.yaml", kNodes);  // the simulated cluster's nodes
     const std::string start = "cd " + ShellQuote(dir_.string()) + " && (" +
                               ShellQuote(GPUPOOL_BIN) +
-                              " serve --listen 127.0.0.1:0 --interval 50ms --db " +
+                              " serve --listen 127.0.0.1:0 --interval 50ms --backend sim:cluster.yaml --db " +
                               ShellQuote("sqlite:" + (dir_ / "server.db").string()) +
                               " --auth dev >serve.out 2>serve.err & echo $! >serve.pid)";
     ASSERT_EQ(std::system(start.c_str()), 0);
@@ -168,8 +170,10 @@ class TogetherTest : public ::testing::TestWithParam<bool> {
 
   // Node pools a100-80 and l40s, department rnd with project cv, and two nodes.
   void LoadTree() {
-    Write("nodes.yaml", kNodes);
-    Ok({"node", "import", "nodes.yaml"});
+    if (url_.empty()) {  // the server has them from its simulated cluster
+      Write("nodes.yaml", kNodes);
+      Ok({"node", "import", "nodes.yaml"});
+    }
     Update("NODE_POOL", "a100-80", R"({"label_key": "node-pool", "label_value": "a100-80"})");
     Update("NODE_POOL", "l40s", R"({"label_key": "node-pool", "label_value": "l40s"})");
     Update("QUEUE", "rnd", R"({"resources": {"a100-80": {"gpu": {"deserved": 8}}}})");

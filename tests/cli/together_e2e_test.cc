@@ -117,11 +117,11 @@ class TogetherTest : public ::testing::TestWithParam<bool> {
   // scheduling step (its log is checked).
   void StartServer() {
     Write("cluster.yaml", kNodes);  // the simulated cluster's nodes
-    const std::string start = "cd " + ShellQuote(dir_.string()) + " && (" +
-                              ShellQuote(GPUPOOL_BIN) +
-                              " serve --listen 127.0.0.1:0 --interval 50ms --backend sim:cluster.yaml --db " +
-                              ShellQuote("sqlite:" + (dir_ / "server.db").string()) +
-                              " --auth dev >serve.out 2>serve.err & echo $! >serve.pid)";
+    const std::string start =
+        "cd " + ShellQuote(dir_.string()) + " && (" + ShellQuote(GPUPOOL_BIN) +
+        " serve --listen 127.0.0.1:0 --interval 50ms --backend sim:cluster.yaml --db " +
+        ShellQuote("sqlite:" + (dir_ / "server.db").string()) +
+        " --auth dev >serve.out 2>serve.err & echo $! >serve.pid)";
     ASSERT_EQ(std::system(start.c_str()), 0);
     const std::string marker = "listening on ";
     for (int i = 0; i < 200 && url_.empty(); ++i) {

@@ -668,19 +668,9 @@ int RunCli(int argc, char** argv) {
   use(rlist, ResourceList);
 
   // profile
-  use(app.add_subcommand("profile", "who you are, your roles, the pools you may use"),
-      [](Api& svc, const Env& env) -> Status {
-        ASSIGN_OR_RETURN(auto profile, svc.Profile(env.caller));
-        if (env.format != OutputFormat::kTable) {
-          std::cout << Render(service::ToJson(profile), env.format);
-          return OkStatus();
-        }
-        Table table({"USER", "ROLES", "POOLS", "DEFAULT POOL"});
-        table.AddRow({profile.user, Join(profile.roles, ","), Join(profile.pools, ","),
-                      profile.default_pool.empty() ? "-" : profile.default_pool});
-        std::cout << table.ToString();
-        return OkStatus();
-      });
+  CLI::App* profile =
+      app.add_subcommand("profile", "who you are, your roles, the pools you may use");
+  use(profile, [](Api& svc, const Env& env) { return PrintProfile(svc, env.caller, env.format); });
 
   // queue, machinepool: the read-only views as tables
   CLI::App* queue = app.add_subcommand("queue", "departments and projects (quota per node pool)");
@@ -737,7 +727,7 @@ int RunCli(int argc, char** argv) {
   server::AddServeSubcommand(app, &serve_exit);
 
   for (CLI::App* sub :
-       {config, apply, node, pool, resource, queue, machinepool, workflow, schedule}) {
+       {config, apply, node, pool, resource, queue, machinepool, profile, workflow, schedule}) {
     sub->fallthrough();
   }
   for (CLI::App* sub : {update, set, show, list, del, history, rollback, import, rlist, qlist,

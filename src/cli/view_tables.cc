@@ -4,6 +4,7 @@
 #include <iostream>
 #include <string>
 
+#include "common/strings.h"
 #include "model/queue.h"
 
 namespace gpupool::cli {
@@ -90,6 +91,19 @@ Status PrintMachinePoolList(Api& api, const service::Caller& caller, OutputForma
   }
   std::cout << table.ToString();
   if (table.empty()) std::cerr << "no machine pools\n";
+  return OkStatus();
+}
+
+Status PrintProfile(Api& api, const service::Caller& caller, OutputFormat format) {
+  ASSIGN_OR_RETURN(service::ProfileView profile, api.Profile(caller));
+  if (format != OutputFormat::kTable) {
+    std::cout << Render(service::ToJson(profile), format);
+    return OkStatus();
+  }
+  Table table({"USER", "ROLES", "POOLS", "DEFAULT POOL"});
+  table.AddRow({profile.user, Join(profile.roles, ","), Join(profile.pools, ","),
+                profile.default_pool.empty() ? "-" : profile.default_pool});
+  std::cout << table.ToString();
   return OkStatus();
 }
 

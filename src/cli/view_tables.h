@@ -1,7 +1,8 @@
 #pragma once
-// `gpupool queue list` and `gpupool machinepool list`: the dashboard's read-only views
-// (/api/views/queues, /api/views/machine-pools, service/views.h) as tables, like Run:ai's
-// projects table and `rosa list machinepools`; `-o json|yaml` prints the view as the API gives it.
+// `gpupool queue list`, `gpupool machinepool list` and `gpupool profile`. The first two are the
+// dashboard's read-only views (/api/views/queues, /api/views/machine-pools, service/views.h) as
+// tables, like Run:ai's projects table and `rosa list machinepools`; `-o json|yaml` prints the
+// view as the API gives it.
 
 #include <string_view>
 
@@ -20,5 +21,8 @@ Status PrintQueueList(Api& api, const service::Caller& caller, OutputFormat form
 // Name, instance type, capacity type, replicas current/min-max, price per node-hour, cost so
 // far, status and the last scale event.
 Status PrintMachinePoolList(Api& api, const service::Caller& caller, OutputFormat format);
+
+// `gpupool profile` (GET /api/profile): user, roles, the pools they may use, the default pool.
+Status PrintProfile(Api& api, const service::Caller& caller, OutputFormat format);
 
 }  // namespace gpupool::cli

@@ -72,25 +72,25 @@ std::vector<RefusedCase> RefusedCases() {
        "nlp.json",
        "{\n  \"parent\": \"rdn\"\n}\n",
        {"config", "update", "QUEUE", "nlp", "--file", "nlp.json"},
-       "error: nlp.json:2:13: queue \"nlp\": parent: queue \"rdn\" does not exist (did you mean "
+       "error: nlp.json:2:3: queue \"nlp\": parent: queue \"rdn\" does not exist (did you mean "
        "\"rnd\"?); a project's parent is a department (a queue without parent)\n"},
       {"a third level",
        "deep.json",
        "{\n  \"parent\": \"cv\"\n}\n",
        {"config", "update", "QUEUE", "deep", "--file", "deep.json"},
-       "error: deep.json:2:13: queue \"deep\": parent: queue \"cv\" is a project (its parent is "
+       "error: deep.json:2:3: queue \"deep\": parent: queue \"cv\" is a project (its parent is "
        "\"rnd\"); queues have two levels, department -> project\n"},
       {"unknown node pool",
        "ops.json",
        "{\n  \"resources\": {\n    \"a100-8\": {\"gpu\": {\"deserved\": 1}}\n  }\n}\n",
        {"config", "update", "QUEUE", "ops", "--file", "ops.json"},
-       "error: ops.json:3:15: queue \"ops\": resources.a100-8: node pool \"a100-8\" does not exist "
+       "error: ops.json:3:5: queue \"ops\": resources.a100-8: node pool \"a100-8\" does not exist "
        "(did you mean \"a100-80\"?)\n"},
       {"a label that already selects a node pool",
        "big.json",
        "{\n  \"label_key\": \"node-pool\",\n  \"label_value\": \"l40s\"\n}\n",
        {"config", "update", "NODE_POOL", "big", "--file", "big.json"},
-       "error: big.json:3:18: node pool \"big\": label_value: label node-pool=l40s also "
+       "error: big.json:3:3: node pool \"big\": label_value: label node-pool=l40s also "
        "selects node pool \"l40s\"; each node pool needs its own label\n"},
   };
 }
@@ -307,7 +307,7 @@ TEST_P(TogetherTest, ResourceListLabelSelector) {
 
 // Seed 004's defaults for the fields a machine pool leaves out, shown by `machinepool list`.
 TEST_P(TogetherTest, MachinePoolDefaultsAndList) {
-  Update("MACHINE_POOL", "additional", "{}");
+  Update("MACHINE_POOL", "additional", R"({"description": "seed 004 defaults"})");
   Update("MACHINE_POOL", "ml-training", R"({"capacity_type": "spot"})");
   json shown = json::parse(Ok({"machinepool", "list", "-o", "json"}).out);
   ASSERT_EQ(shown["pools"].size(), 2u) << shown.dump();
@@ -330,7 +330,7 @@ TEST_P(TogetherTest, MachinePoolDefaultsAndList) {
   }
   EXPECT_THAT(table.out, HasSubstr("ml-training"));
   EXPECT_THAT(table.out, HasSubstr("g4dn.xlarge"));
-  EXPECT_THAT(table.out, HasSubstr("-0-3"));  // current/min-max
+  EXPECT_THAT(table.out, HasSubstr("0/0-3"));  // current/min-max
 }
 
 // Departments then their projects, per node pool, as Run:ai's projects table.

@@ -216,7 +216,7 @@ spec: {instance_type: g4dn.xlarge, capacity_type: spot, max_replicas: 2}
 apiVersion: gpupool.io/v1
 kind: MachinePool
 metadata: {name: v100-on-demand}
-spec: {instance_type: p3.2xlarge, max_replicas: 2, labels: {node-type: gpu}}
+spec: {instance_type: p3.2xlarge, min_replicas: 0, max_replicas: 2, labels: {node-type: gpu}}
 )" + TrainingPod("small");
   SimRun run = Simulated(text);
   ASSERT_EQ(run.result.scale_up.size(), 1u);
@@ -373,7 +373,8 @@ spec: {label_key: node-pool, label_value: a100-80}
 apiVersion: gpupool.io/v1
 kind: MachinePool
 metadata: {name: a100}
-spec: {instance_type: p4de.24xlarge, max_replicas: 2, labels: {node-pool: a100-80}}
+spec: {instance_type: p4de.24xlarge, min_replicas: 0, max_replicas: 2,
+       labels: {node-pool: a100-80}}
 )";
   std::string wants_pool = TrainingPod("wants-a100", 8);
   wants_pool.replace(wants_pool.find("metadata: {name: wants-a100}"),

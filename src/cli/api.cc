@@ -5,6 +5,7 @@
 #include "common/json_text.h"
 #include "model/quantity.h"
 #include "server/client.h"
+#include "service/views.h"
 
 namespace gpupool::cli {
 namespace {
@@ -13,7 +14,8 @@ using json = nlohmann::ordered_json;
 
 class Local final : public Api {
  public:
-  explicit Local(service::Service& svc) : svc_(svc) {}
+  Local(service::Service& svc, store::Store& store, const Clock& clock)
+      : svc_(svc), store_(store), clock_(clock) {}
   Result<service::WriteResult> UpdateConfig(const service::Caller& c,
                                             const service::UpdateConfigRequest& r) override {
     return svc_.UpdateConfig(c, r);
@@ -52,6 +54,9 @@ class Local final : public Api {
   Result<std::vector<service::PoolRow>> ListPools(const service::Caller& c) override {
     return svc_.ListPools(c);
   }
+  Result<service::ProfileView> Profile(const service::Caller& c) override {
+    return svc_.Profile(c);
+  }
   Result<std::vector<service::ResourceRow>> ListResources(
       const service::Caller& c, const service::ResourceFilter& f) override {
     return svc_.ListResources(c, f);
@@ -72,9 +77,26 @@ class Local final : public Api {
                                                std::string_view id) override {
     return svc_.CancelWorkflow(c, id);
   }
+  Result<json> View(const service::Caller& c, const std::string& view,
+                    const std::map<std::string, std::string>& query) override {
+    if (views_ == nullptr) {
+      service::ViewOptions options;
+      options.background_refresh = false;  // one answer, no refresher thread
+      views_ = std::make_unique<service::Views>(svc_, store_, clock_, options);
+    }
+    if (view == "queues") {
+      auto resource = query.find("resource");
+      return views_->Queues(c, resource == query.end() ? "gpu" : resource->second);
+    }
+    if (view == "machine-pools") return views_->MachinePools(c);
+    return NotFoundError("no view \"" + view + "\"");
+  }
 
  private:
   service::Service& svc_;
+  store::Store& store_;
+  const Clock& clock_;
+  std::unique_ptr<service::Views> views_;
 };
 
 // ---- The service's JSON shapes back into its types ----------------------------------------
@@ -259,10 +281,19 @@ class Remote final : public Api {
       return r;
     });
   }
+  Result<service::ProfileView> Profile(const service::Caller&) override {
+    ASSIGN_OR_RETURN(json j, client_->Profile());
+    service::ProfileView p;
+    p.user = Str(j, "user");
+    p.roles = Strings(Field(j, "roles"));
+    p.pools = Strings(Field(j, "pools"));
+    p.default_pool = Str(j, "default_pool");
+    return p;
+  }
   Result<std::vector<service::ResourceRow>> ListResources(
       const service::Caller&, const service::ResourceFilter& f) override {
     return ListFromJson<service::ResourceRow>(
-        client_->ListResources(f.pool, f.platform), "resources", [](const json& j) {
+        client_->ListResources(f.pool, f.platform, f.selector), "resources", [](const json& j) {
           service::ResourceRow r;
           r.node = Str(j, "node");
           r.pool = Str(j, "pool");
@@ -277,6 +308,8 @@ class Remote final : public Api {
           r.memory_capacity = QuantityUnits(j, "memory", "capacity");
           r.gpu_used = Int(Field(j, "gpu"), "used") * 1000;
           r.gpu_capacity = Int(Field(j, "gpu"), "capacity") * 1000;
+          r.node_pools = Strings(Field(j, "node_pools"));
+          r.node_pool_conflict = Str(j, "node_pool_conflict");
           return r;
         });
   }
@@ -311,6 +344,10 @@ class Remote final : public Api {
     ASSIGN_OR_RETURN(json j, client_->CancelWorkflow(std::string(id)));
     return WorkflowFromJson(j);
   }
+  Result<json> View(const service::Caller&, const std::string& view,
+                    const std::map<std::string, std::string>& query) override {
+    return client_->View(view, query);
+  }
 
  private:
   std::unique_ptr<server::Client> client_;
@@ -318,8 +355,8 @@ class Remote final : public Api {
 
 }  // namespace
 
-std::unique_ptr<Api> LocalApi(service::Service& service) {
-  return std::make_unique<Local>(service);
+std::unique_ptr<Api> LocalApi(service::Service& service, store::Store& store, const Clock& clock) {
+  return std::make_unique<Local>(service, store, clock);
 }
 
 std::unique_ptr<Api> RemoteApi(std::unique_ptr<server::Client> client) {

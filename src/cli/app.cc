@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "cli/format.h"
 #include "cli/logs.h"
 #include "cli/replay_command.h"
+#include "cli/view_tables.h"
 #include "common/clock.h"
 #include "common/json_text.h"
 #include "common/safe_text.h"
@@ -74,6 +76,8 @@ struct Options {
   std::string id;
   std::string status;
   std::string filter_user;
+  std::string selector;          // resource list -l
+  std::string resource = "gpu";  // queue list --resource
 };
 
 struct Env {
@@ -323,6 +327,7 @@ Status ResourceList(Api& svc, const Env& env) {
   service::ResourceFilter filter;
   if (!env.opts.pool.empty()) filter.pool = env.opts.pool;
   if (!env.opts.platform.empty()) filter.platform = env.opts.platform;
+  filter.selector = env.opts.selector;
   ASSIGN_OR_RETURN(auto rows, svc.ListResources(env.caller, filter));
   if (env.format != OutputFormat::kTable) {
     json out = json::array();
@@ -330,16 +335,24 @@ Status ResourceList(Api& svc, const Env& env) {
     std::cout << Render(out, env.format);
     return OkStatus();
   }
-  Table table(
-      {"NODE", "POOL", "PLATFORM", "TYPE", "STORAGE [Gi]", "CPU [#]", "MEMORY [Gi]", "GPU [#]"});
+  Table table({"NODE", "POOL", "PLATFORM", "TYPE", "NODE POOL", "STORAGE [Gi]", "CPU [#]",
+               "MEMORY [Gi]", "GPU [#]"});
+  std::set<std::string> conflicts;
   for (const auto& r : rows) {
-    table.AddRow({r.node, r.pool, r.platform, r.type,
+    // A node in two node pools shows both, marked, and is reported once below the table.
+    std::string node_pool = r.node_pools.empty() ? "default" : Join(r.node_pools, ",");
+    if (!r.node_pool_conflict.empty()) {
+      node_pool += " (conflict)";
+      conflicts.insert(r.node_pool_conflict);
+    }
+    table.AddRow({r.node, r.pool, r.platform, r.type, node_pool,
                   UsedOfCapacity(r.storage_used, r.storage_capacity, kGi),
                   UsedOfCapacity(r.cpu_used, r.cpu_capacity, 1000),
                   UsedOfCapacity(r.memory_used, r.memory_capacity, kGi),
                   UsedOfCapacity(r.gpu_used, r.gpu_capacity, 1000)});
   }
   std::cout << table.ToString();
+  for (const std::string& conflict : conflicts) std::cerr << "warning: " << conflict << "\n";
   if (rows.empty()) std::cerr << "no nodes match\n";
   return OkStatus();
 }
@@ -659,7 +672,29 @@ int RunCli(int argc, char** argv) {
   CLI::App* rlist = resource->add_subcommand("list", "nodes with pool, platform, type, usage");
   rlist->add_option("-p,--pool", o.pool);
   rlist->add_option("--platform", o.platform);
+  rlist->add_option("-l,--selector", o.selector,
+                    "label selector, as `oc get nodes -l`: k=v, k!=v, k in (a,b), k notin (a,b), "
+                    "k, !k; comma-joined");
   use(rlist, ResourceList);
+
+  // profile
+  CLI::App* profile =
+      app.add_subcommand("profile", "who you are, your roles, the pools you may use");
+  use(profile, [](Api& svc, const Env& env) { return PrintProfile(svc, env.caller, env.format); });
+
+  // queue, machinepool: the read-only views as tables
+  CLI::App* queue = app.add_subcommand("queue", "departments and projects (quota per node pool)");
+  queue->require_subcommand(1);
+  CLI::App* qlist = queue->add_subcommand("list", "quota, fair share, allocation, pending");
+  qlist->add_option("--resource", o.resource, "gpu, cpu or memory")->capture_default_str();
+  use(qlist, [](Api& svc, const Env& env) {
+    return PrintQueueList(svc, env.caller, env.format, env.opts.resource);
+  });
+  CLI::App* machinepool = app.add_subcommand("machinepool", "autoscaled machine pools");
+  machinepool->require_subcommand(1);
+  CLI::App* mlist = machinepool->add_subcommand("list", "replicas, prices, cost, last scale event");
+  use(mlist,
+      [](Api& svc, const Env& env) { return PrintMachinePoolList(svc, env.caller, env.format); });
 
   // workflow
   CLI::App* workflow =
@@ -719,11 +754,12 @@ int RunCli(int argc, char** argv) {
   int serve_exit = -1;
   server::AddServeSubcommand(app, &serve_exit);
 
-  for (CLI::App* sub : {config, apply, node, pool, resource, workflow, schedule}) {
+  for (CLI::App* sub :
+       {config, apply, node, pool, resource, queue, machinepool, profile, workflow, schedule}) {
     sub->fallthrough();
   }
-  for (CLI::App* sub : {update, set, show, list, del, history, rollback, import, rlist, wsubmit,
-                        wquery, wlist, wcancel, wlogs}) {
+  for (CLI::App* sub : {update, set, show, list, del, history, rollback, import, rlist, qlist,
+                        mlist, wsubmit, wquery, wlist, wcancel, wlogs}) {
     sub->fallthrough();
   }
 
@@ -810,7 +846,7 @@ int RunCli(int argc, char** argv) {
     std::cerr << "error: cannot write the built-in configs: " << s.message() << "\n";
     return kExitFailure;
   }
-  auto api = LocalApi(svc);
+  auto api = LocalApi(svc, **store, clock);
   Status status = command(*api, env);
   if (!status.ok()) {
     std::cerr << "error: " << Shown(status.message()) << "\n";

@@ -215,6 +215,10 @@ ConfigSet RoleSet() {
   put("osmo-ml", R"({"policies": [
       {"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/ml-*"]},
       {"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/ml-prod"]}]})");
+  // Seed 000's prose glob, written without the leading slash (stored with it).
+  put("osmo-shared-glob", R"({"actions": [
+      {"base": "http", "path": "api/pool/shared*", "method": "post"},
+      {"base": "http", "path": "!api/pool/shared_secret*", "method": "post"}]})");
   put("legacy-deny", R"({"policies": [{"actions": [
       {"base": "http", "path": "/api/*", "method": "*"},
       {"base": "http", "path": "!/api/configs/*", "method": "*"}]}]})");
@@ -296,6 +300,21 @@ TEST(CheckAccessTest, Table) {
        "/api/pool/shared_simulation_training_pool/%2e%2e/heterogeneous_pool/workflow",
        false},
       {"legacy deny path", {"legacy-deny"}, "PUT", "/api/configs/pool/x", false},
+      {"glob without leading slash",
+       {"osmo-shared-glob"},
+       "POST",
+       "/api/pool/shared_a/workflow",
+       true},
+      {"glob without leading slash, denied",
+       {"osmo-shared-glob"},
+       "POST",
+       "/api/pool/shared_secret/workflow",
+       false},
+      {"glob without leading slash, other pool",
+       {"osmo-shared-glob"},
+       "POST",
+       "/api/pool/team/workflow",
+       false},
       {"legacy allow path", {"legacy-deny"}, "GET", "/api/workflow", true},
       // Generated pool roles and traversal.
       {"team-a own pool", {"osmo-team-a"}, "POST", "/api/pool/team-a/workflow", true},

@@ -716,6 +716,23 @@ Status CheckLegacyAction(const LegacyAction& a, std::string_view path) {
   return OkStatus();
 }
 
+// Seed 000 writes role globs without the leading slash (``api/pool/shared*``); request paths
+// always have one, so such a glob would never match. It is stored with the slash added (after an
+// optional "http:" and "!"), so what is matched, shown and compared is one spelling.
+std::string WithLeadingSlash(std::string_view glob) {
+  std::string prefix;
+  if (StartsWith(glob, "http:")) {
+    prefix += "http:";
+    glob.remove_prefix(5);
+  }
+  if (StartsWith(glob, "!")) {
+    prefix += "!";
+    glob.remove_prefix(1);
+  }
+  if (glob.empty() || glob == "*" || StartsWith(glob, "/")) return prefix + std::string(glob);
+  return prefix + "/" + std::string(glob);
+}
+
 Result<LegacyAction> LegacyActionFromJson(const Json& e, std::string_view path) {
   LegacyAction a;
   if (e.is_string()) {
@@ -739,6 +756,7 @@ Result<LegacyAction> LegacyActionFromJson(const Json& e, std::string_view path) 
     RETURN_IF_ERROR(ReadString(e, "method", path, &a.method));
     a.method = ToLower(a.method);
   }
+  a.path = WithLeadingSlash(a.path);
   RETURN_IF_ERROR(CheckLegacyAction(a, path));
   return a;
 }

@@ -343,6 +343,26 @@ TEST(ValidationSetTest, DecodeAndErrors) {
   }
 }
 
+// Seed 000's prose writes `api/pool/shared*`: stored (and matched) as `/api/pool/shared*`.
+TEST(RoleTest, LegacyPathsGetTheirLeadingSlash) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"api/pool/shared*", "/api/pool/shared*"},   {"/api/pool/shared*", "/api/pool/shared*"},
+      {"!api/configs/*", "!/api/configs/*"},       {"http:api/profile/*", "http:/api/profile/*"},
+      {"http:!api/agent/*", "http:!/api/agent/*"}, {"*", "*"},
+  };
+  for (const auto& [written, stored] : cases) {
+    SCOPED_TRACE(written);
+    Json body = {
+        {"actions", Json::array({{{"base", "http"}, {"path", written}, {"method", "post"}}})}};
+    Result<Role> role = RoleFromJson("r", body);
+    ASSERT_TRUE(role.ok()) << role.status().ToString();
+    EXPECT_EQ(role->actions[0].path, stored);
+  }
+  Result<Role> text = RoleFromJson("r", J(R"({"actions": ["http:api/pool/x*:Post"]})"));
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(text->actions[0].path, "/api/pool/x*");
+}
+
 TEST(RoleTest, LegacyAndPolicies) {
   Json legacy = J(R"({"name": "osmo-shared", "description": "d", "actions": [
       {"base": "http", "path": "/api/pool/shared*", "method": "post"},

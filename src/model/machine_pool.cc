@@ -181,6 +181,12 @@ Result<InstanceType> InstanceTypeFromJson(const Json& value, const std::string& 
 
 }  // namespace
 
+const MachinePoolDefaults& DefaultsFor(CapacityType type) {
+  static const MachinePoolDefaults kAdditional{"additional", "m5.xlarge", 1, 5};
+  static const MachinePoolDefaults kGpuSpot{"gpu-spot", "g4dn.xlarge", 0, 3};
+  return type == CapacityType::kSpot ? kGpuSpot : kAdditional;
+}
+
 std::string_view CapacityTypeName(CapacityType type) {
   return type == CapacityType::kSpot ? "spot" : "on_demand";
 }
@@ -256,6 +262,20 @@ Result<std::vector<InstanceType>> InstanceTypesFromJson(const Json& catalog) {
   return types;
 }
 
+namespace {
+
+// Seed 004's module defaults for what the body leaves out: an additional (on-demand) pool is
+// m5.xlarge with 1 to 5 replicas, a GPU spot pool g4dn.xlarge with 0 (scale to zero) to 3. A
+// given max below the default min lowers the min to it, as a smaller pool was asked for.
+void ApplySeedDefaults(bool has_min, bool has_max, MachinePool& pool) {
+  const MachinePoolDefaults& d = DefaultsFor(pool.capacity_type);
+  if (pool.instance_type.empty()) pool.instance_type = d.instance_type;
+  if (!has_max) pool.max_replicas = std::max(d.max_replicas, has_min ? pool.min_replicas : 0);
+  if (!has_min) pool.min_replicas = std::min(d.min_replicas, pool.max_replicas);
+}
+
+}  // namespace
+
 Result<MachinePool> MachinePoolFromJson(const Json& body, std::string_view name,
                                         std::string_view field_path) {
   static const std::vector<std::string> kFields = {
@@ -269,7 +289,7 @@ Result<MachinePool> MachinePoolFromJson(const Json& body, std::string_view name,
   }
   MachinePool pool;
   pool.name = std::string(name);
-  bool has_max = false, has_max_price = false;
+  bool has_min = false, has_max = false, has_max_price = false;
   for (const auto& [key, value] : body.items()) {
     std::string path = Path(base, key);
     if (key == "name") {
@@ -287,6 +307,7 @@ Result<MachinePool> MachinePoolFromJson(const Json& body, std::string_view name,
       ASSIGN_OR_RETURN(pool.capacity_type, ParseCapacityType(value, path));
     } else if (key == "min_replicas") {
       ASSIGN_OR_RETURN(pool.min_replicas, IntValue(value, path, 0, 1000));
+      has_min = true;
     } else if (key == "max_replicas") {
       ASSIGN_OR_RETURN(pool.max_replicas, IntValue(value, path, 0, 1000));
       has_max = true;
@@ -307,13 +328,7 @@ Result<MachinePool> MachinePoolFromJson(const Json& body, std::string_view name,
       return UnknownField(path, key, kFields);
     }
   }
-  if (pool.instance_type.empty()) {
-    return InvalidArgumentError(Path(base, "instance_type") + ": required (e.g. \"m5.xlarge\")");
-  }
-  if (!has_max) {
-    return InvalidArgumentError(Path(base, "max_replicas") +
-                                ": required (the most nodes the autoscaler may run)");
-  }
+  ApplySeedDefaults(has_min, has_max, pool);
   if (pool.min_replicas > pool.max_replicas) {
     return InvalidArgumentError(Path(base, "min_replicas") + ": " +
                                 std::to_string(pool.min_replicas) + " is above max_replicas " +

@@ -3,7 +3,7 @@
 // nodes of one instance type, on-demand or spot, with labels and taints, between min_replicas and
 // max_replicas nodes. Instance types come from a catalog (cpu, memory, GPUs, prices per hour).
 //
-// Config body (config kind MACHINE_POOL):
+// Config body (config kind MACHINE_POOL; every field may be left out, see MachinePoolDefaults):
 //   {"instance_type": "g4dn.xlarge", "capacity_type": "spot", "min_replicas": 0,
 //    "max_replicas": 3, "labels": {"ml-framework": "pytorch"},
 //    "taints": [{"key": "workload-type", "value": "batch", "effect": "NoSchedule"}],
@@ -67,6 +67,18 @@ struct InstanceType {
 // Catalog file: {"instance_types": [{"name", "cpu", "memory", "gpu": {"product", "count",
 // "memory"}, "on_demand_price", "spot_price"}]} (JSON or YAML). Names must be unique.
 Result<std::vector<InstanceType>> InstanceTypesFromJson(const nlohmann::ordered_json& catalog);
+
+// Seed 004's module defaults, used for the fields a MACHINE_POOL body leaves out: the additional
+// pool (`additional_pool_*`: on-demand, m5.xlarge, 1..5 replicas, named `additional`) and the GPU
+// spot pool (`gpu_spot_pool_*`: spot, g4dn.xlarge, 0..3 replicas). The seed gives the GPU spot
+// pool no default name; `gpu-spot` is used where one is needed.
+struct MachinePoolDefaults {
+  std::string_view name;
+  std::string_view instance_type;
+  int32_t min_replicas;
+  int32_t max_replicas;
+};
+const MachinePoolDefaults& DefaultsFor(CapacityType type);
 
 struct MachinePool {
   std::string name;

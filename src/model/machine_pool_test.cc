@@ -42,6 +42,35 @@ TEST(MachinePoolTest, DecodesTheSeedsPoolsInBothTaintForms) {
   EXPECT_FALSE(spot->max_price_micros.has_value());
 }
 
+// Seed 004's variables table: what an absent field means for each kind of pool.
+TEST(MachinePoolTest, SeedDefaultsForAbsentFields) {
+  struct Case {
+    const char* body;
+    const char* instance_type;
+    int32_t min_replicas;
+    int32_t max_replicas;
+  };
+  const Case cases[] = {
+      {R"({})", "m5.xlarge", 1, 5},                           // additional_pool_*
+      {R"({"capacity_type": "spot"})", "g4dn.xlarge", 0, 3},  // gpu_spot_pool_*
+      {R"({"instance_type": "c5.2xlarge", "max_replicas": 20})", "c5.2xlarge", 1, 20},
+      {R"({"capacity_type": "spot", "instance_type": "p3.2xlarge", "max_replicas": 5})",
+       "p3.2xlarge", 0, 5},
+      {R"({"max_replicas": 0})", "m5.xlarge", 0, 0},  // a max below the default min lowers it
+      {R"({"min_replicas": 8})", "m5.xlarge", 8, 8},  // a min above the default max raises it
+      {R"({"min_replicas": 2})", "m5.xlarge", 2, 5},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.body);
+    auto pool = MachinePoolFromJson(nlohmann::ordered_json::parse(c.body), "p");
+    ASSERT_TRUE(pool.ok()) << pool.status().ToString();
+    EXPECT_EQ(pool->instance_type, c.instance_type);
+    EXPECT_EQ(pool->min_replicas, c.min_replicas);
+    EXPECT_EQ(pool->max_replicas, c.max_replicas);
+  }
+  EXPECT_EQ(DefaultsFor(CapacityType::kOnDemand).name, "additional");
+}
+
 TEST(MachinePoolTest, RejectsBadBodiesWithTheFieldPath) {
   struct Case {
     const char* body;
@@ -50,8 +79,6 @@ TEST(MachinePoolTest, RejectsBadBodiesWithTheFieldPath) {
   const Case cases[] = {
       {R"({"instance_type": "m5.xlarge", "max_replica": 3})",
        "p.max_replica: unknown field (did you mean \"max_replicas\"?)"},
-      {R"({"max_replicas": 3})", "p.instance_type: required"},
-      {R"({"instance_type": "m5.xlarge"})", "p.max_replicas: required"},
       {R"({"instance_type": "m5.xlarge", "min_replicas": 4, "max_replicas": 3})",
        "p.min_replicas: 4 is above max_replicas 3"},
       {R"({"instance_type": "m5.xlarge", "max_replicas": -1})",

@@ -3,6 +3,7 @@
 #include <regex>
 
 #include "common/strings.h"
+#include "model/quota_tree.h"
 
 namespace gpupool::model {
 namespace {
@@ -97,8 +98,10 @@ Result<NodePool> NodePoolFromJson(const Json& body, std::string_view name,
   if (pool.label_value.empty()) {
     return InvalidArgumentError(Path(base, "label_value") + ": required");
   }
-  if (pool.name == kDefaultNodePool) {
-    return InvalidArgumentError(base + ": \"default\" is reserved for nodes in no node pool");
+  if (IsDefaultNodePoolName(pool.name)) {
+    return InvalidArgumentError(
+        base + ": \"" + pool.name +
+        "\" is reserved for the nodes in no node pool (the default node pool)");
   }
   return pool;
 }

@@ -5,6 +5,7 @@
 #include "common/strings.h"
 #include "model/node_pool.h"
 #include "model/quantity.h"
+#include "model/quota_tree.h"
 
 namespace gpupool::model {
 namespace {
@@ -151,9 +152,16 @@ Result<Queue> QueueFromJson(const Json& body, std::string_view name, std::string
         return InvalidArgumentError(path + ": expected an object keyed by node pool name, got " +
                                     std::string(value.type_name()));
       }
-      for (const auto& [pool, quota] : value.items()) {
+      for (const auto& [written, quota] : value.items()) {
+        // `Default` (seed 003's spelling) and `default` are one node pool, stored as `default`.
+        const std::string pool = CanonicalNodePoolName(written);
         if (pool != kDefaultNodePool) RETURN_IF_ERROR(ValidateConfigName(pool, Path(path, pool)));
-        ASSIGN_OR_RETURN(queue.resources[pool], ParseNodePoolQuota(quota, Path(path, pool)));
+        if (queue.resources.count(pool) > 0) {
+          return InvalidArgumentError(Path(path, written) +
+                                      ": the default node pool is listed twice (as \"default\" "
+                                      "and \"Default\"); keep one");
+        }
+        ASSIGN_OR_RETURN(queue.resources[pool], ParseNodePoolQuota(quota, Path(path, written)));
       }
     } else {
       return InvalidArgumentError(path + ": unknown field" + DidYouMean(key, kFields) +

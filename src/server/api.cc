@@ -347,12 +347,18 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
     ASSIGN_OR_RETURN(auto rows, svc.ListPools(CallerOf(r)));
     return Reply::Json({{"pools", JsonList(rows)}});
   };
+  router.Add("GET", "/api/profile", [&svc](const RouteRequest& r) -> Result<Reply> {
+    ASSIGN_OR_RETURN(auto profile, svc.Profile(CallerOf(r)));
+    return Reply::Json(service::ToJson(profile));
+  });
   router.Add("GET", "/api/pool", list_pools);
   router.Add("GET", "/api/pool_quota", list_pools);
   router.Add("GET", "/api/resources", [&svc](const RouteRequest& r) -> Result<Reply> {
     service::ResourceFilter filter;
     filter.pool = FirstQuery(r, {"pool", "pools"});
     filter.platform = FirstQuery(r, {"platform", "platforms"});
+    // `selector` as /api/views/nodes takes it; `labelSelector` as Kubernetes' list calls do.
+    filter.selector = FirstQuery(r, {"selector", "labelSelector"}).value_or("");
     ASSIGN_OR_RETURN(auto rows, svc.ListResources(CallerOf(r), filter));
     return Reply::Json({{"resources", JsonList(rows)}});
   });

@@ -201,10 +201,20 @@ Result<Json> Client::ImportNodes(const std::string& text, bool replace_all) {
 
 Result<Json> Client::ListPools() { return Call("GET", "/api/pool"); }
 
+Result<Json> Client::Profile() { return Call("GET", "/api/profile"); }
+
 Result<Json> Client::ListResources(const std::optional<std::string>& pool,
-                                   const std::optional<std::string>& platform) {
-  return Call("GET", "/api/resources" +
-                         Query({{"pool", pool.value_or("")}, {"platform", platform.value_or("")}}));
+                                   const std::optional<std::string>& platform,
+                                   const std::string& selector) {
+  return Call("GET", "/api/resources" + Query({{"pool", pool.value_or("")},
+                                               {"platform", platform.value_or("")},
+                                               {"selector", selector}}));
+}
+
+Result<Json> Client::View(const std::string& view,
+                          const std::map<std::string, std::string>& query) {
+  std::vector<std::pair<std::string, std::string>> pairs(query.begin(), query.end());
+  return Call("GET", "/api/views/" + view + Query(pairs));
 }
 
 Result<Json> Client::SubmitWorkflow(const std::string& pool, const std::string& spec_text,

@@ -80,8 +80,13 @@ class Client {
                                        const std::string& description = "");
   Result<nlohmann::ordered_json> ImportNodes(const std::string& text, bool replace_all = false);
   Result<nlohmann::ordered_json> ListPools();
+  Result<nlohmann::ordered_json> Profile();
   Result<nlohmann::ordered_json> ListResources(const std::optional<std::string>& pool,
-                                               const std::optional<std::string>& platform);
+                                               const std::optional<std::string>& platform,
+                                               const std::string& selector = "");
+  // GET /api/views/<view> with query parameters (the dashboard's read-only views).
+  Result<nlohmann::ordered_json> View(const std::string& view,
+                                      const std::map<std::string, std::string>& query = {});
   Result<nlohmann::ordered_json> SubmitWorkflow(
       const std::string& pool, const std::string& spec_text,
       const std::map<std::string, std::string>& set_values, bool dry_run,

@@ -14,6 +14,7 @@
 #include "model/k8s.h"
 #include "model/node_pool.h"
 #include "model/queue.h"
+#include "model/quota_tree.h"
 #include "server/access_control.h"
 #include "server/machine_pools.h"
 
@@ -291,6 +292,22 @@ void SchedulingLoop::Start() {
   });
 }
 
+// A node carrying the labels of two node pools is scheduled in the first by name (the
+// scheduler's rule); it is logged whenever the set of such nodes changes, never silently.
+void SchedulingLoop::ReportNodePoolConflicts(const scheduler::ClusterSnapshot& snapshot) {
+  std::map<std::string, model::NodePool> pools;
+  for (const auto& pool : snapshot.node_pools) pools[pool.name] = pool;
+  std::string report;
+  for (const auto& node : snapshot.nodes) {
+    auto matches = model::MatchingNodePools(node, pools);
+    if (matches.size() > 1) {
+      report += "gpupool serve: " + model::NodePoolConflictMessage(node.name, matches) + "\n";
+    }
+  }
+  if (report != node_pool_conflicts_ && !report.empty()) std::cerr << report;
+  node_pool_conflicts_ = std::move(report);
+}
+
 void SchedulingLoop::Stop() {
   stop_ = true;
   if (thread_.joinable()) thread_.join();
@@ -493,6 +510,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
     auto pool = model::NodePoolFromJson(record.body, record.name);
     if (pool.ok()) snapshot.node_pools.push_back(std::move(*pool));
   }
+  ReportNodePoolConflicts(snapshot);
   service::AddImplicitPoolQueues(configs, snapshot.nodes, snapshot.node_pools, snapshot.queues);
   std::unordered_map<std::string, std::pair<size_t, size_t>> pod_index;  // name -> (wf, task)
   for (int pass = 0; pass < 2; ++pass) {  // bound pods first, then pending in arrival order

@@ -102,6 +102,7 @@ class SchedulingLoop {
                    const scheduler::ClusterSnapshot& snapshot, scheduler::CycleResult cycle,
                    std::vector<service::MachinePoolEvent> events);
   void ClearLeaderGauges();
+  void ReportNodePoolConflicts(const scheduler::ClusterSnapshot& snapshot);
 
   store::Store& store_;
   backend::Backend& backend_;
@@ -113,6 +114,7 @@ class SchedulingLoop {
   bool adopted_ = false;
   std::set<std::string> launched_;  // backend keys this process launched and saw no exit for
   std::map<std::string, backend::TaskExit> exits_;  // polled, not yet applied to the store
+  std::string node_pool_conflicts_;                 // the last logged report (loop thread only)
 
   Gauge* leader_gauge_;
   Gauge* pending_gauge_;

@@ -19,11 +19,14 @@
 #include "config/membership.h"
 #include "model/json_io.h"
 #include "model/k8s.h"
+#include "model/label_selector.h"
 #include "model/machine_pool.h"
 #include "model/node_import.h"
 #include "model/node_pool.h"
 #include "model/queue.h"
+#include "model/quota_tree.h"
 #include "service/located_errors.h"
+#include "service/quota_configs.h"
 #include "store/batch_worker.h"
 #include "store/store.h"
 #include "submit/submit.h"
@@ -75,9 +78,19 @@ Result<json> CheckOtherKind(Kind kind, std::string_view name, const json& body,
     return InvalidArgumentError(std::string(config::KindName(kind)) + " " + Quoted(name) +
                                 ": expected an object");
   }
+  json copy = body;
+  copy.erase("name");
   if (kind == Kind::kQueue) {
     ASSIGN_OR_RETURN(auto queue, model::QueueFromJson(body, name));
     (void)queue;
+    // Seed 003's `Default` is stored, and so shown, as `default` (the decoder refuses both).
+    if (copy.contains("resources") && copy["resources"].contains("Default")) {
+      json renamed = json::object();
+      for (auto& [pool, quota] : copy["resources"].items()) {
+        renamed[model::CanonicalNodePoolName(pool)] = quota;
+      }
+      copy["resources"] = std::move(renamed);
+    }
   } else if (kind == Kind::kNodePool) {
     ASSIGN_OR_RETURN(auto pool, model::NodePoolFromJson(body, name));
     (void)pool;
@@ -87,8 +100,6 @@ Result<json> CheckOtherKind(Kind kind, std::string_view name, const json& body,
   } else {
     RETURN_IF_ERROR(config::ValidateName(config::KindName(kind), name));
   }
-  json copy = body;
-  copy.erase("name");
   return copy;
 }
 
@@ -609,6 +620,55 @@ Status CheckQueueTree(const Snapshot& snap, const std::vector<PendingPut>& puts,
   return OkStatus();
 }
 
+// The quota tree and node pools after `writes` (model/quota_tree.h): an error this write brings
+// (one that the stored configs did not already have) refuses it, pointed at the put it is about;
+// warnings about the configs written, or new ones, are returned.
+Status CheckQuotaTreeWrite(const std::map<std::pair<std::string, std::string>, json>& stored,
+                           const std::vector<store::ConfigWrite>& writes,
+                           const std::vector<PendingPut>& puts, std::string_view prefix,
+                           std::vector<std::string>* warnings) {
+  const bool touches = std::any_of(writes.begin(), writes.end(), [](const auto& w) {
+    return w.kind == config::KindName(Kind::kQueue) || w.kind == config::KindName(Kind::kNodePool);
+  });
+  if (!touches) return OkStatus();
+  auto after = stored;
+  for (const store::ConfigWrite& w : writes) after[{w.kind, w.name}] = w.body;
+  const QuotaConfigs old_configs = DecodeQuotaConfigs(stored);
+  const QuotaConfigs new_configs = DecodeQuotaConfigs(after);
+  const model::QuotaTreeCheck before =
+      model::CheckQuotaTree(old_configs.queues, old_configs.node_pools);
+  const model::QuotaTreeCheck check =
+      model::CheckQuotaTree(new_configs.queues, new_configs.node_pools);
+  auto written = [&](const model::QuotaTreeFinding& f) {
+    return std::find_if(puts.begin(), puts.end(), [&](const PendingPut& p) {
+      return config::KindName(p.kind) == f.kind && p.name == f.name;
+    });
+  };
+  auto known = [](const std::vector<model::QuotaTreeFinding>& list,
+                  const model::QuotaTreeFinding& f) {
+    return std::any_of(list.begin(), list.end(),
+                       [&](const auto& g) { return g.message == f.message; });
+  };
+  // Errors about the configs written, located in their files; only when there are none, the
+  // others this write brought (a node pool whose label a new one took names both).
+  std::vector<std::string> about_puts, about_others;
+  for (const model::QuotaTreeFinding& f : check.errors) {
+    const Status error = InvalidArgumentError(f.message);
+    auto put = written(f);
+    if (put != puts.end()) {
+      about_puts.push_back(PutError(*put, error, prefix).message());
+    } else if (!known(before.errors, f)) {
+      about_others.push_back(WithPrefix(error, prefix).message());
+    }
+  }
+  if (!about_puts.empty()) return InvalidArgumentError(Join(about_puts, "\n"));
+  if (!about_others.empty()) return InvalidArgumentError(Join(about_others, "\n"));
+  for (const model::QuotaTreeFinding& f : check.warnings) {
+    if (written(f) != puts.end() || !known(before.warnings, f)) warnings->push_back(f.message);
+  }
+  return OkStatus();
+}
+
 // One attempt of ValidateAndWrite: validated against the configs as they are now, written if
 // none of them changed in the meantime (else kAborted).
 Result<WriteResult> ValidateAndWriteOnce(store::Store& store, Service::SnapshotCache& cache,
@@ -660,6 +720,7 @@ Result<WriteResult> ValidateAndWriteOnce(store::Store& store, Service::SnapshotC
   RETURN_IF_ERROR(CheckReferences(next, puts, prefix));
   RETURN_IF_ERROR(CheckQueueTree(snap, puts, prefix));
   WriteResult result;
+  RETURN_IF_ERROR(CheckQuotaTreeWrite(snap.other, writes, puts, prefix, &result.warnings));
   std::set<std::string> pools_seen;
   for (const PendingPut& put : puts) {
     if (put.kind == Kind::kPool && pools_seen.insert(put.name).second) {
@@ -1102,6 +1163,35 @@ Status CheckPoolNotGranted(const config::ConfigSet& set, const std::string& pool
 
 }  // namespace
 
+namespace {
+
+// A node pool that queues hold quota in, or a department with projects, is deleted only with
+// --force, and then with a warning: the queues' quota there, or the projects' parent, dangles
+// (the next write of those queues must fix it).
+Status CheckQuotaTreeDelete(const std::map<std::pair<std::string, std::string>, json>& stored,
+                            Kind kind, const std::string& name, bool force,
+                            std::vector<std::string>* warnings) {
+  const QuotaConfigs configs = DecodeQuotaConfigs(stored);
+  std::string users;
+  if (kind == Kind::kNodePool) {
+    auto queues = model::QueuesUsingNodePool(configs.queues, name);
+    if (queues.empty()) return OkStatus();
+    users = "node pool " + Quoted(name) + " holds quota of queues " + Join(queues, ", ");
+  } else {
+    auto projects = model::ProjectsOf(configs.queues, name);
+    if (projects.empty()) return OkStatus();
+    users = "department " + Quoted(name) + " has projects " + Join(projects, ", ");
+  }
+  if (!force) {
+    return FailedPreconditionError(users +
+                                   "; change them first, or pass --force to delete it anyway");
+  }
+  warnings->push_back(users + ": deleted anyway (--force); fix them at their next update");
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<WriteResult> Service::DeleteConfig(const Caller& caller,
                                           const DeleteConfigRequest& request) {
   ASSIGN_OR_RETURN(Kind kind, config::ParseKind(request.kind));
@@ -1117,6 +1207,10 @@ Result<WriteResult> Service::DeleteConfig(const Caller& caller,
   WriteResult result;
   if (IsOsmoKind(kind)) {
     RETURN_IF_ERROR(config::CheckDeletable(snap.set, kind, request.name));
+  }
+  if (kind == Kind::kNodePool || kind == Kind::kQueue) {
+    RETURN_IF_ERROR(
+        CheckQuotaTreeDelete(snap.other, kind, request.name, request.force, &result.warnings));
   }
   if (kind == Kind::kPool) {
     RETURN_IF_ERROR(CheckPoolNotGranted(snap.set, request.name, request.force, &result.warnings));
@@ -1376,6 +1470,32 @@ Result<std::vector<PoolRow>> Service::ListPools(const Caller& caller) {
   return rows;
 }
 
+Result<ProfileView> Service::Profile(const Caller& caller) {
+  ASSIGN_OR_RETURN(SnapshotPtr snap, cache_->Get(store_));
+  ProfileView profile;
+  profile.user = caller.user;
+  profile.roles = caller.roles;
+  profile.pools = HasRole(caller, config::kAdminRole)
+                      ? config::ConfigNames(snap->set, Kind::kPool)
+                      : config::AllowedPools(caller.roles, snap->set);
+  const bool has_default =
+      std::find(profile.pools.begin(), profile.pools.end(), "default") != profile.pools.end();
+  if (has_default) {
+    profile.default_pool = "default";
+  } else if (profile.pools.size() == 1) {
+    profile.default_pool = profile.pools.front();
+  }
+  return profile;
+}
+
+json ToJson(const ProfileView& profile) {
+  return json{
+      {"user", profile.user},
+      {"roles", profile.roles},
+      {"pools", profile.pools},
+      {"default_pool", profile.default_pool.empty() ? json(nullptr) : json(profile.default_pool)}};
+}
+
 Result<std::vector<ResourceRow>> Service::ListResources(const Caller& caller,
                                                         const ResourceFilter& filter) {
   (void)caller;
@@ -1407,10 +1527,14 @@ Result<std::vector<ResourceRow>> Service::ListResources(const Caller& caller,
       model::AddResources(used[t.node], TaskRequests(t));
     }
   }
+  auto selector = model::ParseLabelSelector(filter.selector);
+  if (!selector.ok()) return selector.status().WithContext("-l/selector");
+  const QuotaConfigs quota_configs = DecodeQuotaConfigs(snap.other);
   std::vector<ResourceRow> rows;
   bool filtered = filter.pool.has_value() || filter.platform.has_value();
   for (size_t i = 0; i < nodes.size(); ++i) {
     const model::Node& node = nodes[i];
+    if (!model::MatchesLabelSelector(*selector, node.labels)) continue;
     ResourceRow base;
     base.node = node.name;
     base.type = std::string(config::NodeTypeName(membership[i].type));
@@ -1425,6 +1549,10 @@ Result<std::vector<ResourceRow>> Service::ListResources(const Caller& caller,
     base.gpu_capacity = Milli(node.allocatable, "nvidia.com/gpu");
     auto product = node.labels.find("nvidia.com/gpu.product");
     if (product != node.labels.end()) base.gpu_product = product->second;
+    base.node_pools = model::MatchingNodePools(node, quota_configs.node_pools);
+    if (base.node_pools.size() > 1) {
+      base.node_pool_conflict = model::NodePoolConflictMessage(node.name, base.node_pools);
+    }
     if (membership[i].memberships.empty()) {
       if (filtered) continue;
       base.pool = "-";
@@ -1718,6 +1846,34 @@ Result<Service::CachedInputs> Service::Inputs() {
   return inputs;
 }
 
+namespace {
+
+// The pool's `action_permissions.cancel` (OSMO), for a caller who did not submit the workflow,
+// on top of the roles (which must still allow the cancel): PRIVATE, only the submitter; POOL, a
+// caller whose roles grant the pool; PUBLIC, anyone the roles let through. osmo-admin bypasses
+// it, as in OSMO; a pool without it leaves the decision to the roles.
+Status CheckCancelPermission(const config::ConfigSet& set, const Caller& caller,
+                             const store::WorkflowRecord& wf) {
+  const config::Pool* pool = set.FindPool(wf.pool);
+  if (pool == nullptr || !pool->action_permissions.is_object() ||
+      HasRole(caller, config::kAdminRole)) {
+    return OkStatus();
+  }
+  const std::string permission = pool->action_permissions.value("cancel", "");
+  const std::string refused = "access denied: user " + Quoted(caller.user) + ": pool " +
+                              Quoted(wf.pool) + "'s action_permissions.cancel is " + permission;
+  if (permission == "PRIVATE") {
+    return PermissionDeniedError(refused + ": only the submitter (" + wf.user +
+                                 ") may cancel workflow " + wf.id);
+  }
+  if (permission == "POOL" && !config::PoolAllowed(caller.roles, wf.pool, set)) {
+    return PermissionDeniedError(refused + ": only users whose roles grant the pool may cancel");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Result<WorkflowView> Service::CancelWorkflow(const Caller& caller, std::string_view id) {
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto wf = store_.GetWorkflow(id);
@@ -1730,6 +1886,7 @@ Result<WorkflowView> Service::CancelWorkflow(const Caller& caller, std::string_v
     if (wf->user != caller.user) {
       ASSIGN_OR_RETURN(SnapshotPtr snap_ptr, cache_->Get(store_));
       const Snapshot& snap = *snap_ptr;
+      RETURN_IF_ERROR(CheckCancelPermission(snap.set, caller, *wf));
       config::AccessRequest req{"POST", "/api/workflow/" + std::string(id) + "/cancel", wf->pool};
       Status s = config::CheckAccess(caller.roles, req, snap.set);
       if (!s.ok()) {
@@ -1830,7 +1987,11 @@ json ToJson(const ResourceRow& row) {
        json{{"used", bytes(row.storage_used)}, {"capacity", bytes(row.storage_capacity)}}},
       {"cpu", json{{"used", q(row.cpu_used)}, {"capacity", q(row.cpu_capacity)}}},
       {"memory", json{{"used", bytes(row.memory_used)}, {"capacity", bytes(row.memory_capacity)}}},
-      {"gpu", json{{"used", row.gpu_used / 1000}, {"capacity", row.gpu_capacity / 1000}}}};
+      {"gpu", json{{"used", row.gpu_used / 1000}, {"capacity", row.gpu_capacity / 1000}}},
+      {"node_pool",
+       row.node_pools.empty() ? std::string(model::kDefaultNodePool) : row.node_pools.front()},
+      {"node_pools", row.node_pools},
+      {"node_pool_conflict", row.node_pool_conflict}};
 }
 
 json ToJson(const SubmitResult& result) {

@@ -183,9 +183,22 @@ struct PoolRow {
   std::vector<std::string> platforms;
 };
 
+// OSMO's profile: the caller, their roles, the pools they may submit to and the pool a workflow
+// goes to when none is named (OSMO: the profile's setting, else the only pool; gpupool has no
+// per-user setting: `default` when allowed, else the only allowed pool, else none).
+struct ProfileView {
+  std::string user;
+  std::vector<std::string> roles;
+  std::vector<std::string> pools;  // sorted
+  std::string default_pool;        // "" when there is none
+};
+nlohmann::ordered_json ToJson(const ProfileView& profile);
+
 struct ResourceFilter {
   std::optional<std::string> pool;
   std::optional<std::string> platform;
+  // A Kubernetes label selector (model/label_selector.h), as `oc get nodes -l` takes it; "" = all.
+  std::string selector;
 };
 
 // One row per (node, pool, platform) membership; nodes in no platform get one UNUSED row.
@@ -202,6 +215,10 @@ struct ResourceRow {
   int64_t memory_used = 0, memory_capacity = 0;
   int64_t gpu_used = 0, gpu_capacity = 0;
   std::string gpu_product;  // nvidia.com/gpu.product label, "" if none
+  // The node pools whose label the node carries (model::MatchingNodePools); none: `default`.
+  // Two or more is a conflict, reported in `node_pool_conflict` (the scheduler takes the first).
+  std::vector<std::string> node_pools;
+  std::string node_pool_conflict;  // model::NodePoolConflictMessage, "" when none
 };
 
 // ---- Workflows ----------------------------------------------------------------------------
@@ -330,6 +347,8 @@ class Service {
 
   // `pool list`, sorted by name.
   Result<std::vector<PoolRow>> ListPools(const Caller& caller);
+  // `profile` (GET /api/profile): who the caller is and where they may submit.
+  Result<ProfileView> Profile(const Caller& caller);
   // `resource list [--pool P] [--platform X]`; kNotFound for an unknown pool or platform.
   Result<std::vector<ResourceRow>> ListResources(const Caller& caller,
                                                  const ResourceFilter& filter);

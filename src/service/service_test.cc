@@ -293,6 +293,60 @@ TEST_F(ServiceCacheTest, NodesCoverKubernetesQuantityRange) {
   ASSERT_TRUE(pools.ok()) << pools.status().ToString();
 }
 
+// A pool's action_permissions.cancel (OSMO) restricts who, besides the submitter, may cancel,
+// on top of the roles (which must still allow it); osmo-admin bypasses it.
+TEST_F(ServiceCacheTest, CancelFollowsThePoolsActionPermissions) {
+  ASSERT_TRUE(cli_->ImportNodes(admin_, kNodes, "nodes.yaml").ok());
+  auto put = [&](const std::string& kind, const std::string& name, nlohmann::ordered_json body) {
+    UpdateConfigRequest request;
+    request.kind = kind;
+    request.name = name;
+    request.body = std::move(body);
+    auto written = server_->UpdateConfig(admin_, request);
+    ASSERT_TRUE(written.ok()) << written.status().ToString();
+  };
+  // `canceller` may cancel in any pool but submit to none; `member` may do anything in `team`.
+  put("ROLE", "canceller",
+      {{"policies", {{{"actions", {"workflow:Cancel"}}, {"resources", {"pool/*"}}}}}});
+  put("ROLE", "member",
+      {{"policies", {{{"actions", {"workflow:*"}}, {"resources", {"pool/team"}}}}}});
+  auto default_pool = server_->ShowConfig("POOL", "default", std::nullopt);
+  ASSERT_TRUE(default_pool.ok());
+  struct Case {
+    std::string permission;  // "" = no action_permissions
+    std::vector<std::string> roles;
+    bool allowed;
+  };
+  const std::vector<Case> cases = {
+      {"", {"canceller"}, true},         {"", {"member"}, true},
+      {"PUBLIC", {"canceller"}, true},   {"PUBLIC", {"member"}, true},
+      {"POOL", {"canceller"}, false},    {"POOL", {"member"}, true},
+      {"PRIVATE", {"canceller"}, false}, {"PRIVATE", {"member"}, false},
+      {"PRIVATE", {"osmo-admin"}, true}, {"PUBLIC", {"osmo-user"}, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.permission + " " + c.roles[0]);
+    nlohmann::ordered_json body = default_pool->body;
+    if (!c.permission.empty()) body["action_permissions"] = {{"cancel", c.permission}};
+    put("POOL", "team", body);
+    SubmitRequest submit{.pool = "team", .spec_text = kWorkflow, .file_name = "wf.yaml"};
+    auto submitted = server_->SubmitWorkflow(admin_, submit);
+    ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+    Caller other{"bob", c.roles, "test"};
+    auto canceled = server_->CancelWorkflow(other, submitted->workflow_id);
+    EXPECT_EQ(canceled.ok(), c.allowed) << canceled.status().ToString();
+    if (!canceled.ok()) {
+      EXPECT_EQ(canceled.status().code(), StatusCode::kPermissionDenied);
+      if (c.permission == "PRIVATE") {
+        EXPECT_NE(canceled.status().message().find("only the submitter (root)"), std::string::npos)
+            << canceled.status().message();
+      }
+      // The submitter always may.
+      EXPECT_TRUE(server_->CancelWorkflow(admin_, submitted->workflow_id).ok());
+    }
+  }
+}
+
 TEST(MergePatchTest, Rfc7396) {
   using Json = nlohmann::ordered_json;
   struct Case {

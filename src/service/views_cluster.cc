@@ -267,6 +267,11 @@ Result<Json> Views::MachinePools(const Caller& caller) {
       }
     }
     auto cost = cost_micros_.find(pool.name);
+    // As `rosa list machinepools` users read it: all nodes up, some still starting, or none.
+    std::string status = current == 0      ? "scaled to zero"
+                         : ready < current ? "scaling (" + std::to_string(ready) + " of " +
+                                                 std::to_string(current) + " ready)"
+                                           : "ready";
     pools.push_back(
         {{"name", pool.name},
          {"description", pool.description},
@@ -280,6 +285,7 @@ Result<Json> Views::MachinePools(const Caller& caller) {
          {"cost_per_hour",
           price >= 0 ? Json(model::FormatPriceMicros(price * current)) : Json(nullptr)},
          {"cost_so_far", model::FormatPriceMicros(cost == cost_micros_.end() ? 0 : cost->second)},
+         {"status", status},
          {"last_event", last_event}});
   }
   Json events = Json::array();

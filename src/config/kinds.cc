@@ -887,6 +887,23 @@ Result<Role> RoleFromJson(std::string_view name, const Json& body) {
   return role;
 }
 
+// Whether every action in `written` spells its path as it is stored (WithLeadingSlash), so the
+// actions may be shown as written; `written` decodes to `actions` (checked by the caller).
+bool PathsAsStored(const Json& written, const std::vector<LegacyAction>& actions) {
+  if (!written.is_array() || written.size() != actions.size()) return false;
+  for (size_t i = 0; i < actions.size(); ++i) {
+    std::string path;
+    if (written[i].is_string()) {
+      const std::string text = written[i].get<std::string>();
+      path = text.substr(5, text.rfind(':') - 5);  // "http:<path>:<method>", as decoded
+    } else {
+      path = written[i].value("path", "");
+    }
+    if (path != actions[i].path) return false;
+  }
+  return true;
+}
+
 Json RoleToJson(const Role& role, bool with_name) {
   Json out = WithName(role.raw.is_object() ? role.raw : Json::object(), role.name, with_name);
   WriteField(out, "description", role.description, role.description.empty());
@@ -897,7 +914,8 @@ Json RoleToJson(const Role& role, bool with_name) {
   if (role.raw.is_object() && role.raw.contains("actions")) {
     Role reread;
     actions_same = DecodeRole(Json{{"actions", role.raw["actions"]}}, reread).ok() &&
-                   reread.actions == role.actions;
+                   reread.actions == role.actions &&
+                   PathsAsStored(role.raw["actions"], role.actions);
   }
   if (!actions_same) WriteField(out, "actions", actions, role.actions.empty());
   Json policies = PoliciesToJson(role.policies);

@@ -302,6 +302,15 @@ Result<std::shared_ptr<const Views::Context>> Views::Current() {
       if (current) return context_;
       if (options_.background_refresh) {
         RequestRefreshLocked();
+        // Only the nodes or the loop's state moved on: the last context serves meanwhile. When
+        // the configs changed, wait for a build that read them (one under way may have read the
+        // older configs, hence up to two), so that `config update` then `queue list` shows the
+        // update; other writes meanwhile do not make it wait longer.
+        for (int i = 0; i < 2 && context_->inputs.owner != inputs.owner && !stopping_; ++i) {
+          const uint64_t seen = builds_;
+          RequestRefreshLocked();
+          built_.wait(lock, [&] { return stopping_ || builds_ != seen; });
+        }
         return context_;
       }
     } else if (options_.background_refresh) {
@@ -374,7 +383,7 @@ Result<std::shared_ptr<const Views::Context>> Views::Build() {
     } else if (key.first == "MACHINE_POOL") {
       auto pool = model::MachinePoolFromJson(body, key.second);
       if (pool.ok()) context->machine_pools.push_back(std::move(*pool));
-    } else if (key.first == "QUEUE" && state->insight == nullptr) {
+    } else if (key.first == "QUEUE") {
       auto queue = model::QueueFromJson(body, key.second);
       if (queue.ok()) context->queues.push_back(std::move(*queue));
     }
@@ -384,7 +393,15 @@ Result<std::shared_ptr<const Views::Context>> Views::Build() {
   context->node_pool_names.push_back(std::string(model::kDefaultNodePool));
   for (const auto& pool : context->node_pools) context->node_pool_names.push_back(pool.name);
   if (state->insight != nullptr) {
+    // The queues as the last cycle saw them (with the implicit pool queues it derived), and any
+    // configured since, as written (the views show them without shares until the next cycle).
+    std::vector<model::Queue> configured = std::move(context->queues);
     context->queues = state->insight->queues;
+    for (model::Queue& queue : configured) {
+      const bool seen = std::any_of(context->queues.begin(), context->queues.end(),
+                                    [&](const model::Queue& q) { return q.name == queue.name; });
+      if (!seen) context->queues.push_back(std::move(queue));
+    }
   } else {
     AddImplicitPoolQueues(*inputs.configs, *inputs.nodes, context->node_pools, context->queues);
   }

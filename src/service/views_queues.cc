@@ -141,9 +141,10 @@ Result<Json> Views::Queues(const Caller& caller, std::string_view resource) {
       Row row{queue, pool, depth, nullptr};
       if (const scheduler::QueueShare* share = FindShare(insight, queue->name, pool)) {
         row.share = &share->resources[r];
-      } else if (insight != nullptr || !queue->resources.contains(pool)) {
+      } else if (!queue->resources.contains(pool)) {
         continue;  // nothing to show for this queue here
       }
+      // Else a queue configured since the loop's last cycle: its quota as written, no shares yet.
       auto p = pending.find({queue->name, pool});
       if (p != pending.end()) std::tie(row.pending_tasks, row.pending) = p->second;
       rows.push_back(RowJson(row, r));

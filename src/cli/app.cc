@@ -309,16 +309,10 @@ Status PoolList(Api& svc, const Env& env) {
     return OkStatus();
   }
   Table table({"POOL", "DESCRIPTION", "STATUS", "GPU QUOTA USED/LIMIT", "GPU TOTAL USED/CAPACITY"});
-  int64_t quota_used = 0, quota_limit = 0, used = 0, capacity = 0;
   for (const auto& r : rows) {
     table.AddRow({r.name, r.description, r.status, GpuCell(r.gpu_quota_used, r.gpu_quota_limit),
                   GpuCell(r.gpu_used, r.gpu_capacity)});
-    quota_used += r.gpu_quota_used;
-    quota_limit += std::max<int64_t>(r.gpu_quota_limit, 0);
-    used += r.gpu_used;
-    capacity += r.gpu_capacity;
   }
-  (void)quota_limit;
   std::cout << table.ToString();
   return OkStatus();
 }

@@ -720,7 +720,9 @@ ClusterSnapshot TeamReclaimScenario(Generator& gen) {
   const QuotaAmounts unit_milli = {1000, 1000, int64_t{1000} << 30};
   // cpu and memory quota in some scenarios only: then they bind victims' deserved quota too.
   const bool cpu_quota = gen.Chance(50), memory_quota = gen.Chance(25);
-  for (const auto& [name, parent] : kThreeLevels.queues) {
+  for (const auto& [queue_name, parent] : kThreeLevels.queues) {
+    // A named copy: clang 14 cannot capture a structured binding in a lambda.
+    const std::string& name = queue_name;
     model::Queue q = MakeQueue(name, parent, {});
     const auto rule = std::find_if(rules.begin(), rules.end(),
                                    [&](const QuotaRule& x) { return x.queue == name; });

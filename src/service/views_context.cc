@@ -160,7 +160,8 @@ void AddImplicitPoolQueues(const config::ConfigSet& configs, const std::vector<m
                            std::vector<model::Queue>& queues) {
   std::map<std::string, std::map<std::string, int64_t>> gpus_by_node_pool;
   if (!node_pools.empty()) gpus_by_node_pool = PoolGpusByNodePool(configs, nodes, node_pools);
-  for (const auto& [name, pool] : configs.pools) {
+  for (const auto& [pool_name, pool] : configs.pools) {
+    const std::string& name = pool_name;  // clang 14 cannot capture a structured binding
     bool configured = std::any_of(queues.begin(), queues.end(),
                                   [&](const model::Queue& q) { return q.name == name; });
     if (configured) continue;

@@ -49,7 +49,6 @@ std::string RandomSuffix() {
 
 class SqliteBackend {
  public:
-  static constexpr bool kAvailable = true;
   static std::string SkipReason() { return ""; }
 
   SqliteBackend() {

@@ -325,7 +325,8 @@ TEST_F(KubernetesBackendTest, OtherSchedulersPodsUseTheirNodesCapacity) {
     }
     return "";
   };
-  for (const auto& [node, pod] : gpu_pods) {
+  for (const auto& entry : gpu_pods) {
+    const std::string& node = entry.first;  // clang 14 cannot capture a structured binding
     EXPECT_TRUE(Eventually([&] { return gpupool_gpus(node) == "0"; })) << node;
   }
 

@@ -4,6 +4,7 @@
 #include <set>
 #include <string>
 
+#include "common/safe_text.h"
 #include "common/strings.h"
 #include "model/json_io.h"
 
@@ -122,6 +123,13 @@ Result<int64_t> CsvInteger(std::string_view field, std::string_view column,
 }  // namespace
 
 Result<std::vector<Node>> ParseOpenbNodeCsv(std::string_view text, std::string_view file_name) {
+  // The YAML and JSON readers refuse bytes that are not UTF-8; the CSV reader must too, or a node
+  // name made of them reaches JSON writers that cannot encode it.
+  if (auto bad = FindInvalidUtf8(text)) {
+    return InvalidArgumentError(std::string(file_name) + ":" + std::to_string(bad->line) + ":" +
+                                std::to_string(bad->column) + ": not valid UTF-8 (byte " +
+                                bad->ByteText() + ")");
+  }
   std::vector<Node> nodes;
   std::vector<std::string> lines = Split(text, '\n');
   int column_sn = -1, column_cpu = -1, column_memory = -1, column_gpu = -1, column_model = -1;

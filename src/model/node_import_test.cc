@@ -214,6 +214,9 @@ TEST(NodeImportTest, Errors) {
       {"csv duplicate", "sn,cpu_milli,memory_mib,gpu,model\nx,1,1,0,\nx,1,1,0,\n",
        "nodes.json:3: duplicate node \"x\""},
       {"csv bad header", "sn,cpu,memory\n", "nodes.json:1: expected the header"},
+      // Once parsed and written back as JSON, such a name made the writer throw (found by fuzzing).
+      {"csv not utf-8", "sn,cpu_milli,memory_mib,gpu,model\nok,1,1,0,\nn\xff\xfe,1,1,0,\n",
+       "nodes.json:3:2: not valid UTF-8 (byte 0xff)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -392,8 +392,10 @@ TYPED_TEST(StoreContractTest, CheckAssertsWithoutWriting) {
 
   // The template changed after the snapshot: the dependent write is refused.
   this->Put("POD_TEMPLATE", "t", {{"v", 3}});
-  batch[2].body = {{"uses", "t"}, {"again", true}};
-  EXPECT_EQ(this->store().WriteConfigs(batch, this->actor_).status().code(), StatusCode::kAborted);
+  ConfigWrite again = batch[2];
+  again.body = nlohmann::ordered_json{{"uses", "t"}, {"again", true}};
+  const std::vector<ConfigWrite> stale = {batch[0], batch[1], again};
+  EXPECT_EQ(this->store().WriteConfigs(stale, this->actor_).status().code(), StatusCode::kAborted);
   EXPECT_EQ(this->store().GetConfig("POOL", "p")->revision, 1);
 }
 

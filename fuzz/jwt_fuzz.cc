@@ -59,13 +59,21 @@ void CheckVerified(const Result<server::Identity>& identity, std::string_view wh
         identity.status().message());
 }
 
+Verifier* verifier = nullptr;
+
 }  // namespace
 }  // namespace gpupool::fuzz
+
+// The keys are generated before the first input: RSA key generation may take seconds on a busy
+// machine, which libFuzzer's per-input timeout would count against the first input.
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  gpupool::fuzz::verifier = new gpupool::fuzz::Verifier();
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpupool;
   using namespace gpupool::fuzz;
-  static Verifier* const verifier = new Verifier();
   const std::string_view text = AsText(data, size);
 
   CheckVerified(verifier->authenticator->Authenticate(text), "the Authorization header");

@@ -10,6 +10,8 @@ packages=(
   libboost-dev libcpp-httplib-dev libjwt-dev libssl-dev openssl libjemalloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl wrk
+  # End-to-end test drivers (tests/server/*.py, tests/slurm/) and scripts/lint.sh.
+  python3
   # The Slurm backend's tests and benchmark run a loopback cluster (scripts/slurm-test-cluster.sh).
   # Never slurm-wlm-emulator: it is broken in Debian 12 and takes over these daemons' names.
   slurmctld slurmd slurm-client munge slurmrestd slurm-wlm-jwt-plugin

@@ -733,6 +733,11 @@ std::string WithLeadingSlash(std::string_view glob) {
   return prefix + "/" + std::string(glob);
 }
 
+// The path of an action in its string form "http:<path>:<method>" (checked by the caller).
+std::string StringActionPath(const std::string& text) {
+  return text.substr(5, text.rfind(':') - 5);
+}
+
 Result<LegacyAction> LegacyActionFromJson(const Json& e, std::string_view path) {
   LegacyAction a;
   if (e.is_string()) {
@@ -743,7 +748,7 @@ Result<LegacyAction> LegacyActionFromJson(const Json& e, std::string_view path) 
       return InvalidArgumentError(std::string(path) +
                                   ": expected \"http:<path>:<method>\", got \"" + text + "\"");
     }
-    a.path = text.substr(5, colon - 5);
+    a.path = StringActionPath(text);
     a.method = ToLower(text.substr(colon + 1));
   } else {
     RETURN_IF_ERROR(CheckObject(e, path, {"base", "path", "method"}));
@@ -894,8 +899,7 @@ bool PathsAsStored(const Json& written, const std::vector<LegacyAction>& actions
   for (size_t i = 0; i < actions.size(); ++i) {
     std::string path;
     if (written[i].is_string()) {
-      const std::string text = written[i].get<std::string>();
-      path = text.substr(5, text.rfind(':') - 5);  // "http:<path>:<method>", as decoded
+      path = StringActionPath(written[i].get<std::string>());
     } else {
       path = written[i].value("path", "");
     }

@@ -41,7 +41,7 @@ TEST(ClusterSettingsTest, EachSwitchHasItsEffect) {
   // CPU quota: `team` deserves 1 cpu; its NORMAL pod asks for 4.
   auto cpu_quota = [](ClusterSnapshot& s) {
     model::Queue team = MakeQueue("team", "", {{"default", -1}});
-    team.resources["default"][model::QuotaResource::kCpu] = {1000, 1000, 1};
+    team.resources["default"][model::QuotaResource::kCpu] = {1000, model::kUnlimited, 1};
     s.queues.push_back(team);
     s.pods.push_back(
         PodBuilder("p").Cpu("4").Queue("team").NodePools("default").Priority(100).Build());

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -394,8 +395,14 @@ TEST_P(TogetherTest, QueueList) {
     EXPECT_THAT(table.err, HasSubstr("note: fair share and allocation come from a server's"));
     return;
   }
-  // The server's loop computes fair shares (bounded wait: 10 s).
-  for (int i = 0; i < 200 && !view.value("leader", false); ++i) {
+  // The server's loop computes fair shares (bounded wait: 10 s). Queues configured after its
+  // last cycle are listed without one until its next cycle.
+  auto all_shared = [](const json& v) {
+    if (!v.value("leader", false)) return false;
+    return std::all_of(v["rows"].begin(), v["rows"].end(),
+                       [](const json& row) { return row["fair_share"].is_number(); });
+  };
+  for (int i = 0; i < 200 && !all_shared(view); ++i) {
     usleep(50 * 1000);
     view = json::parse(Ok({"queue", "list", "-o", "json"}).out);
   }

@@ -46,4 +46,10 @@ if(TARGET gpupool AND Python3_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server/together_test.py
                    --gpupool $<TARGET_FILE:gpupool>)
   set_tests_properties(server_node_pools_and_quota PROPERTIES TIMEOUT 180)
+  # Projects (server/projects_test.py): workflow submit --queue and the workflow's queue, granted
+  # by roles (deny by default), the project's quota used by the scheduler, shown by query/list.
+  add_test(NAME server_projects
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server/projects_test.py
+                   --gpupool $<TARGET_FILE:gpupool>)
+  set_tests_properties(server_projects PROPERTIES TIMEOUT 180)
 endif()

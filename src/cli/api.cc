@@ -166,6 +166,7 @@ service::WorkflowView WorkflowFromJson(const json& j) {
   v.id = Str(j, "id");
   v.name = Str(j, "name");
   v.pool = Str(j, "pool");
+  v.queue = Str(j, "queue");
   v.user = Str(j, "user");
   v.status = Str(j, "status");
   v.submitted_ms = Millis(Str(j, "submitted_at"));
@@ -195,6 +196,17 @@ Status NameTheFile(const Status& status, std::string_view file) {
   for (size_t at = message.find(kSent); at != std::string::npos;
        at = message.find(kSent, at + file.size())) {
     message.replace(at, kSent.size() - 1, file);
+  }
+  return Status(status.code(), std::move(message));
+}
+
+// The client sends --queue as the query parameter `queue`; the user knows it as --queue.
+Status NameTheFlags(const Status& status) {
+  if (status.ok()) return status;
+  std::string message = status.message();
+  const std::string_view sent = service::kQueueParameterOrigin;
+  for (size_t at = message.find(sent); at != std::string::npos; at = message.find(sent, at)) {
+    message.replace(at, sent.size(), "--queue");
   }
   return Status(status.code(), std::move(message));
 }
@@ -316,13 +328,14 @@ class Remote final : public Api {
   Result<service::SubmitResult> SubmitWorkflow(const service::Caller&,
                                                const service::SubmitRequest& r) override {
     auto response = client_->SubmitWorkflow(r.pool, r.spec_text, r.set_values, r.dry_run,
-                                            r.idempotency_key, r.node_pools);
-    if (!response.ok()) return NameTheFile(response.status(), r.file_name);
+                                            r.idempotency_key, r.node_pools, r.queue);
+    if (!response.ok()) return NameTheFlags(NameTheFile(response.status(), r.file_name));
     const json& j = *response;
     service::SubmitResult result;
     result.workflow_id = Str(j, "workflow_id");
     result.name = Str(j, "name");
     result.pool = Str(j, "pool");
+    result.queue = Str(j, "queue");
     result.status = Str(j, "status");
     result.warnings = Strings(Field(j, "warnings"));
     result.task_count = static_cast<int>(Int(j, "tasks"));

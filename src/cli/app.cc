@@ -72,6 +72,7 @@ struct Options {
   std::string platform;
   std::vector<std::string> set_values;
   std::string node_pools;  // workflow submit --node-pools a,b
+  std::string queue;       // workflow submit --queue PROJECT
   bool dry_run = false;
   std::string id;
   std::string status;
@@ -366,6 +367,7 @@ Status WorkflowSubmit(Api& svc, const Env& env) {
     if (!pools.ok()) return InvalidArgumentError("--node-pools: " + pools.status().message());
     req.node_pools = std::move(*pools);
   }
+  req.queue = env.opts.queue;
   req.dry_run = env.opts.dry_run;
   ASSIGN_OR_RETURN(auto result, svc.SubmitWorkflow(env.caller, req));
   PrintWarnings(result.warnings);
@@ -388,14 +390,14 @@ Status WorkflowSubmit(Api& svc, const Env& env) {
   std::cout << "Workflow submit successful.\n"
             << "Workflow ID - " << Shown(result.workflow_id) << "\n"
             << "Status - " << result.status << " (" << result.task_count << " tasks in pool "
-            << Shown(result.pool) << ")\n";
+            << Shown(result.pool) << ", queue " << Shown(result.queue) << ")\n";
   return OkStatus();
 }
 
 void PrintWorkflowTable(const std::vector<service::WorkflowView>& views) {
-  Table table({"WORKFLOW ID", "POOL", "USER", "STATUS", "TASKS", "SUBMITTED"});
+  Table table({"WORKFLOW ID", "POOL", "QUEUE", "USER", "STATUS", "TASKS", "SUBMITTED"});
   for (const auto& v : views) {
-    table.AddRow({v.id, v.pool, v.user, v.status, std::to_string(v.tasks.size()),
+    table.AddRow({v.id, v.pool, v.queue, v.user, v.status, std::to_string(v.tasks.size()),
                   Timestamp(v.submitted_ms)});
   }
   std::cout << table.ToString();
@@ -411,6 +413,7 @@ Status WorkflowQuery(Api& svc, const Env& env) {
             << "Status      : " << Shown(view.status) << "\n"
             << "User        : " << Shown(view.user) << "\n"
             << "Pool        : " << Shown(view.pool) << "\n"
+            << "Queue       : " << Shown(view.queue) << "\n"
             << "Submit Time : " << Timestamp(view.submitted_ms) << "\n\n";
   Table table({"GROUP", "TASK", "PLATFORM", "STATUS", "NODE", "MESSAGE"});
   for (const auto& t : view.tasks) {
@@ -701,6 +704,9 @@ int RunCli(int argc, char** argv) {
   wsubmit->add_option("--node-pools", o.node_pools,
                       "node pools in preference order, e.g. a100-80,default (replaces the "
                       "workflow's node_pools; default: those of the platform's nodes)");
+  wsubmit->add_option("--queue", o.queue,
+                      "the project (QUEUE) whose quota the workflow uses; your roles must allow "
+                      "it (replaces the workflow's queue; default: the pool's own quota)");
   wsubmit->add_flag("--dry-run", o.dry_run, "print the Kubernetes Pods, store nothing");
   use(wsubmit, WorkflowSubmit);
   CLI::App* wquery = workflow->add_subcommand("query", "one workflow and its tasks");

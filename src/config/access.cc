@@ -273,6 +273,13 @@ ResolvedAction ResolveAction(std::string_view method, std::string_view normalize
     }
     return {};
   }
+  if (area == "queue") {
+    // Not a route: what a submission to a queue (a project) is checked as (submit/submit.h).
+    if (s.size() == 4 && at(3) == "workflow" && m == "post") {
+      return {"workflow:Create", "queue/" + std::string(s[2])};
+    }
+    return {};
+  }
   if (area == "pool_quota" && m == "get") return {"pool:List", ""};
   if (area == "resources" && m == "get") return {"resources:Read", ""};
   if (area == "configs") {

@@ -20,6 +20,8 @@
 //     a policy without resources matches only unscoped actions. Any matching Deny (in any
 //     role) refuses; otherwise any matching Allow grants.
 // Route table (new-style): POST /api/pool/<p>/workflow[/...] -> workflow:Create on pool/<p>;
+// POST /api/queue/<q>/workflow (no route: what submitting to queue <q>, a project, is checked as)
+// -> workflow:Create on queue/<q>;
 // GET /api/pool, /api/pool_quota -> pool:List; GET /api/resources[/...] -> resources:Read;
 // GET /api/configs[/...] -> config:Read on config/<kind>; PUT|PATCH /api/configs/<kind>...
 // -> config:Update on config/<kind> (DELETE, POST: unregistered, as in OSMO); GET /api/workflow,

@@ -1,5 +1,6 @@
 #include "config/config_set.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <set>
@@ -208,6 +209,30 @@ std::vector<Status> ValidateReferenceList(const ConfigSet& set) {
   return out;
 }
 
+std::vector<Status> ValidateDefaultNodePools(const ConfigSet& set,
+                                             std::vector<std::string> node_pools) {
+  node_pools.emplace_back("default");
+  std::sort(node_pools.begin(), node_pools.end());
+  std::vector<Status> out;
+  auto check = [&](const std::string& pool, const std::vector<std::string>& names,
+                   const std::string& field) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (std::binary_search(node_pools.begin(), node_pools.end(), names[i])) continue;
+      out.push_back(InvalidArgumentError("pool \"" + pool + "\": " + field + "[" +
+                                         std::to_string(i) + "]: node pool \"" + names[i] +
+                                         "\" does not exist" + DidYouMean(names[i], node_pools) +
+                                         "; node pools: " + Join(node_pools, ", ")));
+    }
+  };
+  for (const auto& [name, pool] : set.pools) {
+    check(name, pool.default_node_pools, "default_node_pools");
+    for (const Platform& p : pool.platforms) {
+      check(name, p.default_node_pools, "platforms." + p.name + ".default_node_pools");
+    }
+  }
+  return out;
+}
+
 Status ValidateReferences(const ConfigSet& set) {
   std::vector<Status> errors = ValidateReferenceList(set);
   if (errors.empty()) return OkStatus();
@@ -233,6 +258,11 @@ std::vector<std::string> UsersOf(const ConfigSet& set, Kind kind, std::string_vi
         break;
       case Kind::kBackend:
         uses = pool.backend == name;
+        break;
+      case Kind::kNodePool:
+        uses = Contains(pool.default_node_pools, name);
+        for (const Platform& p : pool.platforms)
+          uses = uses || Contains(p.default_node_pools, name);
         break;
       default:
         break;

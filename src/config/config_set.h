@@ -45,13 +45,20 @@ std::vector<std::string> ConfigNames(const ConfigSet& set, Kind kind);
 //   Pool "p": common_resource_validations[3]: resource validation "x" does not exist
 // A pool's backend is just a name (the seeds name backends that have no BACKEND config).
 std::vector<Status> ValidateReferenceList(const ConfigSet& set);
+// Every pool's and platform's default_node_pools names `default` or one of `node_pools` (the
+// NODE_POOL configs' names); one InvalidArgument per other name, in pool-name order:
+//   pool "p": platforms.a100.default_node_pools[0]: node pool "A100-8" does not exist (did you
+//     mean "A100-80"?); node pools: A100-80, default
+std::vector<Status> ValidateDefaultNodePools(const ConfigSet& set,
+                                             std::vector<std::string> node_pools);
 // All of the above joined into one InvalidArgument (lines separated by "\n"), or OK.
 Status ValidateReferences(const ConfigSet& set);
 
 // Which pools use a config (for refusing deletes). POD_TEMPLATE: pools naming it in
 // common_pod_template or any platform's override_pod_template; RESOURCE_VALIDATION: in
 // common_resource_validations or any platform's resource_validations; BACKEND: pools whose
-// backend it is. Other kinds: empty. Sorted pool names.
+// backend it is; NODE_POOL: pools naming it in default_node_pools (theirs or a platform's).
+// Other kinds: empty. Sorted pool names.
 std::vector<std::string> UsersOf(const ConfigSet& set, Kind kind, std::string_view name);
 
 // FailedPrecondition `Pod template "x" is used by pools: a, b` when UsersOf is not empty, and

@@ -64,6 +64,33 @@ TEST(ConfigSetTest, ValidateReferences) {
   EXPECT_TRUE(ValidateReferences(set).ok());
 }
 
+// default_node_pools (pool and platform): decoded with seed 003's `Default` as `default`,
+// checked against the NODE_POOL names with the field path and a did-you-mean.
+TEST(ConfigSetTest, DefaultNodePools) {
+  ConfigSet set = BuiltinConfigs();
+  ASSERT_TRUE(PutConfig(set, Kind::kPool, "p", J(R"({"backend": "default",
+      "default_node_pools": ["A100-80", "Default"],
+      "platforms": {"a100": {"default_node_pools": ["A100-8"]}}})"))
+                  .ok());
+  EXPECT_EQ(set.pools.at("p").default_node_pools, (std::vector<std::string>{"A100-80", "default"}));
+  EXPECT_EQ((*GetConfigBody(set, Kind::kPool, "p"))["default_node_pools"],
+            J(R"(["A100-80", "default"])"));
+  std::vector<Status> errors = ValidateDefaultNodePools(set, {"A100-80", "L40S"});
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].message(),
+            "pool \"p\": platforms.a100.default_node_pools[0]: node pool \"A100-8\" does not "
+            "exist (did you mean \"A100-80\"?); node pools: A100-80, L40S, default");
+  EXPECT_EQ(ValidateDefaultNodePools(set, {}).size(), 2u);
+  EXPECT_EQ(UsersOf(set, Kind::kNodePool, "A100-80"), std::vector<std::string>{"p"});
+  EXPECT_EQ(UsersOf(set, Kind::kNodePool, "A100-8"), std::vector<std::string>{"p"});
+  ExpectError(PutConfig(set, Kind::kPool, "q", J(R"({"backend": "default",
+      "default_node_pools": ["a", "a"]})")),
+              {"default_node_pools[1]: node pool \"a\" named twice"});
+  ExpectError(PutConfig(set, Kind::kPool, "q", J(R"({"backend": "default",
+      "platforms": {"x": {"default_node_pools": "a"}}})")),
+              {"platforms.x.default_node_pools"});
+}
+
 TEST(ConfigSetTest, UsersOfAndDeletes) {
   ConfigSet set = BuiltinConfigs();
   ASSERT_TRUE(PutConfig(set, Kind::kPodTemplate, "a100", J(R"({})")).ok());

@@ -246,11 +246,30 @@ std::vector<std::string> Pool::PlatformNames() const {
 
 namespace {
 
+// `default_node_pools`: names in preference order, none empty or twice; seed 003's `Default` is
+// kept as `default`. Whether each is a NODE_POOL is checked on write (ValidateDefaultNodePools).
+Status ReadNodePoolList(const Json& obj, std::string_view path, std::vector<std::string>* out) {
+  RETURN_IF_ERROR(ReadStringList(obj, "default_node_pools", path, out));
+  const std::string field = Path(path, "default_node_pools");
+  for (size_t i = 0; i < out->size(); ++i) {
+    std::string& name = (*out)[i];
+    if (name == "Default") name = "default";
+    if (name.empty()) return InvalidArgumentError(Index(field, i) + ": empty node pool name");
+    for (size_t j = 0; j < i; ++j) {
+      if ((*out)[j] == name) {
+        return InvalidArgumentError(Index(field, i) + ": node pool \"" + name +
+                                    "\" named twice (also at " + Index(field, j) + ")");
+      }
+    }
+  }
+  return OkStatus();
+}
+
 Result<Platform> PlatformFromJson(std::string_view name, const Json& body, std::string_view path) {
-  RETURN_IF_ERROR(
-      CheckObject(body, path,
-                  {"description", "host_network_allowed", "privileged_allowed", "default_variables",
-                   "resource_validations", "override_pod_template", "allowed_mounts"}));
+  RETURN_IF_ERROR(CheckObject(
+      body, path,
+      {"description", "host_network_allowed", "privileged_allowed", "default_variables",
+       "resource_validations", "override_pod_template", "allowed_mounts", "default_node_pools"}));
   Platform p;
   p.name = std::string(name);
   p.raw = body;
@@ -261,6 +280,7 @@ Result<Platform> PlatformFromJson(std::string_view name, const Json& body, std::
   RETURN_IF_ERROR(ReadStringList(body, "resource_validations", path, &p.resource_validations));
   RETURN_IF_ERROR(ReadStringList(body, "override_pod_template", path, &p.override_pod_template));
   RETURN_IF_ERROR(ReadStringList(body, "allowed_mounts", path, &p.allowed_mounts));
+  RETURN_IF_ERROR(ReadNodePoolList(body, path, &p.default_node_pools));
   for (size_t i = 0; i < p.allowed_mounts.size(); ++i) {
     if (p.allowed_mounts[i].empty()) {
       return InvalidArgumentError(Index(Path(path, "allowed_mounts"), i) +
@@ -282,6 +302,8 @@ Json PlatformToJson(const Platform& p) {
   WriteField(out, "override_pod_template", StringList(p.override_pod_template),
              p.override_pod_template.empty());
   WriteField(out, "allowed_mounts", StringList(p.allowed_mounts), p.allowed_mounts.empty());
+  WriteField(out, "default_node_pools", StringList(p.default_node_pools),
+             p.default_node_pools.empty());
   return out;
 }
 
@@ -414,13 +436,27 @@ Status ReadPlatforms(const Json& obj, std::vector<Platform>* out) {
 }
 
 Status DecodePool(const Json& body, Pool& pool) {
-  RETURN_IF_ERROR(CheckObject(
-      body, "",
-      {"name", "description", "backend", "default_platform", "enable_maintenance", "download_type",
-       "default_exec_timeout", "default_queue_timeout", "max_exec_timeout", "max_queue_timeout",
-       "default_exit_actions", "action_permissions", "resources", "topology_keys",
-       "common_default_variables", "common_resource_validations", "common_pod_template",
-       "common_group_templates", "platforms"}));
+  RETURN_IF_ERROR(CheckObject(body, "",
+                              {"name",
+                               "description",
+                               "backend",
+                               "default_platform",
+                               "enable_maintenance",
+                               "download_type",
+                               "default_exec_timeout",
+                               "default_queue_timeout",
+                               "max_exec_timeout",
+                               "max_queue_timeout",
+                               "default_exit_actions",
+                               "action_permissions",
+                               "resources",
+                               "topology_keys",
+                               "common_default_variables",
+                               "common_resource_validations",
+                               "common_pod_template",
+                               "common_group_templates",
+                               "default_node_pools",
+                               "platforms"}));
   RETURN_IF_ERROR(CheckBodyName(body, pool.name, "pool"));
   RETURN_IF_ERROR(ReadString(body, "description", "", &pool.description));
   if (!body.contains("backend")) {
@@ -453,6 +489,7 @@ Status DecodePool(const Json& body, Pool& pool) {
       ReadStringList(body, "common_resource_validations", "", &pool.common_resource_validations));
   RETURN_IF_ERROR(ReadStringList(body, "common_pod_template", "", &pool.common_pod_template));
   RETURN_IF_ERROR(ReadStringList(body, "common_group_templates", "", &pool.common_group_templates));
+  RETURN_IF_ERROR(ReadNodePoolList(body, "", &pool.default_node_pools));
   RETURN_IF_ERROR(ReadPlatforms(body, &pool.platforms));
   if (pool.default_platform.has_value() && !pool.default_platform->empty() &&
       pool.FindPlatform(*pool.default_platform) == nullptr) {
@@ -527,6 +564,8 @@ Json PoolToJson(const Pool& pool, bool with_name) {
              pool.common_pod_template.empty());
   WriteField(out, "common_group_templates", StringList(pool.common_group_templates),
              pool.common_group_templates.empty());
+  WriteField(out, "default_node_pools", StringList(pool.default_node_pools),
+             pool.default_node_pools.empty());
   Json platforms = Json::object();
   for (const Platform& p : pool.platforms) platforms[p.name] = PlatformToJson(p);
   WriteField(out, "platforms", platforms, pool.platforms.empty());
@@ -963,11 +1002,11 @@ Result<Role> GeneratePoolRole(std::string_view role_name) {
 namespace {
 
 Status DecodeBackend(const Json& body, Backend& b) {
-  RETURN_IF_ERROR(
-      CheckObject(body, "",
-                  {"name", "description", "version", "k8s_uid", "k8s_namespace", "dashboard_url",
-                   "grafana_url", "tests", "scheduler_settings", "node_conditions",
-                   "last_heartbeat", "created_date", "router_address", "online"}));
+  RETURN_IF_ERROR(CheckObject(
+      body, "",
+      {"name", "description", "version", "k8s_uid", "k8s_namespace", "dashboard_url", "grafana_url",
+       "tests", "scheduler_settings", "node_conditions", "last_heartbeat", "created_date",
+       "router_address", "online", "enable_node_pools", "enable_cpu_quota", "enable_over_quota"}));
   RETURN_IF_ERROR(CheckBodyName(body, b.name, "backend"));
   for (auto [key, out] :
        {std::pair{"description", &b.description}, std::pair{"version", &b.version},
@@ -977,6 +1016,9 @@ Status DecodeBackend(const Json& body, Backend& b) {
     RETURN_IF_ERROR(ReadString(body, key, "", out));
   }
   RETURN_IF_ERROR(ReadStringList(body, "tests", "", &b.tests));
+  RETURN_IF_ERROR(ReadBool(body, "enable_node_pools", "", &b.enable_node_pools));
+  RETURN_IF_ERROR(ReadBool(body, "enable_cpu_quota", "", &b.enable_cpu_quota));
+  RETURN_IF_ERROR(ReadBool(body, "enable_over_quota", "", &b.enable_over_quota));
   auto sched = body.find("scheduler_settings");
   if (sched != body.end()) {
     const std::string path = "scheduler_settings";
@@ -1053,6 +1095,9 @@ Json BackendToJson(const Backend& b, bool with_name) {
     WriteField(out, key, *value, value->empty());
   }
   WriteField(out, "tests", StringList(b.tests), b.tests.empty());
+  WriteField(out, "enable_node_pools", b.enable_node_pools, b.enable_node_pools);
+  WriteField(out, "enable_cpu_quota", b.enable_cpu_quota, b.enable_cpu_quota);
+  WriteField(out, "enable_over_quota", b.enable_over_quota, b.enable_over_quota);
   SchedulerSettings defaults;
   const SchedulerSettings& s = b.scheduler_settings;
   bool sched_default = s.scheduler_type == defaults.scheduler_type &&
@@ -1105,6 +1150,7 @@ std::vector<std::string> BodyFields(Kind kind) {
               "common_resource_validations",
               "common_pod_template",
               "common_group_templates",
+              "default_node_pools",
               "platforms"};
     case Kind::kPodTemplate:
       return {"apiVersion", "kind", "metadata", "spec", "status"};
@@ -1113,10 +1159,22 @@ std::vector<std::string> BodyFields(Kind kind) {
     case Kind::kRole:
       return {"description", "actions", "policies", "immutable", "sync_mode", "external_roles"};
     case Kind::kBackend:
-      return {"description",     "version",        "k8s_uid",      "k8s_namespace",
-              "dashboard_url",   "grafana_url",    "tests",        "scheduler_settings",
-              "node_conditions", "last_heartbeat", "created_date", "router_address",
-              "online"};
+      return {"description",
+              "version",
+              "k8s_uid",
+              "k8s_namespace",
+              "dashboard_url",
+              "grafana_url",
+              "tests",
+              "scheduler_settings",
+              "node_conditions",
+              "last_heartbeat",
+              "created_date",
+              "router_address",
+              "online",
+              "enable_node_pools",
+              "enable_cpu_quota",
+              "enable_over_quota"};
     case Kind::kNodePool:
       return {"label_key", "label_value", "description"};
     case Kind::kQueue:

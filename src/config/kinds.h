@@ -115,6 +115,9 @@ struct Platform {
   std::vector<std::string> resource_validations;   // appended after the pool's common ones
   std::vector<std::string> override_pod_template;  // merged after the pool's common ones
   std::vector<std::string> allowed_mounts;         // host paths tasks may mount
+  // Node pools (NODE_POOL names or `default`) in preference order for the platform's tasks when
+  // the workflow names none; empty: the pool's default_node_pools.
+  std::vector<std::string> default_node_pools;
   Json raw = Json::object();
 };
 
@@ -135,6 +138,10 @@ struct Pool {
   Json action_permissions;         // null when absent
   std::optional<GpuResource> gpu;  // resources.gpu; nullopt = absent or null
   std::vector<TopologyKey> topology_keys;
+  // Node pools (NODE_POOL names or `default`) in preference order for tasks whose workflow and
+  // platform name none; empty: every node pool the platform's nodes are in. Seed 003's
+  // `Default` is stored as `default`; names are checked against the NODE_POOLs on write.
+  std::vector<std::string> default_node_pools;
   Json common_default_variables = Json::object();
   std::vector<std::string> common_resource_validations;
   std::vector<std::string> common_pod_template;
@@ -262,6 +269,11 @@ struct Backend {
   std::vector<std::string> tests;
   SchedulerSettings scheduler_settings;
   NodeConditions node_conditions;
+  // Seed 003's administrator switches for the cluster (Run:ai "Settings > General"); the server
+  // reads those of BACKEND `default` (scheduler/cluster_settings.h says what each changes).
+  bool enable_node_pools = true;  // off: every node in the `default` node pool
+  bool enable_cpu_quota = true;   // off: cpu and memory quotas ignored, GPUs alone counted
+  bool enable_over_quota = true;  // off: no queue uses more than its deserved quota
   Json raw = Json::object();
 };
 // Runtime fields OSMO reports (last_heartbeat, created_date, online) are accepted and kept.

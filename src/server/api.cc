@@ -185,12 +185,15 @@ Result<service::SubmitRequest> DecodeSubmit(const RouteRequest& request) {
   RETURN_IF_ERROR(CheckIdempotencyKey(submit.idempotency_key));
   ASSIGN_OR_RETURN(submit.dry_run, BoolQuery(request, "dry_run", false));
   std::vector<std::string> sets = request.QueryAll("set");
+  submit.queue = request.Query("queue").value_or("");
+  submit.queue_origin = std::string(service::kQueueParameterOrigin);
   std::string_view body = Trim(request.Body());
   if (body.empty()) return InvalidArgumentError("request body is empty: expected a workflow");
   std::string content_type = ToLower(request.Header("Content-Type"));
   if (body.front() == '{' && content_type.find("yaml") == std::string::npos) {
     // OSMO's JSON shape: {"file": "<workflow yaml>", "set_variables": ["k=v"]} (and gpupool's
-    // "node_pools": ["a100-80", "default"], replacing the workflow's); a JSON body
+    // "node_pools": ["a100-80", "default"] and "queue": "<project>", replacing the workflow's,
+    // as does ?queue=); a JSON body
     // with a top-level "workflow" key is the workflow itself.
     ASSIGN_OR_RETURN(Json json, model::ParseJson(request.Body(), "request body"));
     if (json.contains("workflow")) {
@@ -209,6 +212,19 @@ Result<service::SubmitRequest> DecodeSubmit(const RouteRequest& request) {
           }
           sets.push_back(vars[i].get<std::string>());
         }
+      }
+      if (json.contains("queue")) {
+        if (!json["queue"].is_string()) {
+          return InvalidArgumentError(
+              "request body: field \"queue\": expected a queue name (a project)");
+        }
+        const std::string queue = json["queue"].get<std::string>();
+        if (!submit.queue.empty() && submit.queue != queue) {
+          return InvalidArgumentError("request body: field \"queue\": \"" + queue +
+                                      "\" differs from the query's queue \"" + submit.queue + "\"");
+        }
+        submit.queue = queue;
+        submit.queue_origin = "request body: field \"queue\"";
       }
       if (json.contains("node_pools")) {
         const Json& pools = json["node_pools"];

@@ -220,7 +220,8 @@ Result<Json> Client::View(const std::string& view,
 Result<Json> Client::SubmitWorkflow(const std::string& pool, const std::string& spec_text,
                                     const std::map<std::string, std::string>& set_values,
                                     bool dry_run, const std::string& idempotency_key,
-                                    const std::vector<std::string>& node_pools) {
+                                    const std::vector<std::string>& node_pools,
+                                    const std::string& queue) {
   RETURN_IF_ERROR(CheckUtf8(spec_text, "workflow"));
   Json body = {{"file", spec_text}, {"set_variables", Json::array()}};
   for (const auto& [k, v] : set_values) body["set_variables"].push_back(k + "=" + v);
@@ -228,7 +229,8 @@ Result<Json> Client::SubmitWorkflow(const std::string& pool, const std::string& 
   std::map<std::string, std::string> headers;
   if (!idempotency_key.empty()) headers["Idempotency-Key"] = idempotency_key;
   return Call("POST",
-              "/api/pool/" + Seg(pool) + "/workflow" + Query({{"dry_run", dry_run ? "true" : ""}}),
+              "/api/pool/" + Seg(pool) + "/workflow" +
+                  Query({{"dry_run", dry_run ? "true" : ""}, {"queue", queue}}),
               DumpJson(body), "application/json", headers);
 }
 

@@ -90,7 +90,8 @@ class Client {
   Result<nlohmann::ordered_json> SubmitWorkflow(
       const std::string& pool, const std::string& spec_text,
       const std::map<std::string, std::string>& set_values, bool dry_run,
-      const std::string& idempotency_key = "", const std::vector<std::string>& node_pools = {});
+      const std::string& idempotency_key = "", const std::vector<std::string>& node_pools = {},
+      const std::string& queue = "");
   Result<nlohmann::ordered_json> QueryWorkflow(const std::string& id);
   Result<nlohmann::ordered_json> ListWorkflows(const std::optional<std::string>& pool,
                                                const std::optional<std::string>& user,

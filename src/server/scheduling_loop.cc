@@ -15,6 +15,7 @@
 #include "model/node_pool.h"
 #include "model/queue.h"
 #include "model/quota_tree.h"
+#include "scheduler/cluster_settings.h"
 #include "server/access_control.h"
 #include "server/machine_pools.h"
 
@@ -24,6 +25,9 @@ using Json = nlohmann::ordered_json;
 
 namespace {
 
+// The BACKEND config whose switches (enable_node_pools, ...) apply to the cluster this server
+// schedules: the built-in pool's backend.
+constexpr char kClusterBackend[] = "default";
 constexpr char kPending[] = "PENDING";
 constexpr char kScheduled[] = "SCHEDULED";
 constexpr char kRunning[] = "RUNNING";
@@ -510,7 +514,13 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
     auto pool = model::NodePoolFromJson(record.body, record.name);
     if (pool.ok()) snapshot.node_pools.push_back(std::move(*pool));
   }
-  ReportNodePoolConflicts(snapshot);
+  // Seed 003's administrator switches: those of BACKEND `default`, the cluster this server runs.
+  scheduler::ClusterSettings settings;
+  if (const config::Backend* cluster = configs.FindBackend(kClusterBackend)) {
+    settings = {cluster->enable_node_pools, cluster->enable_cpu_quota, cluster->enable_over_quota};
+  }
+  if (settings.node_pools) ReportNodePoolConflicts(snapshot);
+  scheduler::ApplyNodePoolSwitch(settings, snapshot.queues, snapshot.node_pools);
   service::AddImplicitPoolQueues(configs, snapshot.nodes, snapshot.node_pools, snapshot.queues);
   std::unordered_map<std::string, std::pair<size_t, size_t>> pod_index;  // name -> (wf, task)
   for (int pass = 0; pass < 2; ++pass) {  // bound pods first, then pending in arrival order
@@ -549,6 +559,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
       }
     }
   }
+  scheduler::ApplyClusterSettings(settings, snapshot);
   scheduler::CycleResult cycle = scheduler_.RunCycle(snapshot);
   for (const auto& binding : cycle.bindings) {
     auto it = pod_index.find(binding.pod);

@@ -163,6 +163,8 @@ WorkflowView ToView(const store::WorkflowRecord& wf) {
   v.id = wf.id;
   v.name = wf.name;
   v.pool = wf.pool;
+  // Workflows stored before projects existed have no "queue": their pool was their queue.
+  v.queue = wf.spec.is_object() ? wf.spec.value("queue", wf.pool) : wf.pool;
   v.user = wf.user;
   v.status = wf.status;
   v.submitted_ms = wf.submitted_ms;
@@ -669,6 +671,35 @@ Status CheckQuotaTreeWrite(const std::map<std::pair<std::string, std::string>, j
   return OkStatus();
 }
 
+// The default_node_pools of the pools written name node pools that exist after the write
+// (config::ValidateDefaultNodePools), errors pointed at their files. Pools not written are not
+// checked: a node pool deleted with --force leaves them to be fixed at their next write.
+Status CheckDefaultNodePools(const config::ConfigSet& next,
+                             const std::map<std::pair<std::string, std::string>, json>& stored,
+                             const std::vector<store::ConfigWrite>& writes,
+                             const std::vector<PendingPut>& puts, std::string_view prefix) {
+  const bool pools_written = std::any_of(puts.begin(), puts.end(),
+                                         [](const PendingPut& p) { return p.kind == Kind::kPool; });
+  if (!pools_written) return OkStatus();
+  const std::string node_pool_kind(config::KindName(Kind::kNodePool));
+  std::set<std::string> names;
+  for (const auto& [key, body] : stored) {
+    if (key.first == node_pool_kind) names.insert(key.second);
+  }
+  for (const store::ConfigWrite& w : writes) {
+    if (w.kind == node_pool_kind) names.insert(w.name);
+  }
+  std::vector<std::string> lines;
+  for (const Status& error : config::ValidateDefaultNodePools(
+           next, std::vector<std::string>(names.begin(), names.end()))) {
+    auto put = std::find_if(puts.begin(), puts.end(), [&](const PendingPut& p) {
+      return p.kind == Kind::kPool && StartsWith(error.message(), "pool " + Quoted(p.name) + ": ");
+    });
+    if (put != puts.end()) lines.push_back(PutError(*put, error, prefix).message());
+  }
+  return lines.empty() ? OkStatus() : InvalidArgumentError(Join(lines, "\n"));
+}
+
 // One attempt of ValidateAndWrite: validated against the configs as they are now, written if
 // none of them changed in the meantime (else kAborted).
 Result<WriteResult> ValidateAndWriteOnce(store::Store& store, Service::SnapshotCache& cache,
@@ -721,6 +752,7 @@ Result<WriteResult> ValidateAndWriteOnce(store::Store& store, Service::SnapshotC
   RETURN_IF_ERROR(CheckQueueTree(snap, puts, prefix));
   WriteResult result;
   RETURN_IF_ERROR(CheckQuotaTreeWrite(snap.other, writes, puts, prefix, &result.warnings));
+  RETURN_IF_ERROR(CheckDefaultNodePools(next, snap.other, writes, puts, prefix));
   std::set<std::string> pools_seen;
   for (const PendingPut& put : puts) {
     if (put.kind == Kind::kPool && pools_seen.insert(put.name).second) {
@@ -1168,15 +1200,20 @@ namespace {
 // A node pool that queues hold quota in, or a department with projects, is deleted only with
 // --force, and then with a warning: the queues' quota there, or the projects' parent, dangles
 // (the next write of those queues must fix it).
-Status CheckQuotaTreeDelete(const std::map<std::pair<std::string, std::string>, json>& stored,
+Status CheckQuotaTreeDelete(const config::ConfigSet& set,
+                            const std::map<std::pair<std::string, std::string>, json>& stored,
                             Kind kind, const std::string& name, bool force,
                             std::vector<std::string>* warnings) {
   const QuotaConfigs configs = DecodeQuotaConfigs(stored);
   std::string users;
   if (kind == Kind::kNodePool) {
     auto queues = model::QueuesUsingNodePool(configs.queues, name);
-    if (queues.empty()) return OkStatus();
-    users = "node pool " + Quoted(name) + " holds quota of queues " + Join(queues, ", ");
+    auto pools = config::UsersOf(set, kind, name);
+    if (queues.empty() && pools.empty()) return OkStatus();
+    std::vector<std::string> uses;
+    if (!queues.empty()) uses.push_back("holds quota of queues " + Join(queues, ", "));
+    if (!pools.empty()) uses.push_back("is a default node pool of pools " + Join(pools, ", "));
+    users = "node pool " + Quoted(name) + " " + Join(uses, " and ");
   } else {
     auto projects = model::ProjectsOf(configs.queues, name);
     if (projects.empty()) return OkStatus();
@@ -1209,8 +1246,8 @@ Result<WriteResult> Service::DeleteConfig(const Caller& caller,
     RETURN_IF_ERROR(config::CheckDeletable(snap.set, kind, request.name));
   }
   if (kind == Kind::kNodePool || kind == Kind::kQueue) {
-    RETURN_IF_ERROR(
-        CheckQuotaTreeDelete(snap.other, kind, request.name, request.force, &result.warnings));
+    RETURN_IF_ERROR(CheckQuotaTreeDelete(snap.set, snap.other, kind, request.name, request.force,
+                                         &result.warnings));
   }
   if (kind == Kind::kPool) {
     RETURN_IF_ERROR(CheckPoolNotGranted(snap.set, request.name, request.force, &result.warnings));
@@ -1598,11 +1635,11 @@ Result<submit::SubmitPlan> PlanSubmission(store::Store& store, Service::Snapshot
                                                                std::string_view platform) {
     return cache.PlatformSetup(snapshot, pool, platform);
   };
-  for (const auto& [key, body] : snap.other) {
-    if (key.first != config::KindName(Kind::kNodePool)) continue;
-    auto node_pool = model::NodePoolFromJson(body, key.second);
-    if (node_pool.ok()) options.node_pools.push_back(std::move(*node_pool));
+  QuotaConfigs quota_configs = DecodeQuotaConfigs(snap.other);
+  for (auto& [name, node_pool] : quota_configs.node_pools) {
+    options.node_pools.push_back(std::move(node_pool));
   }
+  for (auto& [name, queue] : quota_configs.queues) options.queues.push_back(std::move(queue));
   if (request.dry_run) {
     options.workflow_id = spec.name;
   } else {
@@ -1626,6 +1663,10 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
   ASSIGN_OR_RETURN(submit::WorkflowSpec spec,
                    submit::ParseWorkflow(request.spec_text, request.file_name, request.set_values));
   if (!request.node_pools.empty()) spec.node_pools = request.node_pools;  // --node-pools wins
+  if (!request.queue.empty()) {                                           // --queue wins
+    spec.queue = request.queue;
+    spec.queue_origin = request.queue_origin;
+  }
   // A dry run stores nothing that could check its inputs, so it reads the generations.
   bool cached = !fresh && !request.dry_run;
   ASSIGN_OR_RETURN(SnapshotCache::Keyed state,
@@ -1640,6 +1681,7 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
   SubmitResult& result = prepared.result;
   result.name = plan->name;
   result.pool = plan->pool;
+  result.queue = plan->queue;
   result.warnings = plan->warnings;
   result.task_count = static_cast<int>(plan->tasks.size());
   if (request.dry_run) {
@@ -1666,6 +1708,7 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
   // Assigned member by member: a braced initializer list would copy the document and the tasks.
   record.spec = json::object();
   record.spec["workflow"] = std::move(spec.document);
+  record.spec["queue"] = plan->queue;
   record.spec["priority"] = std::string(submit::PriorityName(plan->priority));
   record.spec["exec_timeout_seconds"] = plan->exec_timeout_seconds;
   record.spec["queue_timeout_seconds"] = plan->queue_timeout_seconds;
@@ -1684,7 +1727,7 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
   audit.source = caller.source;
   audit.action = "workflow submit";
   audit.target = record.id;
-  audit.detail = "pool " + plan->pool;
+  audit.detail = "pool " + plan->pool + ", queue " + plan->queue;
   return prepared;
 }
 
@@ -1999,6 +2042,7 @@ json ToJson(const SubmitResult& result) {
   if (!result.workflow_id.empty()) out["workflow_id"] = result.workflow_id;
   out["name"] = result.name;
   out["pool"] = result.pool;
+  out["queue"] = result.queue;
   out["status"] = result.status;
   out["warnings"] = result.warnings;
   out["tasks"] = result.task_count;
@@ -2018,9 +2062,13 @@ json ToJson(const WorkflowView& view) {
                          {"exit_code", t.exit_code},
                          {"message", t.message}});
   }
-  return json{{"id", view.id},         {"name", view.name},
-              {"pool", view.pool},     {"user", view.user},
-              {"status", view.status}, {"submitted_at", FormatTimestamp(view.submitted_ms)},
+  return json{{"id", view.id},
+              {"name", view.name},
+              {"pool", view.pool},
+              {"queue", view.queue},
+              {"user", view.user},
+              {"status", view.status},
+              {"submitted_at", FormatTimestamp(view.submitted_ms)},
               {"tasks", tasks}};
 }
 

@@ -223,12 +223,18 @@ struct ResourceRow {
 
 // ---- Workflows ----------------------------------------------------------------------------
 
+// How a submission's errors name a queue given as the REST API's `?queue=` (the CLI's client
+// sends --queue so, and says `--queue` instead).
+inline constexpr std::string_view kQueueParameterOrigin = "query parameter queue";
+
 struct SubmitRequest {
   std::string pool;
   std::string spec_text;                          // the workflow YAML (or JSON) as written
   std::string file_name;                          // for error messages
   std::map<std::string, std::string> set_values;  // --set k=v
   std::vector<std::string> node_pools;            // --node-pools a,b: replaces the spec's
+  std::string queue;                              // --queue PROJECT: replaces the spec's
+  std::string queue_origin = "--queue";           // how errors about `queue` name it
   bool dry_run = false;
   std::string idempotency_key;  // optional; same key returns the existing workflow
 };
@@ -237,6 +243,7 @@ struct SubmitResult {
   std::string workflow_id;  // "" for a dry run
   std::string name;
   std::string pool;
+  std::string queue;   // the quota's queue: the chosen project, else the pool's own
   std::string status;  // PENDING, or "DRY_RUN"
   int task_count = 0;
   // One Kubernetes Pod per task, for a dry run only (a submission's reply is an acknowledgement,
@@ -259,6 +266,7 @@ struct WorkflowView {
   std::string id;
   std::string name;
   std::string pool;
+  std::string queue;  // the queue its quota is counted in (spec "queue"; before: the pool)
   std::string user;
   std::string status;
   int64_t submitted_ms = 0;

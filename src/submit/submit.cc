@@ -67,24 +67,81 @@ std::string NodePoolsOfNodes(const std::vector<const model::Node*>& nodes,
   return Join(out, ",");
 }
 
-// The workflow's own node pools, each one a NODE_POOL config or `default`.
-Result<std::string> CheckedNodePools(const WorkflowSpec& workflow,
+// Node pools named by `field` (the workflow's, or a pool's or platform's defaults), each one a
+// NODE_POOL config or `default`, as the label's comma list.
+Result<std::string> CheckedNodePools(const std::vector<std::string>& names, std::string_view field,
                                      const std::vector<model::NodePool>& node_pools) {
   std::vector<std::string> known = {std::string(model::kDefaultNodePool)};
   for (const model::NodePool& p : node_pools) known.push_back(p.name);
-  for (size_t i = 0; i < workflow.node_pools.size(); ++i) {
-    const std::string& name = workflow.node_pools[i];
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
     if (std::find(known.begin(), known.end(), name) != known.end()) continue;
     std::sort(known.begin(), known.end());
-    return InvalidArgumentError("workflow.node_pools[" + std::to_string(i) + "]: node pool \"" +
+    return InvalidArgumentError(std::string(field) + "[" + std::to_string(i) + "]: node pool \"" +
                                 name + "\" does not exist" + DidYouMean(name, known) +
                                 "; node pools: " + Join(known, ", "));
   }
-  return Join(workflow.node_pools, ",");
+  return Join(names, ",");
 }
 
 std::string JoinRoles(const std::vector<std::string>& roles) {
   return roles.empty() ? std::string("(none)") : Join(roles, ", ");
+}
+
+// The access path of submitting to a queue: a role grants it as it grants a pool's
+// (`/api/pool/<pool>/workflow`), by a legacy path glob or by workflow:Create on queue/<name>.
+std::string QueueAccessPath(std::string_view queue) {
+  return "/api/queue/" + std::string(queue) + "/workflow";
+}
+
+// The queue the workflow's quota is counted in: its pool's implicit queue (named as the pool)
+// unless it names a QUEUE config, which must hold pods (a project, or a top-level queue without
+// projects: Run:ai submits to projects) and be allowed by the caller's roles (deny by default).
+Result<std::string> ChosenQueue(const config::ConfigSet& configs, const SubmitCaller& caller,
+                                const std::string& pool, const WorkflowSpec& workflow,
+                                const std::vector<model::Queue>& queues) {
+  const std::string& name = workflow.queue;
+  if (name.empty() || name == pool) return pool;
+  const std::string at = workflow.queue_origin + ": ";
+  std::set<std::string> parents;
+  for (const model::Queue& q : queues) parents.insert(q.parent);
+  // Suggestions: the queues a workflow can name (not departments).
+  std::vector<std::string> leaves, allowed;
+  for (const model::Queue& q : queues) {
+    if (parents.contains(q.name)) continue;
+    leaves.push_back(q.name);
+    if (config::CheckAccess(caller.roles, "POST", QueueAccessPath(q.name), configs).ok()) {
+      allowed.push_back(q.name);
+    }
+  }
+  std::sort(leaves.begin(), leaves.end());
+  std::sort(allowed.begin(), allowed.end());
+  const std::string yours = "; queues you may submit to: " +
+                            (allowed.empty() ? std::string("none") : Join(allowed, ", ")) +
+                            " (or none: pool \"" + pool + "\"'s own quota)";
+  auto found = std::find_if(queues.begin(), queues.end(),
+                            [&](const model::Queue& q) { return q.name == name; });
+  if (found == queues.end()) {
+    return InvalidArgumentError(at + "queue \"" + name + "\" does not exist" +
+                                DidYouMean(name, leaves) + yours);
+  }
+  if (parents.contains(name)) {
+    std::vector<std::string> projects;
+    for (const model::Queue& q : queues) {
+      if (q.parent == name) projects.push_back(q.name);
+    }
+    std::sort(projects.begin(), projects.end());
+    return InvalidArgumentError(at + "queue \"" + name +
+                                "\" is a department; submit to one of its projects (" +
+                                Join(projects, ", ") + ")");
+  }
+  Status access = config::CheckAccess(caller.roles, "POST", QueueAccessPath(name), configs);
+  if (!access.ok()) {
+    return PermissionDeniedError("access denied: user \"" + caller.user + "\" with roles " +
+                                 JoinRoles(caller.roles) + " may not submit to queue \"" + name +
+                                 "\" (" + workflow.queue_origin + "): " + access.message() + yours);
+  }
+  return name;
 }
 
 std::string K8sName(std::string_view text, size_t max_len) {
@@ -414,6 +471,9 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
         "before submission.");
   }
 
+  ASSIGN_OR_RETURN(std::string queue,
+                   ChosenQueue(configs, caller, pool_str, workflow, options.queues));
+
   // 2. Timeouts against the pool's maximum.
   RETURN_IF_ERROR(CheckTimeout("exec_timeout", workflow.exec_timeout_seconds,
                                pool->max_exec_timeout, "max_exec_timeout", pool_name));
@@ -425,6 +485,7 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
   plan.name = workflow.name;
   plan.pool = pool_str;
   plan.user = caller.user;
+  plan.queue = queue;
   plan.priority = workflow.priority;
   plan.exec_timeout_seconds =
       workflow.exec_timeout_seconds.value_or(config::EffectiveSeconds(pool->default_exec_timeout));
@@ -480,11 +541,25 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
 
   std::string chosen_node_pools;
   if (!workflow.node_pools.empty()) {
-    ASSIGN_OR_RETURN(chosen_node_pools, CheckedNodePools(workflow, options.node_pools));
+    ASSIGN_OR_RETURN(chosen_node_pools, CheckedNodePools(workflow.node_pools, "workflow.node_pools",
+                                                         options.node_pools));
   }
-  // Without a choice: the node pools of the platform's nodes (matched once per platform).
+  // Without a choice: the platform's default_node_pools, else the pool's, else the node pools of
+  // the platform's nodes (matched once per platform).
   auto node_pools_for = [&](PlatformContext& ctx) -> Result<std::string> {
     if (!chosen_node_pools.empty() || options.node_pools.empty()) return chosen_node_pools;
+    if (!ctx.node_pools.has_value() && !ctx.platform->default_node_pools.empty()) {
+      ASSIGN_OR_RETURN(ctx.node_pools, CheckedNodePools(ctx.platform->default_node_pools,
+                                                        "pool \"" + pool_str + "\": platforms." +
+                                                            ctx.name + ".default_node_pools",
+                                                        options.node_pools));
+    }
+    if (!ctx.node_pools.has_value() && !pool->default_node_pools.empty()) {
+      ASSIGN_OR_RETURN(
+          ctx.node_pools,
+          CheckedNodePools(pool->default_node_pools,
+                           "pool \"" + pool_str + "\": default_node_pools", options.node_pools));
+    }
     if (!ctx.node_pools.has_value()) {
       SubmitOptions::NodeList list;
       if (options.platform_nodes) {
@@ -504,6 +579,7 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
   const std::string priority_name = ToLower(PriorityName(workflow.priority));
   const std::string workflow_label = LabelValue(plan.workflow_id);
   const std::string pool_label = LabelValue(pool_str);
+  const std::string queue_label = LabelValue(queue);
   const std::string user_label = LabelValue(caller.user);
   for (const GroupSpec& group : workflow.groups) {
     const std::string gang = LabelValue(plan.workflow_id + "-" + group.name);
@@ -659,7 +735,7 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
       labels["gpupool.io/task"] = LabelValue(task.name);
       labels["gpupool.io/pool"] = pool_label;
       labels["gpupool.io/platform"] = ctx->label;
-      labels["gpupool.io/queue"] = pool_label;
+      labels["gpupool.io/queue"] = queue_label;
       ASSIGN_OR_RETURN(std::string task_node_pools, node_pools_for(*ctx));
       if (!task_node_pools.empty()) labels["gpupool.io/node-pool"] = task_node_pools;
       labels["gpupool.io/gang"] = gang;

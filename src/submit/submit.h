@@ -6,6 +6,10 @@
 //   1. "access denied"        the caller's roles must allow POST /api/pool/<pool>/workflow
 //                             (message names the user and the roles checked);
 //      "pool in maintenance"  enable_maintenance blocks everyone but osmo-admin;
+//      the queue              the workflow's `queue` (or --queue), else the pool's implicit
+//                             queue (named as the pool): a QUEUE config that is not a department
+//                             (no queue names it as parent) and that the roles allow as
+//                             POST /api/queue/<queue>/workflow (workflow:Create on queue/<queue>);
 //   2. "unknown platform"     each resource's platform, else the pool's default_platform (the
 //                             message lists the pool's platforms);
 //      "timeout above pool maximum"  exec/queue timeout above max_*_timeout (names the maximum);
@@ -20,6 +24,7 @@
 //   6. output: the base pod (user container with image, command, args, env, resources from
 //      USER_*, mounts, privileged, hostNetwork) with the rendered template merged over it, then
 //      the system labels gpupool.io/{workflow,group,task,pool,platform,queue,gang,gang-min,user}
+//      (and gpupool.io/node-pool with NODE_POOL configs)
 //      and priorityClassName high|normal|low.
 //
 // Thread contract: pure; safe to call concurrently.
@@ -38,6 +43,7 @@
 #include "model/k8s.h"
 #include "model/node_pool.h"
 #include "model/quantity.h"
+#include "model/queue.h"
 #include "submit/workflow.h"
 
 namespace gpupool::submit {
@@ -81,6 +87,8 @@ struct SubmitOptions {
   // name checked), else every node pool the task's platform's nodes are in (by name, `default`
   // last), so the scheduler may fall back from one to the next. Empty: no label (`default`).
   std::vector<model::NodePool> node_pools;
+  // The QUEUE configs, for the workflow's `queue` (a project; see step 1 above).
+  std::vector<model::Queue> queues;
 };
 
 struct PlannedTask {
@@ -99,6 +107,7 @@ struct SubmitPlan {
   std::string name;
   std::string pool;
   std::string user;
+  std::string queue;  // the tasks' gpupool.io/queue: the chosen project, else the pool
   Priority priority = Priority::kNormal;
   int64_t exec_timeout_seconds = 0;  // effective (workflow's, else the pool default)
   int64_t queue_timeout_seconds = 0;

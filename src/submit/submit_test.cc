@@ -205,6 +205,66 @@ TEST(SubmitTest, NodePoolsOfThePods) {
   }
 }
 
+// Without the workflow's choice: the platform's default_node_pools, else the pool's, else the
+// node pools of the platform's nodes; the workflow's choice wins over both.
+TEST(SubmitTest, DefaultNodePoolsOfPoolAndPlatform) {
+  model::NodePool l40s{
+      .name = "L40S", .label_key = "nvidia.com/gpu.product", .label_value = "NVIDIA-L40S"};
+  struct Case {
+    std::string name;
+    std::vector<std::string> pool_defaults, a100_defaults, chosen;
+    std::string sim_label, train_label, error;
+  };
+  std::vector<Case> cases = {
+      {"none: the nodes'", {}, {}, {}, "L40S", "default", ""},
+      {"the pool's", {"default", "L40S"}, {}, {}, "default,L40S", "default,L40S", ""},
+      {"the platform's over the pool's",
+       {"default", "L40S"},
+       {"L40S"},
+       {},
+       "default,L40S",
+       "L40S",
+       ""},
+      {"the workflow's over both",
+       {"default"},
+       {"L40S"},
+       {"L40S", "default"},
+       "L40S,default",
+       "L40S,default",
+       ""},
+      {"a default deleted since",
+       {"L4OS"},
+       {},
+       {},
+       "",
+       "",
+       "pool \"heterogeneous_pool\": default_node_pools[0]: node pool \"L4OS\" does not exist "
+       "(did you mean \"L40S\"?); node pools: L40S, default"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    config::ConfigSet configs = Configs();
+    config::Pool& pool = configs.pools.at("heterogeneous_pool");
+    pool.default_node_pools = c.pool_defaults;
+    for (config::Platform& p : pool.platforms) {
+      if (p.name == "a100_platform") p.default_node_pools = c.a100_defaults;
+    }
+    WorkflowSpec wf = Parse(kTwoPlatforms);
+    wf.node_pools = c.chosen;
+    SubmitOptions options{"np-1"};
+    options.node_pools = {l40s};
+    auto plan = Submit(configs, Nodes(), kAdmin, "heterogeneous_pool", wf, options);
+    if (!c.error.empty()) {
+      ASSERT_FALSE(plan.ok());
+      EXPECT_EQ(plan.status().message(), c.error);
+      continue;
+    }
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->tasks[0].pod["metadata"]["labels"]["gpupool.io/node-pool"], c.sim_label);
+    EXPECT_EQ(plan->tasks[1].pod["metadata"]["labels"]["gpupool.io/node-pool"], c.train_label);
+  }
+}
+
 TEST(SubmitTest, NodePoolListsParse) {
   EXPECT_EQ(*ParseNodePoolList(" A100-80 , default"),
             (std::vector<std::string>{"A100-80", "default"}));
@@ -224,6 +284,104 @@ TEST(SubmitTest, NodePoolListsParse) {
   ASSERT_FALSE(twice.ok());
   EXPECT_EQ(twice.status().message(),
             "wf.yaml:3:19: workflow.node_pools[1]: node pool \"a\" named twice");
+}
+
+// workflow.queue / --queue: a project the roles allow, counted in the pods' gpupool.io/queue;
+// without one the pool's own queue. Unknown, department and not-granted queues are refused.
+TEST(SubmitTest, QueueOfTheWorkflow) {
+  config::ConfigSet configs = Configs();
+  // osmo-rnd may submit to every queue named rnd-*, by policy; osmo-legacy to ml-a, by path.
+  Status put = config::PutConfig(configs, config::Kind::kRole, "osmo-rnd", json::parse(R"({
+      "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/team*"]},
+                   {"effect": "Allow", "actions": ["workflow:Create"],
+                    "resources": ["queue/rnd-*"]}]})"));
+  ASSERT_TRUE(put.ok()) << put.ToString();
+  put = config::PutConfig(configs, config::Kind::kRole, "osmo-legacy", json::parse(R"({
+      "actions": [{"base": "http", "path": "api/pool/team*", "method": "*"},
+                  {"base": "http", "path": "/api/queue/ml-a/workflow", "method": "Post"}]})"));
+  ASSERT_TRUE(put.ok()) << put.ToString();
+  std::vector<model::Queue> queues = {{.name = "rnd"},
+                                      {.name = "rnd-train", .parent = "rnd"},
+                                      {.name = "rnd-build", .parent = "rnd"},
+                                      {.name = "ml"},
+                                      {.name = "ml-a", .parent = "ml"},
+                                      {.name = "solo"}};
+  struct Case {
+    std::string name;
+    std::vector<std::string> roles;
+    std::string queue;   // the workflow's
+    std::string origin;  // "" = the file's field
+    std::string label;   // expected gpupool.io/queue; "" = refused
+    std::string error;
+  };
+  const std::string kYours =
+      "; queues you may submit to: rnd-build, rnd-train (or none: pool \"team-limits\"'s own "
+      "quota)";
+  std::vector<Case> cases = {
+      {"none: the pool's", {"osmo-rnd"}, "", "", "team-limits", ""},
+      {"the pool's own, named", {"osmo-rnd"}, "team-limits", "", "team-limits", ""},
+      {"a granted project", {"osmo-rnd"}, "rnd-train", "", "rnd-train", ""},
+      {"granted by a legacy path", {"osmo-legacy"}, "ml-a", "--queue", "ml-a", ""},
+      {"admin: every project", {"osmo-admin"}, "ml-a", "", "ml-a", ""},
+      {"admin: a top-level queue without projects", {"osmo-admin"}, "solo", "", "solo", ""},
+      {"unknown, close to a project",
+       {"osmo-rnd"},
+       "rnd-trian",
+       "",
+       "",
+       "wf.yaml:3:3: workflow.queue: queue \"rnd-trian\" does not exist (did you mean "
+       "\"rnd-train\"?)" +
+           kYours},
+      {"unknown, from the flag",
+       {"osmo-rnd"},
+       "rnd-x",
+       "--queue",
+       "",
+       "--queue: queue \"rnd-x\" does not exist" + kYours},
+      {"a department",
+       {"osmo-admin"},
+       "rnd",
+       "",
+       "",
+       "wf.yaml:3:3: workflow.queue: queue \"rnd\" is a department; submit to one of its "
+       "projects (rnd-build, rnd-train)"},
+      {"not granted (deny by default)",
+       {"osmo-rnd"},
+       "ml-a",
+       "--queue",
+       "",
+       "access denied: user \"alice\" with roles osmo-rnd may not submit to queue \"ml-a\" "
+       "(--queue): POST /api/queue/ml-a/workflow is not allowed for roles osmo-rnd, "
+       "osmo-default" +
+           kYours},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string text = "workflow:\n  name: w\n";
+    if (!c.queue.empty() && c.origin.empty()) text += "  queue: " + c.queue + "\n";
+    text += "  tasks:\n  - {name: t, image: i}\n";
+    WorkflowSpec wf = Parse(text);
+    if (!c.origin.empty()) {
+      wf.queue = c.queue;
+      wf.queue_origin = c.origin;
+    }
+    SubmitOptions options{"q-1"};
+    options.queues = queues;
+    auto plan =
+        Submit(configs, Nodes(), SubmitCaller{"alice", c.roles}, "team-limits", wf, options);
+    if (c.label.empty()) {
+      ASSERT_FALSE(plan.ok());
+      EXPECT_EQ(plan.status().message(), c.error);
+      continue;
+    }
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->queue, c.label);
+    EXPECT_EQ(plan->tasks[0].pod["metadata"]["labels"]["gpupool.io/queue"], c.label);
+  }
+  auto bad = ParseWorkflow(
+      "workflow:\n  name: w\n  queue: [a]\n  tasks:\n  - {name: t, image: i}\n", "wf.yaml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("wf.yaml:3:3: workflow.queue: expected a string"));
 }
 
 TEST(SubmitTest, VariablePrecedence) {

@@ -606,7 +606,7 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
   ASSIGN_OR_RETURN(auto* wf_obj, RequireObject(wf, "workflow", src));
   RETURN_IF_ERROR(CheckFields(*wf_obj, "workflow",
                               {"name", "resources", "tasks", "groups", "timeout", "priority",
-                               "node_pools", "labels", "pool", "backend"},
+                               "node_pools", "queue", "labels", "pool", "backend"},
                               src));
   WorkflowSpec spec;
   if (!wf_obj->contains("name")) {
@@ -716,6 +716,11 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
   }
   if (wf_obj->contains("node_pools")) {
     ASSIGN_OR_RETURN(spec.node_pools, GetNodePools((*wf_obj)["node_pools"], src));
+  }
+  if (wf_obj->contains("queue")) {
+    ASSIGN_OR_RETURN(spec.queue, GetString((*wf_obj)["queue"], "workflow.queue", src));
+    RETURN_IF_ERROR(CheckName(spec.queue, "workflow.queue", src));
+    spec.queue_origin = Prefix(src, "workflow.queue") + "workflow.queue";
   }
   if (wf_obj->contains("labels")) {
     const json& labels = (*wf_obj)["labels"];

@@ -6,6 +6,7 @@
 //     timeout: {exec_timeout: 8h, queue_timeout: 2h}
 //     priority: NORMAL                       # HIGH | NORMAL | LOW
 //     node_pools: [a100-80, default]         # optional; preference order (or "a100-80,default")
+//     queue: rnd-training                    # optional; a project (QUEUE config) the roles allow
 //     resources:
 //       default: {cpu: 4, memory: 32Gi, storage: 50Gi, platform: l40s_platform}
 //     tasks:                                 # or groups: [{name, tasks: [...]}]
@@ -77,6 +78,12 @@ struct WorkflowSpec {
   // Node pools in preference order (Run:ai's researcher's choice); empty: every node pool the
   // task's platform's nodes are in. Names are checked against the NODE_POOL configs by Submit.
   std::vector<std::string> node_pools;
+  // The queue (a Run:ai project) the tasks' quota is counted in; empty: the pool's implicit
+  // queue. Checked against the QUEUE configs and the caller's roles by Submit.
+  std::string queue;
+  // Where `queue` came from, as its errors start: "wf.yaml:4:10: workflow.queue" (the file's
+  // field) or "--queue" (the command line, which wins over the file).
+  std::string queue_origin = "workflow.queue";
   nlohmann::ordered_json labels = nlohmann::ordered_json::object();
   // The `workflow:` object after substitution, as parsed (kept for storage and display).
   nlohmann::ordered_json document;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -86,6 +87,19 @@ std::vector<RefusedCase> RefusedCases() {
        {"config", "update", "QUEUE", "ops", "--file", "ops.json"},
        "error: ops.json:3:5: queue \"ops\": resources.a100-8: node pool \"a100-8\" does not exist "
        "(did you mean \"a100-80\"?)\n"},
+      {"a pool's unknown default node pool",
+       "p.json",
+       "{\n  \"backend\": \"default\",\n  \"default_node_pools\": [\"a100-8\"]\n}\n",
+       {"config", "update", "POOL", "p", "--file", "p.json"},
+       "error: p.json:3:26: pool \"p\": default_node_pools[0]: node pool \"a100-8\" does not "
+       "exist (did you mean \"a100-80\"?); node pools: a100-80, default, l40s\n"},
+      {"a platform's unknown default node pool",
+       "p.json",
+       "{\"backend\": \"default\",\n \"platforms\": {\"x\": {\n  \"default_node_pools\": "
+       "[\"default\", \"l4Os\"]}}}\n",
+       {"config", "update", "POOL", "p", "--file", "p.json"},
+       "error: p.json:3:37: pool \"p\": platforms.x.default_node_pools[1]: node pool \"l4Os\" "
+       "does not exist (did you mean \"l40s\"?); node pools: a100-80, default, l40s\n"},
       {"a label that already selects a node pool",
        "big.json",
        "{\n  \"label_key\": \"node-pool\",\n  \"label_value\": \"l40s\"\n}\n",
@@ -242,6 +256,28 @@ TEST_P(TogetherTest, DeletingWhatQueuesUseNeedsForce) {
                                "anyway (--force)"));
 }
 
+// A pool's default_node_pools (seed 003's `Default` kept as `default`) are its tasks' node pools
+// when the workflow names none; a node pool they name is deleted only with --force.
+TEST_P(TogetherTest, DefaultNodePoolsOfAPool) {
+  LoadTree();
+  Update("POOL", "p", R"({"backend": "default", "default_platform": "x",
+      "default_node_pools": ["l40s", "Default"], "platforms": {"x": {}}})");
+  json shown = json::parse(Ok({"config", "show", "POOL", "p", "-o", "json"}).out);
+  EXPECT_EQ(shown["body"]["default_node_pools"], json::parse(R"(["l40s", "default"])"));
+  Write("wf.yaml", "workflow:\n  name: w\n  tasks:\n  - {name: t, image: i}\n");
+  json dry = json::parse(
+      Ok({"workflow", "submit", "wf.yaml", "--pool", "p", "--dry-run", "-o", "json"}).out);
+  EXPECT_EQ(dry["pods"][0]["metadata"]["labels"]["gpupool.io/node-pool"], "l40s,default");
+  dry = json::parse(Ok({"workflow", "submit", "wf.yaml", "--pool", "p", "--node-pools", "a100-80",
+                        "--dry-run", "-o", "json"})
+                        .out);
+  EXPECT_EQ(dry["pods"][0]["metadata"]["labels"]["gpupool.io/node-pool"], "a100-80");
+  Outcome r = Gpupool({"config", "delete", "NODE_POOL", "l40s"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("node pool \"l40s\" is a default node pool of pools p; change "
+                               "them first, or pass --force"));
+}
+
 TEST_P(TogetherTest, ANodeInTwoNodePoolsIsReported) {
   LoadTree();
   // Another label key: accepted, but node a100-1 carries both labels.
@@ -359,8 +395,14 @@ TEST_P(TogetherTest, QueueList) {
     EXPECT_THAT(table.err, HasSubstr("note: fair share and allocation come from a server's"));
     return;
   }
-  // The server's loop computes fair shares (bounded wait: 10 s).
-  for (int i = 0; i < 200 && !view.value("leader", false); ++i) {
+  // The server's loop computes fair shares (bounded wait: 10 s). Queues configured after its
+  // last cycle are listed without one until its next cycle.
+  auto all_shared = [](const json& v) {
+    if (!v.value("leader", false)) return false;
+    return std::all_of(v["rows"].begin(), v["rows"].end(),
+                       [](const json& row) { return row["fair_share"].is_number(); });
+  };
+  for (int i = 0; i < 200 && !all_shared(view); ++i) {
     usleep(50 * 1000);
     view = json::parse(Ok({"queue", "list", "-o", "json"}).out);
   }

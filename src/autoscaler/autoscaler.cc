@@ -288,8 +288,13 @@ struct Plan {
   std::map<std::string, std::string> planned;  // pod -> machine pool it was packed into
 };
 
+// The notice's drain is planned on the snapshot as it was (times from the notice), then the
+// nodes go with their pods.
 Status Interrupt(const std::vector<std::string>& nodes, const std::vector<PoolState>& pools,
                  scheduler::ClusterSnapshot& snapshot, std::vector<Interruption>& out) {
+  const scheduler::ClusterSnapshot before = snapshot;
+  const model::DisruptionBudgets budgets(before.disruption_budgets, before.pods);
+  std::vector<int> stopped_pods;
   for (const std::string& name : nodes) {
     auto it = std::find_if(snapshot.nodes.begin(), snapshot.nodes.end(),
                            [&](const model::Node& n) { return n.name == name; });
@@ -316,6 +321,8 @@ Status Interrupt(const std::vector<std::string>& nodes, const std::vector<PoolSt
     Interruption interruption;
     interruption.node = name;
     interruption.machine_pool = pool->pool->name;
+    interruption.stops =
+        PlanDrain(before, budgets, name, 0, interruption.notice_seconds * 1000, stopped_pods);
     for (auto& pod : snapshot.pods) {
       if (pod.node_name == name) {
         pod.node_name.clear();
@@ -678,6 +685,7 @@ Result<AutoscaleResult> Simulate(const scheduler::ClusterSnapshot& snapshot,
   }
   std::set<std::string> taken;  // names a new node must not get (interrupted ones included)
   for (const auto& node : snapshot.nodes) taken.insert(node.name);
+  taken.insert(options.reserved_names.begin(), options.reserved_names.end());
   for (const auto& job : Jobs(needs)) PlanJob(job, plan, taken);
   PlanMinReplicas(plan, taken);
 
@@ -687,13 +695,15 @@ Result<AutoscaleResult> Simulate(const scheduler::ClusterSnapshot& snapshot,
   for (int round = 0; round < 4 && DropUnused(result.cycle, plan); ++round) {
     result.cycle = scheduler.RunCycle(WithAdded(base, plan));
   }
-  // The interrupted nodes' pods were evicted by the NoExecute taint at the notice's deadline.
+  // The interrupted nodes' pods were told to stop during the notice (drain.h), at the latest
+  // evicted by the NoExecute taint at its deadline.
   std::vector<scheduler::Eviction> evictions;
   for (const Interruption& i : result.interruptions) {
-    for (const std::string& pod : i.pods) {
-      evictions.push_back({pod, i.node, scheduler::EvictionReason::kNoExecute,
-                           "spot interruption: node terminated " +
-                               model::FormatDuration(i.notice_seconds) + " after the notice"});
+    for (const PodStop& stop : i.stops) {
+      evictions.push_back({stop.pod, i.node, scheduler::EvictionReason::kNoExecute,
+                           "spot interruption (node terminated " +
+                               model::FormatDuration(i.notice_seconds) +
+                               " after the notice): " + DescribeStop(stop)});
     }
   }
   result.cycle.evictions.insert(result.cycle.evictions.begin(), evictions.begin(), evictions.end());
@@ -718,10 +728,21 @@ Json AutoscaleResultToJson(const AutoscaleResult& result) {
   if (!result.has_machine_pools) return out;
   Json interruptions = Json::array();
   for (const Interruption& i : result.interruptions) {
+    Json stops = Json::array();
+    for (const PodStop& stop : i.stops) {
+      Json entry = {{"pod", stop.pod},
+                    {"toldAfterSeconds", stop.told_ms / 1000},
+                    {"gracePeriodSeconds", stop.grace_seconds},
+                    {"goneAfterSeconds", stop.end_ms / 1000}};
+      if (!stop.pre_stop.empty()) entry["preStop"] = stop.pre_stop;
+      if (!stop.kept_by.empty()) entry["keptBy"] = stop.kept_by;
+      stops.push_back(std::move(entry));
+    }
     interruptions.push_back({{"node", i.node},
                              {"machinePool", i.machine_pool},
                              {"noticeSeconds", i.notice_seconds},
-                             {"evictedPods", i.pods}});
+                             {"evictedPods", i.pods},
+                             {"drain", std::move(stops)}});
   }
   out["interruptions"] = std::move(interruptions);
   Json up = Json::array();

@@ -5,8 +5,10 @@
 //
 // Algorithm (cluster-autoscaler's loop, one pass; Karpenter's vocabulary where it differs):
 //   1. Interruptions first (--interrupt NODE): a spot node gets its 2-minute notice. The node is
-//      gone after the notice; its pods are evicted (reason NoExecute, as the node's NoExecute
-//      taint at the deadline does) and pending again, keeping their arrival order.
+//      gone after the notice; its pods are drained (drain.h: told to stop at the notice, or later
+//      when a PodDisruptionBudget keeps them, each with its grace period capped by the deadline),
+//      evicted (reason NoExecute, as the node's NoExecute taint at the deadline does) and pending
+//      again, keeping their arrival order.
 //   2. One scheduling cycle over the existing nodes (scheduler::Scheduler).
 //   3. Scale-up: the pods still pending (and the evicted ones) are packed, first-fit in
 //      decreasing order of GPUs, cpu, memory (then name), onto new template nodes of the machine
@@ -38,6 +40,7 @@
 #include <string>
 #include <vector>
 
+#include "autoscaler/drain.h"
 #include "common/status.h"
 #include "model/k8s.h"
 #include "model/machine_pool.h"
@@ -95,6 +98,9 @@ model::Node TemplateNode(const model::MachinePool& pool, const model::InstanceTy
 struct AutoscaleOptions {
   scheduler::SchedulerOptions scheduler;
   std::vector<std::string> interrupt_nodes;  // spot nodes that get the 2-minute notice
+  // Names a new node must not take besides the snapshot's (the live loop's nodes that leave in
+  // the same step: a new node of the same name would be written and deleted at once).
+  std::vector<std::string> reserved_names;
 };
 
 struct ScaleUp {
@@ -124,7 +130,9 @@ struct Interruption {
   std::string node;
   std::string machine_pool;
   int64_t notice_seconds = kSpotInterruptionNoticeSeconds;
-  std::vector<std::string> pods;  // evicted at the deadline, pending again
+  std::vector<std::string> pods;  // gone by the deadline, pending again
+  // How each pod was drained (autoscaler/drain.h), times in ms from the notice.
+  std::vector<PodStop> stops;
 };
 
 struct PoolCost {

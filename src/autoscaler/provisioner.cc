@@ -41,6 +41,62 @@ std::optional<int64_t> AnnotationMs(const model::Node& node, const char* key) {
   return value;
 }
 
+using Json = nlohmann::ordered_json;
+
+Json DrainJson(const model::Node& node) {
+  auto it = node.annotations.find(kDrainAnnotation);
+  if (it == node.annotations.end()) return Json::object();
+  Json parsed = Json::parse(it->second, nullptr, false);
+  return parsed.is_object() ? parsed : Json::object();
+}
+
+// This step's drain of an interrupted node before its deadline: the pods told to stop now, and
+// those a budget keeps (each recorded once in gpupool.io/drain, with an event).
+struct Drainer {
+  const scheduler::ClusterSnapshot& cluster;
+  const model::DisruptionBudgets budgets;
+  std::set<std::string> told;  // pods told to stop, on every node (disrupted for the budgets)
+  ProvisionDecision& decision;
+
+  Drainer(const scheduler::ClusterSnapshot& c, ProvisionDecision& d)
+      : cluster(c), budgets(c.disruption_budgets, c.pods), decision(d) {
+    // A pod told to stop counts as disrupted while it is still there (once evicted it is
+    // pending, and running again elsewhere it is healthy again).
+    std::map<std::string, std::string> bound;
+    for (const model::PodScheduling& pod : c.pods) bound[scheduler::PodKey(pod)] = pod.node_name;
+    for (const model::Node& node : c.nodes) {
+      for (const DrainEntry& e : DrainEntries(node)) {
+        if (e.told_ms && bound[e.pod] == node.name) told.insert(e.pod);
+      }
+    }
+  }
+
+  void Step(model::Node& node, const model::MachinePool& pool, int64_t deadline_ms, int64_t now_ms,
+            bool& changed) {
+    auto stopped = [&](int i) { return told.contains(scheduler::PodKey(cluster.pods[i])); };
+    DrainDecision step = DecideDrain(cluster, budgets, node.name, deadline_ms, now_ms, stopped);
+    if (step.stop.empty() && step.kept.empty()) return;
+    Json drain = DrainJson(node);
+    for (const auto& [pod, why] : step.kept) {
+      if (drain.contains(pod)) continue;
+      drain[pod] = {{"kept", why}};
+      decision.events.push_back({node.name, pool.name, "pod " + pod + " kept running: " + why});
+    }
+    for (PodStop& stop : step.stop) {
+      if (drain.contains(stop.pod) && drain[stop.pod].contains("kept")) {
+        stop.kept_by = drain[stop.pod]["kept"].get<std::string>();
+      }
+      const std::string why = DescribeStop(stop);
+      drain[stop.pod] = {{"told", stop.told_ms}, {"end", stop.end_ms}, {"why", why}};
+      decision.events.push_back({node.name, pool.name, "pod " + stop.pod + " " + why});
+      told.insert(stop.pod);
+      decision.stops.push_back(std::move(stop));
+    }
+    node.annotations[kDrainAnnotation] = drain.dump();
+    changed = true;
+  }
+};
+
 // Per node, the lifecycle transitions of this step. Returns false when the node is removed.
 struct Lifecycle {
   const ProvisionOptions& options;
@@ -49,8 +105,9 @@ struct Lifecycle {
   std::map<std::string, int>& live_nodes;  // per machine pool, nodes not interrupted or removed
   ProvisionDecision& decision;
   std::vector<std::string>& interrupted;
+  std::vector<std::string>& removable;  // empty long enough: removed unless the plan uses them
 
-  // `node` is updated in place; returns whether it stays.
+  // `node` is updated in place; returns whether it stays in planning.
   bool Step(model::Node& node, const model::MachinePool& pool, bool& changed) {
     const int pods = pods_on.contains(node.name) ? pods_on.at(node.name) : 0;
     std::optional<int64_t> ready_at = AnnotationMs(node, kReadyAtAnnotation);
@@ -89,10 +146,10 @@ struct Lifecycle {
     }
     if (now_ms - *empty_since >= options.scale_down_after_ms &&
         live_nodes[pool.name] > pool.min_replicas) {
+      // Removed after planning, unless the plan puts pods there (a replacement launched for an
+      // interrupted node's pods is empty until they leave it).
       --live_nodes[pool.name];
-      Remove(node, pool,
-             "removed: empty for " + model::FormatDuration(options.scale_down_after_ms / 1000));
-      return false;
+      removable.push_back(node.name);
     }
     return true;
   }
@@ -137,8 +194,9 @@ Result<ProvisionDecision> Reconcile(const scheduler::ClusterSnapshot& cluster,
       ++live_nodes[pool->name];
     }
   }
-  std::vector<std::string> interrupted;
-  Lifecycle lifecycle{options, now_ms, pods_on, live_nodes, decision, interrupted};
+  std::vector<std::string> interrupted, removable;
+  Lifecycle lifecycle{options, now_ms, pods_on, live_nodes, decision, interrupted, removable};
+  Drainer drainer(cluster, decision);
 
   // Planning sees the cluster as it will be: removed nodes gone, launching nodes as capacity.
   scheduler::ClusterSnapshot planning = cluster;
@@ -151,6 +209,8 @@ Result<ProvisionDecision> Reconcile(const scheduler::ClusterSnapshot& cluster,
     }
     model::Node node = original;
     bool changed = false;
+    const std::optional<int64_t> deadline = AnnotationMs(node, kInterruptionDeadlineAnnotation);
+    if (deadline && now_ms < *deadline) drainer.Step(node, *pool, *deadline, now_ms, changed);
     if (!lifecycle.Step(node, *pool, changed)) continue;
     if (changed) decision.upserts.push_back(node);
     RemoveTaints(node, kNotReadyTaintKey);
@@ -160,7 +220,20 @@ Result<ProvisionDecision> Reconcile(const scheduler::ClusterSnapshot& cluster,
   AutoscaleOptions plan_options;
   plan_options.scheduler = options.scheduler;
   plan_options.interrupt_nodes = interrupted;  // their replacements launch at the notice
+  // A node terminated in this step keeps its name out of this step's launches.
+  for (const model::Node& node : cluster.nodes) plan_options.reserved_names.push_back(node.name);
   ASSIGN_OR_RETURN(AutoscaleResult plan, Simulate(planning, pools, catalog, plan_options));
+  std::set<std::string> used;
+  for (const auto& binding : plan.cycle.bindings) used.insert(binding.node);
+  for (const std::string& name : removable) {
+    if (used.contains(name)) continue;
+    std::erase_if(decision.upserts, [&](const model::Node& n) { return n.name == name; });
+    const model::Node& node = *std::find_if(planning.nodes.begin(), planning.nodes.end(),
+                                            [&](const model::Node& n) { return n.name == name; });
+    lifecycle.Remove(
+        node, *MachinePoolOf(node, pools),
+        "removed: empty for " + model::FormatDuration(options.scale_down_after_ms / 1000));
+  }
   for (const ScaleUp& up : plan.scale_up) {
     const model::MachinePool* pool = nullptr;
     for (const auto& p : pools) {
@@ -175,6 +248,34 @@ Result<ProvisionDecision> Reconcile(const scheduler::ClusterSnapshot& cluster,
     }
   }
   return decision;
+}
+
+std::vector<DrainEntry> DrainEntries(const model::Node& node) {
+  std::vector<DrainEntry> out;
+  const Json drain = DrainJson(node);  // items() must not outlive it
+  for (const auto& [pod, entry] : drain.items()) {
+    if (!entry.is_object()) continue;
+    DrainEntry e;
+    e.pod = pod;
+    if (entry.contains("told") && entry["told"].is_number_integer() && entry.contains("end") &&
+        entry["end"].is_number_integer()) {
+      e.told_ms = entry["told"].get<int64_t>();
+      e.end_ms = entry["end"].get<int64_t>();
+      e.why = entry.value("why", "");
+    } else {
+      e.why = entry.value("kept", "");
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<std::string> DrainedPods(const model::Node& node, int64_t now_ms) {
+  std::vector<std::string> out;
+  for (const DrainEntry& e : DrainEntries(node)) {
+    if (e.told_ms && e.end_ms <= now_ms) out.push_back(e.pod);
+  }
+  return out;
 }
 
 Result<model::Node> BeginInterruption(const model::Node& node,

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "scheduler/scenario.h"
 
 namespace gpupool::autoscaler {
@@ -41,7 +43,7 @@ class Cluster {
   }
 
   ProvisionDecision Step(int64_t now_ms) {
-    auto decision = Reconcile(snapshot_, pools_, Catalog::Builtin(), now_ms, {});
+    auto decision = Reconcile(snapshot_, pools_, Catalog::Builtin(), now_ms, options_);
     EXPECT_TRUE(decision.ok()) << decision.status().ToString();
     for (const auto& node : decision->upserts) {
       auto it = std::find_if(snapshot_.nodes.begin(), snapshot_.nodes.end(),
@@ -76,8 +78,25 @@ class Cluster {
     return out;
   }
   const std::vector<model::MachinePool>& pools() const { return pools_; }
+  ProvisionOptions& options() { return options_; }
+  // The pods the loop evicts before its cycle (their drain ended): unbound here.
+  std::vector<std::string> EvictDrained(int64_t now_ms) {
+    std::vector<std::string> out;
+    for (const auto& node : snapshot_.nodes) {
+      for (const std::string& pod : DrainedPods(node, now_ms)) {
+        for (auto& p : snapshot_.pods) {
+          if (p.name == pod && p.node_name == node.name) {
+            p.node_name.clear();
+            out.push_back(pod);
+          }
+        }
+      }
+    }
+    return out;
+  }
 
  private:
+  ProvisionOptions options_;
   scheduler::ClusterSnapshot snapshot_;
   std::vector<model::MachinePool> pools_;
 };
@@ -165,10 +184,19 @@ TEST(ProvisionerTest, SpotInterruptionReplacesThenTerminates) {
   EXPECT_EQ(BeginInterruption(*noticed, cluster.pools(), 3 * kMinute).status().code(),
             StatusCode::kFailedPrecondition);
 
-  // At the notice the replacement launches (its pod will need a home).
+  // At the notice the pod is told to stop (default grace period 30 s) and the replacement
+  // launches (its pod will need a home).
   ProvisionDecision replace = cluster.Step(3 * kMinute);
-  EXPECT_EQ(Events(replace), std::vector<std::string>{"ml-training-2: launched (pending pods)"});
-  // At the deadline: NoExecute; the pod is still bound, so the node stays this step.
+  EXPECT_EQ(Events(replace),
+            (std::vector<std::string>{
+                "ml-training-1: pod train told to stop: SIGTERM; grace period 30s, gone after 30s",
+                "ml-training-2: launched (pending pods)"}));
+  ASSERT_EQ(replace.stops.size(), 1u);
+  EXPECT_EQ(replace.stops[0].end_ms, 3 * kMinute + 30'000);
+  EXPECT_TRUE(cluster.EvictDrained(3 * kMinute + 29'000).empty());
+  EXPECT_TRUE(cluster.Step(3 * kMinute + 29'000).stops.empty());  // told once
+  // Say the loop missed the end of its grace period: at the deadline the node is tainted
+  // NoExecute; the pod is still bound, so the node stays this step.
   ProvisionDecision deadline = cluster.Step(5 * kMinute);
   EXPECT_EQ(Events(deadline),
             (std::vector<std::string>{
@@ -180,6 +208,111 @@ TEST(ProvisionerTest, SpotInterruptionReplacesThenTerminates) {
   ProvisionDecision gone = cluster.Step(5 * kMinute + 200);
   EXPECT_EQ(gone.deletes, std::vector<std::string>{"ml-training-1"});
   EXPECT_EQ(cluster.NodeNames(), (std::vector<std::string>{"compute-1", "ml-training-2"}));
+}
+
+TEST(ProvisionerTest, SpotDrainHonoursBudgetsAndGracePeriods) {
+  // Three pods on one spot node: a and b of app=train under a budget allowing one disruption
+  // (b asks 20 s of grace), c with a preStop hook and 300 s of grace (more than the notice).
+  auto pod = [](const std::string& name, const std::string& labels, const std::string& extra) {
+    return "---\napiVersion: v1\nkind: Pod\nmetadata: {name: " + name + labels +
+           "}\nspec:\n  nodeName: ml-training-1\n" + extra +
+           "  containers: [{name: main, image: i}]\n";
+  };
+  const std::string train = ", labels: {app: train}";
+  Cluster cluster(
+      "---\napiVersion: v1\nkind: Node\nmetadata: {name: ml-training-1, labels: "
+      "{node.kubernetes.io/machinepool: ml-training}}\n"
+      "status: {allocatable: {cpu: '8', memory: 61Gi, pods: '110', nvidia.com/gpu: '1'}}\n" +
+      pod("a", train, "") + pod("b", train, "  terminationGracePeriodSeconds: 20\n") +
+      pod("c", "",
+          "  terminationGracePeriodSeconds: 300\n"
+          "  initContainers: []\n") +
+      "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: train}\n"
+      "spec: {maxUnavailable: 1, selector: {matchLabels: {app: train}}}\n");
+  const int64_t notice = 2 * kMinute, deadline = 4 * kMinute;
+  auto noticed = BeginInterruption(*cluster.Node("ml-training-1"), cluster.pools(), notice);
+  ASSERT_TRUE(noticed.ok()) << noticed.status().ToString();
+  *cluster.Node("ml-training-1") = *noticed;
+
+  ProvisionDecision first = cluster.Step(notice);
+  std::vector<std::string> told;
+  for (const PodStop& stop : first.stops) told.push_back(stop.pod);
+  EXPECT_EQ(told, (std::vector<std::string>{"a", "c"})) << ::testing::PrintToString(Events(first));
+  ASSERT_EQ(first.stops.size(), 2u);
+  EXPECT_EQ(first.stops[0].end_ms, notice + 30'000);  // the default grace period
+  EXPECT_EQ(first.stops[1].end_ms, deadline);         // c's 300 s are cut to the 120 s left
+  bool kept_event = false;
+  for (const std::string& e : Events(first)) {
+    kept_event |= e.starts_with(
+        "ml-training-1: pod b kept running: PodDisruptionBudget train "
+        "(maxUnavailable 1) allows 0 more disruptions");
+  }
+  EXPECT_TRUE(kept_event) << ::testing::PrintToString(Events(first));
+
+  // a leaves after its 30 s. Pending, it is not healthy: of a and b only b is, and the budget
+  // needs one, so b stays until its grace period must begin (deadline - 20 s).
+  EXPECT_EQ(cluster.EvictDrained(notice + 30'000), std::vector<std::string>{"a"});
+  EXPECT_TRUE(cluster.Step(notice + 30'000).stops.empty());
+  EXPECT_TRUE(cluster.Step(deadline - 21'000).stops.empty());
+  ProvisionDecision forced = cluster.Step(deadline - 20'000);
+  ASSERT_EQ(forced.stops.size(), 1u) << ::testing::PrintToString(Events(forced));
+  EXPECT_EQ(forced.stops[0].pod, "b");
+  EXPECT_EQ(forced.stops[0].end_ms, deadline);
+  EXPECT_NE(forced.stops[0].kept_by.find("PodDisruptionBudget train"), std::string::npos);
+  EXPECT_EQ(cluster.EvictDrained(deadline), (std::vector<std::string>{"b", "c"}));
+}
+
+TEST(ProvisionerTest, PreStopHooksAreDescribed) {
+  scheduler::Scenario scenario;
+  ASSERT_TRUE(scheduler::AddScenarioText(
+                  "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n"
+                  "  containers: [{name: app, image: i, lifecycle: {preStop: {exec: {command: "
+                  "[/bin/sh, -c, save_checkpoint.sh]}}}}, {name: side, image: i, lifecycle: "
+                  "{preStop: {sleep: {seconds: 5}}}}]\n",
+                  "p.yaml", scenario)
+                  .ok());
+  PodStop stop;
+  stop.pod = "p";
+  stop.grace_seconds = 30;
+  stop.told_ms = 0;
+  stop.end_ms = 30'000;
+  stop.pre_stop = scenario.snapshot.pods[0].pre_stop;
+  EXPECT_EQ(DescribeStop(stop),
+            "told to stop: preStop app: exec /bin/sh -c save_checkpoint.sh, side: sleep 5s, then "
+            "SIGTERM; grace period 30s, gone after 30s");
+}
+
+// The live stall: with a short scale-down delay, the replacement launched at the notice was
+// removed while the interrupted pod still drained, and a node launched in the step that removed
+// another took its name, so the step's writes collided. The replacement now stays while the plan
+// needs it, and names are never reused within a step.
+TEST(ProvisionerTest, ShortScaleDownKeepsTheReplacementAndNeverReusesANameInAStep) {
+  Cluster cluster(GpuPod("train"));
+  cluster.options().provision_delay_ms = 1'000;
+  cluster.options().scale_down_after_ms = 1'000;
+  cluster.Step(0);
+  cluster.Step(1'000);  // ready
+  cluster.Bind("train", "ml-training-1");
+  cluster.Step(2'000);
+  auto noticed = BeginInterruption(*cluster.Node("ml-training-1"), cluster.pools(), 3'000);
+  ASSERT_TRUE(noticed.ok());
+  *cluster.Node("ml-training-1") = *noticed;
+  std::set<std::string> launched;
+  for (int64_t t = 3'000; t < 3'000 + 30'000; t += 500) {
+    ProvisionDecision d = cluster.Step(t);
+    std::set<std::string> upserted, deleted(d.deletes.begin(), d.deletes.end());
+    for (const auto& n : d.upserts) upserted.insert(n.name);
+    for (const std::string& name : deleted) {
+      EXPECT_FALSE(upserted.contains(name)) << "node " << name << " written and deleted at " << t;
+    }
+    for (const auto& e : d.events) {
+      if (e.what.starts_with("launched")) launched.insert(e.node);
+      EXPECT_FALSE(e.what.starts_with("removed")) << e.node << ": " << e.what << " at " << t;
+    }
+  }
+  // One replacement, kept empty while train drains.
+  EXPECT_EQ(launched, std::set<std::string>{"ml-training-2"});
+  EXPECT_NE(cluster.Node("ml-training-2"), nullptr);
 }
 
 TEST(ProvisionerTest, AfterCycleBindsAndEvicts) {

@@ -43,6 +43,7 @@ constexpr KindInfo kKinds[] = {
     {Kind::kNodePool, "NODE_POOL", "NodePool"},
     {Kind::kQueue, "QUEUE", "Queue"},
     {Kind::kMachinePool, "MACHINE_POOL", "MachinePool"},
+    {Kind::kPodDisruptionBudget, "POD_DISRUPTION_BUDGET", "PodDisruptionBudget"},
 };
 
 // "PodTemplate" / "pod-template" / "pod_template" -> "podtemplate".
@@ -1182,6 +1183,8 @@ std::vector<std::string> BodyFields(Kind kind) {
     case Kind::kMachinePool:
       return {"instance_type", "min_replicas",  "max_replicas", "replicas",  "labels",
               "taints",        "capacity_type", "max_price",    "disk_size", "description"};
+    case Kind::kPodDisruptionBudget:
+      return {"selector", "minAvailable", "maxUnavailable", "unhealthyPodEvictionPolicy"};
   }
   return {};
 }

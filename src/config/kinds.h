@@ -50,10 +50,13 @@ enum class Kind {
   kNodePool,
   kQueue,
   kMachinePool,
+  // policy/v1 PodDisruptionBudget (model/disruption_budget.h): the body is the spec; its manifest
+  // has apiVersion policy/v1, the others gpupool.io/v1.
+  kPodDisruptionBudget,
 };
 
 // "POOL", "POD_TEMPLATE", "RESOURCE_VALIDATION", "ROLE", "BACKEND", "NODE_POOL", "QUEUE",
-// "MACHINE_POOL".
+// "MACHINE_POOL", "POD_DISRUPTION_BUDGET".
 std::string_view KindName(Kind kind);
 // Manifest spelling: "Pool", "PodTemplate", "ResourceValidation", ...
 std::string_view KindManifestName(Kind kind);

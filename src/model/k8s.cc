@@ -609,6 +609,74 @@ Result<ResourceList> PodRequestsFromJson(const ordered_json& pod) {
   return requests;
 }
 
+namespace {
+
+// "exec /bin/sh -c save_checkpoint.sh", "httpGet :8080/stop", "sleep 5s": what a preStop hook
+// (a LifecycleHandler) runs.
+Result<std::string> DescribeHandler(const ordered_json& handler, std::string_view path) {
+  if (!handler.is_object()) return TypeError(path, "an object", handler);
+  RETURN_IF_ERROR(CheckKnownFields(handler, path, {"exec", "httpGet", "tcpSocket", "sleep"}));
+  if (handler.size() != 1) {
+    return InvalidArgumentError(std::string(path) +
+                                ": expected exactly one of exec, httpGet, tcpSocket, sleep");
+  }
+  const auto& [kind, body] = *handler.items().begin();
+  const std::string body_path = FieldPath(path, kind);
+  if (!body.is_object()) return TypeError(body_path, "an object", body);
+  if (kind == "exec") {
+    ASSIGN_OR_RETURN(const ordered_json* command, ArrayMember(body, "command", body_path));
+    std::vector<std::string> words;
+    for (size_t i = 0; command != nullptr && i < command->size(); ++i) {
+      if (!(*command)[i].is_string()) {
+        return TypeError(IndexPath(FieldPath(body_path, "command"), i), "a string", (*command)[i]);
+      }
+      words.push_back((*command)[i].get<std::string>());
+    }
+    if (words.empty()) return InvalidArgumentError(FieldPath(body_path, "command") + ": required");
+    return "exec " + Join(words, " ");
+  }
+  if (kind == "sleep") {
+    ASSIGN_OR_RETURN(std::optional<int64_t> seconds,
+                     IntField(body, "seconds", body_path, 0, std::numeric_limits<int32_t>::max()));
+    if (!seconds) return InvalidArgumentError(FieldPath(body_path, "seconds") + ": required");
+    return "sleep " + std::to_string(*seconds) + "s";
+  }
+  const ordered_json* port = Member(body, "port");
+  std::string where =
+      port == nullptr ? "" : ":" + (port->is_string() ? port->get<std::string>() : port->dump());
+  if (kind == "httpGet") {
+    ASSIGN_OR_RETURN(std::string http_path, StringField(body, "path", body_path));
+    return "httpGet " + where + http_path;
+  }
+  return "tcpSocket " + where;
+}
+
+Result<std::vector<std::string>> PreStopHooks(const ordered_json& spec) {
+  std::vector<std::string> hooks;
+  ASSIGN_OR_RETURN(const ordered_json* containers, ArrayMember(spec, "containers", "spec"));
+  for (size_t i = 0; containers != nullptr && i < containers->size(); ++i) {
+    const ordered_json& c = (*containers)[i];
+    const std::string path = IndexPath("spec.containers", i);
+    if (!c.is_object()) continue;  // PodRequestsFromJson reports it
+    ASSIGN_OR_RETURN(const ordered_json* lifecycle, ObjectMember(c, "lifecycle", path));
+    if (lifecycle == nullptr) continue;
+    const ordered_json* pre_stop = Member(*lifecycle, "preStop");
+    if (pre_stop == nullptr) continue;
+    ASSIGN_OR_RETURN(std::string name, StringField(c, "name", path));
+    ASSIGN_OR_RETURN(
+        std::string what,
+        DescribeHandler(*pre_stop, FieldPath(FieldPath(path, "lifecycle"), "preStop")));
+    hooks.push_back((name.empty() ? "container " + std::to_string(i) : name) + ": " + what);
+  }
+  return hooks;
+}
+
+}  // namespace
+
+int64_t PodScheduling::GracePeriodSeconds() const {
+  return termination_grace_period_seconds.value_or(kDefaultTerminationGracePeriodSeconds);
+}
+
 Result<PodScheduling> PodSchedulingFromJson(const ordered_json& pod) {
   if (!pod.is_object()) return TypeError("pod", "an object", pod);
   PodScheduling out;
@@ -646,6 +714,10 @@ Result<PodScheduling> PodSchedulingFromJson(const ordered_json& pod) {
                      IntField(*spec, "priority", "spec", std::numeric_limits<int32_t>::min(),
                               std::numeric_limits<int32_t>::max()));
     if (priority) out.priority = static_cast<int32_t>(*priority);
+    ASSIGN_OR_RETURN(out.termination_grace_period_seconds,
+                     IntField(*spec, "terminationGracePeriodSeconds", "spec", 0,
+                              std::numeric_limits<int64_t>::max()));
+    ASSIGN_OR_RETURN(out.pre_stop, PreStopHooks(*spec));
   }
   ASSIGN_OR_RETURN(out.requests, PodRequestsFromJson(pod));
   return out;

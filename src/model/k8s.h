@@ -140,7 +140,17 @@ struct PodScheduling {
   // metadata.creationTimestamp as written (RFC 3339, e.g. "2026-01-02T03:04:05Z"); "" = absent.
   // Schedulers order pods of equal priority by it, older first.
   std::string creation_timestamp;
+  // spec.terminationGracePeriodSeconds: how long the pod may take to stop once told to (after
+  // its preStop hooks begin); nullopt = Kubernetes' default, kDefaultTerminationGracePeriodSeconds.
+  std::optional<int64_t> termination_grace_period_seconds;
+  // The containers' lifecycle.preStop hooks, in container order, each described as
+  // "<container>: exec /bin/sh -c save_checkpoint.sh" (or "httpGet :8080/stop", "sleep 5s").
+  std::vector<std::string> pre_stop;
+
+  int64_t GracePeriodSeconds() const;
 };
+
+inline constexpr int64_t kDefaultTerminationGracePeriodSeconds = 30;
 
 // Reads a v1 Pod (also accepts a Pod template without metadata.name). Errors name field paths.
 Result<PodScheduling> PodSchedulingFromJson(const nlohmann::ordered_json& pod);

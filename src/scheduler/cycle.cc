@@ -29,7 +29,10 @@ CycleResult Cycle::Run() {
   search_ = std::make_unique<NodeSearch>(options_, state_, *scorer_);
   order_ = MakeFairShareOrder({setup_.queues, state_.quota(), jobs_, pool_names_});
   Allocate();
-  Reclaimer(options_, state_, view_, setup_.gangs, *search_, *order_).Run(jobs_, failed_jobs_);
+  const model::DisruptionBudgets budgets(snapshot_.disruption_budgets, snapshot_.pods);
+  Reclaimer reclaimer(options_, state_, view_, setup_.gangs, *search_, *order_, budgets);
+  reclaimer.Run(jobs_, failed_jobs_);
+  blocked_evictions_ = reclaimer.TakeBlocked();
   return Collect();
 }
 
@@ -153,6 +156,7 @@ CycleResult Cycle::Collect() {
   CycleResult result;
   result.bindings = state_.TakeBindings();
   result.evictions = state_.TakeEvictions();
+  result.blocked_evictions = std::move(blocked_evictions_);
   result.no_execute_deadlines = std::move(no_execute_deadlines_);
   result.decision_latency_ns = std::move(decision_latency_ns_);
   CollectPending(result);

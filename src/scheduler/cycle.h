@@ -75,6 +75,7 @@ class Cycle {
   UnschedulableReasons reasons_;
   std::vector<Job> jobs_;
   std::vector<NoExecuteDeadline> no_execute_deadlines_;
+  std::vector<BlockedEviction> blocked_evictions_;
   std::unique_ptr<PlacementScorer> scorer_;
   std::unique_ptr<NodeSearch> search_;
   std::unique_ptr<QueueOrder> order_;

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "common/saturating.h"
+#include "common/strings.h"
 #include "scheduler/cycle_setup.h"
 
 namespace gpupool::scheduler {
@@ -62,14 +63,16 @@ class Reclaimer::NodeAfterEvictions {
 };
 
 Reclaimer::Reclaimer(const SchedulerOptions& options, CycleState& state, ClusterView& view,
-                     const Gangs& gangs, NodeSearch& search, const QueueOrder& order)
+                     const Gangs& gangs, NodeSearch& search, const QueueOrder& order,
+                     const model::DisruptionBudgets& budgets)
     : options_(options),
       state_(state),
       view_(view),
       queues_(state.queues()),
       gangs_(gangs),
       search_(search),
-      order_(order) {}
+      order_(order),
+      budgets_(budgets) {}
 
 void Reclaimer::Run(std::span<const Job> jobs, const std::vector<int>& failed) {
   if (!options_.enable_reclaim && !options_.enable_preempt) return;
@@ -82,24 +85,43 @@ void Reclaimer::Run(std::span<const Job> jobs, const std::vector<int>& failed) {
   }
   for (int j : failed) {
     const Job& job = jobs[j];
+    job_notes_.clear();
+    bool placed = false;
     for (int pool : job.pools) {
       if (victims_in_pool[pool] == 0) continue;
       const PodState& first = state_.pod(job.pods[0]);
       const auto key = std::make_tuple(first.signature, pool, first.shape, job.queue, job.priority);
       if (job.gang < 0) {
         auto it = victim_failure_epoch_.find(key);
-        if (it != victim_failure_epoch_.end() && it->second == state_.CommittedOps()) continue;
+        if (it != victim_failure_epoch_.end() && it->second.epoch == state_.CommittedOps()) {
+          job_notes_.insert(job_notes_.end(), it->second.notes.begin(), it->second.notes.end());
+          continue;
+        }
       }
       const size_t evictions_before = state_.evictions().size();
+      const size_t notes_before = job_notes_.size();
       if ((options_.enable_reclaim && TryWithVictims(job, pool, true)) ||
           (options_.enable_preempt && TryWithVictims(job, pool, false))) {
         for (size_t e = evictions_before; e < state_.evictions().size(); ++e) {
           const int node = view_.FindNode(state_.evictions()[e].node);
           if (node >= 0) --victims_in_pool[view_.node(node).pool];
         }
+        placed = true;
         break;
       }
-      if (job.gang < 0) victim_failure_epoch_[key] = state_.CommittedOps();
+      if (job.gang < 0) {
+        victim_failure_epoch_[key] = {
+            state_.CommittedOps(),
+            std::vector<std::string>(job_notes_.begin() + notes_before, job_notes_.end())};
+      }
+    }
+    if (placed || job_notes_.empty()) continue;
+    std::sort(job_notes_.begin(), job_notes_.end());
+    job_notes_.erase(std::unique(job_notes_.begin(), job_notes_.end()), job_notes_.end());
+    for (int pod : job.pods) {
+      if (state_.pod(pod).node >= 0) continue;
+      state_.SetReason(
+          pod, state_.pod(pod).reason + "; PodDisruptionBudget kept: " + Join(job_notes_, "; "));
     }
   }
 }
@@ -242,6 +264,10 @@ bool Reclaimer::SelectVictims(int pod, int node, int pool, bool reclaim,
     });
     if (gone) continue;
     if (reclaim && !VictimAllowed(p, v, pool, taken)) continue;
+    if (std::optional<std::string> why = BudgetBlocks(chosen, v)) {
+      NoteBlocked(v, p, *why);
+      continue;
+    }
     after.Change(v, +1);
     Take(taken, v, +1);
     chosen.push_back(v);
@@ -311,6 +337,28 @@ std::vector<int> Reclaimer::WithGangPeers(int pod) const {
     if (state_.pod(m).node >= 0) out.push_back(m);
   }
   return out;
+}
+
+std::optional<std::string> Reclaimer::BudgetBlocks(const std::vector<int>& chosen,
+                                                   int victim) const {
+  if (budgets_.empty()) return std::nullopt;
+  std::vector<int> evicting = WithGangPeers(victim);
+  for (int c : chosen) {
+    for (int m : WithGangPeers(c)) evicting.push_back(m);
+  }
+  // Evictions already decided (committed, or earlier in this decision) are gone; a rollback
+  // brings them back with their `evicted` flag.
+  return budgets_.Blocks(evicting, [this](int pod) { return state_.pod(pod).evicted; });
+}
+
+void Reclaimer::NoteBlocked(int victim, const PodState& for_pod, const std::string& why) {
+  const PodState& v = state_.pod(victim);
+  const std::string node = v.node >= 0 ? view_.node(v.node).node->name : "";
+  job_notes_.push_back("pod " + v.key + " on node " + node + " (" + why + ")");
+  const bool seen = std::any_of(blocked_.begin(), blocked_.end(), [&](const BlockedEviction& b) {
+    return b.pod == v.key && b.for_pod == for_pod.key;
+  });
+  if (!seen) blocked_.push_back({v.key, node, for_pod.key, why});
 }
 
 bool Reclaimer::ReclaimerEligible(const Job& job, int pool) const {

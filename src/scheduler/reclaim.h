@@ -20,12 +20,18 @@
 // takes its whole gang along: every member running or placed earlier in the cycle must be
 // evictable; a member placed earlier in the cycle is withdrawn (it never ran) and stays pending.
 // Evicted pods are not placed again in the same cycle.
+// PodDisruptionBudgets: a candidate whose eviction (with its gang) on top of the victims chosen
+// so far and the evictions already committed would leave a budget short is passed over (the
+// next candidate is tried) and noted (TakeBlocked; the pending pod's reason).
 
 #include <map>
+#include <optional>
 #include <span>
+#include <string>
 #include <tuple>
 #include <vector>
 
+#include "model/disruption_budget.h"
 #include "scheduler/cluster_view.h"
 #include "scheduler/cycle_state.h"
 #include "scheduler/cycle_types.h"
@@ -38,11 +44,17 @@ namespace gpupool::scheduler {
 class Reclaimer {
  public:
   // `view`: for ClusterView::Static only; CycleState alone changes placements.
+  // `budgets` index pods as CycleState does (the snapshot's order).
   Reclaimer(const SchedulerOptions& options, CycleState& state, ClusterView& view,
-            const Gangs& gangs, NodeSearch& search, const QueueOrder& order);
+            const Gangs& gangs, NodeSearch& search, const QueueOrder& order,
+            const model::DisruptionBudgets& budgets);
 
-  // Tries the jobs `failed` (indexes into `jobs`) with victims, in that order.
+  // Tries the jobs `failed` (indexes into `jobs`) with victims, in that order. A job that stays
+  // pending gets, after its reason, the victims PodDisruptionBudgets kept.
   void Run(std::span<const Job> jobs, const std::vector<int>& failed);
+
+  // The victims passed over because of a PodDisruptionBudget, each (victim, pending pod) once.
+  std::vector<BlockedEviction> TakeBlocked() { return std::move(blocked_); }
 
  private:
   // Quota already freed by the victims chosen so far, by (queue, node pool), ancestors included.
@@ -72,6 +84,10 @@ class Reclaimer {
   // `evictor`: preemptible, and for preemption of strictly lower priority.
   bool GangEvictable(const PodState& evictor, int victim, bool reclaim) const;
   std::vector<int> WithGangPeers(int pod) const;
+  // Why evicting `victim` with its gang, on top of `chosen` (with theirs) and of the evictions
+  // committed so far, would break a PodDisruptionBudget; nullopt when none forbids it.
+  std::optional<std::string> BudgetBlocks(const std::vector<int>& chosen, int victim) const;
+  void NoteBlocked(int victim, const PodState& for_pod, const std::string& why);
   // `q` and its ancestors, leaf first, up to (not including) the first one that is also `other`
   // or an ancestor of it: the levels where the two queues' paths have parted.
   std::vector<int> LevelsBelowSharedAncestor(int q, int other) const;
@@ -84,9 +100,18 @@ class Reclaimer {
   const Gangs& gangs_;
   NodeSearch& search_;
   const QueueOrder& order_;
+  const model::DisruptionBudgets& budgets_;
+  std::vector<BlockedEviction> blocked_;
+  // The job being tried: the budget notes for its pending reason ("pod x on node n (...)").
+  std::vector<std::string> job_notes_;
   // Keyed by (signature, pool, shape, queue, priority): CommittedOps() when a single pod last
-  // found no victims (a later try can only differ once something else was committed).
-  std::map<std::tuple<int, int, int, int, int32_t>, size_t> victim_failure_epoch_;
+  // found no victims (a later try can only differ once something else was committed), and the
+  // budget notes of that try.
+  struct VictimFailure {
+    size_t epoch = 0;
+    std::vector<std::string> notes;
+  };
+  std::map<std::tuple<int, int, int, int, int32_t>, VictimFailure> victim_failure_epoch_;
 };
 
 }  // namespace gpupool::scheduler

@@ -8,6 +8,7 @@
 #include "common/clock.h"
 #include "common/strings.h"
 #include "common/table.h"
+#include "model/job.h"
 #include "model/json_io.h"
 
 namespace gpupool::scheduler {
@@ -24,8 +25,9 @@ std::string ObjectName(const Json& doc) {
 }
 
 Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario) {
-  static const std::vector<std::string> kKinds = {"Node",        "Pod",  "Queue",    "NodePool",
-                                                  "MachinePool", "List", "NodeList", "PodList"};
+  static const std::vector<std::string> kKinds = {
+      "Node", "Pod",  "Queue",    "NodePool", "MachinePool", "PodDisruptionBudget",
+      "Job",  "List", "NodeList", "PodList"};
   if (!doc.is_object()) {
     return InvalidArgumentError(where + ": expected an object with \"kind\", got " +
                                 std::string(doc.type_name()));
@@ -33,7 +35,7 @@ Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario
   if (!doc.contains("kind") || !doc["kind"].is_string()) {
     return InvalidArgumentError(where +
                                 ": kind: required (one of Node, Pod, Queue, NodePool, "
-                                "MachinePool, List)");
+                                "MachinePool, PodDisruptionBudget, Job, List)");
   }
   const std::string kind = doc["kind"].get<std::string>();
   const std::string name = ObjectName(doc);
@@ -102,10 +104,22 @@ Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario
     scenario.snapshot.node_pools.push_back(std::move(pool).value());
   } else if (kind == "MachinePool") {
     scenario.machine_pools.push_back(doc);
+  } else if (kind == "Job") {
+    // The pods the Job controller would create now: parallelism of them, up to completions.
+    Result<model::Job> job = model::JobFromManifest(doc);
+    if (!job.ok()) return fail(job.status());
+    for (const Json& pod : model::JobPods(*job, 0, model::JobPodsToStart(*job, 0, 0))) {
+      RETURN_IF_ERROR(AddDocument(pod, label, scenario));
+    }
+  } else if (kind == "PodDisruptionBudget") {
+    Result<model::PodDisruptionBudget> budget = model::PodDisruptionBudgetFromManifest(doc);
+    if (!budget.ok()) return fail(budget.status());
+    scenario.snapshot.disruption_budgets.push_back(std::move(budget).value());
   } else {
     return InvalidArgumentError(where + ": kind \"" + kind + "\" is not part of a scenario" +
                                 DidYouMean(kind, kKinds) +
-                                "; expected Node, Pod, Queue, NodePool, MachinePool or a List");
+                                "; expected Node, Pod, Queue, NodePool, MachinePool, "
+                                "PodDisruptionBudget, Job or a List");
   }
   return OkStatus();
 }
@@ -272,6 +286,13 @@ Status ValidateScenario(const Scenario& scenario) {
       return InvalidArgumentError("NodePool " + p.name + ": duplicate");
     }
   }
+  seen.clear();
+  for (const auto& b : s.disruption_budgets) {
+    const std::string key = b.namespace_ == "default" ? b.name : b.namespace_ + "/" + b.name;
+    if (!seen.insert(key).second) {
+      return InvalidArgumentError("PodDisruptionBudget " + key + ": duplicate");
+    }
+  }
   std::vector<std::string> queue_names;
   seen.clear();
   for (const auto& q : s.queues) {
@@ -352,6 +373,14 @@ Json ScheduleResultToJson(const ScheduleResult& result) {
                          {"message", e.message}});
   }
   out["evictions"] = std::move(evictions);
+  if (!result.blocked_evictions.empty()) {
+    Json blocked = Json::array();
+    for (const BlockedEviction& b : result.blocked_evictions) {
+      blocked.push_back(
+          {{"pod", b.pod}, {"node", b.node}, {"forPod", b.for_pod}, {"message", b.message}});
+    }
+    out["blockedEvictions"] = std::move(blocked);
+  }
   if (!result.no_execute_deadlines.empty()) {
     Json deadlines = Json::array();
     for (const NoExecuteDeadline& d : result.no_execute_deadlines) {
@@ -395,6 +424,14 @@ std::string ScheduleResultToTable(const ScheduleResult& result) {
     rows.push_back({e.pod, e.node, std::string(EvictionReasonName(e.reason)), e.message});
   }
   out += "\nEVICTIONS (" + std::to_string(result.evictions.size()) + ")\n" + FormatTable(rows);
+  if (!result.blocked_evictions.empty()) {
+    rows = {{"POD", "NODE", "FOR POD", "KEPT BY"}};
+    for (const BlockedEviction& b : result.blocked_evictions) {
+      rows.push_back({b.pod, b.node, b.for_pod, b.message});
+    }
+    out += "\nEVICTIONS BLOCKED BY DISRUPTION BUDGETS (" +
+           std::to_string(result.blocked_evictions.size()) + ")\n" + FormatTable(rows);
+  }
   if (!result.no_execute_deadlines.empty()) {
     rows = {{"POD", "NODE", "TAINT", "TOLERATION SECONDS", "DEADLINE"}};
     for (const NoExecuteDeadline& d : result.no_execute_deadlines) {

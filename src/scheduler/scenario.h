@@ -2,8 +2,10 @@
 // Scenario files for the offline what-if `gpupool schedule -f SCENARIO... -o json|table`
 // (DESIGN section 7). A scenario is one or more multi-document YAML or JSON files holding
 // Kubernetes `Node`s and `Pod`s (bound pods carry spec.nodeName), and gpupool manifests
-// (`apiVersion: gpupool.io/v1`, kind `Queue` or `NodePool`; `MachinePool` is accepted and ignored
-// for now). `List`, `NodeList` and `PodList` are unpacked. A JSON file (first character `{` or
+// (`apiVersion: gpupool.io/v1`, kind `Queue`, `NodePool` or `MachinePool`: the autoscaler's), and
+// `policy/v1 PodDisruptionBudget`s (model/disruption_budget.h) and `batch/v1 Job`s (model/job.h:
+// a Job adds the pods its controller would create now, min(parallelism, completions) of them,
+// named "<job>-<index>"). `List`, `NodeList` and `PodList` are unpacked. A JSON file (first character `{` or
 // `[`) may hold several JSON values one after another (concatenated or one per line), each a
 // document; a JSON array is a list of documents. Pods are as old as their
 // metadata.creationTimestamp; pods without one are younger than those with one, and arrive in
@@ -44,6 +46,8 @@ ScheduleResult Schedule(const Scenario& scenario, const SchedulerOptions& option
 //  "unschedulable": [{"pod", "reason", "outcome": "unschedulable" (may fit later) or
 //  "infeasible" (never, as things are: PlacementOutcome)}],
 //  "evictions": [{"pod", "node", "reason", "message"}],
+//  "blockedEvictions": [{"pod", "node", "forPod", "message"}] (only when a PodDisruptionBudget
+//  kept a victim of reclaim or preemption),
 //  "noExecuteDeadlines": [{"pod", "node", "taint", "tolerationSeconds", "deadline"}] (only when
 //  a bound pod tolerates its node's NoExecute taints for a bounded time; "deadline" is RFC 3339
 //  UTC, or null when neither the taint's timeAdded, the pod's status.startTime nor the

@@ -46,6 +46,12 @@
 //   Evicted pods are reported in `evictions` and again as pending (requeued) in `unschedulable`;
 //   they are not placed again in the same cycle. A gang member placed earlier in the cycle whose
 //   gang is evicted never ran: it is left out of `bindings` (not evicted) and stays pending.
+//   PodDisruptionBudgets (ClusterSnapshot::disruption_budgets, model/disruption_budget.h) bound
+//   steps 3 and 4: a candidate victim whose eviction (with its gang, on top of the evictions
+//   already decided in the cycle) would leave a budget short is passed over; it is reported in
+//   `blocked_evictions`, and when the pending pod stays pending its reason says which pod the
+//   budget kept ("; PodDisruptionBudget kept: pod web-1 on node n2 (PodDisruptionBudget web
+//   ...)"). NoExecute evictions (step 0) are not voluntary and ignore budgets, as in Kubernetes.
 //
 // Placement of one pod, kube-scheduler semantics: filters in order NodeUnschedulable,
 // TaintToleration (NoSchedule/NoExecute), NodeAffinity (nodeSelector + required affinity, via
@@ -76,6 +82,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/disruption_budget.h"
 #include "model/k8s.h"
 #include "model/node_pool.h"
 #include "model/queue.h"
@@ -136,6 +143,9 @@ struct ClusterSnapshot {
   int64_t now_ms = 0;
   // When each bound pod was bound, Unix milliseconds, by PodKey; absent = not known.
   std::map<std::string, int64_t> bound_at_ms;
+  // policy/v1 PodDisruptionBudgets: reclaim and preemption never evict a pod (with its gang) when
+  // that would leave a budget selecting it with fewer healthy pods than it needs.
+  std::vector<model::PodDisruptionBudget> disruption_budgets;
 };
 
 enum class EvictionReason { kReclaim, kPreempt, kNoExecute };
@@ -154,6 +164,15 @@ struct Eviction {
   std::string node;
   EvictionReason reason = EvictionReason::kReclaim;
   std::string message;  // e.g. "reclaimed by queue rnd-1 for pod train-3"
+};
+
+// A running pod that reclaim or preemption would have evicted, passed over because a
+// PodDisruptionBudget forbids it. JSON (scenario.h): {"pod", "node", "forPod", "message"}.
+struct BlockedEviction {
+  std::string pod;
+  std::string node;
+  std::string for_pod;  // the pending pod that needed the room
+  std::string message;  // "PodDisruptionBudget web (minAvailable 2) allows 0 more disruptions: ..."
 };
 
 // A bound pod that tolerates its node's NoExecute taints only for a while (tolerationSeconds):
@@ -215,11 +234,12 @@ struct NodePoolCapacity {
 };
 
 struct CycleResult {
-  std::vector<Binding> bindings;             // in decision order
-  std::vector<PendingPod> unschedulable;     // pending pods left unplaced (incl. requeued), by name
-  std::vector<Eviction> evictions;           // in decision order
-  std::vector<QueueShare> fair_share;        // by queue name, then node pool name
-  std::vector<NodePoolCapacity> node_pools;  // "default" first, then by name
+  std::vector<Binding> bindings;          // in decision order
+  std::vector<PendingPod> unschedulable;  // pending pods left unplaced (incl. requeued), by name
+  std::vector<Eviction> evictions;        // in decision order
+  std::vector<BlockedEviction> blocked_evictions;       // in decision order, each pair once
+  std::vector<QueueShare> fair_share;                   // by queue name, then node pool name
+  std::vector<NodePoolCapacity> node_pools;             // "default" first, then by name
   std::vector<NoExecuteDeadline> no_execute_deadlines;  // in snapshot order of the pods
   std::vector<int64_t> decision_latency_ns;             // with options.record_decision_latency
 };

@@ -514,6 +514,11 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
     auto pool = model::NodePoolFromJson(record.body, record.name);
     if (pool.ok()) snapshot.node_pools.push_back(std::move(*pool));
   }
+  ASSIGN_OR_RETURN(auto budget_configs, store_.ListConfigs("POD_DISRUPTION_BUDGET"));
+  for (const auto& record : budget_configs) {
+    auto budget = model::PodDisruptionBudgetFromSpec(record.body, record.name);
+    if (budget.ok()) snapshot.disruption_budgets.push_back(std::move(*budget));
+  }
   // Seed 003's administrator switches: those of BACKEND `default`, the cluster this server runs.
   scheduler::ClusterSettings settings;
   if (const config::Backend* cluster = configs.FindBackend(kClusterBackend)) {
@@ -559,6 +564,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
       }
     }
   }
+  ApplySpotDrain(now, pod_index, workflows, changed, running_keys, snapshot, stats);
   scheduler::ApplyClusterSettings(settings, snapshot);
   scheduler::CycleResult cycle = scheduler_.RunCycle(snapshot);
   for (const auto& binding : cycle.bindings) {
@@ -688,6 +694,50 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
                 std::move(machine_pool_events));
   }
   return OkStatus();
+}
+
+// Spot drain (autoscaler/provisioner.h): a task told to stop on an interrupted node says so in
+// its message; once its grace period has ended (at the latest at the node's deadline) it leaves
+// the node, pending again, before the cycle places it elsewhere.
+void SchedulingLoop::ApplySpotDrain(
+    int64_t now, const std::unordered_map<std::string, std::pair<size_t, size_t>>& pod_index,
+    std::vector<store::WorkflowRecord>& workflows, std::vector<bool>& changed,
+    std::set<std::string>& running_keys, scheduler::ClusterSnapshot& snapshot, StepStats& stats) {
+  std::map<std::string, model::PodScheduling*> bound;
+  for (auto& pod : snapshot.pods) {
+    if (!pod.node_name.empty()) bound[scheduler::PodKey(pod)] = &pod;
+  }
+  for (const model::Node& node : snapshot.nodes) {
+    for (const autoscaler::DrainEntry& entry : autoscaler::DrainEntries(node)) {
+      auto pod = bound.find(entry.pod);
+      auto at = pod_index.find(entry.pod);
+      if (!entry.told_ms || pod == bound.end() || pod->second->node_name != node.name ||
+          at == pod_index.end()) {
+        continue;
+      }
+      auto& wf = workflows[at->second.first];
+      auto& task = wf.tasks[at->second.second];
+      if (task.status != kRunning && task.status != kScheduled) continue;
+      if (entry.end_ms > now) {
+        const std::string message =
+            "stopping (spot interruption of node " + node.name + "): " + entry.why;
+        if (task.message != message) {
+          task.message = message;
+          changed[at->second.first] = true;
+        }
+        continue;
+      }
+      running_keys.erase(TaskKey(wf.id, task));
+      task.node.clear();
+      task.started_ms = 0;
+      task.message = "evicted (spot interruption of node " + node.name + "): " + entry.why;
+      SetStatus(task, kPending, now, transitions_);
+      changed[at->second.first] = true;
+      ++stats.evicted;
+      pod->second->node_name.clear();
+      snapshot.bound_at_ms.erase(entry.pod);
+    }
+  }
 }
 
 // The step's state for the dashboard: the workflows as written, what the cycle knew, the positions

@@ -24,6 +24,8 @@
 //      compare-and-set (a concurrent cancel wins; the loop re-reads next step);
 //   7. reconciles machine pools (server/machine_pools.h): nodes launched for the pods still
 //      pending, ready after the provisioning delay, removed when empty, spot interruptions.
+//      Before the cycle of step 5, the spot drain's decisions are applied (ApplySpotDrain): a
+//      task told to stop says so in its message, and leaves its node once its grace period ends.
 // The backend is told the store's nodes at the start of every step (Backend::SetKnownNodes).
 // Every decision is persisted before it acts on the backend, so a crash at any point leaves the
 // store consistent: a node is never counted twice, an acknowledged workflow is never lost.
@@ -37,6 +39,9 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "autoscaler/provisioner.h"
 #include "backend/backend.h"
@@ -101,6 +106,11 @@ class SchedulingLoop {
   void PublishStep(int64_t now, std::vector<store::WorkflowRecord> workflows,
                    const scheduler::ClusterSnapshot& snapshot, scheduler::CycleResult cycle,
                    std::vector<service::MachinePoolEvent> events);
+  void ApplySpotDrain(int64_t now,
+                      const std::unordered_map<std::string, std::pair<size_t, size_t>>& pod_index,
+                      std::vector<store::WorkflowRecord>& workflows, std::vector<bool>& changed,
+                      std::set<std::string>& running_keys, scheduler::ClusterSnapshot& snapshot,
+                      StepStats& stats);
   void ClearLeaderGauges();
   void ReportNodePoolConflicts(const scheduler::ClusterSnapshot& snapshot);
 

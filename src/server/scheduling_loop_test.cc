@@ -386,6 +386,70 @@ TEST_F(SchedulingLoopTest, MachinePoolLaunchesANodeForPendingWorkAndRemovesItWhe
   EXPECT_GE(autoscaler_records, 3);  // launched, ready, removed
 }
 
+// The spot interruption as the server lives it, with short timings: a task on a spot machine-pool
+// node gets the 2-minute notice; the replacement launches at the notice, the task is stopped and
+// evicted no later than the deadline, runs again on the replacement, and the interrupted node goes.
+// A short scale-down delay must not remove the replacement meanwhile, and the machine-pool step
+// must never fail.
+TEST_F(SchedulingLoopTest, SpotInterruptionWithShortTimingsMovesTheTaskBeforeTheDeadline) {
+  service_->SetMachinePoolSupport(MachinePoolSupportFor(autoscaler::Catalog::Builtin()));
+  service::UpdateConfigRequest pool;
+  pool.kind = "MACHINE_POOL";
+  pool.name = "spot";
+  pool.body = Json::parse(
+      R"({"instance_type": "m5.2xlarge", "capacity_type": "spot", "min_replicas": 0,
+          "max_replicas": 3})");
+  ASSERT_TRUE(service_->UpdateConfig({"alice", {"osmo-admin"}, "test"}, pool).ok());
+  LoopOptions options;
+  options.holder = "short";
+  options.max_retries = 1;
+  options.provision.provision_delay_ms = 1'000;
+  options.provision.scale_down_after_ms = 1'000;
+  auto loop = std::make_unique<SchedulingLoop>(*store_, *backend_, clock_, registry_, options);
+  loop_.reset();
+  std::string id = Submit(Workflow("big", "6", "", ", sim_duration: 1h"));
+
+  auto step = [&] {
+    StepStats stats = Step(*loop);
+    EXPECT_EQ(stats.machine_pool_error, "") << "the machine-pool step failed";
+    clock_.Advance(500);
+    return stats;
+  };
+  for (int i = 0; i < 8 && Get(id).tasks[0].status != "RUNNING"; ++i) step();
+  ASSERT_EQ(Get(id).tasks[0].status, "RUNNING");
+  const std::string first_node = Get(id).tasks[0].node;
+  ASSERT_NE(first_node, "n1");
+
+  const int64_t notice_ms = clock_.NowMillis();
+  ASSERT_TRUE(
+      InterruptNode(*store_, autoscaler::Catalog::Builtin(), first_node, notice_ms, {"root", "t"})
+          .ok());
+  // Until the deadline (and a little after), step every half second.
+  std::vector<std::string> seen;  // the task's node or status, each change once
+  bool interrupted_node_gone = false;
+  while (clock_.NowMillis() < notice_ms + 125'000) {
+    step();
+    store::WorkflowRecord wf = Get(id);
+    const std::string where = wf.tasks[0].status + (wf.tasks[0].node.empty() ? "" : "@") +
+                              (wf.tasks[0].node == first_node ? "interrupted"
+                               : wf.tasks[0].node.empty()     ? ""
+                                                              : "replacement");
+    if (seen.empty() || seen.back() != where) seen.push_back(where);
+    auto nodes = store_->ListNodes();
+    ASSERT_TRUE(nodes.ok());
+    interrupted_node_gone = std::none_of(nodes->begin(), nodes->end(),
+                                         [&](const auto& n) { return n.name == first_node; });
+    if (clock_.NowMillis() >= notice_ms + 120'000) {
+      EXPECT_NE(wf.tasks[0].node, first_node) << "the deadline passed with the task still there";
+    }
+  }
+  // Running on the interrupted node, then pending (evicted), then on the replacement.
+  ASSERT_GE(seen.size(), 3u) << ::testing::PrintToString(seen);
+  EXPECT_EQ(seen.front(), "RUNNING@interrupted") << ::testing::PrintToString(seen);
+  EXPECT_EQ(seen.back(), "RUNNING@replacement") << ::testing::PrintToString(seen);
+  EXPECT_TRUE(interrupted_node_gone);
+}
+
 TEST_F(SchedulingLoopTest, ExportsGauges) {
   Submit(Workflow("g", "1", "", ", sim_duration: 1h"));
   Submit(Workflow("h", "2", "", ", sim_duration: 1h"));

@@ -17,6 +17,7 @@
 #include "config/config_set.h"
 #include "config/kinds.h"
 #include "config/membership.h"
+#include "model/disruption_budget.h"
 #include "model/json_io.h"
 #include "model/k8s.h"
 #include "model/label_selector.h"
@@ -97,6 +98,10 @@ Result<json> CheckOtherKind(Kind kind, std::string_view name, const json& body,
   } else if (kind == Kind::kMachinePool) {
     ASSIGN_OR_RETURN(auto pool, model::MachinePoolFromJson(body, name));
     if (machine_pools.check) RETURN_IF_ERROR(machine_pools.check(pool));
+  } else if (kind == Kind::kPodDisruptionBudget) {
+    RETURN_IF_ERROR(config::ValidateName(config::KindName(kind), name));
+    ASSIGN_OR_RETURN(auto budget, model::PodDisruptionBudgetFromSpec(body, name, name));
+    (void)budget;
   } else {
     RETURN_IF_ERROR(config::ValidateName(config::KindName(kind), name));
   }
@@ -883,6 +888,12 @@ Result<Kind> ManifestKind(const SourceDocument& doc) {
   std::vector<std::string> kinds;
   for (Kind k : config::AllKinds()) kinds.emplace_back(config::KindManifestName(k));
   const std::string kind_text = StringMember(v, "kind");
+  if (kind_text == "Job") {
+    // A Job's pods would bypass the pool's platforms and validations: they run as workflows.
+    return AtField(doc, "Job " + ManifestName(v), "kind",
+                   "apply does not run batch/v1 Jobs: submit the work as a workflow (gpupool "
+                   "workflow submit), or see what the Job would do with gpupool schedule -f");
+  }
   if (std::find(kinds.begin(), kinds.end(), kind_text) == kinds.end()) {
     return AtField(doc, "", "kind",
                    "unknown kind " + Quoted(kind_text) + DidYouMean(kind_text, kinds) +
@@ -890,7 +901,20 @@ Result<Kind> ManifestKind(const SourceDocument& doc) {
   }
   const DocumentSubject subject = ManifestSubject(kind_text, ManifestName(v));
   const std::string api_version = StringMember(v, "apiVersion");
-  if (api_version != "gpupool.io/v1") {
+  if (kind_text == config::KindManifestName(Kind::kPodDisruptionBudget)) {
+    if (api_version != model::kPodDisruptionBudgetApiVersion) {
+      return AtField(doc, subject.text, "apiVersion",
+                     "expected \"policy/v1\", got " + Quoted(api_version));
+    }
+    // The server's tasks run in namespace default: a budget elsewhere would select none of them.
+    const json& metadata = v.value("metadata", json());
+    const std::string ns = metadata.is_object() ? StringMember(metadata, "namespace") : "";
+    if (!ns.empty() && ns != "default") {
+      return AtField(
+          doc, subject.text, "metadata.namespace",
+          "expected \"default\" (the namespace of the server's tasks), got " + Quoted(ns));
+    }
+  } else if (api_version != "gpupool.io/v1") {
     return AtField(
         doc, subject.text, "apiVersion",
         "expected \"gpupool.io/v1\" (or kind Node with apiVersion v1), got " + Quoted(api_version));

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -65,6 +66,35 @@ TEST(AutoscaleCommandTest, SpotInterruptionAsTable) {
       << o.out;
   EXPECT_NE(o.out.find("ml-training-0  gpu-spot-1"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("NoExecute"), std::string::npos) << o.out;
+}
+
+TEST(AutoscaleCommandTest, SeedObjectsJobsBudgetAndPreStop) {
+  // Seed 004's own objects as written, with its pools.
+  Outcome o = RunGpupool("schedule -f pools.yaml -f seed-objects.yaml -o json");
+  ASSERT_EQ(o.code, 0) << o.out;
+  Json out = ParsedJson(o);
+  std::map<std::string, std::string> placed;
+  for (const Json& p : out["placements"]) placed[p["pod"]] = p["node"];
+  // The GPU Job's pod goes to a new node of the cheapest GPU spot pool.
+  EXPECT_TRUE(placed["ml-training-0"].starts_with("gpu-spot-")) << o.out;
+  EXPECT_TRUE(placed.contains("checkpointing")) << o.out;
+  // The batch Job selects machine pool `additional`, which pools.yaml does not define.
+  ASSERT_EQ(out["notScaled"].size(), 1u) << o.out;
+  EXPECT_EQ(out["notScaled"][0]["pod"], "batch-job-0");
+}
+
+TEST(AutoscaleCommandTest, SpotInterruptionDrainsWithTheGracePeriod) {
+  Outcome o =
+      RunGpupool("schedule -f pools.yaml -f cluster.yaml --interrupt ml-training-1 -o json");
+  ASSERT_EQ(o.code, 0) << o.out;
+  Json out = ParsedJson(o);
+  ASSERT_EQ(out["interruptions"].size(), 1u) << o.out;
+  const Json& drain = out["interruptions"][0]["drain"];
+  ASSERT_EQ(drain.size(), 1u) << o.out;
+  EXPECT_EQ(drain[0]["pod"], "ml-training-0");
+  EXPECT_EQ(drain[0]["toldAfterSeconds"], 0);
+  EXPECT_EQ(drain[0]["gracePeriodSeconds"], 30);
+  EXPECT_EQ(drain[0]["goneAfterSeconds"], 30);
 }
 
 TEST(AutoscaleCommandTest, ErrorsExitOneWithTheCause) {

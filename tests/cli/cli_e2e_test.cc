@@ -872,6 +872,49 @@ TEST_F(CliTest, ApplyManifests) {
   EXPECT_THAT(bad.err, HasSubstr("did you mean \"Pool\""));
 }
 
+TEST_F(CliTest, ApplyPodDisruptionBudgets) {
+  // Seed 004's budget applies and is stored as config kind POD_DISRUPTION_BUDGET.
+  Write("pdb.yaml",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: ml-training-pdb\n"
+        "spec:\n  minAvailable: 0\n  selector:\n    matchLabels:\n      app: ml-training\n");
+  EXPECT_THAT(Ok({"apply", "-f", "pdb.yaml"}).out,
+              HasSubstr("applied POD_DISRUPTION_BUDGET ml-training-pdb (revision 1)"));
+  EXPECT_THAT(Ok({"config", "show", "POD_DISRUPTION_BUDGET", "ml-training-pdb"}).out,
+              HasSubstr("minAvailable"));
+  struct Case {
+    std::string name;
+    std::string text;
+    std::vector<std::string> want;
+  };
+  const std::string head =
+      "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: bad}\nspec:\n";
+  std::vector<Case> cases = {
+      {"both set",
+       head + "  minAvailable: 1\n  maxUnavailable: 1\n",
+       {"bad.yaml:6:3", "spec.maxUnavailable: minAvailable and maxUnavailable cannot be both set"}},
+      {"percent above 100",
+       head + "  maxUnavailable: 101%\n",
+       {"bad.yaml:5:3", "spec.maxUnavailable: must not be greater than 100%"}},
+      {"negative",
+       head + "  minAvailable: -1\n",
+       {"bad.yaml:5:3", "spec.minAvailable: must be greater than or equal to 0"}},
+      {"wrong apiVersion",
+       "apiVersion: gpupool.io/v1\nkind: PodDisruptionBudget\nmetadata: {name: bad}\nspec: {}\n",
+       {"bad.yaml:1:", "apiVersion: expected \"policy/v1\""}},
+      {"a Job",
+       "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {}\n",
+       {"bad.yaml:2:", "apply does not run batch/v1 Jobs"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Write("bad.yaml", c.text);
+    Outcome bad = Gpupool({"apply", "-f", "bad.yaml"});
+    EXPECT_EQ(bad.code, 1);
+    for (const std::string& w : c.want) EXPECT_THAT(bad.err, HasSubstr(w));
+  }
+  EXPECT_THAT(Ok({"config", "list", "POD_DISRUPTION_BUDGET"}).out, Not(HasSubstr("bad")));
+}
+
 TEST_F(CliTest, ApplyErrorsNameFileLineKindNameAndField) {
   for (const ApplyErrorCase& c : ApplyErrorCases()) {
     ExpectApplyRefused(c, [this](const std::vector<std::string>& args) { return Gpupool(args); });

@@ -126,7 +126,7 @@ class HandedInTest : public ::testing::Test {
 // A task that fits nowhere is reported every cycle with the scheduler's reason (the backend
 // writes only what changed); canceled, it is Kill'ed so that what the backend made for it goes.
 TEST_F(HandedInTest, AnUnplaceableTaskIsReportedEveryCycleAndKilledWhenCanceled) {
-  std::string id = Submit("64");
+  std::string id = Submit("4");  // with the 1-cpu sidecar: 5 cpu, on 4-cpu nodes
   Step();
   Step();
   ASSERT_EQ(backend_->reports.size(), 2u);

@@ -564,17 +564,11 @@ TEST_F(KubernetesBackendTest, APodHandedInByAnyoneIsBoundToAFittingNode) {
 // (gpupool.io/gang-min 3), of which only two fit (one per allowed node), stay pending, each
 // with the Unschedulable condition; none is bound.
 TEST_F(KubernetesBackendTest, AGangHandedInThatOnlyPartlyFitsIsNotBoundAtAll) {
-  const Json only_two_nodes = {
-    {"affinity",
-     {{"nodeAffinity",
-       {{"requiredDuringSchedulingIgnoredDuringExecution",
-         {{"nodeSelectorTerms",
-           {{{"matchExpressions",
-              {{{"key", "kubernetes.io/hostname"},
-                {"operator", "In"},
-                {"values",
-                 {"aks-agentpool-30520393-vmss000000",
-                  "aks-agentpool-30520393-vmss000001"}}}}}}}}}}}}}};
+  const Json only_two_nodes = Json::parse(R"({"affinity": {"nodeAffinity": {
+      "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+          "values": ["aks-agentpool-30520393-vmss000000",
+                     "aks-agentpool-30520393-vmss000001"]}]}]}}}})");
   const Json gang = {{"gpupool.io/gang", "trio"}, {"gpupool.io/gang-min", "3"}};
   for (const char* name : {"trio-0", "trio-1", "trio-2"}) {
     // 1900m allocatable per node: one such pod per node.
@@ -595,8 +589,8 @@ TEST_F(KubernetesBackendTest, AGangHandedInThatOnlyPartlyFitsIsNotBoundAtAll) {
   ASSERT_TRUE(deleted.ok() && deleted->ok());
   Json third_node = only_two_nodes;
   third_node["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-            ["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = {
-                "aks-agentpool-30520393-vmss000002"};
+            ["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] =
+                Json::array({"aks-agentpool-30520393-vmss000002"});
   CreateHandedInPod("team", "trio-3", {{"cpu", "1"}}, gang, third_node);
   std::set<std::string> nodes;
   ASSERT_TRUE(Eventually([&] {
@@ -615,11 +609,10 @@ TEST_F(KubernetesBackendTest, AGangHandedInThatOnlyPartlyFitsIsNotBoundAtAll) {
 // A pod that needs what gpupool does not evaluate stays pending with a message naming the
 // feature, never bound as if the constraint were absent.
 TEST_F(KubernetesBackendTest, APodHandedInWithInterPodAffinityStaysPendingNamingIt) {
-  const Json affinity = {{"affinity",
-                          {{"podAffinity",
-                            {{"requiredDuringSchedulingIgnoredDuringExecution",
-                              {{{"labelSelector", {{"matchLabels", {{"app", "cache"}}}}},
-                                {"topologyKey", "kubernetes.io/hostname"}}}}}}}}};
+  const Json affinity = Json::parse(R"({"affinity": {"podAffinity": {
+      "requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "cache"}},
+         "topologyKey": "kubernetes.io/hostname"}]}}})");
   CreateHandedInPod("team", "near-cache", {{"cpu", "100m"}}, Json::object(), affinity);
   Json pod = WaitUnschedulable("team", "near-cache");
   const std::string message = Condition(pod, "PodScheduled")["message"].get<std::string>();

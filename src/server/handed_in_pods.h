@@ -25,10 +25,15 @@ using TaskPodIndex = std::unordered_map<std::string, std::pair<size_t, size_t>>;
 struct HandedIn {
   std::vector<backend::HandedInPod> pods;
   std::unordered_map<std::string, size_t> by_key;  // scheduler::PodKey -> index in pods
+  // Pending pods kept out of the cycle, and why (index in pods -> message).
+  std::vector<std::pair<size_t, std::string>> held;
 };
 
-// Adds the backend's pods handed in to `snapshot` (those asking what gpupool does not evaluate
-// stay out; a name a task's pod has is never taken).
+// Adds the backend's pods handed in to `snapshot`. Kept out, and said why: those asking what
+// gpupool does not evaluate, and the members of a gang of which fewer pods exist than its
+// gpupool.io/gang-min (pods handed in arrive one by one: a Job's third pod may come a cycle
+// after its first two, and the scheduler, which reads a gang-min above the gang's size as "the
+// whole gang", would place the first two). A name a task's pod has is never taken.
 HandedIn AddHandedInPods(const backend::Backend& backend, const TaskPodIndex& tasks,
                          scheduler::ClusterSnapshot& snapshot);
 

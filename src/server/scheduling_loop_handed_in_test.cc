@@ -173,6 +173,11 @@ TEST_F(HandedInTest, PodsHandedInAreBoundAGangTogetherOrNotAtAll) {
        {HandedIn("x", "3", trio), HandedIn("y", "3", trio), HandedIn("z", "3", trio)},
        {},
        {"x", "y", "z"}},
+      // Two of a gang of three exist yet (pods handed in arrive one by one): they wait.
+      {"a gang whose pods are not all there yet",
+       {HandedIn("u", "1", trio), HandedIn("v", "1", trio)},
+       {},
+       {"u", "v"}},
       {"unsupported",
        {HandedIn("near", "1", {}, "gpupool does not evaluate required inter-pod affinity")},
        {},

@@ -15,6 +15,11 @@ Result<LogChunk> Backend::ReadLog(std::string_view key, int64_t offset, int64_t 
                                  " backend keeps no task output: it runs no processes");
 }
 
+Status Backend::BindPods(const std::vector<PodBinding>& gang) {
+  (void)gang;
+  return FailedPreconditionError("the " + std::string(Kind()) + " backend has no pods handed in");
+}
+
 Result<std::unique_ptr<Backend>> OpenBackend(std::string_view spec, const BackendOptions& options) {
   if (spec == "kubernetes") return OpenKubernetesBackend(options.kubernetes);
   if (StartsWith(spec, "sim:")) {

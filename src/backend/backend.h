@@ -3,6 +3,23 @@
 // the backend runs it there and reports when it ends. Implementations: sim/ (simulated nodes),
 // slurm/ (a Slurm cluster through slurmrestd), kubernetes/ (a cluster's API server).
 //
+// The contract between the loop and a backend, as commands in and events out:
+//   in   Launch      run task T on node N (its rendered pod, namespace, timeout; adopt = find it,
+//                    never start it twice);
+//        Kill        stop task T, or drop what a backend made for it while it was pending;
+//        ReportUnschedulable  task T or handed-in pod P stays pending, and why (the scheduler's
+//                    message): a backend that can show it on the cluster does (Kubernetes: the
+//                    pod's PodScheduled=False condition and a FailedScheduling Event), writing
+//                    only what changed; the loop calls it every cycle for every pod it leaves
+//                    pending, and Kill for a reported task that ends without being launched;
+//        BindPods    place pods handed in by others (not tasks) on nodes, a gang all together;
+//   out  Poll        tasks that ended (exit code, reason);
+//        ListNodes   the cluster's nodes;
+//        HandedInPods  pods others created for gpupool to place (pending) or that it placed
+//                    (bound), with no workflow in the store.
+// The defaults of ReportUnschedulable, BindPods and HandedInPods are for backends where all work
+// comes as workflows and nothing shows a reason (sim, Slurm).
+//
 // Thread contract: a Backend is used by one thread at a time (the scheduling loop); ListNodes and
 // ReadLog may be called from any thread.
 
@@ -15,6 +32,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "model/k8s.h"
 
 namespace gpupool::backend {
 
@@ -43,6 +61,41 @@ struct TaskExit {
   std::string reason;  // why it ended, when the backend knows more than the exit code ("" = none)
 };
 
+// A pod gpupool did not create for a task (Kubernetes: a pod with spec.schedulerName gpupool,
+// created by anyone).
+struct PodRef {
+  std::string namespace_;
+  std::string name;
+  std::string uid;
+};
+
+// Why a task, or a pod handed in, stays pending (Backend::ReportUnschedulable).
+struct Unschedulable {
+  std::string task_key;  // a task attempt's key; "" for a pod handed in
+  // The task's rendered pod and its pool's namespace, for a backend that must first create the
+  // pod to say why on it. Valid during the call only.
+  const nlohmann::ordered_json* task_pod = nullptr;
+  std::string namespace_;
+  PodRef pod;  // the pod handed in (task_key "")
+  std::string message;
+};
+
+// A pod handed in by others, as the scheduler reads it: pending (pod.node_name empty) or bound
+// (it holds its node; the loop never picks it as a victim: it cannot evict it). `unsupported`
+// names what a pending pod asks that gpupool does not evaluate (it must stay pending with that
+// message, never be placed as if the constraint were absent).
+struct HandedInPod {
+  PodRef ref;
+  model::PodScheduling pod;
+  std::string unsupported;
+};
+
+// One pod handed in, to bind to a node.
+struct PodBinding {
+  PodRef pod;
+  std::string node;
+};
+
 // A piece of one task attempt's output (Backend::ReadLog): `data` is bytes [offset, offset +
 // data.size()) of the output as written so far, which is `size` bytes long.
 struct LogChunk {
@@ -59,6 +112,7 @@ struct KubernetesFlags {
   double qps = 5;  // client-go's defaults
   int burst = 10;
   std::string namespace_ = "gpupool";  // for pools whose BACKEND config names none
+  int64_t event_repeat_ms = 60000;     // a pending pod's FailedScheduling Event counted again
 };
 
 // Options of backends that talk to a real cluster (`gpupool serve --slurm-*`, `--kube*`).
@@ -97,6 +151,20 @@ class Backend {
   // machine pool), given by the scheduling loop every step. A real cluster reports its own nodes
   // and ignores this; the simulated cluster runs tasks on its file's nodes and these.
   virtual void SetKnownNodes(const std::vector<std::string>& names) { (void)names; }
+
+  // Shows on the cluster why a task or a pod handed in stays pending. Called every cycle for
+  // every such pod: a backend writes only when the message changed (and may repeat it now and
+  // then, as a scheduler's Events repeat). Default: nothing to show.
+  virtual void ReportUnschedulable(const Unschedulable& report) { (void)report; }
+
+  // Pods handed in by others: pending ones for the scheduler to place, and those it placed that
+  // still hold their node. Default: none (all work comes as workflows).
+  virtual std::vector<HandedInPod> HandedInPods() const { return {}; }
+
+  // Binds pods handed in, all or none: kFailedPrecondition when one of them is no longer there
+  // to bind (deleted, bound by someone else, another UID) or a node is unknown, and then none is
+  // bound. Default: kFailedPrecondition (no pods are handed in).
+  virtual Status BindPods(const std::vector<PodBinding>& gang);
 
   // Up to `max_bytes` of the output of attempt `key` (stdout and stderr as the task wrote them)
   // from byte `offset`. kNotFound when the attempt has written nothing (yet); an offset past the

@@ -17,6 +17,7 @@
 #include "model/quota_tree.h"
 #include "scheduler/cluster_settings.h"
 #include "server/access_control.h"
+#include "server/handed_in_pods.h"
 #include "server/machine_pools.h"
 
 namespace gpupool::server {
@@ -224,6 +225,53 @@ backend::TaskLaunch LaunchFor(std::string key, const store::TaskRecord& task, co
 
 std::string SnapshotPodName(const std::string& workflow_id, size_t index) {
   return workflow_id + "." + std::to_string(index);
+}
+
+// Tells the backend why each task the cycle left pending stays so (every cycle: the backend
+// writes only what changed), and Kills the reported tasks that ended without a launch.
+void ReportPendingTasks(backend::Backend& backend, std::set<std::string>& reported,
+                        const std::vector<store::WorkflowRecord>& workflows,
+                        const TaskPodIndex& pod_index, const scheduler::CycleResult& cycle,
+                        const config::ConfigSet& configs) {
+  std::set<std::string> still_pending;
+  for (const auto& pending : cycle.unschedulable) {
+    auto it = pod_index.find(pending.pod);
+    if (it == pod_index.end()) continue;
+    const auto& wf = workflows[it->second.first];
+    const auto& task = wf.tasks[it->second.second];
+    if (task.status != kPending) continue;
+    backend::Unschedulable report;
+    report.task_key = TaskKey(wf.id, task);
+    report.task_pod = &task.pod;
+    report.namespace_ = PodNamespace(configs, wf.pool);
+    report.message = pending.reason;
+    backend.ReportUnschedulable(report);
+    still_pending.insert(report.task_key);
+    reported.insert(std::move(report.task_key));
+  }
+  if (reported.size() == still_pending.size()) return;
+  std::unordered_map<std::string, std::string_view> status;  // of the reported tasks
+  for (const auto& wf : workflows) {
+    for (const auto& task : wf.tasks) {
+      std::string key = TaskKey(wf.id, task);
+      if (reported.contains(key)) status[key] = task.status;
+    }
+  }
+  for (auto it = reported.begin(); it != reported.end();) {
+    if (still_pending.contains(*it)) {
+      ++it;
+      continue;
+    }
+    auto found = status.find(*it);
+    std::string_view now = found == status.end() ? std::string_view(kCanceled) : found->second;
+    if (now == kPending) {  // pending and not reported this cycle: the next one says
+      ++it;
+      continue;
+    }
+    // Bound (its launch takes the pod over) or ended (what the backend made for it goes).
+    if (IsFinishedTask(now)) (void)backend.Kill(*it);
+    it = reported.erase(it);
+  }
 }
 
 }  // namespace
@@ -565,6 +613,8 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
     }
   }
   ApplySpotDrain(now, pod_index, workflows, changed, running_keys, snapshot, stats);
+  // After the drain, which walks workflow pods only: handed-in pods have no workflow.
+  const HandedIn handed_in = AddHandedInPods(backend_, pod_index, snapshot);
   scheduler::ApplyClusterSettings(settings, snapshot);
   scheduler::CycleResult cycle = scheduler_.RunCycle(snapshot);
   for (const auto& binding : cycle.bindings) {
@@ -666,6 +716,9 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
       ++it;
     }
   }
+
+  ReportPendingTasks(backend_, reported_, workflows, pod_index, cycle, configs);
+  ActOnHandedInPods(backend_, handed_in, cycle);
 
   // Gauges.
   for (const auto& wf : workflows) {

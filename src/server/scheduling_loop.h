@@ -16,7 +16,12 @@
 //      no longer RUNNING in the store (canceled through the API);
 //   5. runs one scheduler::Scheduler cycle over all nodes, bound pods (SCHEDULED and RUNNING
 //      tasks) and pending pods (in submission order): bindings PENDING -> SCHEDULED (launched
-//      next step), evictions back to PENDING; unschedulable reasons go to the task message.
+//      next step), evictions back to PENDING; unschedulable reasons go to the task message
+//      and, after the step's writes, to the backend (Backend::ReportUnschedulable; a reported
+//      task that ends without a launch is Kill'ed, so that what the backend made for it goes).
+//      Pods handed in by others through the backend (Backend::HandedInPods; no workflow in the
+//      store) join the cycle too: the ones it places are bound by Backend::BindPods after the
+//      step's writes (a gang in one command), the others are told why they wait.
 //      The cycle gets the step's time and each bound task's binding time, so a task that
 //      tolerates a node's NoExecute taint only for tolerationSeconds is evicted (reason
 //      NoExecute, back to PENDING) at the first step after its deadline;
@@ -125,6 +130,7 @@ class SchedulingLoop {
   std::set<std::string> launched_;  // backend keys this process launched and saw no exit for
   std::map<std::string, backend::TaskExit> exits_;  // polled, not yet applied to the store
   std::string node_pool_conflicts_;                 // the last logged report (loop thread only)
+  std::set<std::string> reported_;  // task keys reported unschedulable, not launched or ended
 
   Gauge* leader_gauge_;
   Gauge* pending_gauge_;

@@ -159,6 +159,8 @@ int RunServe(const ServeOptions& o) {
   if (!scale_down_after.ok()) return Fail(scale_down_after.status(), 2);
   auto node_sync_period = ParseMillis(o.node_sync, "--node-sync");
   if (!node_sync_period.ok()) return Fail(node_sync_period.status(), 2);
+  auto kube_event_repeat = ParseMillis(o.kube_event_repeat, "--kube-event-repeat");
+  if (!kube_event_repeat.ok()) return Fail(kube_event_repeat.status(), 2);
   auto history_interval = ParseMillis(o.history_interval, "--history-interval");
   if (!history_interval.ok()) return Fail(history_interval.status(), 2);
   if (*history_interval < 1000) {
@@ -212,8 +214,8 @@ int RunServe(const ServeOptions& o) {
     backend_options.slurm_user = o.slurm_user;
     backend_options.slurm_output_dir = o.slurm_output_dir;
     backend_options.slurm_partition = o.slurm_partition;
-    backend_options.kubernetes = {o.kubeconfig, o.kube_context, o.kube_qps, o.kube_burst,
-                                  o.kube_namespace};
+    backend_options.kubernetes = {o.kubeconfig, o.kube_context,   o.kube_qps,
+                                  o.kube_burst, o.kube_namespace, *kube_event_repeat};
     auto opened = backend::OpenBackend(o.backend, backend_options);
     if (!opened.ok()) return Fail(opened.status());
     backend = std::move(*opened);
@@ -348,6 +350,11 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
   serve
       ->add_option("--kube-namespace", options->kube_namespace,
                    "kubernetes: namespace of task pods when the pool's BACKEND config names none")
+      ->capture_default_str();
+  serve
+      ->add_option("--kube-event-repeat", options->kube_event_repeat,
+                   "kubernetes: how often a pod left pending for the same reason gets its "
+                   "FailedScheduling Event counted again")
       ->capture_default_str();
   serve
       ->add_option("--node-sync", options->node_sync,

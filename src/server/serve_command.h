@@ -54,7 +54,8 @@ struct ServeOptions {
   double kube_qps = 5;
   int kube_burst = 10;
   std::string kube_namespace = "gpupool";
-  std::string auth = "oidc";  // oidc | dev
+  std::string kube_event_repeat = "60s";  // a pending pod's FailedScheduling Event counted again
+  std::string auth = "oidc";              // oidc | dev
   std::string jwks;
   std::string issuer;
   std::string audience;

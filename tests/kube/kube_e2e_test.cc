@@ -109,27 +109,12 @@ class KubernetesBackendTest : public ::testing::Test {
     auto client = kube::Client::Create(fake_->Config(), {.qps = -1});
     ASSERT_TRUE(client.ok());
     kube_ = std::move(*client);
-    serve_args_ = {"serve",
-                   "--listen",
-                   "127.0.0.1:0",
-                   "--db",
-                   "sqlite:" + fake_->dir() + "/gpupool.db",
-                   "--auth",
-                   "dev",
-                   "--backend",
-                   "kubernetes",
-                   "--kubeconfig",
-                   *kubeconfig,
-                   "--interval",
-                   "50ms",
-                   "--lease-ttl",
-                   "2s",
-                   "--kube-qps",
-                   "200",
-                   "--kube-burst",
-                   "400",
-                   "--node-sync",
-                   "100ms"};
+    serve_args_ = {"serve", "--listen", "127.0.0.1:0", "--db",
+                   "sqlite:" + fake_->dir() + "/gpupool.db", "--auth", "dev", "--backend",
+                   "kubernetes", "--kubeconfig", *kubeconfig, "--interval", "50ms", "--lease-ttl",
+                   "2s", "--kube-qps", "200", "--kube-burst", "400", "--node-sync", "100ms",
+                   // A pod left pending gets its FailedScheduling Event counted again this often.
+                   "--kube-event-repeat", "200ms"};
     StartServe();
   }
 
@@ -182,6 +167,68 @@ class KubernetesBackendTest : public ::testing::Test {
     auto res = kube_->Call({"GET", "/api/v1/namespaces/gpupool/pods"});
     EXPECT_TRUE(res.ok() && res->ok());
     return res.ok() ? res->Json()["items"] : Json::array();
+  }
+
+  // The pod's condition of `type` ({} when it has none).
+  static Json Condition(const Json& pod, const std::string& type) {
+    if (!pod.is_object()) return Json::object();
+    const Json conditions = pod.value("/status/conditions"_json_pointer, Json::array());
+    for (const Json& condition : conditions) {
+      if (condition.is_object() && condition.value("type", "") == type) return condition;
+    }
+    return Json::object();
+  }
+
+  // The Events about pod `name` with `reason` (the test hook reads them: the role does not).
+  Json EventsAbout(const std::string& name, const std::string& reason) {
+    auto res = kube_->Call({"GET", "/_fake/events"});
+    EXPECT_TRUE(res.ok() && res->ok());
+    Json out = Json::array();
+    if (!res.ok() || !res->ok()) return out;
+    const Json listed = res->Json();
+    for (const Json& event : listed["items"]) {
+      if (event.value("/involvedObject/name"_json_pointer, "") == name &&
+          event.value("reason", "") == reason)
+        out.push_back(event);
+    }
+    return out;
+  }
+
+  // Creates a pod in namespace `ns` as anyone would (kubectl, a Job), handed to gpupool by
+  // spec.schedulerName.
+  Json CreateHandedInPod(const std::string& ns, const std::string& name, const Json& requests,
+                         const Json& labels = Json::object(), const Json& spec_extra = {}) {
+    Json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata",
+         {{"name", name},
+          {"labels", labels},
+          {"annotations", {{"fake.gpupool.io/run-ms", "3600000"}}}}},
+        {"spec",
+         {{"schedulerName", "gpupool"},
+          {"containers",
+           {{{"name", "c"}, {"image", "busybox"}, {"resources", {{"requests", requests}}}}}}}}};
+    if (spec_extra.is_object()) pod["spec"].update(spec_extra);
+    auto created = kube_->Call({"POST", "/api/v1/namespaces/" + ns + "/pods", pod.dump()});
+    EXPECT_TRUE(created.ok() && created->ok()) << (created.ok() ? created->body : "");
+    return created.ok() && created->ok() ? created->Json() : Json();
+  }
+
+  Json GetPod(const std::string& ns, const std::string& name) {
+    auto res = kube_->Call({"GET", "/api/v1/namespaces/" + ns + "/pods/" + name});
+    return res.ok() && res->ok() ? res->Json() : Json();
+  }
+
+  // The pod once it carries PodScheduled=False (gpupool said why), else null.
+  Json WaitUnschedulable(const std::string& ns, const std::string& name) {
+    Json pod;
+    bool said = Eventually([&] {
+      pod = GetPod(ns, name);
+      return Condition(pod, "PodScheduled").value("reason", "") == "Unschedulable";
+    });
+    EXPECT_TRUE(said) << pod.dump(2) << serve_->Log();
+    return said ? pod : Json();
   }
 
   std::unique_ptr<kube::fake::FakeApiServerProcess> fake_;
@@ -346,7 +393,12 @@ TEST_F(KubernetesBackendTest, OtherSchedulersPodsUseTheirNodesCapacity) {
     return workflow["tasks"][0].value("message", "").find("nvidia.com/gpu") != std::string::npos;
   })) << workflow.dump(2);
   EXPECT_EQ(workflow["tasks"][0]["status"], "PENDING") << workflow.dump(2);
-  EXPECT_TRUE(Pods().empty()) << "nothing created for a task that does not fit";
+  // Its pod waits unbound, saying why (Karpenter and cluster-autoscaler see it).
+  ASSERT_TRUE(Eventually([&] {
+    Json pods = Pods();
+    return pods.size() == 1 && Condition(pods[0], "PodScheduled").value("status", "") == "False";
+  })) << Pods().dump(2);
+  EXPECT_FALSE(Pods()[0]["spec"].contains("nodeName"));
 
   // nori's GPU is given back: the task runs there.
   ASSERT_TRUE(gpu_pods.contains("nori"));
@@ -356,6 +408,74 @@ TEST_F(KubernetesBackendTest, OtherSchedulersPodsUseTheirNodesCapacity) {
   Json done = WaitFor(id, {"COMPLETED", "FAILED", "CANCELED"});
   EXPECT_EQ(done["status"], "COMPLETED") << done.dump(2);
   EXPECT_EQ(done["tasks"][0]["node"], "nori");
+  Json pods = Pods();  // the pod made while it waited is the one bound: created once
+  ASSERT_EQ(pods.size(), 1u);
+  EXPECT_EQ(pods[0]["spec"]["nodeName"], "nori");
+  EXPECT_EQ(Condition(pods[0], "PodScheduled")["status"], "True");
+}
+
+// A task that fits nowhere says why, as kube-scheduler does: its pod exists unbound with
+// schedulerName gpupool and PodScheduled=False, reason Unschedulable, the scheduler's message
+// (what `kubectl describe pod` shows as Conditions), written once while the message stays the
+// same; and one FailedScheduling Event whose count grows while the pod waits (the Events
+// section), not an Event per cycle. Canceling the workflow deletes the pod.
+TEST_F(KubernetesBackendTest, AnUnplaceableTasksPodSaysWhy) {
+  std::string id = Submit(R"(workflow:
+  name: huge
+  resources:
+    default: {cpu: 1, memory: 1Gi, storage: 1Gi, gpu: 64}
+  tasks:
+  - {name: t, image: busybox, sim_duration: 1s}
+)");
+  ASSERT_FALSE(id.empty());
+  std::string message;
+  ASSERT_TRUE(Eventually([&] {
+    auto res = http_->Get("/api/workflow/" + id);
+    if (!res || res->status != 200) return false;
+    message = Json::parse(res->body)["tasks"][0].value("message", "");
+    return !message.empty();
+  }));
+  EXPECT_NE(message.find("nodes are available"), std::string::npos) << message;
+
+  Json pod;
+  ASSERT_TRUE(Eventually([&] {
+    Json pods = Pods();
+    if (pods.size() != 1) return false;
+    pod = pods[0];
+    return !Condition(pod, "PodScheduled").empty();
+  })) << Pods().dump(2);
+  EXPECT_EQ(pod["spec"]["schedulerName"], "gpupool");
+  EXPECT_FALSE(pod["spec"].contains("nodeName"));
+  EXPECT_EQ(pod["status"]["phase"], "Pending");
+  EXPECT_EQ(pod["metadata"]["annotations"]["gpupool.io/attempt"], id + "/t-group/t/0")
+      << pod.dump(2);
+  Json scheduled = Condition(pod, "PodScheduled");
+  EXPECT_EQ(scheduled["status"], "False");
+  EXPECT_EQ(scheduled["reason"], "Unschedulable");
+  EXPECT_EQ(scheduled["message"], message);
+
+  const std::string name = pod["metadata"]["name"].get<std::string>();
+  Json events;
+  ASSERT_TRUE(Eventually([&] {
+    events = EventsAbout(name, "FailedScheduling");
+    return events.size() == 1 && events[0].value("count", 0) >= 3;
+  })) << events.dump(2);
+  const Json& event = events[0];
+  EXPECT_EQ(event["type"], "Warning");
+  EXPECT_EQ(event["message"], message);
+  EXPECT_EQ(event["involvedObject"]["kind"], "Pod");
+  EXPECT_EQ(event["involvedObject"]["uid"], pod["metadata"]["uid"]);
+  EXPECT_EQ(event["source"]["component"], "gpupool");
+  EXPECT_LE(event["firstTimestamp"].get<std::string>(), event["lastTimestamp"].get<std::string>());
+  Json requests = FakeRequests();
+  EXPECT_EQ(requests["patch pods/status"], 1) << "the condition written once: " << requests.dump();
+  EXPECT_EQ(requests["create events"], 1) << requests.dump();
+  EXPECT_GE(requests["patch events"], 2) << requests.dump();
+
+  auto canceled = http_->Post("/api/workflow/" + id + "/cancel", "", "application/json");
+  ASSERT_TRUE(canceled && canceled->status == 200) << (canceled ? canceled->body : "");
+  WaitFor(id, {"CANCELED"});
+  EXPECT_TRUE(Eventually([&] { return Pods().empty(); })) << Pods().dump(2);
 }
 
 // kill -9 of gpupool while its task runs: the restarted server re-adopts the pod from the
@@ -402,6 +522,107 @@ TEST_F(KubernetesBackendTest, ARestartedServerAdoptsWhatRunsAndNeverStartsItTwic
   EXPECT_EQ(requests["create pods"], 2);  // nothing created again
   EXPECT_EQ(requests["create pods/binding"], 2);
   EXPECT_EQ(Pods().size(), 1u);
+}
+
+// KAI's way: a pod created by anyone with spec.schedulerName gpupool is placed by gpupool and
+// bound through pods/binding; gpupool counts it on its node, so a second pod that needs the same
+// room waits (saying why) until the first is gone, and then takes it.
+TEST_F(KubernetesBackendTest, APodHandedInByAnyoneIsBoundToAFittingNode) {
+  // Two GPUs at once: only the T4 node has them.
+  CreateHandedInPod("team", "first", {{"nvidia.com/gpu", "2"}, {"cpu", "1"}});
+  Json first;
+  ASSERT_TRUE(Eventually([&] {
+    first = GetPod("team", "first");
+    return first["spec"].contains("nodeName");
+  })) << first.dump(2)
+      << serve_->Log();
+  EXPECT_EQ(first["spec"]["nodeName"], "qa-mig-worker-gpu-1");
+  EXPECT_EQ(Condition(first, "PodScheduled")["status"], "True");
+  EXPECT_EQ(FakeRequests()["create pods/binding"], 1);
+
+  CreateHandedInPod("team", "second", {{"nvidia.com/gpu", "2"}, {"cpu", "1"}});
+  Json second = WaitUnschedulable("team", "second");
+  EXPECT_NE(Condition(second, "PodScheduled")["message"].get<std::string>().find("nvidia.com/gpu"),
+            std::string::npos)
+      << second.dump(2);
+  EXPECT_FALSE(second["spec"].contains("nodeName"));
+  EXPECT_EQ(EventsAbout("second", "FailedScheduling").size(), 1u);
+
+  auto deleted =
+      kube_->Call({"DELETE", "/api/v1/namespaces/team/pods/first", R"({"gracePeriodSeconds": 0})"});
+  ASSERT_TRUE(deleted.ok() && deleted->ok());
+  ASSERT_TRUE(Eventually([&] {
+    second = GetPod("team", "second");
+    return second["spec"].contains("nodeName");
+  })) << second.dump(2);
+  EXPECT_EQ(second["spec"]["nodeName"], "qa-mig-worker-gpu-1");
+  EXPECT_EQ(FakeRequests()["create pods/binding"], 2);
+  EXPECT_EQ(FakeRequests()["create pods"], 2) << "gpupool creates nothing for pods handed in";
+}
+
+// A gang handed in is bound all together or not at all: three pods that must run together
+// (gpupool.io/gang-min 3), of which only two fit (one per allowed node), stay pending, each
+// with the Unschedulable condition; none is bound.
+TEST_F(KubernetesBackendTest, AGangHandedInThatOnlyPartlyFitsIsNotBoundAtAll) {
+  const Json only_two_nodes = Json::parse(R"({"affinity": {"nodeAffinity": {
+      "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+          "values": ["aks-agentpool-30520393-vmss000000",
+                     "aks-agentpool-30520393-vmss000001"]}]}]}}}})");
+  const Json gang = {{"gpupool.io/gang", "trio"}, {"gpupool.io/gang-min", "3"}};
+  for (const char* name : {"trio-0", "trio-1", "trio-2"}) {
+    // 1900m allocatable per node: one such pod per node.
+    CreateHandedInPod("team", name, {{"cpu", "1"}}, gang, only_two_nodes);
+  }
+  for (const char* name : {"trio-0", "trio-1", "trio-2"}) {
+    Json pod = WaitUnschedulable("team", name);
+    EXPECT_FALSE(pod["spec"].contains("nodeName")) << pod.dump(2);
+    EXPECT_EQ(Condition(pod, "PodScheduled")["status"], "False");
+    EXPECT_FALSE(Condition(pod, "PodScheduled")["message"].get<std::string>().empty());
+  }
+  EXPECT_EQ(FakeRequests()["create pods/binding"], Json()) << "nothing of the gang bound";
+
+  // Its third member replaced by one that asks for a third node: the whole gang fits, and all
+  // three are bound (on three nodes).
+  auto deleted = kube_->Call(
+      {"DELETE", "/api/v1/namespaces/team/pods/trio-2", R"({"gracePeriodSeconds": 0})"});
+  ASSERT_TRUE(deleted.ok() && deleted->ok());
+  Json third_node = only_two_nodes;
+  third_node["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] =
+                Json::array({"aks-agentpool-30520393-vmss000002"});
+  CreateHandedInPod("team", "trio-3", {{"cpu", "1"}}, gang, third_node);
+  std::set<std::string> nodes;
+  ASSERT_TRUE(Eventually([&] {
+    nodes.clear();
+    for (const char* name : {"trio-0", "trio-1", "trio-3"}) {
+      Json pod = GetPod("team", name);
+      if (!pod["spec"].contains("nodeName")) return false;
+      nodes.insert(pod["spec"]["nodeName"].get<std::string>());
+    }
+    return true;
+  })) << serve_->Log();
+  EXPECT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(FakeRequests()["create pods/binding"], 3);
+}
+
+// A pod that needs what gpupool does not evaluate stays pending with a message naming the
+// feature, never bound as if the constraint were absent.
+TEST_F(KubernetesBackendTest, APodHandedInWithInterPodAffinityStaysPendingNamingIt) {
+  const Json affinity = Json::parse(R"({"affinity": {"podAffinity": {
+      "requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"app": "cache"}},
+         "topologyKey": "kubernetes.io/hostname"}]}}})");
+  CreateHandedInPod("team", "near-cache", {{"cpu", "100m"}}, Json::object(), affinity);
+  Json pod = WaitUnschedulable("team", "near-cache");
+  const std::string message = Condition(pod, "PodScheduled")["message"].get<std::string>();
+  EXPECT_NE(message.find("required inter-pod affinity"), std::string::npos) << message;
+  EXPECT_NE(message.find("spec.affinity.podAffinity"), std::string::npos) << message;
+  Json events = EventsAbout("near-cache", "FailedScheduling");
+  ASSERT_EQ(events.size(), 1u) << events.dump(2);
+  EXPECT_EQ(events[0]["message"], message);
+  EXPECT_FALSE(GetPod("team", "near-cache")["spec"].contains("nodeName"));
+  EXPECT_EQ(FakeRequests()["create pods/binding"], Json());
 }
 
 }  // namespace

@@ -97,11 +97,17 @@ Json PodForTask(const Json& pod, std::string_view key, const std::string& namesp
 
 KubernetesBackend::KubernetesBackend(KubernetesOptions options,
                                      std::unique_ptr<kube::Client> client)
-    : options_(std::move(options)), client_(std::move(client)) {}
+    : options_(std::move(options)),
+      client_(std::move(client)),
+      unschedulable_(std::make_unique<UnschedulableWriter>(*client_, options_.event_repeat)) {}
 
 KubernetesBackend::~KubernetesBackend() {
   if (pods_) pods_->Stop();
   if (nodes_) nodes_->Stop();
+  // The client's thread goes first, while what its callbacks use (the maps, the writer) lives.
+  pods_.reset();
+  nodes_.reset();
+  client_.reset();
 }
 
 Result<std::unique_ptr<KubernetesBackend>> KubernetesBackend::Open(KubernetesOptions options,
@@ -140,6 +146,7 @@ Result<std::unique_ptr<Backend>> OpenKubernetesBackend(const KubernetesFlags& fl
   options.client.qps = flags.qps;
   options.client.burst = flags.burst;
   options.namespace_ = flags.namespace_;
+  options.event_repeat = std::chrono::milliseconds(flags.event_repeat_ms);
   ASSIGN_OR_RETURN(auto backend,
                    KubernetesBackend::Open(std::move(options), kube::Environment::Process()));
   return std::unique_ptr<Backend>(std::move(backend));
@@ -185,8 +192,20 @@ void KubernetesBackend::CountOther(const Json& pod, bool ours, bool deleted) {
 // On the client's thread: records how gpupool's pods end.
 void KubernetesBackend::OnPod(const kube::ObjectPtr& pod, bool deleted) {
   std::string key = Annotation(*pod, kube::kAttemptAnnotation);
+  if (key.empty() && pod->value("/spec/schedulerName"_json_pointer, "") == kube::kSchedulerName) {
+    return OnHandedIn(*pod, deleted);  // gpupool's to schedule, not a task's
+  }
   CountOther(*pod, !key.empty(), deleted);
   if (key.empty()) return;
+  if (deleted && NodeName(*pod).empty()) {
+    // A pending task's pod, deleted before it was bound: made again when next reported. (A
+    // launch in flight hears of it from its binding.)
+    std::lock_guard lock(mu_);
+    if (!running_.contains(key)) {
+      unschedulable_->PodGone(key);
+      return;
+    }
+  }
   kube::TaskObservation seen = kube::ObservePod(*pod);
   bool finished =
       seen.phase == kube::TaskPhase::kSucceeded || seen.phase == kube::TaskPhase::kFailed;
@@ -210,6 +229,7 @@ struct KubernetesBackend::LaunchOp {
 
 Status KubernetesBackend::Launch(const TaskLaunch& launch) {
   if (nodes_->Get(launch.node) == nullptr) {
+    unschedulable_->Forget(launch.key, /*delete_pod=*/true);  // the task fails: its pod goes
     return InvalidArgumentError("kubernetes backend: the cluster has no node \"" + launch.node +
                                 "\" for task " + launch.key);
   }
@@ -218,6 +238,7 @@ Status KubernetesBackend::Launch(const TaskLaunch& launch) {
   const std::string ns = launch.namespace_.empty() ? options_.namespace_ : launch.namespace_;
   op->pod = PodForTask(launch.pod, launch.key, ns);
   op->ref = {ns, op->pod["metadata"]["name"].get<std::string>(), ""};
+  unschedulable_->Forget(launch.key, /*delete_pod=*/false);  // the launch binds its pod
   {
     std::lock_guard lock(mu_);
     auto it = running_.find(launch.key);
@@ -327,7 +348,11 @@ Status KubernetesBackend::Kill(std::string_view key) {
   {
     std::lock_guard lock(mu_);
     auto it = running_.find(key);
-    if (it == running_.end()) return OkStatus();
+    if (it == running_.end()) {
+      // Never launched: the pod made while it was pending goes.
+      unschedulable_->Forget(std::string(key), /*delete_pod=*/true);
+      return OkStatus();
+    }
     task = it->second;
     running_.erase(it);
     killed_.emplace(key);
@@ -356,6 +381,21 @@ std::vector<TaskExit> KubernetesBackend::Poll(int64_t now_ms) {
     return a.finished_ms < b.finished_ms;
   });
   return exits;
+}
+
+void KubernetesBackend::ReportUnschedulable(const Unschedulable& report) {
+  if (report.task_key.empty()) {
+    const PodRef& pod = report.pod;
+    unschedulable_->Report("pod:" + pod.namespace_ + "/" + pod.name,
+                           {pod.namespace_, pod.name, pod.uid}, nullptr, report.message);
+    return;
+  }
+  const std::string ns = report.namespace_.empty() ? options_.namespace_ : report.namespace_;
+  static const Json kNoPod;
+  const Json& rendered = report.task_pod != nullptr ? *report.task_pod : kNoPod;
+  unschedulable_->Report(
+      report.task_key, {ns, PodNameForAttempt(report.task_key), ""},
+      [&] { return PodForTask(rendered, report.task_key, ns); }, report.message);
 }
 
 size_t KubernetesBackend::RunningCount() const {

@@ -24,6 +24,22 @@
 //              and the API server's answer as the reason: a task never runs twice.
 //   Kill       deletes the pod in the background (UID precondition, its own grace period); a
 //              launch still in flight deletes what it created.
+//   ReportUnschedulable  a task or a pod handed in that the scheduler leaves pending: its pod
+//              (created first for a task, unbound: OSMO's way) gets PodScheduled=False,
+//              reason Unschedulable, with the scheduler's message, and a FailedScheduling Event
+//              counted as kube-scheduler's recorder counts it (unschedulable_writer.h).
+//   HandedInPods  pods others created with spec.schedulerName gpupool (KAI's way; a
+//              Deployment's, a Job's, kubectl's), from the pod informer, as kube::PendingFromApi
+//              reads them (queue from gpupool.io/queue, else "default"; gangs from gpupool.io/gang
+//              scoped to the namespace, and gpupool.io/gang-min): pending ones (with the feature
+//              gpupool does not evaluate, when they ask one), and bound ones, which hold their
+//              node and are never chosen as victims (gpupool cannot evict yet). Their node's
+//              capacity is not reduced for them (ListNodes): the scheduler counts them as pods.
+//   BindPods   binds pods handed in through pods/binding (their UIDs in the bodies), a gang in
+//              one command: refused whole when one of them is no longer pending here or a node
+//              is unknown; sent, each pod counts as bound on its node until the informer shows
+//              it (no double booking in between); a binding the API server refuses (409: bound
+//              meanwhile, 404: deleted) puts the pod back to what the informer says.
 //   Poll       gpupool's pods that ended (those with the attempt annotation): Succeeded ->
 //              exit 0, Failed -> the container's exit code and reason (kube::ObservePod:
 //              OOMKilled, Error, Evicted, ...), a pod deleted by someone else -> exit code -1,
@@ -40,6 +56,7 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/kubernetes/unschedulable_writer.h"
 #include "kube/client.h"
 #include "kube/informer.h"
 #include "kube/kubeconfig.h"
@@ -53,6 +70,9 @@ struct KubernetesOptions {
   kube::ClientOptions client;  // QPS and burst: client-go's 5 and 10 unless raised
   std::string namespace_ = "gpupool";
   std::chrono::milliseconds sync_timeout{30000};  // for the first lists at start
+  // A pod left pending with the same message gets its FailedScheduling Event counted again after
+  // this long (kube-scheduler retries an unschedulable pod at least every five minutes).
+  std::chrono::milliseconds event_repeat{60000};
 };
 
 // The exit code Poll reports for a pod that went without one (deleted by someone else, or
@@ -72,6 +92,9 @@ class KubernetesBackend final : public Backend {
   Status Kill(std::string_view key) override;
   std::vector<TaskExit> Poll(int64_t now_ms) override;
   size_t RunningCount() const override;
+  void ReportUnschedulable(const Unschedulable& report) override;
+  std::vector<HandedInPod> HandedInPods() const override;
+  Status BindPods(const std::vector<PodBinding>& gang) override;
 
  private:
   struct Task {
@@ -84,6 +107,7 @@ class KubernetesBackend final : public Backend {
   KubernetesBackend(KubernetesOptions options, std::unique_ptr<kube::Client> client);
   void OnPod(const kube::ObjectPtr& pod, bool deleted);
   void CountOther(const nlohmann::ordered_json& pod, bool ours, bool deleted);
+  void OnHandedIn(const nlohmann::ordered_json& pod, bool deleted);  // kube_backend_handed_in.cc
   // The background steps of a launch (on the client's thread).
   void Create(std::shared_ptr<LaunchOp> op);
   void Adopt(std::shared_ptr<LaunchOp> op, bool created_elsewhere);
@@ -96,6 +120,7 @@ class KubernetesBackend final : public Backend {
   std::unique_ptr<kube::Client> client_;
   std::unique_ptr<kube::Informer> nodes_;
   std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<UnschedulableWriter> unschedulable_;
 
   mutable std::mutex mu_;
   std::map<std::string, Task, std::less<>> running_;    // launched, not yet reported, by key
@@ -108,6 +133,10 @@ class KubernetesBackend final : public Backend {
     model::ResourceList taken;
   };
   std::map<std::string, OtherPod, std::less<>> others_;
+  // Pods handed in (spec.schedulerName gpupool, not a task's), pending or bound, by UID; and the
+  // bindings sent for them that the informer has not shown yet (UID -> node).
+  std::map<std::string, HandedInPod, std::less<>> handed_in_;
+  std::map<std::string, std::string, std::less<>> binding_;
 };
 
 // OpenBackend's "kubernetes" (the process's environment for the in-cluster configuration).

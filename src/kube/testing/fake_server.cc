@@ -409,6 +409,15 @@ ApiResponse FakeServer::Impl::Admin(const ApiRequest& request, int64_t* restart_
     api_.SetOptions(options);
   } else if (path == "/_fake/restart" && request.method == "POST") {
     *restart_down_ms = std::max<int64_t>(0, body.value("downMs", 0));
+  } else if (path == "/_fake/events" && request.method == "GET") {
+    // Every Event, as an administrator's `kubectl get events -A` reads them (the role under
+    // test does not read Events: gpupool only writes them).
+    Json items = Json::array();
+    for (const auto& event :
+         store_.Select(ResourceId("events"), [](const Json&) { return true; })) {
+      items.push_back(*event);
+    }
+    answer["items"] = std::move(items);
   } else if (path == "/_fake/stats" && request.method == "GET") {
     answer["requests"] = api_.RequestCounts();
     answer["denied"] = api_.DeniedCounts();

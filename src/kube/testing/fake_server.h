@@ -11,6 +11,7 @@
 //   POST /_fake/config        {"expiredWatchAs410": bool}: how an expired watch is refused
 //   POST /_fake/restart       {"downMs": D}: drop every connection, refuse new ones for D ms,
 //                             then serve again with the same state (etcd survives)
+//   GET  /_fake/events        every Event ({"items": [...]}), outside the role under test
 //   GET  /_fake/stats         requests by RBAC verb and resource (and those denied by the
 //                             role, fake_rbac.h), 429s sent, the gaps between
 //                             each 429 and the client's retry of that request, open watches

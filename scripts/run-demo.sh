@@ -74,7 +74,8 @@ step config update POOL heterogeneous_pool --file platform_config.json
 step config set ROLE osmo-heterogeneous_pool pool
 step config set ROLE osmo-shared -f role_config.json
 
-note "Seed 001: the robotics pools, with the templates and validation sets they name (examples/osmo/)."
+note "Seed 001: the robotics pools, with the backends, templates and validation sets they name (examples/osmo/)."
+step config update BACKEND --file "$root/examples/osmo/backends.json" --description "the backends seed 001's pools name"
 step config update POD_TEMPLATE --file "$root/examples/osmo/pod_templates.json" --description "examples/osmo templates"
 step config update RESOURCE_VALIDATION --file "$root/examples/osmo/resource_validations.json"
 step config update ROLE --file "$root/examples/osmo/roles.json"

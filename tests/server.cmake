@@ -52,4 +52,11 @@ if(TARGET gpupool AND Python3_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server/projects_test.py
                    --gpupool $<TARGET_FILE:gpupool>)
   set_tests_properties(server_projects PROPERTIES TIMEOUT 180)
+  # Seed 003's organisation (examples/runai-org) through the server with OSMO workflows
+  # (server/runai_org_test.py): over quota on idle node pools, NORMAL within deserved quota,
+  # reclaim by the owner, the projects table.
+  add_test(NAME server_runai_org
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server/runai_org_test.py
+                   --gpupool $<TARGET_FILE:gpupool>)
+  set_tests_properties(server_runai_org PROPERTIES TIMEOUT 180)
 endif()

@@ -79,6 +79,20 @@ void CheckList(const ConfigSet& set, const Pool& pool, const std::vector<std::st
   }
 }
 
+// A pool's backend is `default` (the cluster the server runs, built in whether or not a BACKEND
+// config describes it) or a BACKEND config: OSMO registers a backend before pools may target it.
+void CheckBackend(const ConfigSet& set, const Pool& pool, std::vector<Status>& out) {
+  if (pool.backend == kDefaultBackend || set.FindBackend(pool.backend) != nullptr) return;
+  std::vector<std::string> names = ConfigNames(set, Kind::kBackend);
+  if (std::find(names.begin(), names.end(), kDefaultBackend) == names.end()) {
+    names.insert(names.begin(), std::string(kDefaultBackend));
+  }
+  out.push_back(InvalidArgumentError(
+      "pool \"" + pool.name + "\": backend: backend \"" + pool.backend + "\" does not exist" +
+      DidYouMean(pool.backend, names) + "; backends: " + Join(names, ", ") +
+      " (register it first: gpupool config update BACKEND " + pool.backend + " --file FILE)"));
+}
+
 bool Contains(const std::vector<std::string>& list, std::string_view name) {
   for (const std::string& s : list) {
     if (s == name) return true;
@@ -189,6 +203,7 @@ std::vector<std::string> ConfigNames(const ConfigSet& set, Kind kind) {
 std::vector<Status> ValidateReferenceList(const ConfigSet& set) {
   std::vector<Status> out;
   for (const auto& [name, pool] : set.pools) {
+    CheckBackend(set, pool, out);
     if (pool.default_platform.has_value() && !pool.default_platform->empty() &&
         pool.FindPlatform(*pool.default_platform) == nullptr) {
       out.push_back(InvalidArgumentError(

@@ -13,6 +13,10 @@
 
 namespace gpupool::config {
 
+// The backend every server has: the cluster it runs (simulated, Kubernetes or Slurm). A BACKEND
+// config of this name may describe it (its switches, namespace); pools may name it without one.
+inline constexpr std::string_view kDefaultBackend = "default";
+
 struct ConfigSet {
   std::map<std::string, Pool> pools;
   std::map<std::string, PodTemplate> pod_templates;
@@ -43,7 +47,10 @@ std::vector<std::string> ConfigNames(const ConfigSet& set, Kind kind);
 //     "default_ctrl"?)
 //   Pool "p": platforms.a100.override_pod_template[0]: pod template "a100" does not exist
 //   Pool "p": common_resource_validations[3]: resource validation "x" does not exist
-// A pool's backend is just a name (the seeds name backends that have no BACKEND config).
+//   pool "p": backend: backend "gpu-cluster-1" does not exist (did you mean "gpu-cluster-01"?);
+//     backends: default, gpu-cluster-01 (register it first: gpupool config update BACKEND ...)
+// A pool's backend is `default` or a BACKEND config's name (OSMO registers a backend before pools
+// target it; the seeds' gpu-cluster-01 and others are in examples/osmo/backends.json).
 std::vector<Status> ValidateReferenceList(const ConfigSet& set);
 // Every pool's and platform's default_node_pools names `default` or one of `node_pools` (the
 // NODE_POOL configs' names); one InvalidArgument per other name, in pool-name order:

@@ -30,7 +30,8 @@ TEST(ConfigSetTest, PutGetRemove) {
 
 TEST(ConfigSetTest, ValidateReferences) {
   ConfigSet set = BuiltinConfigs();
-  ASSERT_TRUE(PutConfig(set, Kind::kPool, "p", J(R"({"backend": "no-such-backend",
+  ASSERT_TRUE(PutConfig(set, Kind::kBackend, "gpu-cluster-01", J("{}")).ok());
+  ASSERT_TRUE(PutConfig(set, Kind::kPool, "p", J(R"({"backend": "gpu-cluster-1",
       "common_pod_template": ["default_user", "defualt_ctrl"],
       "common_resource_validations": ["default_cpu", "gpu_training_validation"],
       "platforms": {"a100": {"override_pod_template": ["a100"],
@@ -44,6 +45,9 @@ TEST(ConfigSetTest, ValidateReferences) {
   }
   EXPECT_EQ(messages,
             (std::vector<std::string>{
+                "pool \"p\": backend: backend \"gpu-cluster-1\" does not exist (did you mean "
+                "\"gpu-cluster-01\"?); backends: default, gpu-cluster-01 (register it first: "
+                "gpupool config update BACKEND gpu-cluster-1 --file FILE)",
                 "pool \"p\": common_pod_template[1]: pod template \"defualt_ctrl\" does not exist "
                 "(did you mean \"default_ctrl\"?)",
                 "pool \"p\": common_resource_validations[1]: resource validation "
@@ -55,13 +59,17 @@ TEST(ConfigSetTest, ValidateReferences) {
             }));
   Status joined = ValidateReferences(set);
   EXPECT_EQ(joined.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(std::count(joined.message().begin(), joined.message().end(), '\n'), 3);
-  // A pool's backend is only a name.
+  EXPECT_EQ(std::count(joined.message().begin(), joined.message().end(), '\n'), 4);
   set.pools.at("p").common_pod_template = {"default_user", "default_ctrl"};
   set.pools.at("p").common_resource_validations = {"default_cpu"};
   set.pools.at("p").platforms[0].override_pod_template.clear();
   set.pools.at("p").platforms[0].resource_validations.clear();
-  EXPECT_TRUE(ValidateReferences(set).ok());
+  EXPECT_FALSE(ValidateReferences(set).ok());
+  // A registered BACKEND, and the built-in `default` without a config.
+  for (const char* backend : {"gpu-cluster-01", "default"}) {
+    set.pools.at("p").backend = backend;
+    EXPECT_TRUE(ValidateReferences(set).ok()) << backend;
+  }
 }
 
 // default_node_pools (pool and platform): decoded with seed 003's `Default` as `default`,

@@ -233,10 +233,16 @@ std::optional<std::string> MatchExitAction(const std::vector<ExitAction>& action
 // ---- POOL ---------------------------------------------------------------------------------
 
 const Platform* Pool::FindPlatform(std::string_view platform) const {
+  static const Platform kImplicit;  // name "", nothing of its own
+  if (platforms.empty()) return platform.empty() ? &kImplicit : nullptr;
   for (const Platform& p : platforms) {
     if (p.name == platform) return &p;
   }
   return nullptr;
+}
+
+std::vector<std::string> Pool::RouteNames() const {
+  return platforms.empty() ? std::vector<std::string>{""} : PlatformNames();
 }
 
 std::vector<std::string> Pool::PlatformNames() const {

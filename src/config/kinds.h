@@ -127,7 +127,7 @@ struct Platform {
 struct Pool {
   std::string name;
   std::string description;
-  std::string backend;  // required; any name (a backend config need not exist)
+  std::string backend;  // required; `default` or a BACKEND config's name (checked on write)
   std::optional<std::string> default_platform;
   bool enable_maintenance = false;
   std::optional<std::string> download_type;  // legacy; only "download"
@@ -149,11 +149,17 @@ struct Pool {
   std::vector<std::string> common_resource_validations;
   std::vector<std::string> common_pod_template;
   std::vector<std::string> common_group_templates;
-  std::vector<Platform> platforms;  // in the order written
+  // In the order written. Optional (seed 001): a pool without platforms has one implicit,
+  // unnamed platform (name "", no override template, no rules of its own), so its tasks run on
+  // the nodes its common templates select.
+  std::vector<Platform> platforms;
   Json raw = Json::object();
 
+  // The platform of that name; for a pool without platforms, "" names the implicit one.
   const Platform* FindPlatform(std::string_view platform) const;
-  std::vector<std::string> PlatformNames() const;
+  std::vector<std::string> PlatformNames() const;  // the written ones only
+  // What tasks may be routed to: the written platforms' names, or {""} without any.
+  std::vector<std::string> RouteNames() const;
 };
 
 // Decodes a pool body. `file_context` (e.g. "platform_config.json") prefixes error messages;

@@ -118,16 +118,16 @@ Result<std::vector<NodeMembership>> ComputeMembership(const ConfigSet& set,
   std::vector<NodeMembership> out(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) out[i].node = nodes[i].name;
   for (const auto& [pool_name, pool] : set.pools) {
-    for (const Platform& platform : pool.platforms) {
-      ASSIGN_OR_RETURN(Json merged, PlatformTemplate(pool, platform.name, set));
+    for (const std::string& platform : pool.RouteNames()) {
+      ASSIGN_OR_RETURN(Json merged, PlatformTemplate(pool, platform, set));
       Result<PlatformSelector> selector = SelectorFromTemplate(merged);
       if (!selector.ok()) {
-        return selector.status().WithContext("pool \"" + pool_name + "\" platform \"" +
-                                             platform.name + "\"");
+        return selector.status().WithContext("pool \"" + pool_name + "\" platform \"" + platform +
+                                             "\"");
       }
       for (size_t i = 0; i < nodes.size(); ++i) {
-        if (NodeMatchesSelector(*selector, nodes[i])) {
-          out[i].memberships.push_back(PoolPlatform{pool_name, platform.name});
+        if (NodeInBackend(nodes[i], pool.backend) && NodeMatchesSelector(*selector, nodes[i])) {
+          out[i].memberships.push_back(PoolPlatform{pool_name, platform});
         }
       }
     }
@@ -146,17 +146,51 @@ Result<std::vector<const model::Node*>> PlatformNodes(const ConfigSet& set, cons
                                                       std::string_view platform,
                                                       const std::vector<model::Node>& nodes) {
   ASSIGN_OR_RETURN(Json merged, PlatformTemplate(pool, platform, set));
-  return PlatformNodesOf(merged, nodes);
+  return PlatformNodesOf(merged, nodes, pool.backend);
 }
 
 Result<std::vector<const model::Node*>> PlatformNodesOf(const Json& merged_template,
-                                                        const std::vector<model::Node>& nodes) {
+                                                        const std::vector<model::Node>& nodes,
+                                                        std::string_view backend) {
   ASSIGN_OR_RETURN(PlatformSelector selector, SelectorFromTemplate(merged_template));
   std::vector<const model::Node*> out;
   for (const model::Node& node : nodes) {
-    if (NodeMatchesSelector(selector, node)) out.push_back(&node);
+    if (NodeInBackend(node, backend) && NodeMatchesSelector(selector, node)) out.push_back(&node);
   }
   return out;
+}
+
+bool NodeInBackend(const model::Node& node, std::string_view backend) {
+  auto it = node.labels.find(std::string(kBackendLabel));
+  return it == node.labels.end() || it->second == backend;
+}
+
+std::set<std::string> NodeBackends(const std::vector<model::Node>& nodes) {
+  std::set<std::string> out;
+  for (const model::Node& node : nodes) {
+    auto it = node.labels.find(std::string(kBackendLabel));
+    if (it != node.labels.end()) out.insert(it->second);
+  }
+  return out;
+}
+
+void ScopePodToBackend(model::PodScheduling& pod, std::string_view backend,
+                       const std::set<std::string>& node_backends) {
+  model::NodeSelectorRequirement others{
+      std::string(kBackendLabel), model::SelectorOperator::kNotIn, {}};
+  for (const std::string& name : node_backends) {
+    if (name != backend) others.values.push_back(name);
+  }
+  if (others.values.empty()) return;
+  if (!pod.affinity.required.has_value()) {
+    pod.affinity.required.emplace(1);
+    pod.affinity.required->front().match_expressions.push_back(std::move(others));
+    return;
+  }
+  for (model::NodeSelectorTerm& term : *pod.affinity.required) {
+    // An empty term matches no node; a requirement added to it would make it match some.
+    if (!term.empty()) term.match_expressions.push_back(others);
+  }
 }
 
 }  // namespace gpupool::config

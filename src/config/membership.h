@@ -12,6 +12,7 @@
 // skipped (they could not match a node either); other decode errors are reported.
 // Node type: RESERVED (in exactly one pool), SHARED (in more than one), UNUSED (none).
 
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,12 +54,28 @@ struct NodeMembership {
 Result<std::vector<NodeMembership>> ComputeMembership(const ConfigSet& set,
                                                       const std::vector<model::Node>& nodes);
 
+// Backends split one cluster's nodes by the node label gpupool.io/backend: a node carrying it
+// belongs to that backend alone; a node without it belongs to the cluster the server runs and
+// serves the pools of every backend (one server, one cluster: the common case needs no label).
+inline constexpr std::string_view kBackendLabel = "gpupool.io/backend";
+bool NodeInBackend(const model::Node& node, std::string_view backend);
+
+// What keeps a pool's pods off other backends' nodes in the scheduler: a required node-affinity
+// requirement `gpupool.io/backend NotIn (node_backends minus backend)`, ANDed into every required
+// term (one term of its own when the pod has none). `node_backends`: the label's values on the
+// cluster's nodes. Nothing when no node belongs to another backend.
+void ScopePodToBackend(model::PodScheduling& pod, std::string_view backend,
+                       const std::set<std::string>& node_backends);
+std::set<std::string> NodeBackends(const std::vector<model::Node>& nodes);
+
 // The nodes of one platform (pointers into `nodes`, input order).
 Result<std::vector<const model::Node*>> PlatformNodes(const ConfigSet& set, const Pool& pool,
                                                       std::string_view platform,
                                                       const std::vector<model::Node>& nodes);
-// The same, from the platform's merged pod template (PlatformTemplate) when the caller has it.
+// The same, from the platform's merged pod template (PlatformTemplate) when the caller has it,
+// for a pool of `backend`.
 Result<std::vector<const model::Node*>> PlatformNodesOf(const Json& merged_template,
-                                                        const std::vector<model::Node>& nodes);
+                                                        const std::vector<model::Node>& nodes,
+                                                        std::string_view backend);
 
 }  // namespace gpupool::config

@@ -2,12 +2,16 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "config/merge.h"
 #include "config/test_util.h"
 #include "model/json_io.h"
+#include "model/match.h"
 #include "model/node_import.h"
 
 namespace gpupool::config {
@@ -34,7 +38,8 @@ void LoadFile(ConfigSet& set, Kind kind, const std::string& path) {
   }
 }
 
-// Built-ins + seed 000's l40s/a100 templates (a100 corrected) + examples/osmo + the pools of
+// Built-ins + seed 000's l40s/a100 templates (a100 corrected) + examples/osmo (templates,
+// validations, roles, the backends seed 001 names) + the pools of
 // seeds 000, 001 and (optionally) 002's Jetson inference pool.
 ConfigSet SeedSet(bool seed002_inference) {
   const std::string src = GPUPOOL_SOURCE_DIR;
@@ -51,6 +56,7 @@ ConfigSet SeedSet(bool seed002_inference) {
   LoadFile(set, Kind::kPodTemplate, src + "/examples/osmo/pod_templates.json");
   LoadFile(set, Kind::kResourceValidation, src + "/examples/osmo/resource_validations.json");
   LoadFile(set, Kind::kRole, src + "/examples/osmo/roles.json");
+  LoadFile(set, Kind::kBackend, src + "/examples/osmo/backends.json");
   const std::string td = src + "/src/config/testdata/";
   Result<Json> doc = model::ParseJson(ReadText(td + "seed000/platform_config.json"), "p.json");
   EXPECT_TRUE(doc.ok());
@@ -149,6 +155,106 @@ TEST(MembershipTest, SeedPoolsOverRealisticNodes) {
     EXPECT_EQ(names, c.want);
     EXPECT_EQ(m.type, c.type) << NodeTypeName(m.type);
   }
+}
+
+// gpupool.io/backend keeps a node to one backend's pools; unlabelled nodes serve every backend.
+TEST(MembershipTest, BackendLabelScopesNodes) {
+  ConfigSet set = SeedSet(false);
+  std::vector<model::Node> nodes = SeedNodes();
+  for (model::Node& node : nodes) {
+    if (node.name == "h100-1") node.labels[std::string(kBackendLabel)] = "gpu-cluster-01";
+    if (node.name == "l40s-1") node.labels[std::string(kBackendLabel)] = "graphics-cluster-01";
+    if (node.name == "t4-1") node.labels[std::string(kBackendLabel)] = "nowhere";
+  }
+  Result<std::vector<NodeMembership>> got = ComputeMembership(set, nodes);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  std::map<std::string, std::vector<std::string>> want = {
+      {"h100-1", {"robotics-training/h100-platform"}},
+      {"l40s-1", {"robotics-simulation/l40s-platform"}},
+      {"t4-1", {}},
+      // Unlabelled: as before, pools of every backend.
+      {"a100-1", {"robotics-training/a100-platform", "team-development/small-gpu"}},
+  };
+  for (const NodeMembership& m : *got) {
+    if (!want.contains(m.node)) continue;
+    std::vector<std::string> names;
+    for (const PoolPlatform& pp : m.memberships) names.push_back(pp.pool + "/" + pp.platform);
+    EXPECT_EQ(names, want[m.node]) << m.node;
+  }
+  const Pool& training = set.pools.at("robotics-training");
+  auto h100 = PlatformNodes(set, training, "h100-platform", nodes);
+  ASSERT_TRUE(h100.ok());
+  ASSERT_EQ(h100->size(), 1u);
+  EXPECT_EQ((*h100)[0]->name, "h100-1");
+  auto dev = PlatformNodes(set, set.pools.at("team-development"), "small-gpu", nodes);
+  ASSERT_TRUE(dev.ok());
+  for (const model::Node* node : *dev) EXPECT_NE(node->name, "h100-1");
+}
+
+// A pool without platforms: its nodes are those its common templates select (platform "").
+TEST(MembershipTest, PoolWithoutPlatforms) {
+  ConfigSet set = SeedSet(false);
+  ASSERT_TRUE(PutConfig(set, Kind::kPool, "plain", J(R"({"backend": "default",
+      "common_pod_template": ["default_user", "default_ctrl", "l40s"]})"))
+                  .ok());
+  std::vector<model::Node> nodes = SeedNodes();
+  Result<std::vector<NodeMembership>> got = ComputeMembership(set, nodes);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  for (const NodeMembership& m : *got) {
+    bool plain = std::find(m.memberships.begin(), m.memberships.end(), PoolPlatform{"plain", ""}) !=
+                 m.memberships.end();
+    EXPECT_EQ(plain, m.node == "l40s-1") << m.node;
+  }
+  auto listed = PlatformNodes(set, set.pools.at("plain"), "", nodes);
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ(PlatformNodes(set, set.pools.at("plain"), "x", nodes).status().code(),
+            StatusCode::kNotFound);
+}
+
+// The scheduler's side of the same rule: the requirement ScopePodToBackend adds, matched with
+// Kubernetes' node-affinity semantics.
+TEST(MembershipTest, ScopePodToBackend) {
+  model::Node plain, gpu, dev;
+  gpu.labels[std::string(kBackendLabel)] = "gpu-cluster-01";
+  dev.labels[std::string(kBackendLabel)] = "dev-cluster-01";
+  const std::set<std::string> backends = {"dev-cluster-01", "gpu-cluster-01"};
+  model::NodeSelectorTerm zone{{{"zone", model::SelectorOperator::kExists, {}}}, {}};
+  plain.labels["zone"] = gpu.labels["zone"] = dev.labels["zone"] = "a";
+  struct Case {
+    std::string name;
+    std::optional<std::vector<model::NodeSelectorTerm>> required;
+    std::string backend;
+    std::set<std::string> node_backends;
+    bool plain, gpu, dev;  // matches
+  };
+  std::vector<Case> cases = {
+      {"default backend, no affinity", std::nullopt, "default", backends, true, false, false},
+      {"gpu backend, no affinity", std::nullopt, "gpu-cluster-01", backends, true, true, false},
+      {"ANDed into the pod's own term", std::vector{zone}, "gpu-cluster-01", backends, true, true,
+       false},
+      {"an empty term still matches nothing", std::vector{model::NodeSelectorTerm{}},
+       "gpu-cluster-01", backends, false, false, false},
+      {"no labelled node: nothing added", std::nullopt, "default", {}, true, true, true},
+      {"only its own backend labelled",
+       std::nullopt,
+       "gpu-cluster-01",
+       {"gpu-cluster-01"},
+       true,
+       true,
+       true},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    model::PodScheduling pod;
+    pod.affinity.required = c.required;
+    ScopePodToBackend(pod, c.backend, c.node_backends);
+    EXPECT_EQ(model::MatchesRequiredAffinity(pod.affinity, plain), c.plain);
+    EXPECT_EQ(model::MatchesRequiredAffinity(pod.affinity, gpu), c.gpu);
+    EXPECT_EQ(model::MatchesRequiredAffinity(pod.affinity, dev), c.dev);
+  }
+  std::vector<model::Node> nodes = {plain, gpu, dev, gpu};
+  EXPECT_EQ(NodeBackends(nodes), backends);
 }
 
 TEST(MembershipTest, Seed002JetsonPool) {

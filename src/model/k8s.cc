@@ -620,7 +620,9 @@ Result<std::string> DescribeHandler(const ordered_json& handler, std::string_vie
     return InvalidArgumentError(std::string(path) +
                                 ": expected exactly one of exec, httpGet, tcpSocket, sleep");
   }
-  const auto& [kind, body] = *handler.items().begin();
+  const auto only = handler.begin();  // not items(): its proxy is a temporary the names outlive
+  const std::string& kind = only.key();
+  const ordered_json& body = only.value();
   const std::string body_path = FieldPath(path, kind);
   if (!body.is_object()) return TypeError(body_path, "an object", body);
   if (kind == "exec") {

@@ -65,6 +65,7 @@ void ApplyClusterSettings(const ClusterSettings& settings, ClusterSnapshot& snap
     }
   }
   if (settings.over_quota) return;
+  snapshot.over_quota = false;
   // Every node pool, so that a queue's missing entry (deserved 0 GPUs) becomes a limit of 0.
   std::set<std::string> node_pools = {std::string(model::kDefaultNodePool)};
   for (const model::NodePool& pool : snapshot.node_pools) node_pools.insert(pool.name);

@@ -60,7 +60,9 @@ TEST(ClusterSettingsTest, EachSwitchHasItsEffect) {
       {{"over quota on: LOW borrows idle GPUs", {}, ""}, over_quota},
       {{"over quota off: LOW stays within its 0 GPUs",
         {.over_quota = false},
-        "queue borrower is at its limit of 0 nvidia.com/gpu in node pool A100"},
+        "queue borrower is at its limit of 0 nvidia.com/gpu in node pool A100 (0 in use, 4 "
+        "requested); over-quota use is off in this cluster (BACKEND default: enable_over_quota "
+        "false)"},
        over_quota},
       {{"cpu quota on: NORMAL within 1 cpu", {}, "uses only deserved quota: 1 cpu"}, cpu_quota},
       {{"cpu quota off: cpu deserved ignored", {.cpu_quota = false}, ""}, cpu_quota},

@@ -27,7 +27,8 @@ CycleResult Cycle::Run() {
   state_.ComputeFairShares(QueueDemand(state_));
   scorer_ = MakeScorer(options_, state_, jobs_);
   search_ = std::make_unique<NodeSearch>(options_, state_, *scorer_);
-  order_ = MakeFairShareOrder({setup_.queues, state_.quota(), jobs_, pool_names_});
+  order_ =
+      MakeFairShareOrder({setup_.queues, state_.quota(), jobs_, pool_names_, snapshot_.over_quota});
   Allocate();
   const model::DisruptionBudgets budgets(snapshot_.disruption_budgets, snapshot_.pods);
   Reclaimer reclaimer(options_, state_, view_, setup_.gangs, *search_, *order_, budgets);

@@ -23,6 +23,11 @@ std::string QuotaAmount(int r, int64_t amount) {
 
 }  // namespace
 
+// Appended to limit messages while seed 003's over-quota switch is off.
+constexpr char kOverQuotaOff[] =
+    "; over-quota use is off in this cluster (BACKEND default: enable_over_quota false), so "
+    "every queue's limit is its deserved quota";
+
 std::string CheckLimitsAndDeserved(const QueueOrderInput& input, const Job& job, int pool,
                                    bool nothing_allocated) {
   const QuotaTable& quota = input.quota;
@@ -35,7 +40,8 @@ std::string CheckLimitsAndDeserved(const QueueOrderInput& input, const Job& job,
       if (used + req[r] > limit) {
         return "queue " + input.queues[q].name + " is at its limit of " + FormatQuota(r, limit) +
                " " + std::string(model::kQuotaResourceK8sNames[r]) + " in node pool " +
-               input.pool_names[pool] + Amounts(r, used, req[r]);
+               input.pool_names[pool] + Amounts(r, used, req[r]) +
+               (input.over_quota ? "" : kOverQuotaOff);
       }
     }
   }

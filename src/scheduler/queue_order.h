@@ -35,6 +35,8 @@ struct QueueOrderInput {
   const QuotaTable& quota;
   std::span<const Job> jobs;
   std::span<const std::string> pool_names;  // for reasons
+  // Seed 003's over-quota switch (ClusterSnapshot::over_quota): off, a limit message says so.
+  bool over_quota = true;
 };
 
 class QueueOrder {

@@ -24,10 +24,47 @@ std::string ObjectName(const Json& doc) {
   return "";
 }
 
+// A `Backend` document (gpupool.io/v1): the scenario's cluster, `default`, and seed 003's
+// switches (cluster_settings.h); the BACKEND config's other fields mean nothing offline.
+Status ReadClusterSwitches(const Json& doc, ClusterSettings& settings) {
+  const std::string name = ObjectName(doc);
+  if (name != "default") {
+    return InvalidArgumentError(
+        "metadata.name: expected \"default\" (a scenario is one cluster, the backend "
+        "`default`), got \"" +
+        name + "\"");
+  }
+  if (!doc.contains("spec")) return OkStatus();
+  const Json& spec = doc["spec"];
+  if (!spec.is_object()) {
+    return InvalidArgumentError("spec: expected an object, got " + std::string(spec.type_name()));
+  }
+  static const std::vector<std::string> kFields = {"description", "enable_node_pools",
+                                                   "enable_cpu_quota", "enable_over_quota"};
+  std::map<std::string, bool*> switches = {{"enable_node_pools", &settings.node_pools},
+                                           {"enable_cpu_quota", &settings.cpu_quota},
+                                           {"enable_over_quota", &settings.over_quota}};
+  for (const auto& [key, value] : spec.items()) {
+    if (key == "description") continue;
+    auto it = switches.find(key);
+    if (it == switches.end()) {
+      return InvalidArgumentError("spec." + key + ": unknown field" + DidYouMean(key, kFields) +
+                                  "; a scenario's Backend holds enable_node_pools, "
+                                  "enable_cpu_quota and enable_over_quota");
+    }
+    if (!value.is_boolean()) {
+      return InvalidArgumentError("spec." + key + ": expected true or false, got " +
+                                  std::string(value.type_name()));
+    }
+    *it->second = value.get<bool>();
+  }
+  return OkStatus();
+}
+
 Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario) {
   static const std::vector<std::string> kKinds = {
       "Node", "Pod",  "Queue",    "NodePool", "MachinePool", "PodDisruptionBudget",
-      "Job",  "List", "NodeList", "PodList"};
+      "Job",  "List", "NodeList", "PodList",  "Backend"};
   if (!doc.is_object()) {
     return InvalidArgumentError(where + ": expected an object with \"kind\", got " +
                                 std::string(doc.type_name()));
@@ -111,6 +148,9 @@ Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario
     for (const Json& pod : model::JobPods(*job, 0, model::JobPodsToStart(*job, 0, 0))) {
       RETURN_IF_ERROR(AddDocument(pod, label, scenario));
     }
+  } else if (kind == "Backend") {
+    Status read = ReadClusterSwitches(doc, scenario.settings);
+    if (!read.ok()) return fail(read);
   } else if (kind == "PodDisruptionBudget") {
     Result<model::PodDisruptionBudget> budget = model::PodDisruptionBudgetFromManifest(doc);
     if (!budget.ok()) return fail(budget.status());
@@ -119,7 +159,7 @@ Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario
     return InvalidArgumentError(where + ": kind \"" + kind + "\" is not part of a scenario" +
                                 DidYouMean(kind, kKinds) +
                                 "; expected Node, Pod, Queue, NodePool, MachinePool, "
-                                "PodDisruptionBudget, Job or a List");
+                                "PodDisruptionBudget, Job, Backend or a List");
   }
   return OkStatus();
 }
@@ -329,7 +369,14 @@ Result<Scenario> LoadScenarioFiles(const std::vector<std::string>& paths) {
 }
 
 ScheduleResult Schedule(const Scenario& scenario, const SchedulerOptions& options) {
-  return Scheduler(options).RunCycle(scenario.snapshot);
+  const ClusterSettings& settings = scenario.settings;
+  if (settings.node_pools && settings.cpu_quota && settings.over_quota) {
+    return Scheduler(options).RunCycle(scenario.snapshot);
+  }
+  ClusterSnapshot switched = scenario.snapshot;
+  ApplyNodePoolSwitch(settings, switched.queues, switched.node_pools);
+  ApplyClusterSettings(settings, switched);
+  return Scheduler(options).RunCycle(switched);
 }
 
 namespace {

@@ -2,10 +2,12 @@
 // Scenario files for the offline what-if `gpupool schedule -f SCENARIO... -o json|table`
 // (DESIGN section 7). A scenario is one or more multi-document YAML or JSON files holding
 // Kubernetes `Node`s and `Pod`s (bound pods carry spec.nodeName), and gpupool manifests
-// (`apiVersion: gpupool.io/v1`, kind `Queue`, `NodePool` or `MachinePool`: the autoscaler's), and
+// (`apiVersion: gpupool.io/v1`, kind `Queue`, `NodePool`, `MachinePool`: the autoscaler's, or
+// `Backend`: seed 003's switches), and
 // `policy/v1 PodDisruptionBudget`s (model/disruption_budget.h) and `batch/v1 Job`s (model/job.h:
 // a Job adds the pods its controller would create now, min(parallelism, completions) of them,
-// named "<job>-<index>"). `List`, `NodeList` and `PodList` are unpacked. A JSON file (first character `{` or
+// named "<job>-<index>"). `List`, `NodeList` and `PodList` are unpacked. A JSON file (first
+// character `{` or
 // `[`) may hold several JSON values one after another (concatenated or one per line), each a
 // document; a JSON array is a list of documents. Pods are as old as their
 // metadata.creationTimestamp; pods without one are younger than those with one, and arrive in
@@ -18,12 +20,16 @@
 #include <vector>
 
 #include "common/status.h"
+#include "scheduler/cluster_settings.h"
 #include "scheduler/scheduler.h"
 
 namespace gpupool::scheduler {
 
 struct Scenario {
   ClusterSnapshot snapshot;
+  // Seed 003's switches, from a `Backend` document named `default` (apiVersion gpupool.io/v1,
+  // spec enable_node_pools / enable_cpu_quota / enable_over_quota); Schedule applies them.
+  ClusterSettings settings;
   std::vector<nlohmann::ordered_json> machine_pools;  // accepted, not used yet
 };
 

@@ -390,6 +390,64 @@ TEST(RunaiOrgExampleTest, OwnerReclaims) {
   EXPECT_EQ(out["fairShare"]["ml-ops"]["a100-80"]["gpu"]["allocated"], 8);
 }
 
+// Seed 003's switches in a scenario: a Backend `default` document. Over quota off, ML-Ops can
+// no longer borrow R&D's idle A100-80s, and the reason names the switch.
+TEST(RunaiOrgExampleTest, OverQuotaSwitchedOff) {
+  Result<Scenario> scenario =
+      LoadScenarioFiles({Example("runai-org/cluster.yaml"), Example("runai-org/queues.yaml"),
+                         Example("runai-org/01-over-quota.yaml")});
+  ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
+  ASSERT_TRUE(AddScenarioText("apiVersion: gpupool.io/v1\nkind: Backend\nmetadata: {name: "
+                              "default}\nspec: {enable_over_quota: false}\n",
+                              "switch.yaml", *scenario)
+                  .ok());
+  EXPECT_FALSE(scenario->settings.over_quota);
+  nlohmann::ordered_json out = ScheduleResultToJson(Schedule(*scenario, SchedulerOptions{}));
+  int borrowed = 0;
+  for (const auto& p : out["placements"]) {
+    if (p["pod"].get<std::string>().starts_with("mlops-train")) ++borrowed;
+  }
+  EXPECT_EQ(borrowed, 0) << out.dump(1);
+  bool named = false;
+  for (const auto& u : out["unschedulable"]) {
+    if (!u["pod"].get<std::string>().starts_with("mlops-train")) continue;
+    EXPECT_NE(u["reason"].get<std::string>().find("enable_over_quota false"), std::string::npos)
+        << u["reason"];
+    named = true;
+  }
+  EXPECT_TRUE(named) << out.dump(1);
+}
+
+TEST(ScenarioTest, BackendDocumentsAreChecked) {
+  struct Case {
+    std::string text;
+    std::string want;  // "" = accepted
+  };
+  const std::string head = "apiVersion: gpupool.io/v1\nkind: Backend\n";
+  std::vector<Case> cases = {
+      {head + "metadata: {name: default}\nspec: {enable_node_pools: false, description: x}\n", ""},
+      {head + "metadata: {name: gpu-cluster-01}\n",
+       "Backend gpu-cluster-01: metadata.name: expected \"default\" (a scenario is one "
+       "cluster, the backend `default`), got \"gpu-cluster-01\""},
+      {head + "metadata: {name: default}\nspec: {enable_over_quta: false}\n",
+       "spec.enable_over_quta: unknown field (did you mean \"enable_over_quota\"?)"},
+      {head + "metadata: {name: default}\nspec: {enable_cpu_quota: \"no\"}\n",
+       "spec.enable_cpu_quota: expected true or false, got string"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.text);
+    Scenario scenario;
+    Status s = AddScenarioText(c.text, "b.yaml", scenario);
+    if (c.want.empty()) {
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      EXPECT_FALSE(scenario.settings.node_pools);
+      continue;
+    }
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find(c.want), std::string::npos) << s.message();
+  }
+}
+
 TEST(ScenarioExamplesTest, AllExampleScenariosLoad) {
   Result<Scenario> scenario = LoadScenarioFiles({Example("scenarios/reasons.yaml")});
   ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();

@@ -146,6 +146,10 @@ struct ClusterSnapshot {
   // policy/v1 PodDisruptionBudgets: reclaim and preemption never evict a pod (with its gang) when
   // that would leave a budget selecting it with fewer healthy pods than it needs.
   std::vector<model::PodDisruptionBudget> disruption_budgets;
+  // Seed 003's over-quota switch as ApplyClusterSettings left it (cluster_settings.h): false when
+  // the queues' limits were capped at their deserved quota, so that the pending messages name
+  // the switch rather than a limit nobody wrote.
+  bool over_quota = true;
 };
 
 enum class EvictionReason { kReclaim, kPreempt, kNoExecute };

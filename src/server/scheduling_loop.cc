@@ -6,10 +6,12 @@
 #include <iostream>
 #include <limits>
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "common/json_text.h"
 #include "config/kinds.h"
+#include "config/membership.h"
 #include "model/duration.h"
 #include "model/k8s.h"
 #include "model/node_pool.h"
@@ -28,7 +30,7 @@ namespace {
 
 // The BACKEND config whose switches (enable_node_pools, ...) apply to the cluster this server
 // schedules: the built-in pool's backend.
-constexpr char kClusterBackend[] = "default";
+constexpr std::string_view kClusterBackend = config::kDefaultBackend;
 constexpr char kPending[] = "PENDING";
 constexpr char kScheduled[] = "SCHEDULED";
 constexpr char kRunning[] = "RUNNING";
@@ -576,6 +578,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   scheduler::ApplyNodePoolSwitch(settings, snapshot.queues, snapshot.node_pools);
   service::AddImplicitPoolQueues(configs, snapshot.nodes, snapshot.node_pools, snapshot.queues);
   std::unordered_map<std::string, std::pair<size_t, size_t>> pod_index;  // name -> (wf, task)
+  const std::set<std::string> node_backends = config::NodeBackends(snapshot.nodes);
   for (int pass = 0; pass < 2; ++pass) {  // bound pods first, then pending in arrival order
     for (size_t w = 0; w < workflows.size(); ++w) {
       auto& wf = workflows[w];
@@ -602,6 +605,11 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
           continue;
         }
         pod_index[name] = {w, t};
+        if (!bound && !node_backends.empty()) {
+          const config::Pool* pool = configs.FindPool(wf.pool);
+          config::ScopePodToBackend(*parsed, pool ? pool->backend : config::kDefaultBackend,
+                                    node_backends);
+        }
         if (bound) {
           const int64_t bound_at = task.status == kRunning && task.started_ms > 0
                                        ? task.started_ms

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "backend/sim/sim_backend.h"
 #include "server/machine_pools.h"
 #include "service/service.h"
@@ -126,6 +128,53 @@ TEST_F(SchedulingLoopTest, APoolWithoutAQueueConfigGetsItsOwnQueue) {
   store::WorkflowRecord wf = Get(id);
   EXPECT_EQ(wf.tasks[0].status, "SCHEDULED") << wf.tasks[0].message;
   EXPECT_EQ(wf.tasks[0].node, "n1");
+}
+
+// A pool on backend gpu-cluster-01 (registered, no platforms): its pods use the unlabelled node
+// and the node labelled for its backend, never one labelled for another backend; the default
+// pool's pods keep off both labelled nodes.
+TEST_F(SchedulingLoopTest, BackendLabelKeepsPodsOnTheirBackendsNodes) {
+  Json train_node = CpuNode("n-train", "4"), dev_node = CpuNode("n-dev", "64");
+  train_node["metadata"]["labels"]["gpupool.io/backend"] = "gpu-cluster-01";
+  dev_node["metadata"]["labels"]["gpupool.io/backend"] = "dev-cluster-01";
+  ASSERT_TRUE(store_->UpsertNodes({{"n-train", train_node}, {"n-dev", dev_node}}, false).ok());
+  nodes_.push_back(train_node);
+  nodes_.push_back(dev_node);
+  backend_ = std::make_unique<backend::SimBackend>(nodes_);
+  loop_ = MakeLoop("a", *backend_);
+  service::UpdateConfigRequest backend;
+  backend.kind = "BACKEND";
+  backend.name = "gpu-cluster-01";
+  backend.body = {{"description", "training cluster"}};
+  auto registered = service_->UpdateConfig({"alice", {"osmo-admin"}, "test"}, backend);
+  ASSERT_TRUE(registered.ok()) << registered.status().ToString();
+  service::UpdateConfigRequest pool;
+  pool.kind = "POOL";
+  pool.name = "train";
+  pool.body = Json::parse(R"({"backend": "gpu-cluster-01",
+      "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi",
+                                   "USER_STORAGE": "1Gi"},
+      "common_pod_template": ["default_user", "default_ctrl"]})");
+  auto written = service_->UpdateConfig({"alice", {"osmo-admin"}, "test"}, pool);
+  ASSERT_TRUE(written.ok()) << written.status().ToString();
+
+  std::vector<std::string> ids;  // each task needs 2 cpu: two fit on n1, two on n-train
+  for (int i = 0; i < 5; ++i)
+    ids.push_back(Submit(Workflow("t" + std::to_string(i), "1", "", ""), "train"));
+  Step(*loop_);
+  std::map<std::string, int> per_node;
+  for (const std::string& id : ids) {
+    store::WorkflowRecord wf = Get(id);
+    if (wf.tasks[0].status == "PENDING") {
+      ++per_node["(pending)"];
+    } else {
+      ++per_node[wf.tasks[0].node];
+    }
+  }
+  EXPECT_EQ(per_node, (std::map<std::string, int>{{"(pending)", 1}, {"n1", 2}, {"n-train", 2}}));
+  std::string other = Submit(Workflow("d", "1", "", ""));
+  Step(*loop_);
+  EXPECT_EQ(Get(other).tasks[0].status, "PENDING");
 }
 
 TEST_F(SchedulingLoopTest, ExitCodesAndExitActions) {

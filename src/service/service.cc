@@ -327,7 +327,10 @@ struct Service::SnapshotCache {
     return platform_lists.Get(
         mu, std::tie(snap, nodes_of), pool, platform,
         [&]() -> Result<submit::SubmitOptions::NodeList> {
-          ASSIGN_OR_RETURN(auto list, config::PlatformNodesOf(merged_template, *nodes_of));
+          const config::Pool* of = snap->set.FindPool(pool);
+          ASSIGN_OR_RETURN(auto list,
+                           config::PlatformNodesOf(merged_template, *nodes_of,
+                                                   of ? of->backend : config::kDefaultBackend));
           return std::make_shared<const std::vector<const model::Node*>>(std::move(list));
         });
   }

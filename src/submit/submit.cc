@@ -94,6 +94,26 @@ std::string QueueAccessPath(std::string_view queue) {
   return "/api/queue/" + std::string(queue) + "/workflow";
 }
 
+}  // namespace
+
+std::vector<std::string> SubmittableQueues(const config::ConfigSet& configs,
+                                           const std::vector<std::string>& roles,
+                                           const std::vector<model::Queue>& queues) {
+  std::set<std::string> parents;
+  for (const model::Queue& q : queues) parents.insert(q.parent);
+  std::vector<std::string> allowed;
+  for (const model::Queue& q : queues) {
+    if (parents.contains(q.name)) continue;
+    if (config::CheckAccess(roles, "POST", QueueAccessPath(q.name), configs).ok()) {
+      allowed.push_back(q.name);
+    }
+  }
+  std::sort(allowed.begin(), allowed.end());
+  return allowed;
+}
+
+namespace {
+
 // The queue the workflow's quota is counted in: its pool's implicit queue (named as the pool)
 // unless it names a QUEUE config, which must hold pods (a project, or a top-level queue without
 // projects: Run:ai submits to projects) and be allowed by the caller's roles (deny by default).
@@ -106,16 +126,12 @@ Result<std::string> ChosenQueue(const config::ConfigSet& configs, const SubmitCa
   std::set<std::string> parents;
   for (const model::Queue& q : queues) parents.insert(q.parent);
   // Suggestions: the queues a workflow can name (not departments).
-  std::vector<std::string> leaves, allowed;
+  std::vector<std::string> leaves;
   for (const model::Queue& q : queues) {
-    if (parents.contains(q.name)) continue;
-    leaves.push_back(q.name);
-    if (config::CheckAccess(caller.roles, "POST", QueueAccessPath(q.name), configs).ok()) {
-      allowed.push_back(q.name);
-    }
+    if (!parents.contains(q.name)) leaves.push_back(q.name);
   }
   std::sort(leaves.begin(), leaves.end());
-  std::sort(allowed.begin(), allowed.end());
+  const std::vector<std::string> allowed = SubmittableQueues(configs, caller.roles, queues);
   const std::string yours = "; queues you may submit to: " +
                             (allowed.empty() ? std::string("none") : Join(allowed, ", ")) +
                             " (or none: pool \"" + pool + "\"'s own quota)";
@@ -506,7 +522,8 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
     std::string name = resource != nullptr && !resource->platform.empty()
                            ? resource->platform
                            : pool->default_platform.value_or("");
-    if (name.empty()) {
+    // A pool without platforms routes every task to its implicit platform "" (kinds.h).
+    if (name.empty() && !pool->platforms.empty()) {
       return InvalidArgumentError(
           "unknown platform: resource \"" + std::string(resource_name) +
           "\" names no platform and pool \"" + pool_str +
@@ -539,26 +556,39 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
     return &platforms.emplace(name, std::move(ctx)).first->second;
   };
 
+  // Seed 003's node-pool switch (BACKEND default's enable_node_pools): off, every node is in the
+  // default node pool, so a choice of node pools cannot be honoured and pods carry none.
+  const config::Backend* cluster = configs.FindBackend(config::kDefaultBackend);
+  const bool node_pools_on = cluster == nullptr || cluster->enable_node_pools;
+  static const std::vector<model::NodePool> kNoNodePools;
+  const std::vector<model::NodePool>& node_pool_configs =
+      node_pools_on ? options.node_pools : kNoNodePools;
   std::string chosen_node_pools;
+  if (!workflow.node_pools.empty() && !node_pools_on) {
+    return InvalidArgumentError(
+        "workflow.node_pools: node pools are off in this cluster (BACKEND default: "
+        "enable_node_pools false), every node is in the default node pool; submit without "
+        "--node-pools or the workflow's node_pools");
+  }
   if (!workflow.node_pools.empty()) {
     ASSIGN_OR_RETURN(chosen_node_pools, CheckedNodePools(workflow.node_pools, "workflow.node_pools",
-                                                         options.node_pools));
+                                                         node_pool_configs));
   }
   // Without a choice: the platform's default_node_pools, else the pool's, else the node pools of
   // the platform's nodes (matched once per platform).
   auto node_pools_for = [&](PlatformContext& ctx) -> Result<std::string> {
-    if (!chosen_node_pools.empty() || options.node_pools.empty()) return chosen_node_pools;
+    if (!chosen_node_pools.empty() || node_pool_configs.empty()) return chosen_node_pools;
     if (!ctx.node_pools.has_value() && !ctx.platform->default_node_pools.empty()) {
       ASSIGN_OR_RETURN(ctx.node_pools, CheckedNodePools(ctx.platform->default_node_pools,
                                                         "pool \"" + pool_str + "\": platforms." +
                                                             ctx.name + ".default_node_pools",
-                                                        options.node_pools));
+                                                        node_pool_configs));
     }
     if (!ctx.node_pools.has_value() && !pool->default_node_pools.empty()) {
       ASSIGN_OR_RETURN(
           ctx.node_pools,
           CheckedNodePools(pool->default_node_pools,
-                           "pool \"" + pool_str + "\": default_node_pools", options.node_pools));
+                           "pool \"" + pool_str + "\": default_node_pools", node_pool_configs));
     }
     if (!ctx.node_pools.has_value()) {
       SubmitOptions::NodeList list;
@@ -566,10 +596,11 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
         ASSIGN_OR_RETURN(list,
                          options.platform_nodes(pool_str, ctx.name, ctx.setup->merged_template));
       } else {
-        ASSIGN_OR_RETURN(auto matched, config::PlatformNodesOf(ctx.setup->merged_template, nodes));
+        ASSIGN_OR_RETURN(auto matched,
+                         config::PlatformNodesOf(ctx.setup->merged_template, nodes, pool->backend));
         list = std::make_shared<const std::vector<const model::Node*>>(std::move(matched));
       }
-      ctx.node_pools = NodePoolsOfNodes(*list, options.node_pools);
+      ctx.node_pools = NodePoolsOfNodes(*list, node_pool_configs);
     }
     return *ctx.node_pools;
   };
@@ -657,8 +688,8 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
               ASSIGN_OR_RETURN(ctx->nodes, options.platform_nodes(pool_str, ctx->name,
                                                                   ctx->setup->merged_template));
             } else {
-              ASSIGN_OR_RETURN(auto list,
-                               config::PlatformNodesOf(ctx->setup->merged_template, nodes));
+              ASSIGN_OR_RETURN(auto list, config::PlatformNodesOf(ctx->setup->merged_template,
+                                                                  nodes, pool->backend));
               ctx->nodes = std::make_shared<const std::vector<const model::Node*>>(std::move(list));
             }
           }

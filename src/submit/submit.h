@@ -115,6 +115,13 @@ struct SubmitPlan {
   std::vector<std::string> warnings;
 };
 
+// The queues `roles` may submit workflows to (step 1 above: projects and top-level queues
+// without projects, granted as POST /api/queue/<queue>/workflow), sorted. `gpupool profile` and
+// the --queue error messages list them.
+std::vector<std::string> SubmittableQueues(const config::ConfigSet& configs,
+                                           const std::vector<std::string>& roles,
+                                           const std::vector<model::Queue>& queues);
+
 // Runs the pipeline. NotFound for an unknown pool; PermissionDenied for access; FailedPrecondition
 // for maintenance; InvalidArgument for the other steps.
 Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<model::Node>& nodes,

@@ -154,6 +154,57 @@ TEST(SubmitTest, PodPerPlatformOfTheHeterogeneousPool) {
   EXPECT_EQ(plan->tasks[1].requests.at("nvidia.com/gpu").Value(), 2);
 }
 
+// Seed 001: platforms are optional. A pool without any routes tasks to its implicit platform
+// (its common templates and validations only); naming a platform there is refused.
+TEST(SubmitTest, PoolWithoutPlatforms) {
+  config::ConfigSet set = Configs();
+  ASSERT_TRUE(config::PutConfig(set, config::Kind::kPool, "team-plain", json::parse(R"({
+    "backend": "default",
+    "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi",
+                                 "USER_STORAGE": "1Gi"},
+    "common_resource_validations": ["default_cpu", "max_gpu"],
+    "common_pod_template": ["default_user", "default_ctrl", "l40s"]})"))
+                  .ok());
+  auto plan = Submit(set, Nodes(), kAdmin, "team-plain", Parse(R"(workflow:
+  name: plain
+  resources:
+    default: {cpu: 2, gpu: 1, memory: 4Gi, storage: 10Gi}
+  tasks:
+  - {name: t, image: "torch:2"}
+)"),
+                     SubmitOptions{"plain-1"});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->tasks.size(), 1u);
+  EXPECT_EQ(plan->tasks[0].platform, "");
+  const json& pod = plan->tasks[0].pod;
+  EXPECT_EQ(pod["spec"]["nodeSelector"], json({{"nvidia.com/gpu.product", "NVIDIA-L40S"}}));
+  EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"], "1");
+  EXPECT_EQ(pod["metadata"]["labels"]["gpupool.io/pool"], "team-plain");
+
+  // The pool's common validations still apply.
+  auto too_many = Submit(set, Nodes(), kAdmin, "team-plain", Parse(R"(workflow:
+  name: plain
+  resources:
+    default: {cpu: 2, gpu: 6, memory: 4Gi, storage: 10Gi}
+  tasks:
+  - {name: t, image: "torch:2"}
+)"),
+                         SubmitOptions{"plain-2"});
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_THAT(too_many.status().message(), HasSubstr("At most 4 GPUs per task, got 6"));
+
+  auto named = Submit(set, Nodes(), kAdmin, "team-plain", Parse(R"(workflow:
+  name: plain
+  resources:
+    default: {cpu: 2, memory: 4Gi, storage: 10Gi, platform: a100}
+  tasks:
+  - {name: t, image: "torch:2"}
+)"),
+                      SubmitOptions{"plain-3"});
+  ASSERT_FALSE(named.ok());
+  EXPECT_THAT(named.status().message(), HasSubstr("the pool's platforms: none"));
+}
+
 // gpupool.io/node-pool: the workflow's choice, else the node pools of the platform's nodes;
 // nothing without NODE_POOL configs; unknown names refused with the field and a did-you-mean.
 TEST(SubmitTest, NodePoolsOfThePods) {
@@ -168,9 +219,20 @@ TEST(SubmitTest, NodePoolsOfThePods) {
     std::string sim_label;    // of the task on l40s_platform; "-" = no label
     std::string train_label;  // of the task on a100_platform
     std::string error;
+    bool node_pools_on = true;  // BACKEND default's enable_node_pools
   };
   std::vector<Case> cases = {
       {"no node pools: no label", {}, {}, "-", "-", ""},
+      {"switched off: no label", {l40s}, {}, "-", "-", "", false},
+      {"switched off: a choice is refused",
+       {l40s},
+       {"L40S"},
+       "",
+       "",
+       "workflow.node_pools: node pools are off in this cluster (BACKEND default: "
+       "enable_node_pools false), every node is in the default node pool; submit without "
+       "--node-pools or the workflow's node_pools",
+       false},
       {"platform nodes in L40S; a100 in default", {l40s}, {}, "L40S", "default", ""},
       {"chosen, in order", {l40s}, {"default", "L40S"}, "default,L40S", "default,L40S", ""},
       {"unknown",
@@ -187,7 +249,13 @@ TEST(SubmitTest, NodePoolsOfThePods) {
     wf.node_pools = c.chosen;
     SubmitOptions options{"np-1"};
     options.node_pools = c.node_pools;
-    auto plan = Submit(Configs(), nodes, kAdmin, "heterogeneous_pool", wf, options);
+    config::ConfigSet configs = Configs();
+    if (!c.node_pools_on) {
+      ASSERT_TRUE(config::PutConfig(configs, config::Kind::kBackend, "default",
+                                    json::parse(R"({"enable_node_pools": false})"))
+                      .ok());
+    }
+    auto plan = Submit(configs, nodes, kAdmin, "heterogeneous_pool", wf, options);
     if (!c.error.empty()) {
       ASSERT_FALSE(plan.ok());
       EXPECT_EQ(plan.status().message(), c.error);

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -340,6 +341,7 @@ class CliTest : public ::testing::Test {
 
   void LoadRoboticsPools() {
     Ok({"node", "import", kSource + "/examples/cluster/gpu-nodes.yaml"});
+    Ok({"config", "update", "BACKEND", "--file", kSource + "/examples/osmo/backends.json"});
     Ok({"config", "update", "POD_TEMPLATE", "--file",
         kSource + "/examples/osmo/pod_templates.json"});
     Ok({"config", "update", "RESOURCE_VALIDATION", "--file",
@@ -437,6 +439,61 @@ TEST_F(CliTest, Seed001PoolsNeedTheirTemplates) {
   EXPECT_THAT(r.err, HasSubstr("default_amd64"));
   EXPECT_THAT(r.err, HasSubstr("gpu_training_validation"));
   EXPECT_THAT(Ok({"config", "list", "POOL"}).out, Not(HasSubstr("robotics-training")));
+}
+
+// A pool's backend is `default` or a registered BACKEND (seed 001's pools name four); a node
+// labelled gpupool.io/backend serves that backend's pools alone.
+TEST_F(CliTest, PoolBackendMustBeRegisteredAndScopesNodes) {
+  Ok({"node", "import", kSource + "/examples/cluster/gpu-nodes.yaml"});
+  Ok({"config", "update", "POD_TEMPLATE", "--file", kSource + "/examples/osmo/pod_templates.json"});
+  Ok({"config", "update", "RESOURCE_VALIDATION", "--file",
+      kSource + "/examples/osmo/resource_validations.json"});
+  const std::string training = kFixtures + "/seed001/robotics_training.json";
+  Outcome unknown = Gpupool({"config", "update", "POOL", "--file", training});
+  EXPECT_EQ(unknown.code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("robotics_training.json:"));
+  EXPECT_THAT(unknown.err, HasSubstr("backend: backend \"gpu-cluster-01\" does not exist"));
+  EXPECT_THAT(unknown.err, HasSubstr("gpupool config update BACKEND gpu-cluster-01"));
+  EXPECT_THAT(Ok({"config", "list", "POOL"}).out, Not(HasSubstr("robotics-training")));
+
+  Ok({"config", "update", "BACKEND", "--file", kSource + "/examples/osmo/backends.json"});
+  std::string typo = Write("typo.json", R"({"backend": "gpu-cluster-1", "platforms": {}})");
+  Outcome close = Gpupool({"config", "update", "POOL", "typo", "--file", typo});
+  EXPECT_EQ(close.code, 1);
+  EXPECT_THAT(close.err, HasSubstr("did you mean \"gpu-cluster-01\"?"));
+  Ok({"config", "update", "POOL", "--file", training});
+  Ok({"config", "update", "POOL", "--file", kFixtures + "/seed001/team_development.json"});
+  Outcome in_use = Gpupool({"config", "delete", "BACKEND", "gpu-cluster-01"});
+  EXPECT_NE(in_use.code, 0);
+  EXPECT_THAT(in_use.err, HasSubstr("robotics-training"));
+
+  Ok({"node", "import", Write("dev-h100.yaml", R"(apiVersion: v1
+kind: Node
+metadata:
+  name: h100-dev
+  labels:
+    gpupool.io/backend: dev-cluster-01
+    kubernetes.io/arch: amd64
+    nvidia.com/gpu.present: "true"
+    nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3
+spec:
+  taints:
+  - {key: nvidia.com/gpu, value: "true", effect: NoSchedule}
+status:
+  allocatable: {cpu: "192", memory: 2048Gi, ephemeral-storage: 7Ti, nvidia.com/gpu: "8"}
+)")});
+  auto nodes_of = [&](const std::string& pool) {
+    json rows = json::parse(Ok({"resource", "list", "--pool", pool, "-o", "json"}).out);
+    std::set<std::string> names;
+    for (const json& row : rows) names.insert(row["node"].get<std::string>());
+    return names;
+  };
+  std::set<std::string> train = nodes_of("robotics-training");
+  EXPECT_TRUE(train.contains("h100-node-0"));  // unlabelled: every backend's
+  EXPECT_FALSE(train.contains("h100-dev"));
+  std::set<std::string> dev = nodes_of("team-development");
+  EXPECT_TRUE(dev.contains("h100-dev"));
+  EXPECT_TRUE(dev.contains("h100-node-0"));
 }
 
 TEST_F(CliTest, Seed002CommandsAsWritten) {

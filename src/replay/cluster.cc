@@ -58,6 +58,7 @@ std::vector<model::PodScheduling> PodsOfJob(const TraceJob& job) {
 
 ReplayCluster::ReplayCluster(const scheduler::ClusterSnapshot& initial, const Trace& trace) {
   snapshot_.nodes = initial.nodes;
+  snapshot_.nodes_generation = 1;
   snapshot_.queues = initial.queues;
   snapshot_.node_pools = initial.node_pools;
   snapshot_.bound_at_ms = initial.bound_at_ms;
@@ -192,6 +193,7 @@ const model::Node* ReplayCluster::FindNode(const std::string& name) const {
 void ReplayCluster::UpsertNode(model::Node node) {
   nodes_stale_ = true;
   hourly_.reset();
+  ++snapshot_.nodes_generation;  // the scheduler's kept view is stale too
   for (model::Node& existing : snapshot_.nodes) {
     if (existing.name == node.name) {
       existing = std::move(node);
@@ -204,6 +206,7 @@ void ReplayCluster::UpsertNode(model::Node node) {
 void ReplayCluster::RemoveNode(const std::string& name) {
   nodes_stale_ = true;
   hourly_.reset();
+  ++snapshot_.nodes_generation;  // the scheduler's kept view is stale too
   std::erase_if(snapshot_.nodes, [&](const model::Node& n) { return n.name == name; });
 }
 

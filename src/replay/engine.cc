@@ -108,6 +108,7 @@ class Engine {
   const ReplayInput& input_;
   const ReplayOptions& options_;
   const scheduler::Scheduler scheduler_;
+  scheduler::ViewCache views_;  // the nodes' part of the view, kept while the nodes stay
   const std::vector<model::MachinePool> pools_;
   ReplayCluster cluster_;
   std::mt19937_64 rng_;
@@ -335,7 +336,7 @@ Status Engine::Tick() {
   due_ = false;
   if (changed && (cluster_.pending_pods() > 0 || cluster_.HasNoExecuteTaint())) {
     cluster_.SetNow(now_);
-    ApplyCycle(scheduler_.RunCycle(cluster_.snapshot()));
+    ApplyCycle(scheduler_.RunCycle(cluster_.snapshot(), &views_));
   } else {
     dirty_ = false;
   }

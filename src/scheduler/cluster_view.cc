@@ -148,6 +148,31 @@ ClusterView::ClusterView(const std::vector<model::Node>& nodes,
   Finalize();
 }
 
+void ClusterView::ResetForCycle(const std::vector<model::Node>& nodes) {
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    NodeView& v = nodes_[i];
+    v.node = &nodes[i];
+    v.full_free = v.gpu_devices;
+    v.max_device_free = v.gpu_devices > 0 ? 1000 : 0;
+  }
+  free_ = allocatable_;
+  std::fill(device_free_.begin(), device_free_.end(), 1000);
+  // A signature's static list depends on the nodes and the signature alone, so it stays; only
+  // what a cycle learns in it goes. Signature ids are only ever looked up, never ordered, so
+  // keeping them changes no decision. Bounded, for a long-lived caller seeing ever new pods.
+  constexpr size_t kMaxKeptSignatures = 4096;
+  if (signatures_.size() > kMaxKeptSignatures) {
+    signatures_.clear();
+    static_.clear();
+    static_index_.clear();
+    return;
+  }
+  for (auto& [key, list] : static_) {
+    list.failed.clear();
+    list.next_start = 0;
+  }
+}
+
 int ClusterView::InternDim(const std::string& resource) {
   // The dimensions every pod asks for, once interned (first, by the constructor), without
   // hashing their names.

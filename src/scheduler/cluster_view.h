@@ -80,6 +80,14 @@ class ClusterView {
   ClusterView(const std::vector<model::Node>& nodes,
               const std::vector<model::NodePool>& node_pools);
 
+  // Makes a view built for earlier nodes serve a new cycle on `nodes`, which must be those nodes
+  // again (same order, labels, taints, allocatable, cordon state; ViewCache's contract): node
+  // pointers rebound, every node empty again, what the last cycle learnt in the static lists
+  // (failed shapes, rotating start) forgotten. The rest (dimensions, node pools, name ranks,
+  // shape classes, topology, pool capacity, each signature's static list) is kept: building it
+  // was most of a cycle's cost in a replay.
+  void ResetForCycle(const std::vector<model::Node>& nodes);
+
   int Dims() const { return static_cast<int>(dim_names_.size()); }
   // Interns a resource name (not nvidia.com/gpu, which is tracked per device).
   int InternDim(const std::string& resource);

@@ -9,10 +9,12 @@
 
 namespace gpupool::scheduler {
 
-Cycle::Cycle(const SchedulerOptions& options, const ClusterSnapshot& snapshot)
+Cycle::Cycle(const SchedulerOptions& options, const ClusterSnapshot& snapshot, ClusterView* view)
     : options_(options),
       snapshot_(snapshot),
-      view_(snapshot.nodes, snapshot.node_pools),
+      own_view_(view == nullptr ? std::make_unique<ClusterView>(snapshot.nodes, snapshot.node_pools)
+                                : nullptr),
+      view_(view == nullptr ? *own_view_ : *view),
       setup_(BuildCycleSetup(snapshot, view_)),
       state_(view_, setup_.queues, QuotaTable::Resolve(setup_.queues, view_),
              std::move(setup_.pods)),

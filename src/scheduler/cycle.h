@@ -40,8 +40,9 @@ namespace gpupool::scheduler {
 
 class Cycle {
  public:
-  // `options` and `snapshot` must outlive the cycle.
-  Cycle(const SchedulerOptions& options, const ClusterSnapshot& snapshot);
+  // `options`, `snapshot` and `view` must outlive the cycle. `view`: one built for the
+  // snapshot's nodes and reset (ViewCache); nullptr: the cycle builds its own.
+  Cycle(const SchedulerOptions& options, const ClusterSnapshot& snapshot, ClusterView* view);
   Cycle(const Cycle&) = delete;
   Cycle& operator=(const Cycle&) = delete;
 
@@ -68,7 +69,8 @@ class Cycle {
 
   const SchedulerOptions& options_;
   const ClusterSnapshot& snapshot_;
-  ClusterView view_;
+  std::unique_ptr<ClusterView> own_view_;  // when the caller gave none
+  ClusterView& view_;
   CycleSetup setup_;
   CycleState state_;
   std::vector<std::string> pool_names_;

@@ -157,8 +157,24 @@ Result<int32_t> PodPriority(const model::PodScheduling& pod) {
   return it->second;
 }
 
-CycleResult Scheduler::RunCycle(const ClusterSnapshot& snapshot) const {
-  return Cycle(options_, snapshot).Run();
+ViewCache::ViewCache() = default;
+ViewCache::~ViewCache() = default;
+
+ClusterView& ViewCache::ViewFor(const ClusterSnapshot& snapshot) {
+  if (view_ != nullptr && snapshot.nodes_generation != 0 &&
+      snapshot.nodes_generation == generation_) {
+    view_->ResetForCycle(snapshot.nodes);
+    return *view_;
+  }
+  view_ = std::make_unique<ClusterView>(snapshot.nodes, snapshot.node_pools);
+  generation_ = snapshot.nodes_generation;
+  ++builds_;
+  return *view_;
+}
+
+CycleResult Scheduler::RunCycle(const ClusterSnapshot& snapshot, ViewCache* views) const {
+  if (views == nullptr) return Cycle(options_, snapshot, nullptr).Run();
+  return Cycle(options_, snapshot, &views->ViewFor(snapshot)).Run();
 }
 
 }  // namespace gpupool::scheduler

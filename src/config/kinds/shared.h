@@ -1,0 +1,29 @@
+#pragma once
+// Pieces every OSMO config kind's decoder uses (config/kinds/*.cc): variables, the body's own
+// name, timeouts. Internal to the config module.
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "config/kinds.h"
+
+namespace gpupool::config::internal {
+
+// [A-Za-z_][A-Za-z0-9_]*
+bool IsVariableName(std::string_view name);
+// obj[key], when present, as an object of scalar variables, into *out.
+Status ReadVariables(const Json& obj, std::string_view key, std::string_view path, Json* out);
+// `"name"` in a body must agree with the name it is stored under.
+Status CheckBodyName(const Json& body, std::string_view name, std::string_view what);
+// `body` without its "name", with `name` first when `with_name`.
+Json WithName(const Json& body, std::string_view name, bool with_name);
+Json StringList(const std::vector<std::string>& values);
+// obj[key] as a duration ("30m", "8h", "2d", "PT2H"; empty = unset).
+Status ReadTimeout(const Json& obj, std::string_view key, std::string_view path, Timeout* out);
+// A default timeout must not exceed its maximum (the default maximum when unset).
+Status CheckTimeoutPair(const Timeout& def, std::string_view def_name, const Timeout& max,
+                        std::string_view max_name);
+
+}  // namespace gpupool::config::internal

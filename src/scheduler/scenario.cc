@@ -368,15 +368,19 @@ Result<Scenario> LoadScenarioFiles(const std::vector<std::string>& paths) {
   return scenario;
 }
 
+ClusterSnapshot SwitchedSnapshot(const Scenario& scenario) {
+  ClusterSnapshot switched = scenario.snapshot;
+  ApplyNodePoolSwitch(scenario.settings, switched.queues, switched.node_pools);
+  ApplyClusterSettings(scenario.settings, switched);
+  return switched;
+}
+
 ScheduleResult Schedule(const Scenario& scenario, const SchedulerOptions& options) {
   const ClusterSettings& settings = scenario.settings;
   if (settings.node_pools && settings.cpu_quota && settings.over_quota) {
     return Scheduler(options).RunCycle(scenario.snapshot);
   }
-  ClusterSnapshot switched = scenario.snapshot;
-  ApplyNodePoolSwitch(settings, switched.queues, switched.node_pools);
-  ApplyClusterSettings(settings, switched);
-  return Scheduler(options).RunCycle(switched);
+  return Scheduler(options).RunCycle(SwitchedSnapshot(scenario));
 }
 
 namespace {

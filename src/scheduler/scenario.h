@@ -43,6 +43,9 @@ Status AddScenarioText(std::string_view text, std::string_view file_name, Scenar
 // Checks cross-references: duplicate names, queue parents that do not exist.
 Status ValidateScenario(const Scenario& scenario);
 
+// The scenario's snapshot with its switches (`settings`) applied, as Schedule decides on it.
+ClusterSnapshot SwitchedSnapshot(const Scenario& scenario);
+
 using ScheduleResult = CycleResult;
 
 // One scheduling cycle over the scenario. Deterministic.

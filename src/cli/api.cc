@@ -300,6 +300,7 @@ class Remote final : public Api {
     p.roles = Strings(Field(j, "roles"));
     p.pools = Strings(Field(j, "pools"));
     p.default_pool = Str(j, "default_pool");
+    p.queues = Strings(Field(j, "queues"));
     return p;
   }
   Result<std::vector<service::ResourceRow>> ListResources(

@@ -100,9 +100,10 @@ Status PrintProfile(Api& api, const service::Caller& caller, OutputFormat format
     std::cout << Render(service::ToJson(profile), format);
     return OkStatus();
   }
-  Table table({"USER", "ROLES", "POOLS", "DEFAULT POOL"});
+  Table table({"USER", "ROLES", "POOLS", "DEFAULT POOL", "QUEUES"});
   table.AddRow({profile.user, Join(profile.roles, ","), Join(profile.pools, ","),
-                profile.default_pool.empty() ? "-" : profile.default_pool});
+                profile.default_pool.empty() ? "-" : profile.default_pool,
+                profile.queues.empty() ? "-" : Join(profile.queues, ",")});
   std::cout << table.ToString();
   return OkStatus();
 }

@@ -1549,6 +1549,11 @@ Result<ProfileView> Service::Profile(const Caller& caller) {
   } else if (profile.pools.size() == 1) {
     profile.default_pool = profile.pools.front();
   }
+  std::vector<model::Queue> queues;
+  for (auto& [name, queue] : DecodeQuotaConfigs(snap->other).queues) {
+    queues.push_back(std::move(queue));
+  }
+  profile.queues = submit::SubmittableQueues(snap->set, caller.roles, queues);
   return profile;
 }
 
@@ -1557,7 +1562,8 @@ json ToJson(const ProfileView& profile) {
       {"user", profile.user},
       {"roles", profile.roles},
       {"pools", profile.pools},
-      {"default_pool", profile.default_pool.empty() ? json(nullptr) : json(profile.default_pool)}};
+      {"default_pool", profile.default_pool.empty() ? json(nullptr) : json(profile.default_pool)},
+      {"queues", profile.queues}};
 }
 
 Result<std::vector<ResourceRow>> Service::ListResources(const Caller& caller,

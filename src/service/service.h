@@ -191,6 +191,9 @@ struct ProfileView {
   std::vector<std::string> roles;
   std::vector<std::string> pools;  // sorted
   std::string default_pool;        // "" when there is none
+  // The QUEUE configs the roles may submit workflows to (--queue): projects, and top-level
+  // queues without projects; sorted. Without one, a workflow counts in its pool's own queue.
+  std::vector<std::string> queues;
 };
 nlohmann::ordered_json ToJson(const ProfileView& profile);
 

@@ -414,7 +414,15 @@ TEST_P(TogetherTest, QueueList) {
 // submit.
 TEST_P(TogetherTest, RoleGlobWithoutSlashAndProfile) {
   Update("ROLE", "osmo-shared", R"({"description": "shared pools", "actions": [
-      {"base": "http", "path": "api/pool/shared*", "method": "post"}]})");
+      {"base": "http", "path": "api/pool/shared*", "method": "post"},
+      {"base": "http", "path": "api/queue/rnd-*/workflow", "method": "post"}]})");
+  // Projects alice's role grants (rnd-1, rnd-2), one it does not (ops-1), a department (rnd).
+  Update("QUEUE", "rnd", R"({"resources": {"default": {"gpu": {"deserved": 4}}}})");
+  for (const char* project : {"rnd-1", "rnd-2"}) {
+    Update("QUEUE", project, R"({"parent": "rnd"})");
+  }
+  Update("QUEUE", "ops", R"({"description": "operations"})");
+  Update("QUEUE", "ops-1", R"({"parent": "ops"})");
   json role = json::parse(Ok({"config", "show", "ROLE", "osmo-shared", "-o", "json"}).out);
   EXPECT_EQ(role["body"]["actions"][0]["path"], "/api/pool/shared*");
   Update("POOL", "shared_a", R"({"backend": "default", "platforms": {"default": {}}})");
@@ -434,8 +442,10 @@ TEST_P(TogetherTest, RoleGlobWithoutSlashAndProfile) {
   EXPECT_EQ(profile["roles"], json::array({"osmo-shared"}));
   EXPECT_EQ(profile["pools"], json::array({"shared_a"}));
   EXPECT_EQ(profile["default_pool"], "shared_a");  // the only pool alice may use
+  EXPECT_EQ(profile["queues"], json::array({"rnd-1", "rnd-2"}));
   Outcome admin = Ok({"profile"});
   EXPECT_THAT(admin.out, HasSubstr("DEFAULT POOL"));
+  EXPECT_THAT(admin.out, HasSubstr("ops-1,rnd-1,rnd-2"));  // an administrator may use every project
 }
 
 INSTANTIATE_TEST_SUITE_P(OfflineAndServer, TogetherTest, ::testing::Bool(),

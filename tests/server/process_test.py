@@ -324,6 +324,21 @@ async def flood(server, store, name, spec, keys, kill_after, min_in_flight):
 
 
 def crash(args, workdir):
+    """kill -9 during a burst of submissions while the loop binds, restart, check nothing is lost
+    or bound twice. Up to three attempts when the kill misses that window (timing)."""
+    why = []
+    for attempt in range(1, 4):
+        missed = crash_attempt(args, workdir, attempt)
+        if missed is None:
+            return
+        print(f"crash: attempt {attempt}: the kill missed the window ({missed}); again")
+        why.append(missed)
+    raise AssertionError("crash: the kill never landed mid-burst while the loop was binding in "
+                         "three attempts: " + " | ".join(why))
+
+
+def crash_attempt(args, workdir, attempt):
+    """One kill and restart; None when checked, else why the kill missed the window."""
     prefix = f"crash{random.randrange(1 << 30)}"
     # 50 nodes x 16 cpus = 400 two-cpu tasks: more than are stored when the kill lands (so the
     # loop is still binding new arrivals then), fewer than the 1,000 submissions (so the nodes
@@ -336,7 +351,14 @@ def crash(args, workdir):
     keys = [f"{prefix}-{i}" for i in range(args.submissions)]
     store = Store(args.db)
     # A short loop interval: the loop binds while the 1,000 submissions arrive.
-    server = Server(args.serve, args.db, cluster, workdir, "crash-1", interval="20ms", threads=64)
+    server = Server(args.serve, args.db, cluster, workdir, f"crash-{attempt}", interval="20ms",
+                    threads=64)
+    if attempt > 1:
+        # The last attempt's killed server still holds the lease until it expires; the burst
+        # must meet a loop that binds.
+        deadline = time.time() + 30
+        while server.metric("gpupool_scheduler_leader") != 1 and time.time() < deadline:
+            time.sleep(0.1)
     acked, answered, killed_after = asyncio.run(
         flood(server, store, name, spec, keys, args.kill_after, args.min_in_flight))
     # In flight at the kill: sent and not yet committed (the store as the kill left it).
@@ -347,17 +369,24 @@ def crash(args, workdir):
           f"kill -9 {killed_after:.2f}s later with {len(acked)} acknowledged, "
           f"{answered - len(acked)} refused and {in_flight} in flight (sent, not stored); "
           f"{bound_at_kill} tasks bound in the store at the kill")
-    assert in_flight >= args.min_in_flight, (
-        f"only {in_flight} submissions in flight at the kill, expected >= {args.min_in_flight}")
     assert len(acked) > 0, "nothing acknowledged before the kill"
     assert answered == len(acked), f"{answered - len(acked)} submissions refused before the kill"
-    # The store as the kill left it: the loop was binding, and no node holds more than it has.
+    # The store as the kill left it: no node holds more than it has.
     check_per_node(at_kill, prefix, cpus)
-    assert bound_at_kill > 0, "the scheduling loop had bound nothing when the kill landed"
-    assert bound_at_kill < capacity, (
-        f"the nodes were full ({bound_at_kill} tasks) before the kill: the loop was not binding")
+    # Where the kill landed is timing: on a loaded machine it can miss the window this test
+    # wants (submissions in flight AND the loop binding). That is no result, so try again with
+    # fresh names (the checks after the restart look at this attempt's names only).
+    missed = []
+    if in_flight < args.min_in_flight:
+        missed.append(f"only {in_flight} submissions in flight, expected >= {args.min_in_flight}")
+    if bound_at_kill == 0:
+        missed.append("the scheduling loop had bound nothing yet")
+    if bound_at_kill >= capacity:
+        missed.append(f"the nodes were already full ({bound_at_kill} tasks)")
+    if missed:
+        return "; ".join(missed)
 
-    server = Server(args.serve, args.db, cluster, workdir, "crash-2", threads=64)
+    server = Server(args.serve, args.db, cluster, workdir, f"crash-{attempt}-restarted", threads=64)
     try:
         for path in ("/healthz", "/readyz"):
             status, body = request(server.port, "GET", path)

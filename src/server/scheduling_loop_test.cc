@@ -6,6 +6,7 @@
 
 #include "backend/sim/sim_backend.h"
 #include "server/machine_pools.h"
+#include "server/testing/cpu_node.h"
 #include "service/service.h"
 
 namespace gpupool::server {
@@ -13,14 +14,7 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-Json CpuNode(const std::string& name, const std::string& cpu) {
-  Json resources = {
-      {"cpu", cpu}, {"memory", "64Gi"}, {"ephemeral-storage", "200Gi"}, {"pods", "110"}};
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}}},
-          {"status", {{"allocatable", resources}, {"capacity", resources}}}};
-}
+using testing::CpuNode;
 
 std::string Workflow(const std::string& name, const std::string& cpu, const std::string& extra,
                      const std::string& task_extra) {

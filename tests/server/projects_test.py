@@ -20,12 +20,9 @@ by default) are refused with exit 1 and nothing stored.
 
 Exit 0 on success, 1 on failure. Waits are bounded (the loop runs every 100 ms).
 """
-import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import urllib.request
 
 import together_test as base
@@ -95,11 +92,6 @@ spec:
 
 class Gpupool(base.Gpupool):
     token = ADMIN
-
-    def run(self, *args):
-        env = dict(os.environ, GPUPOOL_TOKEN=self.token)
-        return subprocess.run([self.binary, "--server", self.url, *args], cwd=self.workdir,
-                              env=env, capture_output=True, text=True, timeout=60)
 
     def write(self, name, priority, queue=None):
         text = base.workflow(name, priority)
@@ -212,22 +204,5 @@ def scenario(g):
     g.wait(low, base.running, "RUNNING once over quota is enabled again")
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--gpupool", required=True)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as workdir:
-        g = Gpupool(args.gpupool, workdir)
-        try:
-            scenario(g)
-        except AssertionError as e:
-            print(f"FAIL: {e}\n--- server log (tail) ---\n{g.output()[-4000:]}", file=sys.stderr)
-            return 1
-        finally:
-            g.stop()
-    print("ok")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(base.run_scenario(Gpupool, scenario))

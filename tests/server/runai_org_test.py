@@ -20,12 +20,10 @@ Bad input: a project of the other department is refused (deny by default), nothi
 
 Exit 0 on success, 1 on failure. Waits are bounded (the loop runs every 100 ms).
 """
-import argparse
 import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import together_test as base
 
@@ -71,11 +69,6 @@ spec:
 
 class Gpupool(base.Gpupool):
     token = ADMIN
-
-    def run(self, *args):
-        env = dict(os.environ, GPUPOOL_TOKEN=self.token)
-        return subprocess.run([self.binary, "--server", self.url, *args], cwd=self.workdir,
-                              env=env, capture_output=True, text=True, timeout=60)
 
     def submit_as(self, token, name, priority, queue, node_pool):
         path = os.path.join(self.workdir, name + ".yaml")
@@ -170,26 +163,7 @@ def scenario(g):
     check(allocated(rows, "ml-ops-2", "a100-40") == 4000, "ml-ops-2 in a100-40")
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--gpupool", required=True)
-    args = parser.parse_args()
-    args.gpupool = os.path.abspath(args.gpupool)
+if __name__ == "__main__":
     # The simulated backend's own cluster file stays empty: the example's nodes are in the store.
     base.cluster = lambda: {"apiVersion": "v1", "kind": "NodeList", "items": []}
-    with tempfile.TemporaryDirectory() as workdir:
-        load_example(args.gpupool, workdir)
-        g = Gpupool(args.gpupool, workdir)
-        try:
-            scenario(g)
-        except AssertionError as e:
-            print(f"FAIL: {e}\n--- server log (tail) ---\n{g.output()[-4000:]}", file=sys.stderr)
-            return 1
-        finally:
-            g.stop()
-    print("ok")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(base.run_scenario(Gpupool, scenario, prepare=load_example))

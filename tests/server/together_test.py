@@ -128,8 +128,10 @@ class Gpupool:
             self.proc.kill()
             self.proc.wait()
 
+    token = TOKEN  # the caller, as `gpupool --server` sends it; subclasses switch it
+
     def run(self, *args):
-        env = dict(os.environ, GPUPOOL_TOKEN=TOKEN)
+        env = dict(os.environ, GPUPOOL_TOKEN=self.token)
         return subprocess.run([self.binary, "--server", self.url, *args], cwd=self.workdir,
                               env=env, capture_output=True, text=True, timeout=60)
 
@@ -222,14 +224,19 @@ def scenario(g):
     check(g.query(normal)["status"] == "PENDING", "NORMAL over quota ran")
 
 
-def main():
+def run_scenario(server_class, scenario_fn, prepare=None):
+    """The command line of these tests: --gpupool BINARY; `prepare(binary, workdir)` before the
+    server starts. Exit status 0 when the scenario holds, 1 with the server's log otherwise."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--gpupool", required=True)
     args = parser.parse_args()
+    binary = os.path.abspath(args.gpupool)
     with tempfile.TemporaryDirectory() as workdir:
-        g = Gpupool(args.gpupool, workdir)
+        if prepare is not None:
+            prepare(binary, workdir)
+        g = server_class(binary, workdir)
         try:
-            scenario(g)
+            scenario_fn(g)
         except AssertionError as e:
             print(f"FAIL: {e}\n--- server log (tail) ---\n{g.output()[-4000:]}", file=sys.stderr)
             return 1
@@ -240,4 +247,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_scenario(Gpupool, scenario))

@@ -268,10 +268,13 @@ TEST(ExitCodesTest, Parse) {
   }
 }
 
+// Any fields inside metadata and spec (a partial Pod: OSMO merges them into the task's pod);
+// at the top a Pod's own fields only, as the API server's strict decoding would have it (and a
+// stored template then cannot be mistaken for the map form when written again).
 TEST(PodTemplateTest, KeepsAnyFieldsAndChecksSelectorParts) {
   Json body = J(R"({"metadata": {"labels": {"a": "b"}}, "spec": {"zzz": 1, "nodeSelector":
       {"k": "{{V}}"}, "tolerations": [{"key": "k", "operator": "Exists", "effect": "NoSchedule"},
-      {"key": "t", "value": "{{X}}", "tolerationSeconds": "{{S}}"}]}, "unknownTop": [1]})");
+      {"key": "t", "value": "{{X}}", "tolerationSeconds": "{{S}}"}]}, "kind": "Pod"})");
   Result<PodTemplate> t = PodTemplateFromJson("x", body);
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(PodTemplateToJson(*t).dump(), body.dump());
@@ -289,6 +292,9 @@ TEST(PodTemplateTest, KeepsAnyFieldsAndChecksSelectorParts) {
        "spec.tolerations[0]"},
       {"containers", R"({"spec": {"containers": {"name": "x"}}})",
        "spec.containers: expected a list"},
+      {"unknown top-level field", R"({"unknownTop": [1]})", "unknownTop: unknown field"},
+      {"misspelt spec", R"({"sWec": {"nodeSelector": {}}})",
+       "sWec: unknown field (did you mean \"spec\"?)"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "common/strings.h"
 #include "config/json_fields.h"
 #include "config/kinds.h"
@@ -17,6 +19,15 @@ namespace {
 
 Status CheckPodTemplateBody(const Json& body) {
   if (!body.is_object()) return TypeError("(top level)", "an object (a partial Pod)", body);
+  // A Pod's own fields only: a key of any other name could not be told from the map form
+  // {"<template>": {...}} when the template is written again (config/kinds.h, SplitConfigFile).
+  static const std::vector<std::string> kPodFields = {"apiVersion", "kind", "metadata", "spec"};
+  for (const auto& [key, value] : body.items()) {
+    if (std::find(kPodFields.begin(), kPodFields.end(), key) != kPodFields.end()) continue;
+    return InvalidArgumentError(key + ": unknown field" + DidYouMean(key, kPodFields) +
+                                "; a pod template is a partial Pod: apiVersion, kind, metadata, "
+                                "spec");
+  }
   auto spec = body.find("spec");
   if (spec != body.end()) {
     if (!spec->is_object()) return TypeError("spec", "an object", *spec);

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "model/json_io.h"
+#include "model/input_file.h"
 #include "model/match.h"
 #include "model/node_import.h"
 #include "scheduler/scheduler.h"

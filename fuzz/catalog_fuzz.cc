@@ -6,15 +6,15 @@
 // template node dumps as JSON and decodes again.
 
 #include "autoscaler/autoscaler.h"
+#include "codec/yaml_reader.h"
 #include "fuzz/support/fuzz_util.h"
-#include "model/json_io.h"
 #include "model/machine_pool.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpupool;
   using namespace gpupool::fuzz;
   const std::string_view text = AsText(data, size);
-  auto documents = model::ParseJsonOrYamlDocuments(text, "catalog.yaml");
+  auto documents = codec::ParseJsonOrYamlDocuments(text, "catalog.yaml");
   if (!documents.ok() || documents->size() != 1) return 0;
   auto types = model::InstanceTypesFromJson((*documents)[0]);
   if (!types.ok()) {

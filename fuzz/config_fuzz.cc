@@ -14,10 +14,11 @@
 #include <optional>
 #include <string>
 
+#include "codec/json_reader.h"
+#include "codec/yaml_reader.h"
 #include "common/strings.h"
 #include "fuzz/support/fuzz_util.h"
 #include "fuzz/support/service_fixture.h"
-#include "model/json_io.h"
 
 namespace gpupool::fuzz {
 
@@ -34,8 +35,8 @@ constexpr char kFile[] = "config.json";
 Result<Json> DecodeFile(std::string_view text) {
   std::string_view trimmed = Trim(text);
   if (trimmed.empty()) return InvalidArgumentError(std::string(kFile) + ": empty");
-  if (trimmed.front() == '{' || trimmed.front() == '[') return model::ParseJson(text, kFile);
-  ASSIGN_OR_RETURN(auto documents, model::ParseYamlDocuments(text, kFile));
+  if (trimmed.front() == '{' || trimmed.front() == '[') return codec::ParseJson(text, kFile);
+  ASSIGN_OR_RETURN(auto documents, codec::ParseYamlDocuments(text, kFile));
   if (documents.size() != 1) return InvalidArgumentError(std::string(kFile) + ": not one document");
   return std::move(documents[0].value);
 }

@@ -15,9 +15,9 @@
 #include <exception>
 #include <memory>
 
+#include "codec/json_reader.h"
 #include "fuzz/support/fuzz_util.h"
 #include "fuzz/support/service_fixture.h"
-#include "model/json_io.h"
 #include "server/access_control.h"
 #include "server/api.h"
 #include "server/auth.h"
@@ -51,7 +51,7 @@ void CheckReplies(std::string_view written) {
     Check(status >= 200 && status < 600, "a reply has a final status", std::to_string(status));
     Check(status != 500, "no request makes a handler fail (500)", response.body());
     if (response[http::field::content_type] == "application/json" && !response.body().empty()) {
-      auto json = model::ParseJson(response.body(), "reply");
+      auto json = codec::ParseJson(response.body(), "reply");
       Check(json.ok(), "a JSON reply parses", json.status().ToString());
     }
   }

@@ -9,10 +9,10 @@
 
 #include <vector>
 
+#include "codec/yaml_reader.h"
 #include "common/strings.h"
 #include "config/membership.h"
 #include "fuzz/support/fuzz_util.h"
-#include "model/json_io.h"
 #include "model/k8s.h"
 #include "model/match.h"
 
@@ -63,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpupool;
   using namespace gpupool::fuzz;
   const std::string_view text = AsText(data, size);
-  auto documents = model::ParseJsonOrYamlDocuments(text, "objects.yaml");
+  auto documents = codec::ParseJsonOrYamlDocuments(text, "objects.yaml");
   if (!documents.ok()) return 0;
 
   std::vector<model::Node> nodes;

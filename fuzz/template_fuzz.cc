@@ -5,12 +5,12 @@
 //    right_operand}}
 // Every part is optional. A render either fails with InvalidArgument or gives a value that dumps.
 
+#include "codec/yaml_reader.h"
 #include "common/strings.h"
 #include "config/kinds.h"
 #include "config/rules.h"
 #include "config/variables.h"
 #include "fuzz/support/fuzz_util.h"
-#include "model/json_io.h"
 
 namespace gpupool::fuzz {
 namespace {
@@ -41,7 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpupool;
   using namespace gpupool::fuzz;
   const std::string_view text = AsText(data, size);
-  auto documents = model::ParseJsonOrYamlDocuments(text, "template.yaml");
+  auto documents = codec::ParseJsonOrYamlDocuments(text, "template.yaml");
   if (!documents.ok() || documents->size() != 1 || !(*documents)[0].is_object()) return 0;
   const Json& input = (*documents)[0];
 

@@ -4,8 +4,10 @@
 #include <cstdlib>
 #include <exception>
 
+#include "codec/json_writer.h"
+#include "codec/yaml_reader.h"
+#include "codec/yaml_writer.h"
 #include "common/strings.h"
-#include "model/json_io.h"
 
 namespace gpupool::fuzz {
 namespace {
@@ -35,7 +37,7 @@ std::string CheckedDump(const Json& value, std::string_view what) {
   }
   std::string compact;
   try {
-    compact = model::DumpCompact(value);
+    compact = codec::DumpCompact(value);
   } catch (const std::exception& e) {
     Fail(std::string(what) + ": DumpCompact threw where dump() did not", e.what());
   }
@@ -45,8 +47,8 @@ std::string CheckedDump(const Json& value, std::string_view what) {
 }
 
 void CheckYamlRoundTrip(const Json& value, std::string_view what) {
-  const std::string yaml = model::ToYaml(value);
-  auto docs = model::ParseYamlDocuments(yaml, "round-trip.yaml");
+  const std::string yaml = codec::ToYaml(value);
+  auto docs = codec::ParseYamlDocuments(yaml, "round-trip.yaml");
   Check(docs.ok(), std::string(what) + ": ToYaml output does not parse",
         yaml + "\n" + docs.status().ToString());
   // ParseYamlDocuments skips empty documents, and a document that is only `null` with them: a

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "codec/field_path.h"
+
 namespace gpupool::fuzz {
 namespace {
 
@@ -21,7 +23,7 @@ std::string PointerToken(std::string_view key) {
 }
 
 struct Walk {
-  const model::JsonSourceMap& map;
+  const codec::JsonSourceMap& map;
   std::string_view text;
   int lines;
   int budget;
@@ -40,11 +42,11 @@ struct Walk {
     (void)map.Prefix("f", field_path);
     if (value.is_object()) {
       for (const auto& [key, child] : value.items()) {
-        Visit(child, pointer + "/" + PointerToken(key), model::FieldPath(field_path, key));
+        Visit(child, pointer + "/" + PointerToken(key), codec::FieldPath(field_path, key));
       }
     } else if (value.is_array()) {
       for (size_t i = 0; i < value.size(); ++i) {
-        Visit(value[i], pointer + "/" + std::to_string(i), model::IndexPath(field_path, i));
+        Visit(value[i], pointer + "/" + std::to_string(i), codec::IndexPath(field_path, i));
       }
     }
   }
@@ -69,7 +71,7 @@ int CountLines(std::string_view text, LineBreaks breaks) {
 
 }  // namespace
 
-void CheckSourceMap(const Json& value, const model::JsonSourceMap& map, std::string_view text,
+void CheckSourceMap(const Json& value, const codec::JsonSourceMap& map, std::string_view text,
                     LineBreaks breaks, int limit) {
   const int lines = CountLines(text, breaks);
   Walk walk{map, text, lines, limit};

@@ -4,8 +4,8 @@
 
 #include <string_view>
 
+#include "codec/source_map.h"
 #include "fuzz/support/fuzz_util.h"
-#include "model/json_io.h"
 
 namespace gpupool::fuzz {
 
@@ -16,7 +16,7 @@ enum class LineBreaks {
 
 // Looks up every value of `value` (at most `limit` of them) in `map` by JSON pointer and by
 // field path; each must be found at a line and column inside `text`.
-void CheckSourceMap(const Json& value, const model::JsonSourceMap& map, std::string_view text,
+void CheckSourceMap(const Json& value, const codec::JsonSourceMap& map, std::string_view text,
                     LineBreaks breaks, int limit = 2000);
 
 }  // namespace gpupool::fuzz

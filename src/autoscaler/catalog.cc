@@ -1,5 +1,7 @@
 #include "autoscaler/autoscaler.h"
-#include "model/json_io.h"
+#include "codec/json_reader.h"
+#include "codec/yaml_reader.h"
+#include "model/input_file.h"
 
 namespace gpupool::autoscaler {
 namespace {
@@ -42,7 +44,7 @@ Catalog::Catalog(std::vector<model::InstanceType> types) : types_(std::move(type
 const Catalog& Catalog::Builtin() {
   // Valid by construction: autoscaler_test decodes it.
   static const Catalog kCatalog(
-      model::InstanceTypesFromJson(*model::ParseJson(kBuiltinCatalog, "builtin catalog")).value());
+      model::InstanceTypesFromJson(*codec::ParseJson(kBuiltinCatalog, "builtin catalog")).value());
   return kCatalog;
 }
 
@@ -55,7 +57,7 @@ const model::InstanceType* Catalog::Find(std::string_view name) const {
 
 Result<Catalog> LoadCatalogFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, model::ReadFile(path));
-  ASSIGN_OR_RETURN(auto docs, model::ParseJsonOrYamlDocuments(text, path));
+  ASSIGN_OR_RETURN(auto docs, codec::ParseJsonOrYamlDocuments(text, path));
   if (docs.size() != 1) {
     return InvalidArgumentError(path + ": expected one document with instance_types, got " +
                                 std::to_string(docs.size()));

@@ -27,7 +27,7 @@
 
 #include "common/strings.h"
 #include "kube/flow_control.h"
-#include "model/json_io.h"
+#include "model/input_file.h"
 
 namespace gpupool::kube {
 namespace {

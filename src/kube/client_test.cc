@@ -16,7 +16,7 @@
 #include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "kube/testing/fake_process.h"
-#include "model/json_io.h"
+#include "model/input_file.h"
 
 namespace gpupool::kube {
 namespace {

@@ -7,8 +7,9 @@
 #include <map>
 #include <vector>
 
+#include "codec/yaml_reader.h"
 #include "common/strings.h"
-#include "model/json_io.h"
+#include "model/input_file.h"
 
 namespace gpupool::kube {
 namespace {
@@ -56,7 +57,7 @@ Status ReadSection(const Json& doc, const std::string& file, const char* section
 
 Status MergeFile(const std::string& file, Merged& merged) {
   ASSIGN_OR_RETURN(std::string text, model::ReadFile(file));
-  ASSIGN_OR_RETURN(auto docs, model::ParseJsonOrYamlDocuments(text, file));
+  ASSIGN_OR_RETURN(auto docs, codec::ParseJsonOrYamlDocuments(text, file));
   if (docs.empty() || docs[0].is_null()) return OkStatus();  // an empty file is allowed
   const Json& doc = docs[0];
   if (!doc.is_object()) return InvalidArgumentError(file + ": expected a kubeconfig (a map)");

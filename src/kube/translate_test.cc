@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "kube/writes.h"
-#include "model/json_io.h"
+#include "model/input_file.h"
 
 namespace gpupool::kube {
 namespace {

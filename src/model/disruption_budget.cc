@@ -4,14 +4,18 @@
 #include <charconv>
 #include <set>
 
+#include "codec/field_path.h"
+#include "codec/json_reader.h"
 #include "common/strings.h"
-#include "model/json_io.h"
 #include "model/label_selector.h"
 #include "model/match.h"
 
 namespace gpupool::model {
 namespace {
 
+using codec::FieldPath;
+using codec::IndexPath;
+using codec::JsonTypeName;
 using Json = nlohmann::ordered_json;
 
 Status CheckFields(const Json& object, std::string_view path,

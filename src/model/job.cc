@@ -2,13 +2,16 @@
 
 #include <algorithm>
 
+#include "codec/field_path.h"
+#include "codec/json_reader.h"
 #include "common/strings.h"
-#include "model/json_io.h"
 #include "model/k8s.h"
 
 namespace gpupool::model {
 namespace {
 
+using codec::FieldPath;
+using codec::JsonTypeName;
 using Json = nlohmann::ordered_json;
 
 Status CheckFields(const Json& object, std::string_view path,

@@ -2,12 +2,16 @@
 
 #include <limits>
 
+#include "codec/field_path.h"
+#include "codec/json_reader.h"
 #include "common/strings.h"
-#include "model/json_io.h"
 
 namespace gpupool::model {
 namespace {
 
+using codec::FieldPath;
+using codec::IndexPath;
+using codec::JsonTypeName;
 using nlohmann::ordered_json;
 
 Status TypeError(std::string_view path, std::string_view expected, const ordered_json& got) {

@@ -2,10 +2,13 @@
 
 #include <charconv>
 
-#include "model/json_io.h"
+#include "codec/field_path.h"
 
 namespace gpupool::model {
 namespace {
+
+using codec::FieldPath;
+using codec::IndexPath;
 
 // strconv.ParseInt(s, 10, 64): optional sign, decimal digits, no spaces.
 bool ParseInt64(std::string_view s, int64_t* out) {

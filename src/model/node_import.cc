@@ -4,13 +4,23 @@
 #include <set>
 #include <string>
 
+#include "codec/field_path.h"
+#include "codec/json_reader.h"
+#include "codec/source_map.h"
+#include "codec/yaml_reader.h"
 #include "common/safe_text.h"
 #include "common/strings.h"
-#include "model/json_io.h"
 
 namespace gpupool::model {
 namespace {
 
+using codec::FieldPath;
+using codec::IndexPath;
+using codec::JsonSourceMap;
+using codec::JsonTypeName;
+using codec::ParseDocumentsWithSourceMaps;
+using codec::SourcePosition;
+using codec::YamlDocument;
 using nlohmann::ordered_json;
 
 constexpr int64_t kOpenbPodsPerNode = 110;

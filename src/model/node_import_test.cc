@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "model/json_io.h"
+#include "model/input_file.h"
 #include "model/match.h"
 
 namespace gpupool::model {

@@ -2,7 +2,7 @@
 
 #include "common/strings.h"
 #include "model/duration.h"
-#include "model/json_io.h"
+#include "model/input_file.h"
 #include "model/node_import.h"
 
 namespace gpupool::replay {

@@ -6,8 +6,9 @@
 #include <map>
 #include <set>
 
+#include "codec/json_reader.h"
 #include "common/strings.h"
-#include "model/json_io.h"
+#include "model/input_file.h"
 
 namespace gpupool::replay {
 namespace {
@@ -425,11 +426,11 @@ Result<std::vector<TraceJob>> ParseJsonl(std::string_view text, std::string_view
     const std::string where = Where(file, lines.number);
     ASSIGN_OR_RETURN(
         Json doc,
-        model::ParseJson(
+        codec::ParseJson(
             t, Where(file, lines.number).substr(0, Where(file, lines.number).size() - 2)));
     if (!doc.is_object()) {
       return InvalidArgumentError(where + "expected a JSON object, got " +
-                                  model::JsonTypeName(doc));
+                                  codec::JsonTypeName(doc));
     }
     TraceJob job;
     job.line = lines.number;
@@ -440,7 +441,7 @@ Result<std::vector<TraceJob>> ParseJsonl(std::string_view text, std::string_view
       if (key == "resources" || key == "labels") {
         if (!value.is_object()) {
           return InvalidArgumentError(where + key + ": expected an object, got " +
-                                      model::JsonTypeName(value));
+                                      codec::JsonTypeName(value));
         }
         for (auto r = value.begin(); r != value.end(); ++r) {
           if (!r.value().is_string() && !r.value().is_number()) {
@@ -476,7 +477,7 @@ Result<std::vector<TraceJob>> ParseJsonl(std::string_view text, std::string_view
         text_value = "";
       } else {
         return InvalidArgumentError(where + key + ": expected a string or a number, got " +
-                                    model::JsonTypeName(value));
+                                    codec::JsonTypeName(value));
       }
       has_submit |= key == "submit";
       std::vector<std::string> known = GenericColumns();

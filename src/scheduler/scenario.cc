@@ -5,11 +5,14 @@
 #include <optional>
 #include <set>
 
+#include "codec/json_reader.h"
+#include "codec/source_map.h"
+#include "codec/yaml_reader.h"
 #include "common/clock.h"
 #include "common/strings.h"
 #include "common/table.h"
+#include "model/input_file.h"
 #include "model/job.h"
-#include "model/json_io.h"
 
 namespace gpupool::scheduler {
 namespace {
@@ -201,7 +204,7 @@ size_t JsonValueEnd(std::string_view text, size_t start) {
 
 // ParseJson's "<file>:<line>:<column>: " for a value parsed on its own, moved to where the value
 // starts in its file.
-Status Relocate(const Status& status, const std::string& file, model::SourcePosition start) {
+Status Relocate(const Status& status, const std::string& file, codec::SourcePosition start) {
   std::string_view rest = status.message();
   const std::string prefix = file + ":";
   if ((start.line == 1 && start.column == 1) || !StartsWith(rest, prefix)) return status;
@@ -228,13 +231,13 @@ Status Relocate(const Status& status, const std::string& file, model::SourcePosi
 // A document's error as AddDocument words it ("<file>:<line>: Kind name: <field path>: what",
 // with "items[3]" steps for lists), moved from the document's first line to the field's own line
 // and column when the source map knows the field path.
-Status PointAtField(const Status& status, const model::JsonSourceMap& map, const std::string& file,
+Status PointAtField(const Status& status, const codec::JsonSourceMap& map, const std::string& file,
                     int line) {
   const std::string prefix = file + ":" + std::to_string(line) + ": ";
   const std::string& message = status.message();
   if (map.empty() || !StartsWith(message, prefix)) return status;
   std::string within;  // "items[3]." while inside a list item
-  std::optional<model::SourcePosition> found;
+  std::optional<codec::SourcePosition> found;
   size_t at = prefix.size();
   while (at < message.size()) {
     size_t end = message.find(": ", at);
@@ -257,10 +260,10 @@ Status PointAtField(const Status& status, const model::JsonSourceMap& map, const
 // in JSON Lines), each a document; a top-level array is a list of documents. Errors name the
 // file, and the line (and column) where the value starts.
 Status AddJsonStream(std::string_view text, const std::string& file, Scenario& scenario) {
-  model::SourcePosition at;  // of `offset`
+  codec::SourcePosition at;  // of `offset`
   size_t offset = 0;
   auto advance = [&](size_t to) {
-    const model::SourcePosition step = model::PositionOfOffset(text.substr(offset), to - offset);
+    const codec::SourcePosition step = codec::PositionOfOffset(text.substr(offset), to - offset);
     at.column = step.line == 1 ? at.column + step.column - 1 : step.column;
     at.line += step.line - 1;
     offset = to;
@@ -271,7 +274,7 @@ Status AddJsonStream(std::string_view text, const std::string& file, Scenario& s
     advance(start);
     const size_t end = JsonValueEnd(text, start);
     const std::string_view value = text.substr(start, end - start);
-    Result<Json> doc = model::ParseJson(value, file);
+    Result<Json> doc = codec::ParseJson(value, file);
     if (!doc.ok()) return Relocate(doc.status(), file, at);
     const std::string where = file + ":" + std::to_string(at.line);
     Status added = OkStatus();
@@ -284,7 +287,7 @@ Status AddJsonStream(std::string_view text, const std::string& file, Scenario& s
     }
     if (!added.ok()) {
       // The value's own map counts lines from the value's start; Relocate moves them.
-      Status located = PointAtField(added, model::JsonSourceMap::Build(value), file, at.line);
+      Status located = PointAtField(added, codec::JsonSourceMap::Build(value), file, at.line);
       return located.message() == added.message() ? added : Relocate(located, file, at);
     }
     advance(end);
@@ -299,9 +302,9 @@ Status AddScenarioText(std::string_view text, std::string_view file_name, Scenar
     return AddJsonStream(text, std::string(file_name), scenario);
   }
   const std::string file(file_name);
-  Result<std::vector<model::YamlDocument>> docs = model::ParseYamlDocuments(text, file_name);
+  Result<std::vector<codec::YamlDocument>> docs = codec::ParseYamlDocuments(text, file_name);
   if (!docs.ok()) return docs.status();
-  for (const model::YamlDocument& doc : *docs) {
+  for (const codec::YamlDocument& doc : *docs) {
     Status added = AddDocument(doc.value, file + ":" + std::to_string(doc.line), scenario);
     if (!added.ok()) return PointAtField(added, doc.source_map, file, doc.line);
   }

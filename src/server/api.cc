@@ -6,8 +6,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "codec/json_reader.h"
 #include "common/strings.h"
-#include "model/json_io.h"
 #include "server/client.h"
 #include "server/machine_pools.h"
 #include "server/path.h"
@@ -195,7 +195,7 @@ Result<service::SubmitRequest> DecodeSubmit(const RouteRequest& request) {
     // "node_pools": ["a100-80", "default"] and "queue": "<project>", replacing the workflow's,
     // as does ?queue=); a JSON body
     // with a top-level "workflow" key is the workflow itself.
-    ASSIGN_OR_RETURN(Json json, model::ParseJson(request.Body(), "request body"));
+    ASSIGN_OR_RETURN(Json json, codec::ParseJson(request.Body(), "request body"));
     if (json.contains("workflow")) {
       submit.spec_text = request.Body();
     } else {
@@ -294,7 +294,7 @@ Result<std::vector<service::ManifestFile>> DecodeApply(const RouteRequest& reque
       ToLower(request.Header("Content-Type")).find("json") == std::string::npos) {
     return plain;
   }
-  ASSIGN_OR_RETURN(Json parsed, model::ParseJson(request.Body(), "request body"));
+  ASSIGN_OR_RETURN(Json parsed, codec::ParseJson(request.Body(), "request body"));
   if (!parsed.contains("files") || parsed.contains("kind")) return plain;
   return EnvelopeFiles(parsed);
 }

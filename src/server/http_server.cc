@@ -27,9 +27,9 @@
 #include <sstream>
 #include <thread>
 
+#include "codec/json_writer.h"
 #include "common/safe_text.h"
 #include "common/strings.h"
-#include "model/json_io.h"
 #include "server/path.h"
 #include "server/status_to_http.h"
 
@@ -104,7 +104,7 @@ Status CheckRequestText(const HttpMessage& message) {
 
 std::string BodyOf(const Reply& reply) {
   if (reply.status == 304 || reply.status == 204) return "";  // no body by definition
-  return reply.text.empty() ? model::DumpCompact(reply.json) + "\n" : reply.text;
+  return reply.text.empty() ? codec::DumpCompact(reply.json) + "\n" : reply.text;
 }
 
 }  // namespace

@@ -3,9 +3,10 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "codec/json_reader.h"
+#include "codec/yaml_reader.h"
 #include "common/safe_text.h"
 #include "common/strings.h"
-#include "model/json_io.h"
 #include "server/http_server.h"
 
 namespace gpupool::server {
@@ -69,8 +70,8 @@ Result<Json> DecodeBody(const RouteRequest& request) {
   std::string content_type = ToLower(request.Header("Content-Type"));
   bool json = content_type.find("json") != std::string::npos || trimmed.front() == '{' ||
               trimmed.front() == '[';
-  if (json) return model::ParseJson(body, "request body");
-  ASSIGN_OR_RETURN(auto docs, model::ParseYamlDocuments(body, "request body"));
+  if (json) return codec::ParseJson(body, "request body");
+  ASSIGN_OR_RETURN(auto docs, codec::ParseYamlDocuments(body, "request body"));
   if (docs.size() != 1) {
     return InvalidArgumentError("request body: expected one YAML document, found " +
                                 std::to_string(docs.size()));
@@ -82,7 +83,7 @@ namespace {
 
 Status WrongType(std::string_view field, const char* want, const Json& value) {
   return InvalidArgumentError("request body: field \"" + std::string(field) + "\": expected " +
-                              want + ", found " + model::JsonTypeName(value));
+                              want + ", found " + codec::JsonTypeName(value));
 }
 
 const Json* FindField(const Json& body, std::string_view field) {

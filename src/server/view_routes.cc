@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
+#include "codec/json_writer.h"
 #include "common/strings.h"
-#include "model/json_io.h"
 
 namespace gpupool::server {
 namespace {
@@ -47,7 +47,7 @@ Result<int> LimitQuery(const RouteRequest& request, int default_limit) {
 }  // namespace
 
 Reply WithEtag(const RouteRequest& request, Reply reply) {
-  std::string body = reply.text.empty() ? model::DumpCompact(reply.json) + "\n" : reply.text;
+  std::string body = reply.text.empty() ? codec::DumpCompact(reply.json) + "\n" : reply.text;
   const std::string etag = Fnv1a(body);
   reply.headers.push_back({"ETag", etag});
   reply.headers.push_back({"Cache-Control", "no-cache"});

@@ -11,7 +11,7 @@
 #include <unordered_set>
 #include <utility>
 
-#include "model/json_io.h"
+#include "codec/json_writer.h"
 
 namespace gpupool::store {
 namespace {
@@ -28,7 +28,7 @@ std::string ConfigKey(std::string_view kind, std::string_view name) {
 // refused, not stored altered; PostgreSQL would refuse the text anyway.
 Result<std::string> DumpJson(const ordered_json& value, std::string_view what) {
   bool invalid_utf8 = false;
-  std::string text = model::DumpCompact(value, &invalid_utf8);
+  std::string text = codec::DumpCompact(value, &invalid_utf8);
   if (invalid_utf8) {
     return InvalidArgumentError(std::string(what) + ": cannot encode JSON: text is not UTF-8");
   }

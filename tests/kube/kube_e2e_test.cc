@@ -20,7 +20,7 @@
 
 #include "kube/client.h"
 #include "kube/testing/fake_process.h"
-#include "model/json_io.h"
+#include "model/input_file.h"
 #include "scheduler/scheduler.h"
 
 extern char** environ;

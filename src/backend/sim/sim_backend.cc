@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "codec/yaml_reader.h"
 #include "common/strings.h"
-#include "model/json_io.h"
 
 namespace gpupool::backend {
 namespace {
@@ -34,7 +34,7 @@ Status LoadFile(const fs::path& path, std::vector<Json>& out) {
   if (path.extension() != ".json") {
     // The model's YAML reader: the same typing, guards and "<file>:<line>:<column>: " errors as
     // the configs and workflows that name these nodes.
-    ASSIGN_OR_RETURN(auto docs, model::ParseYamlDocuments(text, path.string()));
+    ASSIGN_OR_RETURN(auto docs, codec::ParseYamlDocuments(text, path.string()));
     for (const auto& doc : docs) CollectNodes(doc.value, out);
     return OkStatus();
   }

@@ -25,10 +25,11 @@
 #include <iostream>
 #include <thread>
 
+#include "codec/yaml_reader.h"
 #include "common/clock.h"
 #include "common/strings.h"
 #include "kube/testing/fake_server.h"
-#include "model/json_io.h"
+#include "model/input_file.h"
 
 namespace {
 
@@ -62,7 +63,7 @@ Result<std::vector<Json>> LoadNodes(const std::vector<std::string>& paths) {
     }
     for (const auto& file : files) {
       ASSIGN_OR_RETURN(std::string text, gpupool::model::ReadFile(file.string()));
-      ASSIGN_OR_RETURN(auto docs, gpupool::model::ParseJsonOrYamlDocuments(text, file.string()));
+      ASSIGN_OR_RETURN(auto docs, gpupool::codec::ParseJsonOrYamlDocuments(text, file.string()));
       for (const auto& doc : docs) CollectNodes(doc, nodes);
     }
   }

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "common/strings.h"
-#include "model/json_io.h"
+#include "model/input_file.h"
 
 extern char** environ;
 

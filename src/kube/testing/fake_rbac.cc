@@ -2,7 +2,8 @@
 
 #include <algorithm>
 
-#include "model/json_io.h"
+#include "codec/yaml_reader.h"
+#include "model/input_file.h"
 
 namespace gpupool::kube::fake {
 namespace {
@@ -48,7 +49,7 @@ Result<ClusterRole> ClusterRole::Load(const std::string& path) {
 }
 
 Result<ClusterRole> ClusterRole::Parse(std::string_view text, const std::string& source) {
-  ASSIGN_OR_RETURN(auto docs, model::ParseJsonOrYamlDocuments(text, source));
+  ASSIGN_OR_RETURN(auto docs, codec::ParseJsonOrYamlDocuments(text, source));
   for (const Json& doc : docs) {
     if (!doc.is_object() || doc.value("kind", "") != "ClusterRole") continue;
     ClusterRole role;

@@ -6,7 +6,8 @@
 #include <regex>
 #include <set>
 
-#include "model/json_io.h"
+#include "codec/yaml_reader.h"
+#include "model/input_file.h"
 
 namespace gpupool::kube::fake {
 namespace {
@@ -105,7 +106,7 @@ TEST(DeployManifestsTest, TheDeploymentRunsWithTheRoleAndItsSettings) {
   auto read = [&](const std::string& file) {
     auto text = model::ReadFile(dir + file);
     EXPECT_TRUE(text.ok()) << file;
-    auto docs = model::ParseJsonOrYamlDocuments(text.ok() ? *text : "", file);
+    auto docs = codec::ParseJsonOrYamlDocuments(text.ok() ? *text : "", file);
     EXPECT_TRUE(docs.ok()) << (docs.ok() ? "" : docs.status().message());
     return docs.ok() ? *docs : std::vector<Json>{};
   };

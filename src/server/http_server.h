@@ -54,7 +54,7 @@
 
 namespace gpupool::server {
 
-// The parsed HTTP request a RouteRequest reads from (defined in http_server.cc).
+// The parsed HTTP request a RouteRequest reads from (defined in http_wire.h).
 struct HttpMessage;
 
 struct RouteRequest {
@@ -192,7 +192,7 @@ class HttpServer {
   // needs no Bind or Serve. For fuzzing (fuzz/http_fuzz.cc).
   std::string AnswerBytes(std::string_view bytes, const std::string& source = "127.0.0.1");
 
-  struct Transport;  // the sockets and threads (http_server.cc)
+  struct Transport;  // the sockets and threads (http_transport.h)
 
  private:
   // One request from its arrival to its reply (http_server.cc).

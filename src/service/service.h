@@ -425,7 +425,7 @@ class Service {
   void Replan(const Caller& caller, const SubmitRequest& request, int attempt, SubmitDone done);
 
  public:
-  struct SnapshotCache;  // defined in service.cc
+  struct SnapshotCache;  // service/snapshot_cache.h
 
  private:
   std::shared_ptr<SnapshotCache> cache_;

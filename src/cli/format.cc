@@ -1,8 +1,11 @@
 #include "cli/format.h"
 
 #include <algorithm>
+#include <iostream>
 
+#include "common/clock.h"
 #include "common/json_text.h"
+#include "common/safe_text.h"
 #include "common/strings.h"
 #include "common/table.h"
 #include "model/json_io.h"
@@ -39,6 +42,14 @@ std::string UsedOfCapacity(int64_t used_amount, int64_t capacity_amount, int64_t
   int64_t used = used_amount <= 0 ? 0 : used_amount / unit + (used_amount % unit != 0 ? 1 : 0);
   int64_t capacity = capacity_amount <= 0 ? 0 : capacity_amount / unit;
   return std::to_string(used) + "/" + std::to_string(capacity);
+}
+
+std::string Timestamp(int64_t ms) { return ms == 0 ? "-" : FormatTimestamp(ms); }
+
+std::string Shown(std::string_view text) { return TerminalSafe(text, Newlines::kKeep); }
+
+void PrintWarnings(const std::vector<std::string>& warnings) {
+  for (const auto& w : warnings) std::cerr << "warning: " << Shown(w) << "\n";
 }
 
 }  // namespace gpupool::cli

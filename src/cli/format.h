@@ -1,5 +1,6 @@
 #pragma once
-// Output helpers of the `gpupool` command: aligned text tables and the table/json/yaml switch.
+// Output helpers of the `gpupool` command: aligned text tables, the table/json/yaml switch, and
+// timestamps, text and warnings as the commands print them.
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
@@ -35,5 +36,15 @@ std::string Render(const nlohmann::ordered_json& value, OutputFormat format);
 // `unit` is one unit in the amounts' own (1000 for cores and GPUs counted in milli-units, 2^30
 // for Gi of memory counted in bytes).
 std::string UsedOfCapacity(int64_t used_amount, int64_t capacity_amount, int64_t unit);
+
+// A store timestamp (milliseconds since the epoch) as the tables print it; "-" for none.
+std::string Timestamp(int64_t ms);
+
+// Text from the store or the server (names, descriptions, messages) as the terminal may show
+// it: tables do this themselves (common/table.h); lines printed directly go through here.
+std::string Shown(std::string_view text);
+
+// Each as "warning: ..." on stderr.
+void PrintWarnings(const std::vector<std::string>& warnings);
 
 }  // namespace gpupool::cli

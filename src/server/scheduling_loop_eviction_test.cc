@@ -7,21 +7,14 @@
 
 #include "backend/sim/sim_backend.h"
 #include "server/scheduling_loop.h"
+#include "server/testing/cpu_node.h"
 #include "service/service.h"
 
 namespace gpupool::server {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-Json CpuNode(const std::string& name, const std::string& cpu) {
-  Json resources = {
-      {"cpu", cpu}, {"memory", "64Gi"}, {"ephemeral-storage", "200Gi"}, {"pods", "110"}};
-  return {{"apiVersion", "v1"},
-          {"kind", "Node"},
-          {"metadata", {{"name", name}, {"labels", {{"kubernetes.io/hostname", name}}}}},
-          {"status", {{"allocatable", resources}, {"capacity", resources}}}};
-}
+using testing::CpuNode;
 
 // The simulated cluster, whose evictions the test carries out or refuses.
 class EvictingBackend final : public backend::Backend {

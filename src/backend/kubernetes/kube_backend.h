@@ -63,9 +63,9 @@
 //              OOMKilled, Error, Evicted, ...), a pod deleted by someone else -> exit code -1,
 //              "lost".
 //
-// Thread contract: Launch, Kill and Poll from the scheduling loop's thread; ListNodes and
-// RunningCount from any thread; the informers' and requests' callbacks run on the client's
-// thread.
+// Thread contract: Launch, Kill, Poll, Evict and RefusedEvictions from the scheduling loop's
+// thread; ListNodes, RunningCount and ReadLog (which waits for the API server) from any thread
+// but the client's; the informers' and requests' callbacks run on the client's thread.
 
 #include <map>
 #include <memory>

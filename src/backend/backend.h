@@ -13,7 +13,13 @@
 //                    only what changed; the loop calls it every cycle for every pod it leaves
 //                    pending, and Kill for a reported task that ends without being launched;
 //        BindPods    place pods handed in by others (not tasks) on nodes, a gang all together;
-//   out  Poll        tasks that ended (exit code, reason);
+//        Evict       task T is a victim of reclaim, preemption or a NoExecute taint: stopped at
+//                    once (sim, Slurm: the loop Kills it), or asked of the cluster (Kubernetes'
+//                    Eviction API), which may take the pod's grace period or refuse (429: a
+//                    PodDisruptionBudget);
+//   out  Poll        tasks that ended (exit code, reason), or that an eviction asked of the
+//                    cluster stopped (TaskExit::evicted: requeue, not exit actions);
+//        RefusedEvictions  evictions the cluster refused: the task keeps running;
 //        ListNodes   the cluster's nodes;
 //        HandedInPods  pods others created for gpupool to place (pending) or that it placed
 //                    (bound), with no workflow in the store.
@@ -59,6 +65,31 @@ struct TaskExit {
   int exit_code = 0;
   int64_t finished_ms = 0;
   std::string reason;  // why it ended, when the backend knows more than the exit code ("" = none)
+  // Ended by an eviction Evict started (EvictionStart::kInFlight): its pod is gone and its room
+  // free; the loop requeues the task rather than apply its exit actions.
+  bool evicted = false;
+};
+
+// A running task the scheduler evicts (Backend::Evict).
+struct TaskEviction {
+  std::string key;
+  std::string reason;   // scheduler::EvictionReasonName: "reclaim", "preempt", "NoExecute"
+  std::string message;  // the scheduler's, e.g. "reclaimed by queue rnd-1 for pod train-3"
+  // Reclaim and preemption are voluntary disruptions: a PodDisruptionBudget may refuse them. A
+  // NoExecute taint's eviction is not (Kubernetes' taint manager deletes the pod).
+  bool voluntary = true;
+};
+
+enum class EvictionStart {
+  kStopped,   // nothing to wait for: the loop stops the task (Kill) and its room is free now
+  kInFlight,  // asked of the cluster: the task runs until Poll reports it evicted
+              // (TaskExit::evicted) or RefusedEvictions reports the refusal
+};
+
+// An eviction the cluster refused; the task keeps running.
+struct RefusedEviction {
+  std::string key;
+  std::string reason;  // e.g. "The disruption budget web needs 2 healthy pods and has 2 currently"
 };
 
 // A pod gpupool did not create for a task (Kubernetes: a pod with spec.schedulerName gpupool,
@@ -81,7 +112,7 @@ struct Unschedulable {
 };
 
 // A pod handed in by others, as the scheduler reads it: pending (pod.node_name empty) or bound
-// (it holds its node; the loop never picks it as a victim: it cannot evict it). `unsupported`
+// (it holds its node; the loop never picks it as a victim: it evicts only tasks). `unsupported`
 // names what a pending pod asks that gpupool does not evaluate (it must stay pending with that
 // message, never be placed as if the constraint were absent).
 struct HandedInPod {
@@ -165,6 +196,20 @@ class Backend {
   // to bind (deleted, bound by someone else, another UID) or a node is unknown, and then none is
   // bound. Default: kFailedPrecondition (no pods are handed in).
   virtual Status BindPods(const std::vector<PodBinding>& gang);
+
+  // Evicts a running task for the scheduler. kStopped: the loop stops it now as any other task
+  // (Kill) and takes its room as free. kInFlight: the backend asked the cluster, which may take
+  // time (the pod's grace period) or refuse (a PodDisruptionBudget): the task holds its node
+  // until Poll reports it with TaskExit::evicted, or RefusedEvictions reports the refusal (it
+  // then keeps running). A Kill meanwhile cancels the eviction (neither is reported). Default:
+  // kStopped, doing nothing (the loop's Kill stops it).
+  virtual EvictionStart Evict(const TaskEviction& eviction) {
+    (void)eviction;
+    return EvictionStart::kStopped;
+  }
+
+  // Evictions started with kInFlight that the cluster refused since the last call, each once.
+  virtual std::vector<RefusedEviction> RefusedEvictions() { return {}; }
 
   // Up to `max_bytes` of the output of attempt `key` (stdout and stderr as the task wrote them)
   // from byte `offset`. kNotFound when the attempt has written nothing (yet); an offset past the

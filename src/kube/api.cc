@@ -46,6 +46,10 @@ Result<EvictionResult> EvictPod(Client& client, const ObjectRef& pod,
   ASSIGN_OR_RETURN(Response response,
                    client.Call({"POST", PodPath(pod, "eviction"),
                                 DumpJson(EvictionBody(pod, grace_seconds)), "application/json"}));
+  return EvictionOutcomeOf(response, pod);
+}
+
+Result<EvictionResult> EvictionOutcomeOf(const Response& response, const ObjectRef& pod) {
   EvictionResult result;
   result.message = StatusMessage(response);
   switch (response.status) {

@@ -37,6 +37,10 @@ struct EvictionResult {
 Result<EvictionResult> EvictPod(Client& client, const ObjectRef& pod,
                                 std::optional<int64_t> grace_seconds);
 
+// What an answer to POST pods/NAME/eviction means, as EvictPod sorts it (for a caller that sent
+// the request itself, asynchronously). Other codes: the ApiError.
+Result<EvictionResult> EvictionOutcomeOf(const Response& response, const ObjectRef& pod);
+
 Status DeletePod(Client& client, const ObjectRef& pod, std::optional<int64_t> grace_seconds);
 
 Result<nlohmann::ordered_json> PatchStatus(Client& client, const ObjectRef& pod,

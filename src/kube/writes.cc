@@ -54,6 +54,12 @@ Json DisruptionTargetPatch(const std::string& reason, const std::string& message
              Json::array({PodCondition("DisruptionTarget", "True", reason, message, now)})}}}};
 }
 
+Json DisruptionTargetClearedPatch(const std::string& message, const std::string& now) {
+  Json condition = PodCondition("DisruptionTarget", "False", "", message, now);
+  condition["reason"] = nullptr;  // a strategic merge removes the eviction's reason
+  return {{"status", {{"conditions", Json::array({condition})}}}};
+}
+
 Json DeleteOptionsBody(const ObjectRef& pod, std::optional<int64_t> grace_seconds) {
   Json options = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
   if (!pod.uid.empty()) options["preconditions"] = {{"uid", pod.uid}};

@@ -10,6 +10,9 @@
 //                        provision only for pods that carry it.
 //   DisruptionTargetPatch  the DisruptionTarget=True condition written before an eviction, so
 //                        the pod's owner can tell a preemption from a failure.
+//   DisruptionTargetClearedPatch  DisruptionTarget=False, once an eviction was refused: the
+//                        pod stays (the disruption controller resets a stale condition the same
+//                        way, after two minutes).
 //   EvictionBody         POST pods/NAME/eviction (policy/v1), with the UID precondition so that
 //                        a pod replaced under the same name is never evicted in its place.
 
@@ -45,6 +48,13 @@ nlohmann::ordered_json UnschedulablePatch(const std::string& message, const std:
 // reclaim, and DeletionByTaintManager-style reasons are the caller's to pass.
 nlohmann::ordered_json DisruptionTargetPatch(const std::string& reason, const std::string& message,
                                              const std::string& now);
+// The DisruptionTarget reasons Kubernetes defines (core/v1) that gpupool writes.
+inline constexpr char kPreemptionByScheduler[] = "PreemptionByScheduler";
+inline constexpr char kDeletionByTaintManager[] = "DeletionByTaintManager";
+
+// Status False, no reason (removed by the strategic merge), `message` saying why.
+nlohmann::ordered_json DisruptionTargetClearedPatch(const std::string& message,
+                                                    const std::string& now);
 
 nlohmann::ordered_json EvictionBody(const ObjectRef& pod, std::optional<int64_t> grace_seconds);
 

@@ -58,7 +58,7 @@ HandedIn AddHandedInPods(const backend::Backend& backend, const TaskPodIndex& ta
     if (tasks.contains(key) || in.by_key.contains(key)) continue;  // a task's name: never
     in.by_key.emplace(std::move(key), i);
     snapshot.pods.push_back(pod.pod);
-    if (!pod.pod.node_name.empty()) {  // never a victim: the loop cannot evict it
+    if (!pod.pod.node_name.empty()) {  // never a victim: the loop evicts only tasks
       auto& priority = snapshot.pods.back().priority;
       priority = std::max(priority.value_or(0), scheduler::kNonPreemptiblePriority);
     }

@@ -4,7 +4,7 @@
 // cycle beside the workflows' tasks, under their own namespace/name, and have no workflow in the
 // store: what the cycle places of them is bound through Backend::BindPods (a gang in one
 // command, all or none), and the others are told why they wait (Backend::ReportUnschedulable).
-// Bound ones are never victims: the loop cannot evict them (they enter the cycle
+// Bound ones are never victims: the loop evicts only tasks (they enter the cycle
 // non-preemptible), and a NoExecute taint is the cluster's to enforce on them.
 //
 // Thread contract: the scheduling loop's thread.

@@ -288,7 +288,8 @@ SchedulingLoop::SchedulingLoop(store::Store& store, backend::Backend& backend, c
       backend_(backend),
       clock_(clock),
       options_(std::move(options)),
-      scheduler_(options_.scheduler) {
+      scheduler_(options_.scheduler),
+      evictions_(options_.refused_eviction_backoff_ms) {
   leader_gauge_ = registry.AddGauge("gpupool_scheduler_leader",
                                     "1 when this server holds the scheduler lease.");
   pending_gauge_ = registry.AddGauge("gpupool_pending_pods", "Pods waiting to be scheduled.");
@@ -386,6 +387,7 @@ Result<StepStats> SchedulingLoop::Step() {
       for (const auto& key : launched_) (void)backend_.Kill(key);
       launched_.clear();
       exits_.clear();
+      evictions_.Clear();
     }
     adopted_ = false;
     leader_gauge_->Set({}, 0);
@@ -438,6 +440,11 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
     launched_.erase(exit.key);
     exits_[exit.key] = exit;
   }
+  std::map<std::string, std::string> refusals;  // task key -> its message
+  std::set<std::string> evicted_now;            // requeued by the cluster's eviction this step
+  for (const auto& refused : backend_.RefusedEvictions()) {
+    refusals[refused.key] = evictions_.Refused(refused, now);
+  }
 
   std::vector<bool> changed(workflows.size(), false);
   std::vector<RunPolicy> policies;
@@ -453,7 +460,16 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
       const Json* spec = FindTaskSpec(wf.spec, task.group, task.name);
       if (task.status == kRunning) {
         auto exit = exits_.find(key);
-        if (exit != exits_.end()) {
+        if (exit != exits_.end() && exit->second.evicted) {
+          // An eviction the cluster carried out (backend::EvictionStart::kInFlight): requeued.
+          task.message = evictions_.Evicted(key).value_or("evicted by the cluster");
+          evicted_now.insert(key);
+          task.node.clear();
+          task.started_ms = 0;
+          SetStatus(task, kPending, now, transitions_);
+          ++stats.evicted;
+          changed[w] = true;
+        } else if (exit != exits_.end()) {
           task.exit_code = exit->second.exit_code;
           task.finished_ms = exit->second.finished_ms;
           const std::string why =
@@ -491,6 +507,10 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
           changed[w] = true;
         } else {
           running_keys.insert(key);
+          if (auto refused = refusals.find(key); refused != refusals.end()) {
+            task.message = refused->second;
+            changed[w] = true;
+          }
           if (!launched_.contains(key)) {  // e.g. lost by a backend restart: adopt again
             backend::TaskLaunch launch = LaunchFor(key, task, spec, task.started_ms,
                                                    options_.default_sim_duration_ms, policy,
@@ -546,6 +566,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   }
 
   // 5. One scheduler cycle.
+  evictions_.Prune(running_keys, now);  // before the cycle: the pods they held enter it
   scheduler::ClusterSnapshot snapshot;
   // NoExecute taints tolerated for tolerationSeconds expire against this step's time; a bound
   // task's binding time is when it became SCHEDULED (RUNNING: its launch, right after).
@@ -610,6 +631,10 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
           config::ScopePodToBackend(*parsed, pool ? pool->backend : config::kDefaultBackend,
                                     node_backends);
         }
+        if (bound && evictions_.Protected(TaskKey(wf.id, task), now)) {
+          parsed->priority = std::max(parsed->priority.value_or(0),
+                                      scheduler::kNonPreemptiblePriority);  // being evicted
+        }
         if (bound) {
           const int64_t bound_at = task.status == kRunning && task.started_ms > 0
                                        ? task.started_ms
@@ -623,8 +648,21 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   ApplySpotDrain(now, pod_index, workflows, changed, running_keys, snapshot, stats);
   // After the drain, which walks workflow pods only: handed-in pods have no workflow.
   const HandedIn handed_in = AddHandedInPods(backend_, pod_index, snapshot);
+  evictions_.LeaveOutHeld(snapshot);
   scheduler::ApplyClusterSettings(settings, snapshot);
   scheduler::CycleResult cycle = scheduler_.RunCycle(snapshot);
+  ApplyEvictions(now, cycle, pod_index, workflows, changed, running_keys, stats);
+  for (const auto& held : evictions_.HoldBindings(cycle, snapshot)) {
+    auto it = pod_index.find(held.pod);
+    if (it == pod_index.end()) continue;
+    auto& task = workflows[it->second.first].tasks[it->second.second];
+    std::string message = "placed on node " + held.node +
+                          " once the pods evicted there have left (the cluster is evicting them)";
+    if (task.status == kPending && task.message != message) {
+      task.message = std::move(message);
+      changed[it->second.first] = true;
+    }
+  }
   for (const auto& binding : cycle.bindings) {
     auto it = pod_index.find(binding.pod);
     if (it == pod_index.end()) continue;
@@ -636,26 +674,14 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
     changed[it->second.first] = true;
     ++stats.bound;
   }
-  for (const auto& eviction : cycle.evictions) {
-    auto it = pod_index.find(eviction.pod);
-    if (it == pod_index.end()) continue;
-    auto& wf = workflows[it->second.first];
-    auto& task = wf.tasks[it->second.second];
-    if (task.status != kRunning && task.status != kScheduled) continue;
-    std::string key = TaskKey(wf.id, task);
-    running_keys.erase(key);
-    task.node.clear();
-    task.started_ms = 0;
-    task.message = "evicted (" + std::string(scheduler::EvictionReasonName(eviction.reason)) +
-                   "): " + eviction.message;
-    SetStatus(task, kPending, now, transitions_);
-    changed[it->second.first] = true;
-    ++stats.evicted;
-  }
   for (const auto& pending : cycle.unschedulable) {
     auto it = pod_index.find(pending.pod);
     if (it == pod_index.end()) continue;
-    auto& task = workflows[it->second.first].tasks[it->second.second];
+    auto& wf = workflows[it->second.first];
+    auto& task = wf.tasks[it->second.second];
+    if (!evicted_now.empty() && evicted_now.contains(TaskKey(wf.id, task))) {
+      continue;  // its message says it was evicted, for this step
+    }
     if (task.status == kPending && task.message != pending.reason) {
       task.message = pending.reason;
       changed[it->second.first] = true;
@@ -691,7 +717,10 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
       continue;
     }
     for (const auto& task : wf.tasks) {
-      if (IsFinishedTask(task.status)) exits_.erase(TaskKey(wf.id, task));
+      // Applied: ended, or requeued by an eviction (the attempt's key runs again later).
+      if (IsFinishedTask(task.status) || task.status == kPending) {
+        exits_.erase(TaskKey(wf.id, task));
+      }
     }
   }
   // 7. Machine pools: launch for what stays pending, mark ready, scale down, interruptions.
@@ -755,6 +784,40 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
                 std::move(machine_pool_events));
   }
   return OkStatus();
+}
+
+// The cycle's victims. A backend that stops them at once (kStopped) has them requeued now and
+// Kill'ed after the step's writes; one that asks the cluster (kInFlight) keeps them running
+// until it answers (server/evictions.h).
+void SchedulingLoop::ApplyEvictions(int64_t now, const scheduler::CycleResult& cycle,
+                                    const TaskPodIndex& pod_index,
+                                    std::vector<store::WorkflowRecord>& workflows,
+                                    std::vector<bool>& changed, std::set<std::string>& running_keys,
+                                    StepStats& stats) {
+  for (const auto& eviction : cycle.evictions) {
+    auto it = pod_index.find(eviction.pod);
+    if (it == pod_index.end()) continue;
+    auto& wf = workflows[it->second.first];
+    auto& task = wf.tasks[it->second.second];
+    if (task.status != kRunning && task.status != kScheduled) continue;
+    std::string key = TaskKey(wf.id, task);
+    const std::string reason(scheduler::EvictionReasonName(eviction.reason));
+    changed[it->second.first] = true;
+    if (task.status == kRunning &&
+        backend_.Evict({key, reason, eviction.message,
+                        eviction.reason != scheduler::EvictionReason::kNoExecute}) ==
+            backend::EvictionStart::kInFlight) {
+      evictions_.Asked(key, task.node, "evicted (" + reason + "): " + eviction.message);
+      task.message = "being evicted (" + reason + "): " + eviction.message;
+      continue;
+    }
+    running_keys.erase(key);
+    task.node.clear();
+    task.started_ms = 0;
+    task.message = "evicted (" + reason + "): " + eviction.message;
+    SetStatus(task, kPending, now, transitions_);
+    ++stats.evicted;
+  }
 }
 
 // Spot drain (autoscaler/provisioner.h): a task told to stop on an interrupted node says so in

@@ -16,7 +16,9 @@
 //      no longer RUNNING in the store (canceled through the API);
 //   5. runs one scheduler::Scheduler cycle over all nodes, bound pods (SCHEDULED and RUNNING
 //      tasks) and pending pods (in submission order): bindings PENDING -> SCHEDULED (launched
-//      next step), evictions back to PENDING; unschedulable reasons go to the task message
+//      next step), evictions back to PENDING (Backend::Evict; a cluster that decides evictions
+//      itself, kInFlight, keeps the victim RUNNING until it answers, and the pods placed on its
+//      node wait: server/evictions.h); unschedulable reasons go to the task message
 //      and, after the step's writes, to the backend (Backend::ReportUnschedulable; a reported
 //      task that ends without a launch is Kill'ed, so that what the backend made for it goes).
 //      Pods handed in by others through the backend (Backend::HandedInPods; no workflow in the
@@ -52,6 +54,8 @@
 #include "backend/backend.h"
 #include "common/clock.h"
 #include "scheduler/scheduler.h"
+#include "server/evictions.h"
+#include "server/handed_in_pods.h"
 #include "server/metrics.h"
 #include "service/views.h"
 #include "store/store.h"
@@ -65,6 +69,8 @@ struct LoopOptions {
   int64_t interval_ms = 200;
   int64_t default_sim_duration_ms = 1000;  // a task without sim_duration
   int max_retries = 3;                     // RESCHEDULE at most this many times per task
+  // A task whose eviction the cluster refused (a PodDisruptionBudget) is no victim for this long.
+  int64_t refused_eviction_backoff_ms = 30000;
   scheduler::SchedulerOptions scheduler;
   // Machine pools (MACHINE_POOL configs): launch, ready, scale down, spot interruptions
   // (server/machine_pools.h). Instance types from `catalog` (nullptr: the built-in one).
@@ -111,6 +117,10 @@ class SchedulingLoop {
   void PublishStep(int64_t now, std::vector<store::WorkflowRecord> workflows,
                    const scheduler::ClusterSnapshot& snapshot, scheduler::CycleResult cycle,
                    std::vector<service::MachinePoolEvent> events);
+  void ApplyEvictions(int64_t now, const scheduler::CycleResult& cycle,
+                      const TaskPodIndex& pod_index, std::vector<store::WorkflowRecord>& workflows,
+                      std::vector<bool>& changed, std::set<std::string>& running_keys,
+                      StepStats& stats);
   void ApplySpotDrain(int64_t now,
                       const std::unordered_map<std::string, std::pair<size_t, size_t>>& pod_index,
                       std::vector<store::WorkflowRecord>& workflows, std::vector<bool>& changed,
@@ -131,6 +141,7 @@ class SchedulingLoop {
   std::map<std::string, backend::TaskExit> exits_;  // polled, not yet applied to the store
   std::string node_pool_conflicts_;                 // the last logged report (loop thread only)
   std::set<std::string> reported_;  // task keys reported unschedulable, not launched or ended
+  EvictionsInFlight evictions_;     // victims the cluster is evicting (server/evictions.h)
 
   Gauge* leader_gauge_;
   Gauge* pending_gauge_;

@@ -161,6 +161,8 @@ int RunServe(const ServeOptions& o) {
   if (!node_sync_period.ok()) return Fail(node_sync_period.status(), 2);
   auto kube_event_repeat = ParseMillis(o.kube_event_repeat, "--kube-event-repeat");
   if (!kube_event_repeat.ok()) return Fail(kube_event_repeat.status(), 2);
+  auto eviction_backoff = ParseMillis(o.eviction_backoff, "--eviction-backoff");
+  if (!eviction_backoff.ok()) return Fail(eviction_backoff.status(), 2);
   auto history_interval = ParseMillis(o.history_interval, "--history-interval");
   if (!history_interval.ok()) return Fail(history_interval.status(), 2);
   if (*history_interval < 1000) {
@@ -251,6 +253,7 @@ int RunServe(const ServeOptions& o) {
     loop_options.holder = HolderId();
     loop_options.lease_ttl_ms = *lease_ttl;
     loop_options.interval_ms = *interval;
+    loop_options.refused_eviction_backoff_ms = *eviction_backoff;
     loop_options.scheduler.policy = *placement;
     loop_options.catalog = &catalog;
     loop_options.provision.provision_delay_ms = *provision_delay;
@@ -355,6 +358,11 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
       ->add_option("--kube-event-repeat", options->kube_event_repeat,
                    "kubernetes: how often a pod left pending for the same reason gets its "
                    "FailedScheduling Event counted again")
+      ->capture_default_str();
+  serve
+      ->add_option("--eviction-backoff", options->eviction_backoff,
+                   "a task whose eviction the cluster refused (a PodDisruptionBudget) is not "
+                   "chosen as a victim again for this long")
       ->capture_default_str();
   serve
       ->add_option("--node-sync", options->node_sync,

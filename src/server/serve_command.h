@@ -55,6 +55,7 @@ struct ServeOptions {
   int kube_burst = 10;
   std::string kube_namespace = "gpupool";
   std::string kube_event_repeat = "60s";  // a pending pod's FailedScheduling Event counted again
+  std::string eviction_backoff = "30s";   // a refused eviction's victim is no victim meanwhile
   std::string auth = "oidc";              // oidc | dev
   std::string jwks;
   std::string issuer;

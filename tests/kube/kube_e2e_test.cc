@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <regex>
 #include <set>
 #include <thread>
@@ -114,7 +115,9 @@ class KubernetesBackendTest : public ::testing::Test {
                    "kubernetes", "--kubeconfig", *kubeconfig, "--interval", "50ms", "--lease-ttl",
                    "2s", "--kube-qps", "200", "--kube-burst", "400", "--node-sync", "100ms",
                    // A pod left pending gets its FailedScheduling Event counted again this often.
-                   "--kube-event-repeat", "200ms"};
+                   "--kube-event-repeat", "200ms",
+                   // A victim whose eviction a PodDisruptionBudget refused is asked again after.
+                   "--eviction-backoff", "1s"};
     StartServe();
   }
 
@@ -213,6 +216,27 @@ class KubernetesBackendTest : public ::testing::Test {
     auto created = kube_->Call({"POST", "/api/v1/namespaces/" + ns + "/pods", pod.dump()});
     EXPECT_TRUE(created.ok() && created->ok()) << (created.ok() ? created->body : "");
     return created.ok() && created->ok() ? created->Json() : Json();
+  }
+
+  // An API request as the cluster's administrator (outside the role under test).
+  void AsAdmin(const std::string& method, const std::string& path, const Json& body = nullptr) {
+    Json request = {{"method", method}, {"path", path}};
+    if (!body.is_null()) request["body"] = body;
+    auto res = kube_->Call({"POST", "/_fake/admin", request.dump()});
+    ASSERT_TRUE(res.ok() && res->ok()) << (res.ok() ? res->body : res.status().message());
+  }
+
+  // The workflow's first task once `pred` holds for it.
+  Json WaitTask(const std::string& id, const std::function<bool(const Json&)>& pred) {
+    Json workflow;
+    bool held = Eventually([&] {
+      auto res = http_->Get("/api/workflow/" + id);
+      if (!res || res->status != 200) return false;
+      workflow = Json::parse(res->body);
+      return pred(workflow["tasks"][0]);
+    });
+    EXPECT_TRUE(held) << workflow.dump(2) << "\n" << serve_->Log();
+    return held ? workflow["tasks"][0] : Json();
   }
 
   Json GetPod(const std::string& ns, const std::string& name) {
@@ -604,6 +628,148 @@ TEST_F(KubernetesBackendTest, AGangHandedInThatOnlyPartlyFitsIsNotBoundAtAll) {
   })) << serve_->Log();
   EXPECT_EQ(nodes.size(), 3u);
   EXPECT_EQ(FakeRequests()["create pods/binding"], 3);
+}
+
+// `gpupool workflow logs`: a task's output is its pod's log, read through pods/log in chunks by
+// byte offset, complete once the task has ended and everything was read.
+TEST_F(KubernetesBackendTest, ATasksLogIsItsPodsLog) {
+  std::string id = Submit(R"(workflow:
+  name: talk
+  resources:
+    default: {cpu: 1, memory: 1Gi, storage: 1Gi}
+  tasks:
+  - {name: t, image: busybox, sim_duration: 1s}
+)");
+  ASSERT_FALSE(id.empty());
+  Json workflow = WaitFor(id, {"COMPLETED", "FAILED", "CANCELED"});
+  ASSERT_EQ(workflow["status"], "COMPLETED");
+  const std::string node = workflow["tasks"][0]["node"];
+  const std::string full =
+      "fake kubelet: started on node " + node + "\nfake kubelet: exited with code 0 (Completed)\n";
+  auto res = http_->Get("/api/workflow/" + id + "/logs?task=t");
+  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+  Json chunk = Json::parse(res->body);
+  EXPECT_EQ(chunk["text"], full);
+  EXPECT_EQ(chunk["size"], full.size());
+  EXPECT_EQ(chunk["complete"], true);
+  res = http_->Get("/api/workflow/" + id + "/logs?task=t&offset=5&limit=10");
+  ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");
+  chunk = Json::parse(res->body);
+  EXPECT_EQ(chunk["text"], full.substr(5, 10));
+  EXPECT_EQ(chunk["next_offset"], 15);
+  EXPECT_EQ(chunk["complete"], false);
+  EXPECT_GE(FakeRequests().value("get pods/log", 0), 2);
+}
+
+// Preemption through the Eviction API: a NORMAL task that needs the only node with room for it
+// preempts a LOW one. A PodDisruptionBudget over the LOW task's pod refuses the eviction (429):
+// the LOW task keeps running and says why, the NORMAL one waits, nothing is bound into the room.
+// Once the budget is gone, the eviction goes through: the LOW task is requeued (its pod gone),
+// and the NORMAL one runs on that node.
+TEST_F(KubernetesBackendTest, PreemptionEvictsThroughTheEvictionApiAndItsBudgets) {
+  // 20 CPUs: only the T4 node (32) has them.
+  const std::string spec = R"(workflow:
+  name: NAME
+  priority: PRIORITY
+  resources:
+    default: {cpu: 20, memory: 1Gi, storage: 1Gi}
+  tasks:
+  - {name: t, image: busybox, sim_duration: 1h}
+)";
+  auto workflow = [&](const std::string& name, const std::string& priority) {
+    return std::regex_replace(std::regex_replace(spec, std::regex("NAME"), name),
+                              std::regex("PRIORITY"), priority);
+  };
+  std::string low = Submit(workflow("low", "LOW"));
+  ASSERT_FALSE(low.empty());
+  WaitFor(low, {"RUNNING"});
+  std::string low_pod;
+  ASSERT_TRUE(Eventually([&] {
+    for (const Json& pod : Pods()) {
+      if (pod["metadata"]["labels"]["gpupool.io/workflow"] == low &&
+          Condition(pod, "Ready").value("status", "") == "True") {
+        low_pod = pod["metadata"]["name"].get<std::string>();
+      }
+    }
+    return !low_pod.empty();
+  }));
+  const Json budget = {
+      {"apiVersion", "policy/v1"},
+      {"kind", "PodDisruptionBudget"},
+      {"metadata", {{"name", "low"}, {"namespace", "gpupool"}}},
+      {"spec",
+       {{"minAvailable", 1}, {"selector", {{"matchLabels", {{"gpupool.io/workflow", low}}}}}}}};
+  AsAdmin("POST", "/apis/policy/v1/namespaces/gpupool/poddisruptionbudgets", budget);
+
+  std::string high = Submit(workflow("high", "NORMAL"));
+  ASSERT_FALSE(high.empty());
+  Json kept = WaitTask(low, [](const Json& task) {
+    return task.value("message", "").find("refused its eviction") != std::string::npos;
+  });
+  EXPECT_EQ(kept["status"], "RUNNING");
+  EXPECT_NE(kept["message"].get<std::string>().find("The disruption budget low needs 1 healthy"),
+            std::string::npos)
+      << kept.dump(2);
+  // Marked a disruption target for each attempt, and unmarked when it is refused.
+  Json pod;
+  EXPECT_TRUE(Eventually([&] {
+    pod = GetPod("gpupool", low_pod);
+    return Condition(pod, "DisruptionTarget").value("status", "") == "False";
+  })) << pod.dump(2);
+  EXPECT_EQ(pod["status"]["phase"], "Running");
+  auto high_task = [&] {
+    auto res = http_->Get("/api/workflow/" + high);
+    return res && res->status == 200 ? Json::parse(res->body)["tasks"][0] : Json();
+  };
+  EXPECT_EQ(high_task()["status"], "PENDING");
+  Json requests = FakeRequests();
+  EXPECT_GE(requests["create pods/eviction"], 1) << requests.dump();
+  EXPECT_EQ(requests["create pods/binding"], 1)
+      << "nothing bound into the room: " << requests.dump();
+
+  AsAdmin("DELETE", "/apis/policy/v1/namespaces/gpupool/poddisruptionbudgets/low");
+  Json running = WaitFor(high, {"RUNNING", "FAILED", "CANCELED"});
+  EXPECT_EQ(running["status"], "RUNNING");
+  EXPECT_EQ(running["tasks"][0]["node"], "qa-mig-worker-gpu-1");
+  // Requeued (the same attempt, pending again), not failed nor retried.
+  WaitTask(low, [](const Json& task) { return task["status"] == "PENDING"; });
+  auto requeued = http_->Get("/api/workflow/" + low);
+  ASSERT_TRUE(requeued && requeued->status == 200);
+  EXPECT_EQ(Json::parse(requeued->body)["tasks"].size(), 1u) << requeued->body;
+  requests = FakeRequests();
+  EXPECT_GE(requests["create pods/eviction"], 2) << requests.dump();
+  EXPECT_EQ(requests["create pods/binding"], 2) << requests.dump();
+}
+
+// A workflow's group is a gang: three tasks of which only two fit (13 CPUs each with the
+// sidecar: two on the T4 node's 32, none on the A100 node's 12) are not bound at all; each has
+// its pod, unbound, saying why.
+TEST_F(KubernetesBackendTest, AGangOfTasksThatOnlyPartlyFitsIsNotBoundAtAll) {
+  std::string id = Submit(R"(workflow:
+  name: trio
+  resources:
+    default: {cpu: 12, memory: 1Gi, storage: 1Gi}
+  groups:
+  - name: g
+    tasks:
+    - {name: a, image: busybox, sim_duration: 1h}
+    - {name: b, image: busybox, sim_duration: 1h}
+    - {name: c, image: busybox, sim_duration: 1h}
+)");
+  ASSERT_FALSE(id.empty());
+  ASSERT_TRUE(Eventually([&] {
+    Json pods = Pods();
+    if (pods.size() != 3) return false;
+    for (const Json& pod : pods) {
+      if (Condition(pod, "PodScheduled").value("reason", "") != "Unschedulable") return false;
+    }
+    return true;
+  })) << Pods().dump(2);
+  for (const Json& pod : Pods()) EXPECT_FALSE(pod["spec"].contains("nodeName")) << pod.dump(2);
+  auto res = http_->Get("/api/workflow/" + id);
+  ASSERT_TRUE(res && res->status == 200);
+  for (const Json& task : Json::parse(res->body)["tasks"]) EXPECT_EQ(task["status"], "PENDING");
+  EXPECT_EQ(FakeRequests()["create pods/binding"], Json()) << "nothing of the gang bound";
 }
 
 // A pod that needs what gpupool does not evaluate stays pending with a message naming the

@@ -60,6 +60,14 @@ std::string NodeName(const Json& pod) {
   return spec->value("nodeName", "");
 }
 
+// The container whose log is a task's output: kubectl's default container, else the first.
+std::string OutputContainer(const Json& pod) {
+  std::string named = Annotation(pod, "kubectl.kubernetes.io/default-container");
+  if (!named.empty()) return named;
+  const Json containers = pod.value("/spec/containers"_json_pointer, Json::array());
+  return !containers.empty() && containers[0].is_object() ? containers[0].value("name", "") : "";
+}
+
 }  // namespace
 
 std::string PodNameForAttempt(std::string_view key) {
@@ -189,6 +197,19 @@ void KubernetesBackend::CountOther(const Json& pod, bool ours, bool deleted) {
   }
 }
 
+// On the client's thread: the pod of each task attempt, for ReadLog.
+void KubernetesBackend::TrackAttemptPod(const std::string& key, const Json& pod, bool deleted) {
+  const kube::ObjectRef ref = kube::RefOf(pod);
+  std::lock_guard lock(mu_);
+  auto it = attempt_pods_.find(key);
+  if (deleted) {
+    if (it != attempt_pods_.end() && it->second.ref.uid == ref.uid) attempt_pods_.erase(it);
+    return;
+  }
+  const std::string phase = pod.value("/status/phase"_json_pointer, "");
+  attempt_pods_[key] = {ref, OutputContainer(pod), !NodeName(pod).empty() && phase != "Pending"};
+}
+
 // On the client's thread: records how gpupool's pods end.
 void KubernetesBackend::OnPod(const kube::ObjectPtr& pod, bool deleted) {
   std::string key = Annotation(*pod, kube::kAttemptAnnotation);
@@ -197,6 +218,8 @@ void KubernetesBackend::OnPod(const kube::ObjectPtr& pod, bool deleted) {
   }
   CountOther(*pod, !key.empty(), deleted);
   if (key.empty()) return;
+  TrackAttemptPod(key, *pod, deleted);
+  if (EvictionSeen(key, *pod, deleted)) return;
   if (deleted && NodeName(*pod).empty()) {
     // A pending task's pod, deleted before it was bound: made again when next reported. (A
     // launch in flight hears of it from its binding.)

@@ -33,21 +33,39 @@
 //              reads them (queue from gpupool.io/queue, else "default"; gangs from gpupool.io/gang
 //              scoped to the namespace, and gpupool.io/gang-min): pending ones (with the feature
 //              gpupool does not evaluate, when they ask one), and bound ones, which hold their
-//              node and are never chosen as victims (gpupool cannot evict yet). Their node's
+//              node and are never chosen as victims (gpupool evicts only tasks). Their node's
 //              capacity is not reduced for them (ListNodes): the scheduler counts them as pods.
 //   BindPods   binds pods handed in through pods/binding (their UIDs in the bodies), a gang in
 //              one command: refused whole when one of them is no longer pending here or a node
 //              is unknown; sent, each pod counts as bound on its node until the informer shows
 //              it (no double booking in between); a binding the API server refuses (409: bound
-//              meanwhile, 404: deleted) puts the pod back to what the informer says.
+//              meanwhile, 404: deleted) puts the pod back to what the informer says (a 409
+//              because an earlier request of ours bound it to that very node counts as done).
+//              The API has no transaction over a gang's bindings and no unbind: a member
+//              refused after others were accepted leaves those bound (they keep their nodes and
+//              count towards the gang's gang-min), and the refusal is said, not dropped: a
+//              FailedScheduling Event "Binding rejected: ..." on the refused pod, a Warning
+//              Event GangPartlyBound on each member bound, a line in the server's log. The
+//              members still pending are placed by the next cycles (kube_backend_handed_in.cc).
+//   Evict      a victim of reclaim or preemption: the DisruptionTarget=True condition
+//              (PreemptionByScheduler) by a status patch, then POST pods/NAME/eviction (policy/v1,
+//              the pod's UID as precondition), in the background (kInFlight). The task holds
+//              its node until the informer shows the pod gone, then Poll reports it evicted. A
+//              429 (a PodDisruptionBudget allows no disruption now) or any other refusal leaves
+//              the pod running: its DisruptionTarget goes back to False and RefusedEvictions
+//              reports the API server's reason. A NoExecute eviction is not voluntary: the pod
+//              is deleted (DeletionByTaintManager), as Kubernetes' taint manager does.
+//   ReadLog    a task attempt's output is its pod's log: GET pods/NAME/log (the container named
+//              by annotation kubectl.kubernetes.io/default-container, else the first), with
+//              limitBytes = offset + max_bytes + 1 read from the start (kube_backend_logs.cc).
 //   Poll       gpupool's pods that ended (those with the attempt annotation): Succeeded ->
 //              exit 0, Failed -> the container's exit code and reason (kube::ObservePod:
 //              OOMKilled, Error, Evicted, ...), a pod deleted by someone else -> exit code -1,
 //              "lost".
 //
-// Thread contract: Launch, Kill and Poll from the scheduling loop's thread; ListNodes and
-// RunningCount from any thread; the informers' and requests' callbacks run on the client's
-// thread.
+// Thread contract: Launch, Kill, Poll, Evict and RefusedEvictions from the scheduling loop's
+// thread; ListNodes, RunningCount and ReadLog (which waits for the API server) from any thread
+// but the client's; the informers' and requests' callbacks run on the client's thread.
 
 #include <map>
 #include <memory>
@@ -58,6 +76,7 @@
 #include "backend/backend.h"
 #include "backend/kubernetes/unschedulable_writer.h"
 #include "kube/client.h"
+#include "kube/event_recorder.h"
 #include "kube/informer.h"
 #include "kube/kubeconfig.h"
 #include "kube/writes.h"
@@ -95,19 +114,38 @@ class KubernetesBackend final : public Backend {
   void ReportUnschedulable(const Unschedulable& report) override;
   std::vector<HandedInPod> HandedInPods() const override;
   Status BindPods(const std::vector<PodBinding>& gang) override;
+  EvictionStart Evict(const TaskEviction& eviction) override;
+  std::vector<RefusedEviction> RefusedEvictions() override;
+  Result<LogChunk> ReadLog(std::string_view key, int64_t offset, int64_t max_bytes) const override;
 
  private:
+  // An eviction of the task's pod: asked (the condition or the eviction in flight), then
+  // accepted (the pod is going; any end of it is the eviction's).
+  enum class Eviction { kNone, kAsked, kAccepted };
   struct Task {
     kube::ObjectRef pod;  // uid "" until the pod is created or found
     std::string node;
     bool placed = false;  // created (or found) and bound
+    Eviction eviction = Eviction::kNone;
+    uint64_t eviction_id = 0;  // which Evict the answers belong to
+  };
+  // The pod of a task attempt as the informer shows it (for ReadLog).
+  struct AttemptPod {
+    kube::ObjectRef ref;
+    std::string container;  // whose log is the task's output
+    bool started = false;   // bound, and no longer Pending: its containers ran
   };
   struct LaunchOp;
+  struct EvictionOp;
 
   KubernetesBackend(KubernetesOptions options, std::unique_ptr<kube::Client> client);
   void OnPod(const kube::ObjectPtr& pod, bool deleted);
   void CountOther(const nlohmann::ordered_json& pod, bool ours, bool deleted);
   void OnHandedIn(const nlohmann::ordered_json& pod, bool deleted);  // kube_backend_handed_in.cc
+  void TrackAttemptPod(const std::string& key, const nlohmann::ordered_json& pod, bool deleted);
+  // A change of the pod of a task being evicted: true when the eviction accounts for it (the pod
+  // is going: its end is reported as evicted once it is gone), so OnPod has nothing more to do.
+  bool EvictionSeen(const std::string& key, const nlohmann::ordered_json& pod, bool deleted);
   // The background steps of a launch (on the client's thread).
   void Create(std::shared_ptr<LaunchOp> op);
   void Adopt(std::shared_ptr<LaunchOp> op, bool created_elsewhere);
@@ -115,6 +153,15 @@ class KubernetesBackend final : public Backend {
   void Placed(const std::shared_ptr<LaunchOp>& op);
   void Failed(const std::shared_ptr<LaunchOp>& op, const std::string& reason);
   void DeletePod(const kube::ObjectRef& pod);
+  // Eviction steps (kube_backend_evictions.cc), on the client's thread.
+  void MarkDisruptionTarget(std::shared_ptr<EvictionOp> op);
+  void SendEviction(std::shared_ptr<EvictionOp> op);
+  void EvictionAccepted(const EvictionOp& op);
+  void EvictionRefused(const EvictionOp& op, const std::string& reason);
+  // Bindings of pods handed in (kube_backend_handed_in.cc), on the client's thread.
+  void BindingRefused(const std::vector<PodBinding>& gang, size_t member, const std::string& why);
+  void RecordEvent(const kube::ObjectRef& pod, const std::string& reason,
+                   const std::string& message);
 
   const KubernetesOptions options_;
   std::unique_ptr<kube::Client> client_;
@@ -137,6 +184,11 @@ class KubernetesBackend final : public Backend {
   // bindings sent for them that the informer has not shown yet (UID -> node).
   std::map<std::string, HandedInPod, std::less<>> handed_in_;
   std::map<std::string, std::string, std::less<>> binding_;
+  // Evictions the cluster refused, not yet reported; the pods of task attempts, by key.
+  std::vector<RefusedEviction> refused_;
+  uint64_t next_eviction_id_ = 1;
+  std::map<std::string, AttemptPod, std::less<>> attempt_pods_;
+  kube::EventRecorder events_;  // the client's thread only: Events beside FailedScheduling
 };
 
 // OpenBackend's "kubernetes" (the process's environment for the in-cluster configuration).

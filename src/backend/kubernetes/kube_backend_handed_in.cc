@@ -1,6 +1,9 @@
 // KubernetesBackend: the pods handed in by others (spec.schedulerName gpupool, not a task's pod),
 // KAI's way. See kube_backend.h (HandedInPods, BindPods).
 
+#include <chrono>
+#include <iostream>
+
 #include "backend/kubernetes/kube_backend.h"
 #include "common/json_text.h"
 #include "kube/api.h"
@@ -16,6 +19,8 @@ std::string ReportKey(const kube::ObjectRef& pod) {
 }
 
 std::string Where(const PodRef& pod) { return pod.namespace_ + "/" + pod.name; }
+
+std::string NodeName(const Json& pod) { return pod.value("/spec/nodeName"_json_pointer, ""); }
 
 }  // namespace
 
@@ -97,19 +102,85 @@ Status KubernetesBackend::BindPods(const std::vector<PodBinding>& gang) {
     }
     for (const PodBinding& binding : gang) binding_[binding.pod.uid] = binding.node;
   }
-  for (const PodBinding& binding : gang) {
+  auto sent = std::make_shared<const std::vector<PodBinding>>(gang);
+  for (size_t member = 0; member < gang.size(); ++member) {
+    const PodBinding& binding = gang[member];
     const kube::ObjectRef ref{binding.pod.namespace_, binding.pod.name, binding.pod.uid};
     client_->Send(
         {"POST", kube::PodPath(ref, "binding"), DumpJson(kube::BindingBody(ref, binding.node))},
-        [this, uid = ref.uid](Result<kube::Response> bound) {
+        [this, sent, member, ref](Result<kube::Response> bound) {
           if (bound.ok() && bound->ok()) return;  // the informer shows it bound
-          // Refused (409: bound meanwhile or replaced; 404: deleted) or no answer:
-          // the pod is what the informer says, and the next cycle decides again.
-          std::lock_guard lock(mu_);
-          binding_.erase(uid);
+          if (bound.ok() && bound->status == 409) {
+            // Maybe our own earlier request (its answer lost, the request sent again): then the
+            // pod is on that node, as we wanted. Ask the pod which.
+            return client_->Send(
+                {"GET", kube::PodPath(ref)}, [this, sent, member](Result<kube::Response> got) {
+                  const PodBinding& wanted = (*sent)[member];
+                  if (got.ok() && got->ok() && NodeName(got->Json()) == wanted.node &&
+                      kube::RefOf(got->Json()).uid == wanted.pod.uid) {
+                    return;
+                  }
+                  BindingRefused(*sent, member, "409 Conflict: bound elsewhere or being deleted");
+                });
+          }
+          BindingRefused(
+              *sent, member,
+              bound.ok() ? kube::ApiError(*bound, "binding").message() : bound.status().message());
         });
   }
   return OkStatus();
+}
+
+// On the client's thread. Refused (409: bound meanwhile, being deleted, or replaced; 404:
+// deleted) or no answer: the pod is what the informer says, and the next cycle decides again.
+// Kubernetes cannot unbind the members accepted before, and gpupool does not delete pods it does
+// not own to undo them (a bare pod would be lost; a Job's would start again from nothing): they
+// keep their nodes and count towards their gang's gang-min, so the next cycles place the members
+// still pending. The refusal is said on the pods and in the server's log.
+void KubernetesBackend::BindingRefused(const std::vector<PodBinding>& gang, size_t member,
+                                       const std::string& why) {
+  const PodBinding& refused = gang[member];
+  {
+    std::lock_guard lock(mu_);
+    binding_.erase(refused.pod.uid);
+  }
+  const kube::ObjectRef ref{refused.pod.namespace_, refused.pod.name, refused.pod.uid};
+  RecordEvent(ref, "FailedScheduling", "Binding rejected: " + why);
+  if (gang.size() < 2) return;
+  std::string others;
+  for (size_t i = 0; i < gang.size(); ++i) {
+    if (i != member) others += (others.empty() ? "" : ", ") + gang[i].pod.name;
+  }
+  const std::string message = "the binding of " + Where(refused.pod) + " to " + refused.node +
+                              " was refused (" + why + ") after its gang's other pods (" + others +
+                              ") were sent theirs: those bound keep their nodes, and " +
+                              "gpupool places the gang's pending pods in the next cycles";
+  std::cerr << "gpupool serve: kubernetes: gang partly bound: " << message << "\n";
+  for (size_t i = 0; i < gang.size(); ++i) {
+    if (i == member) continue;
+    const PodRef& pod = gang[i].pod;
+    RecordEvent({pod.namespace_, pod.name, pod.uid}, "GangPartlyBound", message);
+  }
+}
+
+// On the client's thread: a Warning Event about a pod, counted as kube-scheduler's recorder
+// counts repeats (kube/event_recorder.h).
+void KubernetesBackend::RecordEvent(const kube::ObjectRef& pod, const std::string& reason,
+                                    const std::string& message) {
+  const Json involved = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", pod.name}, {"namespace", pod.namespace_}, {"uid", pod.uid}}}};
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  kube::EventWrite write = events_.Record(involved, "Warning", reason, message, now);
+  const bool patch = write.kind == kube::EventWrite::Kind::kPatch;
+  kube::Request request{patch ? "PATCH" : "POST", write.path, DumpJson(write.body)};
+  if (patch) request.content_type = "application/strategic-merge-patch+json";
+  client_->Send(request, [this, key = write.key](Result<kube::Response> answer) {
+    if (!answer.ok() || !answer->ok()) events_.Forget(key);  // the next one starts anew
+  });
 }
 
 }  // namespace gpupool::backend

@@ -207,7 +207,35 @@ void FakeApi::Count(const std::string& verb, const Target& target) {
   ++counts_[key];
 }
 
+void FakeApi::FailNext(const std::string& method, const std::string& path, int code, int count) {
+  std::lock_guard lock(mu_);
+  failures_[method + " " + path] = {code, count};
+}
+
 ApiResponse FakeApi::Handle(const ApiRequest& request, const std::function<void()>& wake) {
+  {
+    std::lock_guard lock(mu_);
+    auto failure = failures_.find(request.method + " " + request.path);
+    if (failure != failures_.end() && failure->second.second > 0) {
+      const int code = failure->second.first;
+      if (--failure->second.second == 0) failures_.erase(failure);
+      return StatusResponse(code,
+                            code == 409   ? "Conflict"
+                            : code == 404 ? "NotFound"
+                                          : "Failure",
+                            "injected by the test (" + request.method + " " + request.path + ")");
+    }
+  }
+  return Handle(request, wake, /*admin=*/false);
+}
+
+ApiResponse FakeApi::HandleAsAdmin(const ApiRequest& request) {
+  return Handle(
+      request, [] {}, /*admin=*/true);
+}
+
+ApiResponse FakeApi::Handle(const ApiRequest& request, const std::function<void()>& wake,
+                            bool admin) {
   if (request.path == "/version") {
     return JsonResponse(200, {{"major", "1"}, {"minor", "30"}, {"gitVersion", "v1.30.0-fake"}});
   }
@@ -246,7 +274,7 @@ ApiResponse FakeApi::Handle(const ApiRequest& request, const std::function<void(
   }
   if (rest.size() > 1) target.name = rest[1];
   if (rest.size() > 2) target.subresource = rest[2];
-  if (std::string verb = VerbOf(request, target); !verb.empty()) {
+  if (std::string verb = VerbOf(request, target); !verb.empty() && !admin) {
     if (auto denied = Authorize(verb, target)) return *denied;
     Count(verb, target);
   }
@@ -678,13 +706,44 @@ ApiResponse FakeApi::Log(const Target& target, const ApiRequest& request,
     return StatusResponse(400, "BadRequest",
                           "a container name must be specified for pod " + target.name);
   }
-  std::string key = target.namespace_ + "/" + target.name;
+  std::optional<int64_t> limit;
+  if (std::string text = Query(request, "limitBytes"); !text.empty()) {
+    limit = ParseInt(text);
+    if (!limit || *limit < 1) {
+      return StatusResponse(422, "Invalid", "limitBytes: Invalid value: must be greater than 0");
+    }
+  }
+  const Json& pod = *current->object;
   ApiResponse response;
   response.content_type = "text/plain";
+  // Unbound: the API server has no kubelet to ask, and answers an empty log.
+  if (!Field(pod, "spec").contains("nodeName")) return response;
+  if (PodPhase(pod) == "Pending") {
+    std::string waiting = "ContainerCreating";
+    const Json& statuses = Field(Field(pod, "status"), "containerStatuses");
+    if (statuses.is_array() && !statuses.empty()) {
+      const Json& reason = Field(Field(Field(statuses[0], "state"), "waiting"), "reason");
+      if (reason.is_string()) waiting = reason.get<std::string>();
+    }
+    std::string name = container;
+    if (name.empty() && containers.is_array() && !containers.empty()) {
+      name = containers[0].value("name", "");
+    }
+    return StatusResponse(400, "BadRequest",
+                          "container \"" + name + "\" in pod \"" + target.name +
+                              "\" is waiting to start: " + waiting);
+  }
+  const std::string key = MetadataField(pod, "uid");  // the log is the pod's, not the name's
   if (QueryTrue(request, "follow")) {
+    if (limit) {
+      return StatusResponse(400, "BadRequest", "the fake API server does not limit a followed log");
+    }
     response.stream = logs_.Follow(key, wake);
   } else {
     response.body = logs_.Text(key);
+    if (limit && static_cast<int64_t>(response.body.size()) > *limit) {
+      response.body.resize(static_cast<size_t>(*limit));
+    }
   }
   return response;
 }

@@ -12,7 +12,10 @@
 //   pods/eviction  POST policy/v1 Eviction, 201; 429 when a PodDisruptionBudget selecting the pod
 //                  allows no disruption; 409 on a UID precondition mismatch.
 //   pods/status    GET, PUT, PATCH: the status alone changes.
-//   pods/log       GET, text; follow=true streams until the containers end.
+//   pods/log       GET, text (limitBytes: the first N bytes); follow=true streams until the
+//                  containers end. A bound pod whose containers have not started answers 400
+//                  ("is waiting to start"), an unbound one an empty log, as the real API does;
+//                  a pod's log is its own (a new pod under the same name starts empty).
 //   {machinesets,machinedeployments}/scale  GET, PUT, PATCH an autoscaling/v1 Scale.
 // A graceful delete of a bound pod sets metadata.deletionTimestamp and leaves the object until
 // the kubelet confirms (fake_kubelet.h); unbound or finished pods and grace 0 go at once.
@@ -67,6 +70,13 @@ class FakeApi {
 
   // `wake` is given to a stream the request opens (see LineQueue).
   ApiResponse Handle(const ApiRequest& request, const std::function<void()>& wake);
+  // As a cluster administrator (a test setting the scene): no role applies, nothing counted.
+  ApiResponse HandleAsAdmin(const ApiRequest& request);
+
+  // The next `count` requests `method path` (without the query) answer `code` with a Status,
+  // changing nothing: an answer the real API server gives in a race the tests cannot time (a
+  // binding refused because the pod was bound or deleted in between).
+  void FailNext(const std::string& method, const std::string& path, int code, int count);
 
   void SetOptions(ApiOptions options);
   // Requests served, by "verb resource[/subresource]" (verbs as RBAC names them: get, list,
@@ -81,6 +91,7 @@ class FakeApi {
  private:
   struct Target;
 
+  ApiResponse Handle(const ApiRequest& request, const std::function<void()>& wake, bool admin);
   ApiResponse Dispatch(const ApiRequest& request, const Target& target,
                        const std::function<void()>& wake);
   ApiResponse List(const Target& target, const ApiRequest& request);
@@ -113,6 +124,7 @@ class FakeApi {
   std::map<std::string, int64_t> counts_;
   std::optional<ClusterRole> role_;  // set before serving
   std::map<std::string, int64_t> denied_;
+  std::map<std::string, std::pair<int, int>> failures_;  // "METHOD path" -> (code, count left)
 };
 
 // The user the fake's token stands for, in its answers (as a service account would be named).

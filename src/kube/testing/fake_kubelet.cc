@@ -35,10 +35,6 @@ std::string Phase(const Json& pod) {
   return status.is_object() ? status.value("phase", "") : "";
 }
 
-std::string PodKey(const std::string& namespace_, const std::string& name) {
-  return namespace_ + "/" + name;
-}
-
 Json Condition(const char* type, bool status, const std::string& now,
                const std::string& reason = "") {
   Json condition = {{"type", type},
@@ -216,11 +212,11 @@ void Kubelet::StartPod(const std::string& namespace_, const std::string& name,
     status["containerStatuses"] = ContainerStatuses(p, {{"running", {{"startedAt", now}}}}, true);
     SetCondition(status, Condition("ContainersReady", true, now));
     SetCondition(status, Condition("Ready", true, now));
+    // A pod's log is its own, not its name's; its first line is there once it shows Running.
+    logs_.Append(uid, "fake kubelet: started on node " + node);
     return OkStatus();
   });
   if (!updated.ok() || !waiting.empty()) return;
-  const std::string key = PodKey(namespace_, name);
-  logs_.Append(key, "fake kubelet: started on node " + node);
   {
     std::lock_guard lock(mu_);
     runs_[uid].running = true;
@@ -265,14 +261,13 @@ void Kubelet::EndPod(const std::string& namespace_, const std::string& name, con
     status["phase"] = exit_code == 0 ? "Succeeded" : "Failed";
     SetCondition(status, Condition("ContainersReady", false, now, "PodCompleted"));
     SetCondition(status, Condition("Ready", false, now, "PodCompleted"));
+    // Written before the status shows the end, as a container writes before it exits.
+    logs_.Append(uid,
+                 "fake kubelet: exited with code " + std::to_string(exit_code) + " (" + why + ")");
     return OkStatus();
   });
-  const std::string key = PodKey(namespace_, name);
-  if (updated.ok()) {
-    logs_.Append(key,
-                 "fake kubelet: exited with code " + std::to_string(exit_code) + " (" + why + ")");
-  }
-  logs_.Finish(key);
+  (void)updated;
+  logs_.Finish(uid);  // a pod's log is its own, not its name's
 }
 
 void Kubelet::Terminate(const std::string& namespace_, const std::string& name,

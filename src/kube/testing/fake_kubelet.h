@@ -42,7 +42,7 @@ struct KubeletOptions {
   int64_t run_ms = 1000;  // Running -> terminated, when the pod does not say
 };
 
-// Container logs by pod ("namespace/name"), with followers (pods/log?follow=true).
+// Container logs by pod uid, with followers (pods/log?follow=true).
 class PodLogs {
  public:
   void Append(const std::string& pod, const std::string& line);

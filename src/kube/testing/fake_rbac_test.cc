@@ -28,6 +28,8 @@ TEST(ClusterRoleTest, TheDeploymentsRoleGrantsWhatTheBackendDoesAndNothingElse) 
       {{"get", "", "pods", "p"}, true},
       {{"delete", "", "pods", "p"}, true},
       {{"create", "", "pods/binding", "p"}, true},
+      {{"create", "", "pods/eviction", "p"}, true},
+      {{"get", "", "pods/log", "p"}, true},
       {{"update", "", "nodes", "n"}, false},
       {{"delete", "", "nodes", "n"}, false},
       {{"patch", "", "pods", "p"}, false},

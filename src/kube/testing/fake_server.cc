@@ -418,6 +418,16 @@ ApiResponse FakeServer::Impl::Admin(const ApiRequest& request, int64_t* restart_
       items.push_back(*event);
     }
     answer["items"] = std::move(items);
+  } else if (path == "/_fake/admin" && request.method == "POST") {
+    ApiRequest as_admin;
+    as_admin.method = body.value("method", "GET");
+    as_admin.path = body.value("path", "");
+    as_admin.content_type = "application/json";
+    if (body.contains("body")) as_admin.body = body["body"].dump();
+    return api_.HandleAsAdmin(as_admin);
+  } else if (path == "/_fake/fail" && request.method == "POST") {
+    api_.FailNext(body.value("method", "POST"), body.value("path", ""), body.value("code", 409),
+                  body.value("count", 1));
   } else if (path == "/_fake/stats" && request.method == "GET") {
     answer["requests"] = api_.RequestCounts();
     answer["denied"] = api_.DeniedCounts();

@@ -12,6 +12,11 @@
 //   POST /_fake/restart       {"downMs": D}: drop every connection, refuse new ones for D ms,
 //                             then serve again with the same state (etcd survives)
 //   GET  /_fake/events        every Event ({"items": [...]}), outside the role under test
+//   POST /_fake/admin         {"method", "path", "body"}: that API request made as a cluster
+//                             administrator (outside the role under test, not counted); its
+//                             answer is the hook's
+//   POST /_fake/fail          {"method", "path", "code", "count"}: the next `count` (1) such
+//                             requests answer `code` and change nothing (FakeApi::FailNext)
 //   GET  /_fake/stats         requests by RBAC verb and resource (and those denied by the
 //                             role, fake_rbac.h), 429s sent, the gaps between
 //                             each 429 and the client's retry of that request, open watches

@@ -1,0 +1,202 @@
+// The scheduling loop with a backend whose cluster decides evictions (Backend::Evict answers
+// kInFlight, as Kubernetes' Eviction API does): the victim keeps its node until the backend
+// reports it evicted or refused, the pod it was evicted for waits meanwhile (no second victim,
+// nothing bound into room still in use), and a refusal leaves the victim running and saying so.
+
+#include <gtest/gtest.h>
+
+#include "backend/sim/sim_backend.h"
+#include "server/scheduling_loop.h"
+#include "server/testing/cpu_node.h"
+#include "service/service.h"
+
+namespace gpupool::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+using testing::CpuNode;
+
+// The simulated cluster, whose evictions the test carries out or refuses.
+class EvictingBackend final : public backend::Backend {
+ public:
+  explicit EvictingBackend(std::vector<Json> nodes) : sim_(std::move(nodes)) {}
+
+  std::string_view Kind() const override { return "evicting"; }
+  Result<std::vector<Json>> ListNodes() const override { return sim_.ListNodes(); }
+  Status Launch(const backend::TaskLaunch& launch) override { return sim_.Launch(launch); }
+  Status Kill(std::string_view key) override { return sim_.Kill(key); }
+  size_t RunningCount() const override { return sim_.RunningCount(); }
+  void SetKnownNodes(const std::vector<std::string>& names) override { sim_.SetKnownNodes(names); }
+  std::vector<backend::TaskExit> Poll(int64_t now_ms) override {
+    std::vector<backend::TaskExit> exits = sim_.Poll(now_ms);
+    exits.insert(exits.end(), evicted_.begin(), evicted_.end());
+    evicted_.clear();
+    return exits;
+  }
+
+  backend::EvictionStart Evict(const backend::TaskEviction& eviction) override {
+    asked.push_back(eviction);
+    return backend::EvictionStart::kInFlight;
+  }
+  std::vector<backend::RefusedEviction> RefusedEvictions() override {
+    return std::exchange(refused_, {});
+  }
+
+  // The cluster evicted the task (its pod is gone).
+  void Evicted(const std::string& key) {
+    (void)sim_.Kill(key);
+    backend::TaskExit exit;
+    exit.key = key;
+    exit.exit_code = -1;
+    exit.evicted = true;
+    evicted_.push_back(exit);
+  }
+  void Refuse(const std::string& key, const std::string& why) { refused_.push_back({key, why}); }
+
+  std::vector<backend::TaskEviction> asked;
+
+ private:
+  backend::SimBackend sim_;
+  std::vector<backend::TaskExit> evicted_;
+  std::vector<backend::RefusedEviction> refused_;
+};
+
+class EvictionLoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    store::StoreOptions options;
+    options.clock = &clock_;
+    auto store = store::OpenStore(":memory:", options);
+    ASSERT_TRUE(store.ok()) << store.status().ToString();
+    store_ = std::move(*store);
+    service_ = std::make_unique<service::Service>(*store_, clock_);
+    ASSERT_TRUE(service_->EnsureBuiltins().ok());
+    std::vector<Json> nodes = {CpuNode("n1", "4")};
+    ASSERT_TRUE(store_->UpsertNodes({{"n1", nodes[0]}}, true).ok());
+    backend_ = std::make_unique<EvictingBackend>(nodes);
+    LoopOptions loop;
+    loop.holder = "a";
+    loop.refused_eviction_backoff_ms = 30'000;
+    loop_ = std::make_unique<SchedulingLoop>(*store_, *backend_, clock_, registry_, loop);
+  }
+
+  // A 3-cpu task (4 with the built-in 1-cpu sidecar): one fills n1.
+  std::string Submit(const std::string& name, const std::string& priority) {
+    service::SubmitRequest request;
+    request.pool = "default";
+    request.spec_text = "workflow:\n  name: " + name + "\n  priority: " + priority +
+                        "\n  resources:\n    default: {cpu: 3, memory: 1Gi, storage: 1Gi}\n"
+                        "  tasks:\n  - {name: a, image: busybox, sim_duration: 1h}\n";
+    request.file_name = "wf.yaml";
+    auto result = service_->SubmitWorkflow({"alice", {"osmo-admin"}, "test"}, request);
+    EXPECT_TRUE(result.ok()) << result.status().ToString();
+    return result.ok() ? result->workflow_id : "";
+  }
+
+  store::TaskRecord Task(const std::string& id) {
+    auto wf = store_->GetWorkflow(id);
+    EXPECT_TRUE(wf.ok());
+    return wf.ok() && !wf->tasks.empty() ? wf->tasks.back() : store::TaskRecord{};
+  }
+
+  void Step() {
+    auto stats = loop_->Step();
+    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    clock_.Advance(200);
+  }
+
+  // A LOW task runs on n1; a NORMAL one of the same queue needs n1: preemption picks the first.
+  void StartPreemption() {
+    low_ = Submit("low", "LOW");
+    Step();
+    Step();
+    ASSERT_EQ(Task(low_).status, "RUNNING");
+    high_ = Submit("high", "NORMAL");
+    Step();
+    ASSERT_EQ(backend_->asked.size(), 1u);
+    EXPECT_EQ(backend_->asked[0].key, low_ + "/a-group/a/0");
+    EXPECT_EQ(backend_->asked[0].reason, "preempt");
+    EXPECT_TRUE(backend_->asked[0].voluntary);
+  }
+
+  FakeClock clock_;
+  Registry registry_;
+  std::unique_ptr<store::Store> store_;
+  std::unique_ptr<service::Service> service_;
+  std::unique_ptr<EvictingBackend> backend_;
+  std::unique_ptr<SchedulingLoop> loop_;
+  std::string low_, high_;
+};
+
+TEST_F(EvictionLoopTest, TheVictimHoldsItsNodeUntilTheClusterHasEvictedIt) {
+  StartPreemption();
+  // Asked, not done: the victim runs on, the pod it is evicted for waits.
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE(step);
+    store::TaskRecord low = Task(low_);
+    EXPECT_EQ(low.status, "RUNNING");
+    EXPECT_EQ(low.node, "n1");
+    EXPECT_EQ(low.message.rfind("being evicted (preempt)", 0), 0u) << low.message;
+    store::TaskRecord high = Task(high_);
+    EXPECT_EQ(high.status, "PENDING");
+    EXPECT_NE(high.message.find("once the pods evicted there have left"), std::string::npos)
+        << high.message;
+    Step();
+    EXPECT_EQ(backend_->asked.size(), 1u) << "no second eviction while the first is in flight";
+  }
+
+  backend_->Evicted(low_ + "/a-group/a/0");
+  Step();
+  store::TaskRecord low = Task(low_);
+  EXPECT_EQ(low.status, "PENDING");
+  EXPECT_EQ(low.retry, 0) << "requeued, not a new attempt";
+  EXPECT_EQ(low.message.rfind("evicted (preempt)", 0), 0u) << low.message;
+  // The room is free now: the pod the eviction was for takes it in the same step.
+  store::TaskRecord high = Task(high_);
+  EXPECT_EQ(high.status, "SCHEDULED");
+  EXPECT_EQ(high.node, "n1");
+  Step();
+  EXPECT_EQ(Task(high_).status, "RUNNING");
+  EXPECT_EQ(Task(low_).status, "PENDING");
+  EXPECT_EQ(backend_->asked.size(), 1u);
+}
+
+TEST_F(EvictionLoopTest, ARefusedEvictionLeavesTheVictimRunningAndSaysWhy) {
+  StartPreemption();
+  Step();
+  backend_->Refuse(low_ + "/a-group/a/0",
+                   "blocked by a PodDisruptionBudget: The disruption budget low needs 1 healthy "
+                   "pods and has 1 currently");
+  Step();
+  store::TaskRecord low = Task(low_);
+  EXPECT_EQ(low.status, "RUNNING");
+  EXPECT_EQ(low.node, "n1");
+  EXPECT_NE(low.message.find("refused its eviction"), std::string::npos) << low.message;
+  EXPECT_NE(low.message.find("The disruption budget low needs 1 healthy pods"), std::string::npos)
+      << low.message;
+  // No victim again for the backoff: the other waits with the scheduler's reason.
+  for (int step = 0; step < 5; ++step) Step();
+  EXPECT_EQ(backend_->asked.size(), 1u);
+  store::TaskRecord high = Task(high_);
+  EXPECT_EQ(high.status, "PENDING");
+  EXPECT_NE(high.message.find("Insufficient cpu"), std::string::npos) << high.message;
+  // After it, the eviction is asked again (the budget may allow it now).
+  clock_.Advance(30'000);
+  Step();
+  ASSERT_EQ(backend_->asked.size(), 2u);
+  EXPECT_EQ(backend_->asked[1].key, low_ + "/a-group/a/0");
+}
+
+TEST_F(EvictionLoopTest, AVictimCanceledWhileBeingEvictedFreesThePodItWasEvictedFor) {
+  StartPreemption();
+  ASSERT_TRUE(service_->CancelWorkflow({"alice", {"osmo-admin"}, "test"}, low_).ok());
+  Step();  // the cancel is applied and the task Kill'ed: its eviction is forgotten
+  Step();  // the pod it was evicted for enters the cycle again, and the room is free
+  EXPECT_EQ(Task(low_).status, "CANCELED");
+  store::TaskRecord high = Task(high_);
+  EXPECT_EQ(high.status == "SCHEDULED" || high.status == "RUNNING", true) << high.status;
+  EXPECT_EQ(high.node, "n1");
+}
+
+}  // namespace
+}  // namespace gpupool::server

@@ -76,7 +76,8 @@ TEST(DisruptionBudgetTest, ParsesSeedExampleAndRoundTrips) {
   EXPECT_FALSE(with_expressions->Selects(pod));
 
   // No selector selects nothing; {} selects the namespace.
-  Result<PodDisruptionBudget> none = PodDisruptionBudgetFromSpec(Json::parse(R"({"minAvailable": 1})"), "n");
+  Result<PodDisruptionBudget> none =
+      PodDisruptionBudgetFromSpec(Json::parse(R"({"minAvailable": 1})"), "n");
   ASSERT_TRUE(none.ok());
   EXPECT_FALSE(none->Selects(pod));
   Result<PodDisruptionBudget> all =
@@ -110,12 +111,13 @@ TEST(DisruptionBudgetTest, RejectsBadInputNamingTheField) {
        "spec.minAvailable: expected an integer or a percentage (\"50%\"), got number"},
       {"unknown spec field", head + R"({"minAvailible": 1}})",
        "spec.minAvailible: unknown field (did you mean \"minAvailable\"?)"},
-      {"selector operator Gt", head +
+      {"selector operator Gt",
+       head +
            R"({"selector": {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}}})",
        "spec.selector.matchExpressions[0].operator: expected one of In, NotIn, Exists, "
        "DoesNotExist, got \"Gt\""},
-      {"In without values", head +
-           R"({"selector": {"matchExpressions": [{"key": "a", "operator": "In"}]}}})",
+      {"In without values",
+       head + R"({"selector": {"matchExpressions": [{"key": "a", "operator": "In"}]}}})",
        "spec.selector.matchExpressions[0].values: required"},
       {"bad label value", head + R"({"selector": {"matchLabels": {"app": "a b"}}}})",
        "spec.selector.matchLabels.app: \"a b\" is not a valid label value"},
@@ -170,9 +172,7 @@ TEST(DisruptionBudgetTest, BlocksCountWhatIsAlreadyGone) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    auto gone = [&](int i) {
-      return std::find(c.gone.begin(), c.gone.end(), i) != c.gone.end();
-    };
+    auto gone = [&](int i) { return std::find(c.gone.begin(), c.gone.end(), i) != c.gone.end(); };
     std::optional<std::string> why = ledger.Blocks(c.evicting, gone);
     EXPECT_EQ(why.has_value(), c.blocked) << why.value_or("");
   }

@@ -1,5 +1,9 @@
 #include "codec/field_path.h"
 
+#include <algorithm>
+
+#include "common/strings.h"
+
 namespace gpupool::codec {
 
 std::string FieldPath(std::string_view parent, std::string_view field) {
@@ -10,6 +14,17 @@ std::string FieldPath(std::string_view parent, std::string_view field) {
 
 std::string IndexPath(std::string_view parent, size_t index) {
   return std::string(parent) + "[" + std::to_string(index) + "]";
+}
+
+Status CheckKnownFields(const nlohmann::ordered_json& object, std::string_view path,
+                        const std::vector<std::string>& known) {
+  for (const auto& [key, unused] : object.items()) {
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      return InvalidArgumentError(FieldPath(path, key) + ": unknown field" +
+                                  DidYouMean(key, known) + " (known: " + Join(known, ", ") + ")");
+    }
+  }
+  return OkStatus();
 }
 
 }  // namespace gpupool::codec

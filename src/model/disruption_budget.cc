@@ -18,17 +18,6 @@ using codec::IndexPath;
 using codec::JsonTypeName;
 using Json = nlohmann::ordered_json;
 
-Status CheckFields(const Json& object, std::string_view path,
-                   const std::vector<std::string>& known) {
-  for (const auto& [key, unused] : object.items()) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      return InvalidArgumentError(FieldPath(path, key) + ": unknown field" +
-                                  DidYouMean(key, known) + " (known: " + Join(known, ", ") + ")");
-    }
-  }
-  return OkStatus();
-}
-
 // minAvailable / maxUnavailable: an integer >= 0 or "N%" with 0 <= N <= 100 (Kubernetes'
 // ValidatePositiveIntOrPercent and IsNotMoreThan100Percent).
 Result<IntOrPercent> IntOrPercentFromJson(const Json& value, const std::string& path) {
@@ -117,7 +106,7 @@ Result<std::vector<NodeSelectorRequirement>> LabelSelectorObjectFromJson(
     return InvalidArgumentError(std::string(field_path) + ": expected an object, got " +
                                 JsonTypeName(json));
   }
-  RETURN_IF_ERROR(CheckFields(json, field_path, {"matchLabels", "matchExpressions"}));
+  RETURN_IF_ERROR(codec::CheckKnownFields(json, field_path, {"matchLabels", "matchExpressions"}));
   if (auto it = json.find("matchLabels"); it != json.end() && !it->is_null()) {
     const std::string path = FieldPath(field_path, "matchLabels");
     ASSIGN_OR_RETURN(Labels labels, LabelsFromJson(*it, path));
@@ -171,7 +160,7 @@ Result<PodDisruptionBudget> PodDisruptionBudgetFromSpec(const Json& spec, std::s
     return InvalidArgumentError((path.empty() ? std::string("spec") : std::string(path)) +
                                 ": expected an object, got " + JsonTypeName(spec));
   }
-  RETURN_IF_ERROR(CheckFields(
+  RETURN_IF_ERROR(codec::CheckKnownFields(
       spec, path, {"selector", "minAvailable", "maxUnavailable", "unhealthyPodEvictionPolicy"}));
   if (auto it = spec.find("selector"); it != spec.end() && !it->is_null()) {
     ASSIGN_OR_RETURN(budget.selector,
@@ -204,7 +193,8 @@ Result<PodDisruptionBudget> PodDisruptionBudgetFromManifest(const Json& manifest
   if (!manifest.is_object()) {
     return InvalidArgumentError("manifest: expected an object, got " + JsonTypeName(manifest));
   }
-  RETURN_IF_ERROR(CheckFields(manifest, "", {"apiVersion", "kind", "metadata", "spec", "status"}));
+  RETURN_IF_ERROR(
+      codec::CheckKnownFields(manifest, "", {"apiVersion", "kind", "metadata", "spec", "status"}));
   const Json api_version = manifest.value("apiVersion", Json());
   if (api_version != kPodDisruptionBudgetApiVersion) {
     return InvalidArgumentError("apiVersion: expected \"policy/v1\", got " + api_version.dump());
@@ -214,9 +204,9 @@ Result<PodDisruptionBudget> PodDisruptionBudgetFromManifest(const Json& manifest
       metadata["name"].get<std::string>().empty()) {
     return InvalidArgumentError("metadata.name: required string");
   }
-  RETURN_IF_ERROR(CheckFields(metadata, "metadata",
-                              {"name", "namespace", "labels", "annotations", "uid",
-                               "resourceVersion", "creationTimestamp", "generation"}));
+  RETURN_IF_ERROR(codec::CheckKnownFields(metadata, "metadata",
+                                          {"name", "namespace", "labels", "annotations", "uid",
+                                           "resourceVersion", "creationTimestamp", "generation"}));
   std::string ns = "default";
   if (auto it = metadata.find("namespace"); it != metadata.end() && !it->is_null()) {
     if (!it->is_string()) {

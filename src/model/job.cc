@@ -14,17 +14,6 @@ using codec::FieldPath;
 using codec::JsonTypeName;
 using Json = nlohmann::ordered_json;
 
-Status CheckFields(const Json& object, std::string_view path,
-                   const std::vector<std::string>& known) {
-  for (const auto& [key, unused] : object.items()) {
-    if (std::find(known.begin(), known.end(), key) == known.end()) {
-      return InvalidArgumentError(FieldPath(path, key) + ": unknown field" +
-                                  DidYouMean(key, known) + " (known: " + Join(known, ", ") + ")");
-    }
-  }
-  return OkStatus();
-}
-
 // An optional integer field of `spec`, >= 0 (and <= 2^31 - 1, an int32 in Kubernetes).
 Result<std::optional<int64_t>> Count(const Json& spec, const char* key) {
   auto it = spec.find(key);
@@ -70,7 +59,7 @@ Status CheckTemplate(const Job& job) {
   if (!t.is_object()) {
     return InvalidArgumentError("spec.template: expected an object, got " + JsonTypeName(t));
   }
-  RETURN_IF_ERROR(CheckFields(t, "spec.template", {"metadata", "spec"}));
+  RETURN_IF_ERROR(codec::CheckKnownFields(t, "spec.template", {"metadata", "spec"}));
   if (!t.contains("spec") || !t["spec"].is_object()) {
     return InvalidArgumentError("spec.template.spec: required object");
   }
@@ -79,8 +68,8 @@ Status CheckTemplate(const Job& job) {
       return InvalidArgumentError("spec.template.metadata: expected an object, got " +
                                   JsonTypeName(t["metadata"]));
     }
-    RETURN_IF_ERROR(CheckFields(t["metadata"], "spec.template.metadata",
-                                {"name", "namespace", "labels", "annotations"}));
+    RETURN_IF_ERROR(codec::CheckKnownFields(t["metadata"], "spec.template.metadata",
+                                            {"name", "namespace", "labels", "annotations"}));
   }
   auto restart = t["spec"].find("restartPolicy");
   if (restart != t["spec"].end() && *restart != "Never" && *restart != "OnFailure") {
@@ -106,7 +95,8 @@ Result<Job> JobFromManifest(const Json& manifest) {
   if (!manifest.is_object()) {
     return InvalidArgumentError("manifest: expected an object, got " + JsonTypeName(manifest));
   }
-  RETURN_IF_ERROR(CheckFields(manifest, "", {"apiVersion", "kind", "metadata", "spec", "status"}));
+  RETURN_IF_ERROR(
+      codec::CheckKnownFields(manifest, "", {"apiVersion", "kind", "metadata", "spec", "status"}));
   const Json api_version = manifest.value("apiVersion", Json());
   if (api_version != "batch/v1") {
     return InvalidArgumentError("apiVersion: expected \"batch/v1\", got " + api_version.dump());
@@ -116,9 +106,9 @@ Result<Job> JobFromManifest(const Json& manifest) {
       metadata["name"].get<std::string>().empty()) {
     return InvalidArgumentError("metadata.name: required string");
   }
-  RETURN_IF_ERROR(CheckFields(metadata, "metadata",
-                              {"name", "namespace", "labels", "annotations", "uid",
-                               "resourceVersion", "creationTimestamp", "generation"}));
+  RETURN_IF_ERROR(codec::CheckKnownFields(metadata, "metadata",
+                                          {"name", "namespace", "labels", "annotations", "uid",
+                                           "resourceVersion", "creationTimestamp", "generation"}));
   Job job;
   job.name = metadata["name"].get<std::string>();
   for (const char* key : {"namespace", "creationTimestamp"}) {
@@ -134,7 +124,7 @@ Result<Job> JobFromManifest(const Json& manifest) {
   }
   const Json spec = manifest.value("spec", Json());
   if (!spec.is_object()) return InvalidArgumentError("spec: required object");
-  RETURN_IF_ERROR(CheckFields(
+  RETURN_IF_ERROR(codec::CheckKnownFields(
       spec, "spec",
       {"parallelism", "completions", "backoffLimit", "template", "completionMode",
        "activeDeadlineSeconds", "ttlSecondsAfterFinished", "suspend", "selector", "manualSelector",

@@ -19,19 +19,7 @@ Status TypeError(std::string_view path, std::string_view expected, const ordered
                               JsonTypeName(got));
 }
 
-// Rejects fields outside `known` with a did-you-mean.
-Status CheckKnownFields(const ordered_json& object, std::string_view path,
-                        const std::vector<std::string>& known) {
-  for (const auto& [key, unused] : object.items()) {
-    bool found = false;
-    for (const std::string& k : known) found |= k == key;
-    if (!found) {
-      return InvalidArgumentError(FieldPath(path, key) + ": unknown field" +
-                                  DidYouMean(key, known) + " (known: " + Join(known, ", ") + ")");
-    }
-  }
-  return OkStatus();
-}
+using codec::CheckKnownFields;
 
 // Optional member lookup: nullptr when absent or null.
 const ordered_json* Member(const ordered_json& object, std::string_view key) {

@@ -1,4 +1,6 @@
 #include "kube/testing/fake_api.h"
+// Just over ~800 lines: the fake API server's routes, one per resource and subresource the
+// backend uses; the watch, store and kubelet parts already live in their own files.
 
 #include <charconv>
 #include <set>

@@ -59,4 +59,11 @@ if(TARGET gpupool AND Python3_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server/runai_org_test.py
                    --gpupool $<TARGET_FILE:gpupool>)
   set_tests_properties(server_runai_org PROPERTIES TIMEOUT 180)
+  # Seed 004's Jobs through the server (server/seed004_jobs_test.py): `apply -f` of the seed's
+  # batch/v1 Jobs runs them as workflows on nodes machine pools scale up for them;
+  # parallelism, backoffLimit, "unchanged" on a second apply, bad Jobs refused.
+  add_test(NAME server_seed004_jobs
+           COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server/seed004_jobs_test.py
+                   --gpupool $<TARGET_FILE:gpupool>)
+  set_tests_properties(server_seed004_jobs PROPERTIES TIMEOUT 180)
 endif()

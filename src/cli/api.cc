@@ -247,6 +247,14 @@ class Remote final : public Api {
     service::ApplyResult result;
     result.configs = WriteFromJson(j);
     result.nodes_imported = static_cast<int>(Int(j, "nodes_imported"));
+    if (auto jobs = j.find("jobs"); jobs != j.end() && jobs->is_array()) {
+      for (const json& job : *jobs) {
+        result.jobs.push_back(service::AppliedJob{
+            Str(job, "name"), Str(job, "workflow_id"), Str(job, "pool"), Str(job, "queue"),
+            Str(job, "status"), static_cast<int>(Int(job, "tasks")),
+            job.contains("unchanged") && job["unchanged"] == true});
+      }
+    }
     return result;
   }
   Result<service::ConfigView> ShowConfig(std::string_view kind, std::string_view name,

@@ -174,6 +174,13 @@ Status Apply(Api& svc, const Env& env) {
               << ")\n";
   }
   if (result.nodes_imported > 0) std::cout << "imported " << result.nodes_imported << " nodes\n";
+  for (const auto& job : result.jobs) {
+    // kubectl's "job.batch/NAME created|unchanged", and the workflow to follow it by.
+    std::cout << "job.batch/" << Shown(job.name) << (job.unchanged ? " unchanged" : " created")
+              << ": workflow " << Shown(job.workflow_id) << " (" << job.status << ", "
+              << job.task_count << (job.task_count == 1 ? " task" : " tasks") << ", pool "
+              << Shown(job.pool) << ", queue " << Shown(job.queue) << ")\n";
+  }
   return OkStatus();
 }
 
@@ -247,7 +254,8 @@ void AddConfigCommands(CLI::App& app, Options& o, const UseCommand& use) {
   use(rollback, ConfigRollback);
 
   // apply
-  CLI::App* apply = app.add_subcommand("apply", "apply gpupool.io/v1 manifests (and v1 Nodes)");
+  CLI::App* apply = app.add_subcommand(
+      "apply", "apply gpupool.io/v1 manifests, v1 Nodes and batch/v1 Jobs (run as workflows)");
   apply->add_option("-f,--file", o.file, "manifest file or directory")->required();
   add_description(apply);
   use(apply, Apply);

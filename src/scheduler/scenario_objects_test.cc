@@ -9,8 +9,8 @@ namespace gpupool::scheduler {
 namespace {
 
 TEST(ScenarioObjectsTest, SeedObjectsLoadAsWritten) {
-  Result<Scenario> scenario = LoadScenarioFiles(
-      {std::string(GPUPOOL_SOURCE_DIR) + "/examples/machine-pools/seed-objects.yaml"});
+  const std::string dir = std::string(GPUPOOL_SOURCE_DIR) + "/examples/machine-pools/";
+  Result<Scenario> scenario = LoadScenarioFiles({dir + "seed-objects.yaml", dir + "seed-pod.yaml"});
   ASSERT_TRUE(scenario.ok()) << scenario.status().ToString();
   const ClusterSnapshot& s = scenario->snapshot;
   // Each Job adds its one pod (parallelism 1); the preStop pod is the third.

@@ -25,6 +25,7 @@
 #include "server/access_control.h"
 #include "server/handed_in_pods.h"
 #include "server/machine_pools.h"
+#include "server/workflow_runs.h"
 
 namespace gpupool::server {
 
@@ -451,6 +452,9 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   }
 
   std::vector<bool> changed(workflows.size(), false);
+  std::vector<RunLimits> limits;  // parallelism and backoff limit (server/workflow_runs.h)
+  limits.reserve(workflows.size());
+  for (const auto& wf : workflows) limits.push_back(RunLimitsOf(wf));
   std::vector<RunPolicy> policies;
   policies.reserve(workflows.size());
   std::set<std::string> running_keys;
@@ -479,9 +483,12 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
           const std::string why =
               exit->second.reason.empty() ? "" : " (" + exit->second.reason + ")";
           std::string action = ExitActionFor(spec, policy, task.exit_code);
-          if (action == "RESCHEDULE" && task.retry < options_.max_retries) {
+          const BackoffDecision backoff =
+              action == "FAIL" ? DecideBackoff(wf, limits[w]) : BackoffDecision{};
+          if ((action == "RESCHEDULE" && task.retry < options_.max_retries) || backoff.retry) {
             SetStatus(task, kRescheduled, now, transitions_);
-            task.message = "exit code " + std::to_string(task.exit_code) + why + ": rescheduled";
+            task.message = "exit code " + std::to_string(task.exit_code) + why + ": " +
+                           (backoff.retry ? backoff.words : "rescheduled");
             store::TaskRecord next = task;
             next.retry = task.retry + 1;
             next.node.clear();
@@ -496,7 +503,8 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
           } else {
             SetStatus(task, kFailed, now, transitions_);
             task.message = "exit code " + std::to_string(task.exit_code) + why +
-                           (action == "RESCHEDULE" ? " (retries exhausted)" : "");
+                           (action == "RESCHEDULE" ? " (retries exhausted)" : "") +
+                           (backoff.words.empty() ? "" : ": " + backoff.words);
           }
           ++stats.finished;
           changed[w] = true;
@@ -541,7 +549,9 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
         }
         changed[w] = true;
       } else if (task.status == kPending) {
-        int64_t since = task.retry == 0 ? wf.submitted_ms : task.status_changed_ms;
+        // A task let in under a parallelism waited its turn first: its queue time starts then.
+        int64_t since =
+            task.retry == 0 && !limits[w].parallelism ? wf.submitted_ms : task.status_changed_ms;
         if (policy.queue_timeout_ms && now - since > *policy.queue_timeout_ms) {
           SetStatus(task, kQueueTimeout, now, transitions_);
           task.finished_ms = now;
@@ -567,6 +577,11 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
       task.message = "canceled: another task of the workflow failed";
       changed[w] = true;
     }
+  }
+
+  // Tasks waiting for a place under their workflow's parallelism take the places freed above.
+  for (size_t w = 0; w < workflows.size(); ++w) {
+    if (AdmitWaitingTasks(workflows[w], limits[w], now, transitions_) > 0) changed[w] = true;
   }
 
   // 5. One scheduler cycle.

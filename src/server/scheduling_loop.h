@@ -8,10 +8,13 @@
 //   2. applies task exits from the backend: the task's exitActions, else the pool's
 //      default_exit_actions, else exit 0 = COMPLETE and anything else = FAIL; COMPLETE ->
 //      COMPLETED, FAIL -> FAILED, RESCHEDULE -> the attempt becomes RESCHEDULED and a new attempt
-//      (retry + 1) is PENDING (at most max_retries times, then FAILED);
+//      (retry + 1) is PENDING (at most max_retries times, then FAILED); a workflow with a
+//      backoff_limit (a Job's backoffLimit) retries FAIL the same way until more attempts
+//      failed than the limit (server/workflow_runs.h);
 //   3. enforces timeouts: PENDING longer than the queue timeout -> FAILED_QUEUE_TIMEOUT, RUNNING
 //      longer than the exec timeout -> killed, FAILED_EXEC_TIMEOUT (workflow `timeout`, else the
 //      pool's default_queue_timeout / default_exec_timeout);
+//      Then WAITING tasks (past their workflow's parallelism) take the places that freed up;
 //   4. launches SCHEDULED tasks on the backend (-> RUNNING) and kills backend tasks whose task is
 //      no longer RUNNING in the store (canceled through the API);
 //   5. runs one scheduler::Scheduler cycle over all nodes, bound pods (SCHEDULED and RUNNING

@@ -17,6 +17,8 @@
 #include "service/service_internal.h"
 #include "service/snapshot_cache.h"
 #include "store/store.h"
+#include "submit/job_workflow.h"
+#include "submit/workflow.h"
 
 namespace gpupool::service {
 namespace {
@@ -81,10 +83,19 @@ std::string ManifestName(const json& doc) {
   return metadata != doc.end() && metadata->is_object() ? StringMember(*metadata, "name") : "";
 }
 
-// What apply does with the documents: configs to validate and write together, nodes to import.
+// A Job of the apply and the workflow it runs as (its errors point into the document).
+struct PlannedJob {
+  const SourceDocument* doc = nullptr;
+  std::string name;
+  submit::JobSubmission submission;
+};
+
+// What apply does with the documents: configs to validate and write together, nodes to import,
+// Jobs to submit as workflows once those are written.
 struct ManifestPlan {
   std::vector<PendingPut> puts;
   std::vector<store::NodeRecord> nodes;
+  std::vector<PlannedJob> jobs;
 };
 
 Status PlanNode(const SourceDocument& doc, ManifestPlan& plan) {
@@ -101,16 +112,10 @@ Result<Kind> ManifestKind(const SourceDocument& doc) {
   std::vector<std::string> kinds;
   for (Kind k : config::AllKinds()) kinds.emplace_back(config::KindManifestName(k));
   const std::string kind_text = StringMember(v, "kind");
-  if (kind_text == "Job") {
-    // A Job's pods would bypass the pool's platforms and validations: they run as workflows.
-    return AtField(doc, "Job " + ManifestName(v), "kind",
-                   "apply does not run batch/v1 Jobs: submit the work as a workflow (gpupool "
-                   "workflow submit), or see what the Job would do with gpupool schedule -f");
-  }
   if (std::find(kinds.begin(), kinds.end(), kind_text) == kinds.end()) {
     return AtField(doc, "", "kind",
                    "unknown kind " + Quoted(kind_text) + DidYouMean(kind_text, kinds) +
-                       "; expected one of " + Join(kinds, ", ") + ", Node");
+                       "; expected one of " + Join(kinds, ", ") + ", Node, Job");
   }
   const DocumentSubject subject = ManifestSubject(kind_text, ManifestName(v));
   const std::string api_version = StringMember(v, "apiVersion");
@@ -160,11 +165,25 @@ Status PlanConfig(const SourceDocument& doc, ManifestPlan& plan) {
   return OkStatus();
 }
 
+// A batch/v1 Job becomes a workflow submission (submit/job_workflow.h), checked here as far as
+// the manifest alone can be; the pipeline checks the rest when it is submitted.
+Status PlanJob(const SourceDocument& doc, ManifestPlan& plan) {
+  const std::string name = ManifestName(doc.value);
+  auto submission = submit::WorkflowFromJob(doc.value);
+  if (!submission.ok()) {
+    return LocateError(submission.status(), doc, ManifestSubject("Job", name));
+  }
+  plan.jobs.push_back(PlannedJob{&doc, name, std::move(*submission)});
+  return OkStatus();
+}
+
 Status PlanDocument(const SourceDocument& doc, ManifestPlan& plan) {
   if (!doc.value.is_object()) {
     return AtField(doc, "", "", "expected an object, got " + model::JsonTypeName(doc.value));
   }
-  if (StringMember(doc.value, "kind") == "Node") return PlanNode(doc, plan);
+  const std::string kind = StringMember(doc.value, "kind");
+  if (kind == "Node") return PlanNode(doc, plan);
+  if (kind == "Job") return PlanJob(doc, plan);
   return PlanConfig(doc, plan);
 }
 
@@ -189,6 +208,61 @@ std::string FileNames(const std::vector<ManifestFile>& files) {
   std::vector<std::string> names;
   for (const ManifestFile& file : files) names.push_back(file.name);
   return Join(names, " ");
+}
+
+// The Jobs of an apply, after its configs and nodes (which they may use) are written: each
+// planned as a dry run first, so that one the pipeline refuses stops them all before any is
+// stored; then submitted, each with its idempotency key (the same Job applied again finds its
+// workflow).
+Result<std::vector<AppliedJob>> SubmitJobs(Service& service, const Caller& caller,
+                                           const std::vector<PlannedJob>& jobs, bool wrote_before) {
+  const std::string after = wrote_before
+                                ? " (the configs and nodes of this apply were written; no Job "
+                                  "was submitted)"
+                                : "";
+  std::vector<SubmitRequest> requests;
+  for (const PlannedJob& job : jobs) {
+    SubmitRequest request;
+    request.pool = job.submission.pool;
+    if (request.pool.empty()) {
+      ASSIGN_OR_RETURN(ProfileView profile, service.Profile(caller));
+      if (profile.default_pool.empty()) {
+        return AtField(
+            *job.doc, "Job " + job.name, std::string("metadata.labels.") + submit::kPoolLabel,
+            "required: user " + Quoted(caller.user) +
+                " has no default pool (pools they may submit to: " +
+                (profile.pools.empty() ? "none" : Join(profile.pools, ", ")) + ")" + after);
+      }
+      request.pool = profile.default_pool;
+    }
+    request.workflow = std::make_shared<const submit::WorkflowSpec>(job.submission.workflow);
+    request.idempotency_key = job.submission.idempotency_key;
+    request.file_name = job.doc->file;
+    request.dry_run = true;
+    auto planned = service.SubmitWorkflow(caller, request);
+    if (!planned.ok()) {
+      return AtField(*job.doc, "Job " + job.name, "", planned.status().message() + after,
+                     planned.status().code());
+    }
+    request.dry_run = false;
+    requests.push_back(std::move(request));
+  }
+  std::vector<AppliedJob> applied;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto submitted = service.SubmitWorkflow(caller, requests[i]);
+    if (!submitted.ok()) {
+      std::vector<std::string> done;
+      for (const AppliedJob& job : applied) done.push_back(job.name + " (" + job.workflow_id + ")");
+      return AtField(*jobs[i].doc, "Job " + jobs[i].name, "",
+                     submitted.status().message() + " (submitted before it: " +
+                         (done.empty() ? "none" : Join(done, ", ")) + ")",
+                     submitted.status().code());
+    }
+    applied.push_back(AppliedJob{jobs[i].name, submitted->workflow_id, submitted->pool,
+                                 submitted->queue, submitted->status, submitted->task_count,
+                                 submitted->existing});
+  }
+  return applied;
 }
 
 }  // namespace
@@ -224,8 +298,12 @@ Result<ApplyResult> Service::Apply(const Caller& caller, const ApplyRequest& req
         request.description.empty() ? "gpupool apply -f " + names : request.description;
     ASSIGN_OR_RETURN(result.configs, ValidateAndWrite(store_, *cache_, machine_pools_, caller,
                                                       plan.puts, "update", description, "", also));
-  } else {
+  } else if (!plan.nodes.empty() || plan.jobs.empty()) {
     RETURN_IF_ERROR(store_.WriteConfigs({}, ActorOf(caller), also).status());
+  }
+  if (!plan.jobs.empty()) {
+    const bool wrote = !plan.puts.empty() || !plan.nodes.empty();
+    ASSIGN_OR_RETURN(result.jobs, SubmitJobs(*this, caller, plan.jobs, wrote));
   }
   return result;
 }

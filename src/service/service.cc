@@ -139,6 +139,17 @@ json ToJson(const WriteResult& result) {
 json ToJson(const ApplyResult& result) {
   json out = ToJson(result.configs);
   out["nodes_imported"] = result.nodes_imported;
+  json jobs = json::array();
+  for (const AppliedJob& job : result.jobs) {
+    jobs.push_back(json{{"name", job.name},
+                        {"workflow_id", job.workflow_id},
+                        {"pool", job.pool},
+                        {"queue", job.queue},
+                        {"status", job.status},
+                        {"tasks", job.task_count},
+                        {"unchanged", job.unchanged}});
+  }
+  out["jobs"] = std::move(jobs);
   return out;
 }
 

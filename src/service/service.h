@@ -33,6 +33,10 @@ namespace gpupool::config {
 struct ConfigSet;
 }  // namespace gpupool::config
 
+namespace gpupool::submit {
+struct WorkflowSpec;
+}  // namespace gpupool::submit
+
 namespace gpupool::service {
 
 // Who is asking. Offline (CLI on a DB file) the default is the OS user with role `osmo-admin`;
@@ -124,16 +128,29 @@ struct ManifestFile {
   std::string text;  // multi-document YAML, or one JSON document
 };
 
-// `gpupool apply -f FILE|DIR`: manifests of config kinds (apiVersion gpupool.io/v1) and
-// `kind: Node` objects (also as NodeList items), which are imported as nodes.
+// `gpupool apply -f FILE|DIR`: manifests of config kinds (apiVersion gpupool.io/v1),
+// `kind: Node` objects (also as NodeList items), which are imported as nodes, and batch/v1 Jobs,
+// which run as workflows (submit/job_workflow.h) once the configs and nodes are written.
 struct ApplyRequest {
   std::vector<ManifestFile> files;
   std::string description;  // revision note; default "gpupool apply -f <file names>"
 };
 
+// A batch/v1 Job of an apply, run as a workflow (submit/job_workflow.h).
+struct AppliedJob {
+  std::string name;         // the Job's
+  std::string workflow_id;  // the workflow it runs as
+  std::string pool;
+  std::string queue;
+  std::string status;
+  int task_count = 0;
+  bool unchanged = false;  // the same Job was applied before: its workflow, not a new one
+};
+
 struct ApplyResult {
   WriteResult configs;
   int nodes_imported = 0;
+  std::vector<AppliedJob> jobs;  // in the order of the files
 };
 
 // ---- Config reads -------------------------------------------------------------------------
@@ -240,6 +257,8 @@ struct SubmitRequest {
   std::string queue_origin = "--queue";           // how errors about `queue` name it
   bool dry_run = false;
   std::string idempotency_key;  // optional; same key returns the existing workflow
+  // A workflow built from another spelling (a Job of `apply -f`), used instead of spec_text.
+  std::shared_ptr<const submit::WorkflowSpec> workflow;
 };
 
 struct SubmitResult {
@@ -249,6 +268,7 @@ struct SubmitResult {
   std::string queue;   // the quota's queue: the chosen project, else the pool's own
   std::string status;  // PENDING, or "DRY_RUN"
   int task_count = 0;
+  bool existing = false;  // the idempotency key named a workflow stored before: it is returned
   // One Kubernetes Pod per task, for a dry run only (a submission's reply is an acknowledgement,
   // as OSMO's: the stored workflow shows its tasks).
   std::vector<nlohmann::ordered_json> pods;

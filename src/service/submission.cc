@@ -87,8 +87,13 @@ bool IsStalePlan(const Status& status) {
 Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& caller,
                                                                const SubmitRequest& request,
                                                                bool fresh, bool* refused_on_cache) {
-  ASSIGN_OR_RETURN(submit::WorkflowSpec spec,
-                   submit::ParseWorkflow(request.spec_text, request.file_name, request.set_values));
+  submit::WorkflowSpec spec;
+  if (request.workflow != nullptr) {
+    spec = *request.workflow;
+  } else {
+    ASSIGN_OR_RETURN(
+        spec, submit::ParseWorkflow(request.spec_text, request.file_name, request.set_values));
+  }
   if (!request.node_pools.empty()) spec.node_pools = request.node_pools;  // --node-pools wins
   if (!request.queue.empty()) {                                           // --queue wins
     spec.queue = request.queue;
@@ -134,17 +139,20 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
   }
   // Assigned member by member: a braced initializer list would copy the document and the tasks.
   record.spec = json::object();
-  record.spec["workflow"] = std::move(spec.document);
+  record.spec["workflow"] = std::move(spec.document);  // parallelism and backoff_limit in it
   record.spec["queue"] = plan->queue;
   record.spec["priority"] = std::string(submit::PriorityName(plan->priority));
   record.spec["exec_timeout_seconds"] = plan->exec_timeout_seconds;
   record.spec["queue_timeout_seconds"] = plan->queue_timeout_seconds;
   record.spec["tasks"] = std::move(tasks);
+  // Past the workflow's parallelism, tasks wait their turn (the scheduling loop lets them in).
+  const size_t parallelism =
+      spec.parallelism ? static_cast<size_t>(*spec.parallelism) : plan->tasks.size();
   for (auto& t : plan->tasks) {
     store::TaskRecord task;
     task.group = t.group;
     task.name = t.task;
-    task.status = "PENDING";
+    task.status = record.tasks.size() < parallelism ? "PENDING" : "WAITING";
     task.pod = std::move(t.pod);
     task.status_changed_ms = record.submitted_ms;
     record.tasks.push_back(std::move(task));
@@ -194,9 +202,11 @@ void Service::SubmitAttempt(const Caller& caller, const SubmitRequest& request, 
   if (!prepared->record) return done(std::move(prepared->result));
   // The audit record is written in the workflow's transaction (group-committed with concurrent
   // submissions); the HTTP layer writes no second record for a successful submission.
+  std::string planned_id = prepared->record->id;
   store_.CreateWorkflowWithAuditAsync(
       std::move(*prepared->record), std::move(prepared->audit), prepared->planned_on,
-      [this, caller, request, attempt, result = std::move(prepared->result),
+      [this, caller, request, attempt, planned_id = std::move(planned_id),
+       result = std::move(prepared->result),
        done = std::move(done)](Result<store::WorkflowRecord> stored) mutable {
         // Rare (a config or node write landed meanwhile): planned again on the replanner's
         // thread, so that the commit thread goes on committing.
@@ -204,6 +214,7 @@ void Service::SubmitAttempt(const Caller& caller, const SubmitRequest& request, 
           return Replan(caller, request, attempt, std::move(done));
         }
         if (!stored.ok()) return done(stored.status());
+        result.existing = stored->id != planned_id;
         done(Submitted(std::move(result), *stored));
       });
 }

@@ -171,7 +171,8 @@ Result<WorkflowView> Service::CancelWorkflow(const Caller& caller, std::string_v
     store::WorkflowRecord updated = *wf;
     updated.status = "CANCELED";
     for (auto& t : updated.tasks) {
-      if (t.status == "COMPLETED" || StartsWith(t.status, "FAILED") || t.status == "CANCELED") {
+      if (t.status == "COMPLETED" || StartsWith(t.status, "FAILED") || t.status == "CANCELED" ||
+          t.status == "RESCHEDULED") {
         continue;
       }
       t.status = "CANCELED";

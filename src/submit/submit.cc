@@ -315,12 +315,21 @@ json BasePod(const TaskSpec& task, const std::string& pod_name, const std::strin
     c["volumeMounts"] = std::move(mounts);
   }
   if (task.privileged) c["securityContext"] = json{{"privileged", true}};
+  // A Job's pod fields (the same for every task of it, so a skeleton keeps them as they are).
+  const json no_fields = json::object();
+  const json& pod_fields = task.pod_fields.is_object() ? task.pod_fields : no_fields;
+  if (auto it = pod_fields.find("container"); it != pod_fields.end()) {
+    for (const auto& [key, value] : it->items()) c[key] = value;
+  }
 
   json spec = json::object();
   spec["restartPolicy"] = "Never";
   if (task.host_network) spec["hostNetwork"] = true;
   spec["containers"] = json::array({std::move(c)});
   if (!volumes.empty()) spec["volumes"] = skeleton ? json::array() : std::move(volumes);
+  if (auto it = pod_fields.find("spec"); it != pod_fields.end()) {
+    for (const auto& [key, value] : it->items()) spec[key] = value;
+  }
 
   json pod = json::object();
   pod["apiVersion"] = "v1";
@@ -639,6 +648,7 @@ Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<mo
       json pod;
       if (options.reuse_per_resource && ctx->cacheable) {
         skeleton_key = task.resource + '\0' + TaskShape(task);
+        if (!task.pod_fields.is_null()) skeleton_key += '\0' + task.pod_fields.dump();
         auto it = ctx->skeletons.find(skeleton_key);
         if (it != ctx->skeletons.end() && it->second.has_value() &&
             InstantiateSkeleton(*it->second, task, group.name, container, &pod)) {

@@ -22,7 +22,8 @@
 //   5. "undefined variable"   pod templates merged (pool common then platform override) and
 //                             rendered; names template, field path and variable.
 //   6. output: the base pod (user container with image, command, args, env, resources from
-//      USER_*, mounts, privileged, hostNetwork) with the rendered template merged over it, then
+//      USER_*, mounts, privileged, hostNetwork; a Job's pod fields, TaskSpec::pod_fields) with
+//      the rendered template merged over it, then
 //      the system labels gpupool.io/{workflow,group,task,pool,platform,queue,gang,gang-min,user}
 //      (and gpupool.io/node-pool with NODE_POOL configs)
 //      and priorityClassName high|normal|low.

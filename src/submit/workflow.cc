@@ -195,6 +195,23 @@ Result<std::optional<int64_t>> GetDuration(const json& value, std::string_view p
   return std::optional<int64_t>(*seconds);
 }
 
+// A whole number from `minimum` to 2^31 - 1 (an int32, as Kubernetes' counts); null: none.
+Result<std::optional<int64_t>> GetCount(const json& value, std::string_view path, int64_t minimum,
+                                        const Source& src) {
+  if (value.is_null()) return std::optional<int64_t>();
+  const bool whole = value.is_number_integer() &&
+                     (!value.is_number_unsigned() || value.get<uint64_t>() <= 2147483647u);
+  const bool in_range =
+      whole && value.get<int64_t>() >= minimum && value.get<int64_t>() <= 2147483647;
+  if (!in_range) {
+    return FieldError(src, path,
+                      "expected a whole number from " + std::to_string(minimum) +
+                          " to 2147483647, got " + model::JsonTypeName(value) +
+                          (value.is_number() ? " " + value.dump() : ""));
+  }
+  return std::optional<int64_t>(value.get<int64_t>());
+}
+
 // Names must be unique ignoring case and the difference between '-' and '_' (as OSMO checks).
 std::string NameKey(std::string_view name) {
   std::string key = ToLower(name);
@@ -604,10 +621,11 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
   }
   const json& wf = (*top)["workflow"];
   ASSIGN_OR_RETURN(auto* wf_obj, RequireObject(wf, "workflow", src));
-  RETURN_IF_ERROR(CheckFields(*wf_obj, "workflow",
-                              {"name", "resources", "tasks", "groups", "timeout", "priority",
-                               "node_pools", "queue", "labels", "pool", "backend"},
-                              src));
+  RETURN_IF_ERROR(
+      CheckFields(*wf_obj, "workflow",
+                  {"name", "resources", "tasks", "groups", "timeout", "priority", "node_pools",
+                   "queue", "labels", "pool", "backend", "parallelism", "backoff_limit"},
+                  src));
   WorkflowSpec spec;
   if (!wf_obj->contains("name")) {
     return FieldError(src, "workflow", "missing required field name");
@@ -721,6 +739,14 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
     ASSIGN_OR_RETURN(spec.queue, GetString((*wf_obj)["queue"], "workflow.queue", src));
     RETURN_IF_ERROR(CheckName(spec.queue, "workflow.queue", src));
     spec.queue_origin = Prefix(src, "workflow.queue") + "workflow.queue";
+  }
+  if (wf_obj->contains("parallelism")) {
+    ASSIGN_OR_RETURN(spec.parallelism,
+                     GetCount((*wf_obj)["parallelism"], "workflow.parallelism", 1, src));
+  }
+  if (wf_obj->contains("backoff_limit")) {
+    ASSIGN_OR_RETURN(spec.backoff_limit,
+                     GetCount((*wf_obj)["backoff_limit"], "workflow.backoff_limit", 0, src));
   }
   if (wf_obj->contains("labels")) {
     const json& labels = (*wf_obj)["labels"];

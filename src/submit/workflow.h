@@ -7,6 +7,8 @@
 //     priority: NORMAL                       # HIGH | NORMAL | LOW
 //     node_pools: [a100-80, default]         # optional; preference order (or "a100-80,default")
 //     queue: rnd-training                    # optional; a project (QUEUE config) the roles allow
+//     parallelism: 4                         # optional; at most 4 tasks pending or running at once
+//     backoff_limit: 6                       # optional; failed attempts retried, up to 6 in all
 //     resources:
 //       default: {cpu: 4, memory: 32Gi, storage: 50Gi, platform: l40s_platform}
 //     tasks:                                 # or groups: [{name, tasks: [...]}]
@@ -61,6 +63,11 @@ struct TaskSpec {
   std::optional<int64_t> sim_duration_seconds;
   int sim_exit_code = 0;
   bool lead = false;
+  // Pod fields of a batch/v1 Job's template (submit/job_workflow.h) that the workflow YAML has no
+  // spelling for: {spec: {nodeSelector, tolerations, affinity, terminationGracePeriodSeconds},
+  // container: {lifecycle}}. They are part of the base pod, so the pool's templates merge over
+  // them as over the task's other fields. Null for tasks of a workflow file.
+  nlohmann::ordered_json pod_fields;
 };
 
 struct GroupSpec {
@@ -84,6 +91,14 @@ struct WorkflowSpec {
   // Where `queue` came from, as its errors start: "wf.yaml:4:10: workflow.queue" (the file's
   // field) or "--queue" (the command line, which wins over the file).
   std::string queue_origin = "workflow.queue";
+  // At most this many of the workflow's tasks are PENDING, SCHEDULED or RUNNING at once; the
+  // others wait (WAITING) and join in workflow order as tasks end (a Job's parallelism, Argo's
+  // spec.parallelism). nullopt: all at once.
+  std::optional<int64_t> parallelism;
+  // Failed attempts (exit action FAIL) are retried as new attempts until more than this many
+  // attempts of the workflow have failed; then the workflow fails (a Job's backoffLimit).
+  // nullopt: a failed task fails the workflow (OSMO).
+  std::optional<int64_t> backoff_limit;
   nlohmann::ordered_json labels = nlohmann::ordered_json::object();
   // The `workflow:` object after substitution, as parsed (kept for storage and display).
   nlohmann::ordered_json document;

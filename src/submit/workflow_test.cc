@@ -47,6 +47,24 @@ TEST(ParseWorkflowTest, SetOverridesDefaultValues) {
   EXPECT_EQ(wf->name, "sim-42");
 }
 
+// parallelism and backoff_limit (a Job's, also a workflow file's): kept in the spec and in the
+// stored document the scheduling loop reads them from.
+TEST(ParseWorkflowTest, ParallelismAndBackoffLimit) {
+  auto wf = ParseWorkflow(
+      "workflow:\n  name: sweep\n  parallelism: 2\n  backoff_limit: 0\n  tasks:\n"
+      "  - {name: a, image: i}\n  - {name: b, image: i}\n  - {name: c, image: i}\n",
+      "f.yaml");
+  ASSERT_TRUE(wf.ok()) << wf.status().ToString();
+  EXPECT_EQ(wf->parallelism, 2);
+  EXPECT_EQ(wf->backoff_limit, 0);
+  EXPECT_EQ(wf->document["parallelism"], 2);
+  EXPECT_EQ(wf->document["backoff_limit"], 0);
+  auto plain = ParseWorkflow("workflow:\n  name: a\n  tasks: [{name: t, image: i}]\n", "f.yaml");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->parallelism.has_value());
+  EXPECT_FALSE(plain->backoff_limit.has_value());
+}
+
 TEST(ParseWorkflowTest, GroupsKeepTheirNames) {
   auto wf = ParseWorkflow(R"(workflow:
   name: gang
@@ -130,6 +148,19 @@ TEST(ParseWorkflowTest, Errors) {
       {"bad exit action",
        "workflow:\n  name: a\n  tasks: [{name: t, image: i, exitActions: {RETRY: '1'}}]\n",
        {"exitActions.RETRY", "COMPLETE, FAIL or RESCHEDULE"}},
+      {"parallelism 0",
+       "workflow:\n  name: a\n  parallelism: 0\n  tasks: [{name: t, image: i}]\n",
+       {"f.yaml:3:3: workflow.parallelism: expected a whole number from 1 to 2147483647, got "
+        "number 0"}},
+      {"parallelism text",
+       "workflow:\n  name: a\n  parallelism: two\n  tasks: [{name: t, image: i}]\n",
+       {"workflow.parallelism: expected a whole number from 1", "got string"}},
+      {"negative backoff limit",
+       "workflow:\n  name: a\n  backoff_limit: -1\n  tasks: [{name: t, image: i}]\n",
+       {"workflow.backoff_limit: expected a whole number from 0 to 2147483647, got number -1"}},
+      {"backoff limit beyond int32",
+       "workflow:\n  name: a\n  backoff_limit: 2147483648\n  tasks: [{name: t, image: i}]\n",
+       {"workflow.backoff_limit: expected a whole number from 0"}},
       // Found by the workflow fuzz target: text that is not YAML, whose `default-values:` line
       // (no space after the colon) reads as a string; it threw instead of being refused.
       {"default-values: line that is a string", "{\n\na\ndefault-values:3e\n", {"f.yaml:"}},

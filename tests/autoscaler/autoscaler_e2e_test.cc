@@ -70,7 +70,7 @@ TEST(AutoscaleCommandTest, SpotInterruptionAsTable) {
 
 TEST(AutoscaleCommandTest, SeedObjectsJobsBudgetAndPreStop) {
   // Seed 004's own objects as written, with its pools.
-  Outcome o = RunGpupool("schedule -f pools.yaml -f seed-objects.yaml -o json");
+  Outcome o = RunGpupool("schedule -f pools.yaml -f seed-objects.yaml -f seed-pod.yaml -o json");
   ASSERT_EQ(o.code, 0) << o.out;
   Json out = ParsedJson(o);
   std::map<std::string, std::string> placed;

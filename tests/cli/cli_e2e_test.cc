@@ -958,9 +958,9 @@ TEST_F(CliTest, ApplyPodDisruptionBudgets) {
       {"wrong apiVersion",
        "apiVersion: gpupool.io/v1\nkind: PodDisruptionBudget\nmetadata: {name: bad}\nspec: {}\n",
        {"bad.yaml:1:", "apiVersion: expected \"policy/v1\""}},
-      {"a Job",
+      {"a Job without a template",
        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec: {}\n",
-       {"bad.yaml:2:", "apply does not run batch/v1 Jobs"}},
+       {"bad.yaml:4:", "Job j: spec.template: required"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);

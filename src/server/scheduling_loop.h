@@ -60,6 +60,7 @@
 #include "server/evictions.h"
 #include "server/handed_in_pods.h"
 #include "server/metrics.h"
+#include "server/task_lifecycle.h"
 #include "service/views.h"
 #include "store/store.h"
 
@@ -116,19 +117,34 @@ class SchedulingLoop {
   bool IsLeader() const { return leader_.load(); }
 
  private:
-  Status LeaderStep(int64_t now_ms, StepStats& stats);
+  struct StepState;  // server/loop_step.h
+
+  Status LeaderStep(int64_t now, StepStats& stats);
+  // The leader's step, in order (task_steps.cc, then cycle_steps.cc).
+  Status LoadState(StepState& step);
+  void AdoptRunningTasks(const StepState& step);
+  void CollectExits(StepState& step);
+  void AdvanceTasks(StepState& step, StepStats& stats);
+  void AdvanceRunningTask(StepState& step, size_t w, store::TaskRecord& task,
+                          std::vector<store::TaskRecord>& added, StepStats& stats);
+  void ApplyExit(const StepState& step, size_t w, store::TaskRecord& task,
+                 const backend::TaskExit& exit, std::vector<store::TaskRecord>& added);
+  void LaunchScheduledTask(StepState& step, size_t w, store::TaskRecord& task, StepStats& stats);
+  void EnforceQueueTimeout(StepState& step, size_t w, store::TaskRecord& task, StepStats& stats);
+  void SettleWorkflows(StepState& step);
+  Status BuildClusterSnapshot(StepState& step);
+  void AddTaskPods(StepState& step);
+  void RunCycle(StepState& step, StepStats& stats);
+  void ApplySpotDrain(StepState& step, StepStats& stats);
+  void ApplyEvictions(StepState& step, StepStats& stats);
+  Status WriteBack(StepState& step, StepStats& stats);
+  std::vector<service::MachinePoolEvent> ReconcileMachinePools(const StepState& step,
+                                                               StepStats& stats);
+  void SyncBackend(const StepState& step);
+  void ExportGauges(const StepState& step, StepStats& stats);
   void PublishStep(int64_t now, std::vector<store::WorkflowRecord> workflows,
                    const scheduler::ClusterSnapshot& snapshot, scheduler::CycleResult cycle,
                    std::vector<service::MachinePoolEvent> events);
-  void ApplyEvictions(int64_t now, const scheduler::CycleResult& cycle,
-                      const TaskPodIndex& pod_index, std::vector<store::WorkflowRecord>& workflows,
-                      std::vector<bool>& changed, std::set<std::string>& running_keys,
-                      StepStats& stats);
-  void ApplySpotDrain(int64_t now,
-                      const std::unordered_map<std::string, std::pair<size_t, size_t>>& pod_index,
-                      std::vector<store::WorkflowRecord>& workflows, std::vector<bool>& changed,
-                      std::set<std::string>& running_keys, scheduler::ClusterSnapshot& snapshot,
-                      StepStats& stats);
   void ClearLeaderGauges();
   void ReportNodePoolConflicts(const scheduler::ClusterSnapshot& snapshot);
 
@@ -159,8 +175,5 @@ class SchedulingLoop {
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
-
-// "<workflow>/<group>/<task>/<retry>": the backend key of one task attempt.
-std::string TaskKey(const std::string& workflow_id, const store::TaskRecord& task);
 
 }  // namespace gpupool::server

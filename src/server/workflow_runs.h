@@ -17,11 +17,10 @@
 #include <string>
 
 #include "server/metrics.h"
+#include "server/task_lifecycle.h"
 #include "store/store.h"
 
 namespace gpupool::server {
-
-inline constexpr char kWaiting[] = "WAITING";
 
 struct RunLimits {
   std::optional<int64_t> parallelism;

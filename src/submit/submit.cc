@@ -1,7 +1,6 @@
 #include "submit/submit.h"
-// Over ~800 lines, knowingly for now: Submit (~340 lines) runs the pipeline's numbered steps
-// (submit.h) over shared per-platform state; it is to become a Submission class with one
-// method per step (issue 16), which is the split this file waits for.
+// The pipeline as a Submission: one method per step of submit.h over the state they share.
+// The pod's base and its skeleton are in pod_skeleton.h.
 
 #include <algorithm>
 #include <cctype>
@@ -16,23 +15,12 @@
 #include "config/rules.h"
 #include "config/variables.h"
 #include "model/duration.h"
+#include "submit/pod_skeleton.h"
 
 namespace gpupool::submit {
 namespace {
 
 using json = nlohmann::ordered_json;
-
-// Stand-ins for the per-task values while a pod skeleton is built once per (platform,
-// resource, task shape); replaced in every string of the copy made for each task.
-constexpr std::string_view kTaskSentinel = "\x01T\x01";
-constexpr std::string_view kGroupSentinel = "\x01G\x01";
-constexpr std::string_view kContainerSentinel = "\x01C\x01";
-constexpr std::string_view kImageSentinel = "\x01I\x01";
-
-struct Skeleton {
-  nlohmann::ordered_json pod;
-  model::ResourceList requests;
-};
 
 // What the pipeline needs of one platform, computed once per submission.
 struct PlatformContext {
@@ -282,63 +270,6 @@ Result<model::ResourceList> RequestsFromVariables(const config::VariableMap& var
   return out;
 }
 
-// The pod before templates. With `skeleton`, per-task values are left out: the image is a
-// sentinel and the task's lists are empty (present when the task has them, so keys keep their
-// place); InstantiateSkeleton puts them back.
-json BasePod(const TaskSpec& task, const std::string& pod_name, const std::string& container,
-             const model::ResourceList& requests, bool skeleton = false) {
-  json c = json::object();
-  c["name"] = container;
-  c["image"] = skeleton ? std::string(kImageSentinel) : task.image;
-  if (!task.command.empty()) c["command"] = skeleton ? json::array() : json(task.command);
-  if (!task.args.empty()) c["args"] = skeleton ? json::array() : json(task.args);
-  if (!task.env.empty()) c["env"] = skeleton ? json::array() : task.env;
-  json resources = model::ResourceListToJson(requests);
-  c["resources"] = json{{"requests", resources}, {"limits", resources}};
-  json volumes = json::array();
-  if (!task.volume_mounts.empty() && skeleton) {
-    c["volumeMounts"] = json::array();
-    for (const json& m : task.volume_mounts) {
-      if (m.contains("hostPath")) volumes = json::array({json::object()});
-    }
-  } else if (!task.volume_mounts.empty()) {
-    json mounts = json::array();
-    for (const json& m : task.volume_mounts) {
-      json mount = m;
-      if (mount.contains("hostPath")) {
-        std::string name = mount.value("name", std::string("mount"));
-        volumes.push_back(json{{"name", name}, {"hostPath", json{{"path", mount["hostPath"]}}}});
-        mount.erase("hostPath");
-      }
-      mounts.push_back(std::move(mount));
-    }
-    c["volumeMounts"] = std::move(mounts);
-  }
-  if (task.privileged) c["securityContext"] = json{{"privileged", true}};
-  // A Job's pod fields (the same for every task of it, so a skeleton keeps them as they are).
-  const json no_fields = json::object();
-  const json& pod_fields = task.pod_fields.is_object() ? task.pod_fields : no_fields;
-  if (auto it = pod_fields.find("container"); it != pod_fields.end()) {
-    for (const auto& [key, value] : it->items()) c[key] = value;
-  }
-
-  json spec = json::object();
-  spec["restartPolicy"] = "Never";
-  if (task.host_network) spec["hostNetwork"] = true;
-  spec["containers"] = json::array({std::move(c)});
-  if (!volumes.empty()) spec["volumes"] = skeleton ? json::array() : std::move(volumes);
-  if (auto it = pod_fields.find("spec"); it != pod_fields.end()) {
-    for (const auto& [key, value] : it->items()) spec[key] = value;
-  }
-
-  json pod = json::object();
-  pod["apiVersion"] = "v1";
-  pod["kind"] = "Pod";
-  pod["metadata"] = json{{"name", pod_name}};
-  pod["spec"] = std::move(spec);
-  return pod;
-}
-
 // The merged template failed to render: find the template (and field) that uses the variable.
 Status ExplainRenderError(const Status& merged_error, const PlatformContext& ctx,
                           const config::ConfigSet& configs, const config::VariableMap& vars) {
@@ -349,98 +280,6 @@ Status ExplainRenderError(const Status& merged_error, const PlatformContext& ctx
     if (!r.ok()) return InvalidArgumentError("undefined variable: " + r.status().message());
   }
   return InvalidArgumentError("undefined variable: " + merged_error.message());
-}
-
-void ReplaceAll(std::string& s, std::string_view from, std::string_view to) {
-  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) {
-    s.replace(pos, from.size(), to);
-  }
-}
-
-void ReplaceSentinels(json& j, const TaskSpec& task, std::string_view group,
-                      std::string_view container) {
-  if (j.is_string()) {
-    std::string& s = j.get_ref<std::string&>();
-    if (s.find('\x01') == std::string::npos) return;
-    ReplaceAll(s, kTaskSentinel, task.name);
-    ReplaceAll(s, kGroupSentinel, group);
-    ReplaceAll(s, kContainerSentinel, container);
-    ReplaceAll(s, kImageSentinel, task.image);
-  } else if (j.is_structured()) {
-    for (auto it = j.begin(); it != j.end(); ++it) {
-      ReplaceSentinels(it.value(), task, group, container);
-    }
-  }
-}
-
-// dst's list merged with src's as the template merge does (dst first).
-json MergedList(const json& task_list, const json& template_list) {
-  json a = json::object();
-  a["x"] = task_list;
-  json b = json::object();
-  b["x"] = template_list;
-  config::MergeInto(a, b);
-  return std::move(a["x"]);
-}
-
-// Which optional fields a task has: tasks of one shape share a skeleton.
-std::string TaskShape(const TaskSpec& t) {
-  std::string shape(6, '0');
-  if (!t.command.empty()) shape[0] = '1';
-  if (!t.args.empty()) shape[1] = '1';
-  if (!t.env.empty()) shape[2] = '1';
-  if (!t.volume_mounts.empty()) shape[3] = '1';
-  if (t.privileged) shape[4] = '1';
-  if (t.host_network) shape[5] = '1';
-  for (const json& m : t.volume_mounts) {
-    if (m.contains("hostPath")) shape += 'h';
-  }
-  return shape;
-}
-
-// The pod of one task from its skeleton: sentinels replaced, the task's lists merged under the
-// template's as the full merge would. False when the fast path cannot be exact (the template
-// names a container like the task's), and the caller takes the full path.
-bool InstantiateSkeleton(const Skeleton& skeleton, const TaskSpec& task, std::string_view group,
-                         const std::string& container, json* out) {
-  json pod = skeleton.pod;
-  ReplaceSentinels(pod, task, group, container);
-  json& containers = pod["spec"]["containers"];
-  json* user = nullptr;
-  for (json& c : containers) {
-    if (c.contains("name") && c["name"] == container) {
-      if (user != nullptr) return false;
-      user = &c;
-    }
-  }
-  if (user == nullptr) return false;
-  auto put = [user](const char* field, const json& value) {
-    (*user)[field] = user->contains(field) ? MergedList(value, (*user)[field]) : value;
-  };
-  if (!task.command.empty()) put("command", json(task.command));
-  if (!task.args.empty()) put("args", json(task.args));
-  if (!task.env.empty()) put("env", task.env);
-  if (!task.volume_mounts.empty()) {
-    json mounts = json::array();
-    json volumes = json::array();
-    for (const json& m : task.volume_mounts) {
-      json mount = m;
-      if (mount.contains("hostPath")) {
-        std::string name = mount.value("name", std::string("mount"));
-        volumes.push_back(json{{"name", name}, {"hostPath", json{{"path", mount["hostPath"]}}}});
-        mount.erase("hostPath");
-      }
-      mounts.push_back(std::move(mount));
-    }
-    put("volumeMounts", mounts);
-    if (!volumes.empty()) {
-      json& spec = pod["spec"];
-      spec["volumes"] =
-          spec.contains("volumes") ? MergedList(volumes, spec["volumes"]) : std::move(volumes);
-    }
-  }
-  *out = std::move(pod);
-  return true;
 }
 
 }  // namespace
@@ -470,350 +309,424 @@ Result<PlatformSetupPtr> BuildPlatformSetup(const config::Pool& pool, std::strin
   return PlatformSetupPtr(std::move(setup));
 }
 
-Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<model::Node>& nodes,
-                          const SubmitCaller& caller, std::string_view pool_name,
-                          const WorkflowSpec& workflow, const SubmitOptions& options) {
-  const std::string pool_str(pool_name);
-  // 1. Access, then maintenance.
-  Status access =
-      config::CheckAccess(caller.roles, "POST", "/api/pool/" + pool_str + "/workflow", configs);
-  if (!access.ok()) {
-    std::string msg = "access denied: user \"" + caller.user + "\" with roles " +
-                      JoinRoles(caller.roles) + " may not submit to pool \"" + pool_str +
-                      "\": " + access.message();
-    return access.code() == StatusCode::kInvalidArgument ? InvalidArgumentError(msg)
-                                                         : PermissionDeniedError(msg);
-  }
-  const config::Pool* pool = configs.FindPool(pool_name);
-  if (pool == nullptr) {
-    std::vector<std::string> names;
-    for (const auto& [n, p] : configs.pools) names.push_back(n);
-    return NotFoundError("pool \"" + pool_str + "\" does not exist" + DidYouMean(pool_str, names));
-  }
-  bool is_admin = std::find(caller.roles.begin(), caller.roles.end(),
-                            std::string(config::kAdminRole)) != caller.roles.end();
-  if (pool->enable_maintenance && !is_admin) {
-    return FailedPreconditionError(
-        "pool in maintenance: Pool " + pool_str +
-        " is undergoing maintenance. Users will have to wait until maintenance is completed "
-        "before submission.");
+namespace {
+
+// One run of the pipeline (the numbered steps of submit.h) over the state its steps share: the
+// pool, the plan, the per-platform contexts and the node pools.
+class Submission {
+ public:
+  Submission(const config::ConfigSet& configs, const std::vector<model::Node>& nodes,
+             const SubmitCaller& caller, std::string_view pool, const WorkflowSpec& workflow,
+             const SubmitOptions& options)
+      : configs_(configs),
+        nodes_(nodes),
+        caller_(caller),
+        pool_name_(pool),
+        workflow_(workflow),
+        options_(options) {}
+
+  Result<SubmitPlan> Run() {
+    RETURN_IF_ERROR(CheckAccessAndPool());
+    RETURN_IF_ERROR(PlanQueueAndTimeouts());
+    RETURN_IF_ERROR(CheckNodePoolChoice());
+    plan_.tasks.reserve(workflow_.TaskCount());
+    for (const GroupSpec& group : workflow_.groups) {
+      for (const TaskSpec& task : group.tasks) RETURN_IF_ERROR(PlanTask(group, task));
+    }
+    WarnAboveGuarantee();
+    return std::move(plan_);
   }
 
-  ASSIGN_OR_RETURN(std::string queue,
-                   ChosenQueue(configs, caller, pool_str, workflow, options.queues));
-
-  // 2. Timeouts against the pool's maximum.
-  RETURN_IF_ERROR(CheckTimeout("exec_timeout", workflow.exec_timeout_seconds,
-                               pool->max_exec_timeout, "max_exec_timeout", pool_name));
-  RETURN_IF_ERROR(CheckTimeout("queue_timeout", workflow.queue_timeout_seconds,
-                               pool->max_queue_timeout, "max_queue_timeout", pool_name));
-
-  SubmitPlan plan;
-  plan.workflow_id = options.workflow_id.empty() ? workflow.name : options.workflow_id;
-  plan.name = workflow.name;
-  plan.pool = pool_str;
-  plan.user = caller.user;
-  plan.queue = queue;
-  plan.priority = workflow.priority;
-  plan.exec_timeout_seconds =
-      workflow.exec_timeout_seconds.value_or(config::EffectiveSeconds(pool->default_exec_timeout));
-  plan.queue_timeout_seconds = workflow.queue_timeout_seconds.value_or(
-      config::EffectiveSeconds(pool->default_queue_timeout));
-  if (!pool->max_exec_timeout.empty() && pool->max_exec_timeout.seconds &&
-      plan.exec_timeout_seconds > *pool->max_exec_timeout.seconds) {
-    plan.exec_timeout_seconds = *pool->max_exec_timeout.seconds;
+ private:
+  // 1. Access, then the pool and its maintenance.
+  Status CheckAccessAndPool() {
+    Status access = config::CheckAccess(caller_.roles, "POST",
+                                        "/api/pool/" + pool_name_ + "/workflow", configs_);
+    if (!access.ok()) {
+      std::string msg = "access denied: user \"" + caller_.user + "\" with roles " +
+                        JoinRoles(caller_.roles) + " may not submit to pool \"" + pool_name_ +
+                        "\": " + access.message();
+      return access.code() == StatusCode::kInvalidArgument ? InvalidArgumentError(msg)
+                                                           : PermissionDeniedError(msg);
+    }
+    pool_ = configs_.FindPool(pool_name_);
+    if (pool_ == nullptr) {
+      std::vector<std::string> names;
+      for (const auto& [n, p] : configs_.pools) names.push_back(n);
+      return NotFoundError("pool \"" + pool_name_ + "\" does not exist" +
+                           DidYouMean(pool_name_, names));
+    }
+    const bool is_admin = std::find(caller_.roles.begin(), caller_.roles.end(),
+                                    std::string(config::kAdminRole)) != caller_.roles.end();
+    if (pool_->enable_maintenance && !is_admin) {
+      return FailedPreconditionError(
+          "pool in maintenance: Pool " + pool_name_ +
+          " is undergoing maintenance. Users will have to wait until maintenance is completed "
+          "before submission.");
+    }
+    return OkStatus();
   }
-  if (!pool->max_queue_timeout.empty() && pool->max_queue_timeout.seconds &&
-      plan.queue_timeout_seconds > *pool->max_queue_timeout.seconds) {
-    plan.queue_timeout_seconds = *pool->max_queue_timeout.seconds;
+
+  // 1. The queue; 2. the timeouts against the pool's maximum, and the effective ones.
+  Status PlanQueueAndTimeouts() {
+    ASSIGN_OR_RETURN(std::string queue,
+                     ChosenQueue(configs_, caller_, pool_name_, workflow_, options_.queues));
+    RETURN_IF_ERROR(CheckTimeout("exec_timeout", workflow_.exec_timeout_seconds,
+                                 pool_->max_exec_timeout, "max_exec_timeout", pool_name_));
+    RETURN_IF_ERROR(CheckTimeout("queue_timeout", workflow_.queue_timeout_seconds,
+                                 pool_->max_queue_timeout, "max_queue_timeout", pool_name_));
+    plan_.workflow_id = options_.workflow_id.empty() ? workflow_.name : options_.workflow_id;
+    plan_.name = workflow_.name;
+    plan_.pool = pool_name_;
+    plan_.user = caller_.user;
+    plan_.queue = queue;
+    plan_.priority = workflow_.priority;
+    plan_.exec_timeout_seconds = workflow_.exec_timeout_seconds.value_or(
+        config::EffectiveSeconds(pool_->default_exec_timeout));
+    plan_.queue_timeout_seconds = workflow_.queue_timeout_seconds.value_or(
+        config::EffectiveSeconds(pool_->default_queue_timeout));
+    if (!pool_->max_exec_timeout.empty() && pool_->max_exec_timeout.seconds &&
+        plan_.exec_timeout_seconds > *pool_->max_exec_timeout.seconds) {
+      plan_.exec_timeout_seconds = *pool_->max_exec_timeout.seconds;
+    }
+    if (!pool_->max_queue_timeout.empty() && pool_->max_queue_timeout.seconds &&
+        plan_.queue_timeout_seconds > *pool_->max_queue_timeout.seconds) {
+      plan_.queue_timeout_seconds = *pool_->max_queue_timeout.seconds;
+    }
+    labels_.workflow = LabelValue(plan_.workflow_id);
+    labels_.pool = LabelValue(pool_name_);
+    labels_.queue = LabelValue(queue);
+    labels_.user = LabelValue(caller_.user);
+    return OkStatus();
   }
 
-  std::map<std::string, PlatformContext> platforms;
-  auto platform_for = [&](const ResourceSpec* resource,
-                          std::string_view resource_name) -> Result<PlatformContext*> {
+  // Seed 003's node-pool switch (BACKEND default's enable_node_pools): off, every node is in the
+  // default node pool, so a choice of node pools cannot be honoured and pods carry none.
+  Status CheckNodePoolChoice() {
+    const config::Backend* cluster = configs_.FindBackend(config::kDefaultBackend);
+    const bool node_pools_on = cluster == nullptr || cluster->enable_node_pools;
+    if (node_pools_on) node_pool_configs_ = &options_.node_pools;
+    if (workflow_.node_pools.empty()) return OkStatus();
+    if (!node_pools_on) {
+      return InvalidArgumentError(
+          "workflow.node_pools: node pools are off in this cluster (BACKEND default: "
+          "enable_node_pools false), every node is in the default node pool; submit without "
+          "--node-pools or the workflow's node_pools");
+    }
+    ASSIGN_OR_RETURN(
+        chosen_node_pools_,
+        CheckedNodePools(workflow_.node_pools, "workflow.node_pools", *node_pool_configs_));
+    return OkStatus();
+  }
+
+  // 2. The platform of a task's resource (else the pool's default_platform; a pool without
+  // platforms routes every task to its implicit platform "", kinds.h), set up once.
+  Result<PlatformContext*> PlatformFor(const ResourceSpec* resource,
+                                       std::string_view resource_name) {
     std::string name = resource != nullptr && !resource->platform.empty()
                            ? resource->platform
-                           : pool->default_platform.value_or("");
-    // A pool without platforms routes every task to its implicit platform "" (kinds.h).
-    if (name.empty() && !pool->platforms.empty()) {
-      return InvalidArgumentError(
-          "unknown platform: resource \"" + std::string(resource_name) +
-          "\" names no platform and pool \"" + pool_str +
-          "\" has no default_platform; the pool's platforms: " +
-          (pool->platforms.empty() ? std::string("none") : Join(pool->PlatformNames(), ", ")));
+                           : pool_->default_platform.value_or("");
+    const std::string listed =
+        pool_->platforms.empty() ? std::string("none") : Join(pool_->PlatformNames(), ", ");
+    if (name.empty() && !pool_->platforms.empty()) {
+      return InvalidArgumentError("unknown platform: resource \"" + std::string(resource_name) +
+                                  "\" names no platform and pool \"" + pool_name_ +
+                                  "\" has no default_platform; the pool's platforms: " + listed);
     }
-    auto it = platforms.find(name);
-    if (it != platforms.end()) return &it->second;
-    const config::Platform* platform = pool->FindPlatform(name);
+    auto it = platforms_.find(name);
+    if (it != platforms_.end()) return &it->second;
+    const config::Platform* platform = pool_->FindPlatform(name);
     if (platform == nullptr) {
-      return InvalidArgumentError(
-          "unknown platform: resource \"" + std::string(resource_name) + "\" names platform \"" +
-          name + "\", which is not in pool \"" + pool_str + "\"" +
-          DidYouMean(name, pool->PlatformNames()) + "; the pool's platforms: " +
-          (pool->platforms.empty() ? std::string("none") : Join(pool->PlatformNames(), ", ")));
+      return InvalidArgumentError("unknown platform: resource \"" + std::string(resource_name) +
+                                  "\" names platform \"" + name + "\", which is not in pool \"" +
+                                  pool_name_ + "\"" + DidYouMean(name, pool_->PlatformNames()) +
+                                  "; the pool's platforms: " + listed);
     }
     PlatformContext ctx;
     ctx.platform = platform;
     ctx.name = name;
     ctx.label = LabelValue(name);
-    ctx.template_names = pool->common_pod_template;
+    ctx.template_names = pool_->common_pod_template;
     ctx.template_names.insert(ctx.template_names.end(), platform->override_pod_template.begin(),
                               platform->override_pod_template.end());
-    ASSIGN_OR_RETURN(ctx.setup, options.platform_setup ? options.platform_setup(*pool, name)
-                                                       : BuildPlatformSetup(*pool, name, configs));
+    ASSIGN_OR_RETURN(ctx.setup, options_.platform_setup
+                                    ? options_.platform_setup(*pool_, name)
+                                    : BuildPlatformSetup(*pool_, name, configs_));
     for (const auto& r : ctx.setup->rules) {
       if (config::IsNodeRule(r.rule)) ctx.has_node_rules = true;
       if (MentionsTaskBuiltins(r.rule)) ctx.cacheable = false;
     }
-    return &platforms.emplace(name, std::move(ctx)).first->second;
-  };
+    return &platforms_.emplace(name, std::move(ctx)).first->second;
+  }
 
-  // Seed 003's node-pool switch (BACKEND default's enable_node_pools): off, every node is in the
-  // default node pool, so a choice of node pools cannot be honoured and pods carry none.
-  const config::Backend* cluster = configs.FindBackend(config::kDefaultBackend);
-  const bool node_pools_on = cluster == nullptr || cluster->enable_node_pools;
-  static const std::vector<model::NodePool> kNoNodePools;
-  const std::vector<model::NodePool>& node_pool_configs =
-      node_pools_on ? options.node_pools : kNoNodePools;
-  std::string chosen_node_pools;
-  if (!workflow.node_pools.empty() && !node_pools_on) {
-    return InvalidArgumentError(
-        "workflow.node_pools: node pools are off in this cluster (BACKEND default: "
-        "enable_node_pools false), every node is in the default node pool; submit without "
-        "--node-pools or the workflow's node_pools");
+  // The nodes of a platform, from its merged template (the caller's cache when it has one).
+  Result<SubmitOptions::NodeList> PlatformNodes(const PlatformContext& ctx) {
+    if (options_.platform_nodes) {
+      return options_.platform_nodes(pool_name_, ctx.name, ctx.setup->merged_template);
+    }
+    ASSIGN_OR_RETURN(auto matched,
+                     config::PlatformNodesOf(ctx.setup->merged_template, nodes_, pool_->backend));
+    return std::make_shared<const std::vector<const model::Node*>>(std::move(matched));
   }
-  if (!workflow.node_pools.empty()) {
-    ASSIGN_OR_RETURN(chosen_node_pools, CheckedNodePools(workflow.node_pools, "workflow.node_pools",
-                                                         node_pool_configs));
-  }
-  // Without a choice: the platform's default_node_pools, else the pool's, else the node pools of
-  // the platform's nodes (matched once per platform).
-  auto node_pools_for = [&](PlatformContext& ctx) -> Result<std::string> {
-    if (!chosen_node_pools.empty() || node_pool_configs.empty()) return chosen_node_pools;
+
+  // The pods' gpupool.io/node-pool: the workflow's choice; without one, the platform's
+  // default_node_pools, else the pool's, else the node pools of the platform's nodes (matched
+  // once per platform).
+  Result<std::string> NodePoolsFor(PlatformContext& ctx) {
+    if (!chosen_node_pools_.empty() || node_pool_configs_->empty()) return chosen_node_pools_;
     if (!ctx.node_pools.has_value() && !ctx.platform->default_node_pools.empty()) {
       ASSIGN_OR_RETURN(ctx.node_pools, CheckedNodePools(ctx.platform->default_node_pools,
-                                                        "pool \"" + pool_str + "\": platforms." +
+                                                        "pool \"" + pool_name_ + "\": platforms." +
                                                             ctx.name + ".default_node_pools",
-                                                        node_pool_configs));
+                                                        *node_pool_configs_));
     }
-    if (!ctx.node_pools.has_value() && !pool->default_node_pools.empty()) {
+    if (!ctx.node_pools.has_value() && !pool_->default_node_pools.empty()) {
       ASSIGN_OR_RETURN(
           ctx.node_pools,
-          CheckedNodePools(pool->default_node_pools,
-                           "pool \"" + pool_str + "\": default_node_pools", node_pool_configs));
+          CheckedNodePools(pool_->default_node_pools,
+                           "pool \"" + pool_name_ + "\": default_node_pools", *node_pool_configs_));
     }
     if (!ctx.node_pools.has_value()) {
-      SubmitOptions::NodeList list;
-      if (options.platform_nodes) {
-        ASSIGN_OR_RETURN(list,
-                         options.platform_nodes(pool_str, ctx.name, ctx.setup->merged_template));
-      } else {
-        ASSIGN_OR_RETURN(auto matched,
-                         config::PlatformNodesOf(ctx.setup->merged_template, nodes, pool->backend));
-        list = std::make_shared<const std::vector<const model::Node*>>(std::move(matched));
-      }
-      ctx.node_pools = NodePoolsOfNodes(*list, node_pool_configs);
+      ASSIGN_OR_RETURN(SubmitOptions::NodeList list, PlatformNodes(ctx));
+      ctx.node_pools = NodePoolsOfNodes(*list, *node_pool_configs_);
     }
     return *ctx.node_pools;
-  };
-
-  plan.tasks.reserve(workflow.TaskCount());
-  const std::string priority_class(PriorityClassName(workflow.priority));
-  const std::string priority_name = ToLower(PriorityName(workflow.priority));
-  const std::string workflow_label = LabelValue(plan.workflow_id);
-  const std::string pool_label = LabelValue(pool_str);
-  const std::string queue_label = LabelValue(queue);
-  const std::string user_label = LabelValue(caller.user);
-  for (const GroupSpec& group : workflow.groups) {
-    const std::string gang = LabelValue(plan.workflow_id + "-" + group.name);
-    const std::string gang_min = std::to_string(group.tasks.size());
-    const std::string group_label = LabelValue(group.name);
-    for (const TaskSpec& task : group.tasks) {
-      const ResourceSpec* resource = workflow.FindResource(task.resource);
-      ASSIGN_OR_RETURN(PlatformContext * ctx, platform_for(resource, task.resource));
-      RETURN_IF_ERROR(CheckPlatformPolicy(task, *ctx->platform, pool_name));
-      const std::string container = K8sName(task.name, 63);
-      PlannedTask planned;
-      planned.group = group.name;
-      planned.task = task.name;
-      planned.platform = ctx->name;
-      planned.pod_name = PodName(plan.workflow_id, task.name);
-      planned.sim_duration_seconds = task.sim_duration_seconds.value_or(0);
-      planned.sim_exit_code = task.sim_exit_code;
-
-      // Fast path: a task whose (resource, shape) was seen before reuses the skeleton built
-      // from it (variables resolved, validated, templates rendered and merged once).
-      std::string skeleton_key;
-      bool built = false;
-      json pod;
-      if (options.reuse_per_resource && ctx->cacheable) {
-        skeleton_key = task.resource + '\0' + TaskShape(task);
-        if (!task.pod_fields.is_null()) skeleton_key += '\0' + task.pod_fields.dump();
-        auto it = ctx->skeletons.find(skeleton_key);
-        if (it != ctx->skeletons.end() && it->second.has_value() &&
-            InstantiateSkeleton(*it->second, task, group.name, container, &pod)) {
-          planned.requests = it->second->requests;
-          built = true;
-        }
-      }
-      if (!built) {
-        // 3. Variables.
-        config::VariableMap user_values;
-        if (resource != nullptr) {
-          if (!resource->cpu.is_null()) user_values["USER_CPU"] = ValueText(resource->cpu);
-          if (!resource->gpu.is_null()) user_values["USER_GPU"] = ValueText(resource->gpu);
-          if (!resource->memory.is_null()) user_values["USER_MEMORY"] = ValueText(resource->memory);
-          if (!resource->storage.is_null()) {
-            user_values["USER_STORAGE"] = ValueText(resource->storage);
-          }
-          user_values["USER_EXCLUDED_NODES"] =
-              "ARRAY:[" + Join(resource->nodes_excluded, ",") + "]";
-        } else {
-          user_values["USER_EXCLUDED_NODES"] = "ARRAY:[]";
-        }
-        config::TaskContext tc;
-        tc.workflow_id = plan.workflow_id;
-        tc.pool = pool_str;
-        tc.platform = ctx->name;
-        tc.task_name = task.name;
-        tc.group_name = group.name;
-        tc.submitted_by = caller.user;
-        tc.priority = priority_name;
-        tc.container_name = container;
-        auto vars_or = config::ResolveVariables(*pool, ctx->platform, user_values, tc);
-        if (!vars_or.ok()) {
-          return InvalidArgumentError("variables: task \"" + task.name +
-                                      "\": " + vars_or.status().message());
-        }
-        const config::VariableMap& vars = *vars_or;
-
-        // 4. Validation (cached per resource when the rules do not depend on the task).
-        bool validated = false;
-        if (ctx->cacheable) {
-          auto it = ctx->validated.find(task.resource);
-          validated = it != ctx->validated.end() && it->second;
-        }
-        if (!validated && !ctx->setup->rules.empty()) {
-          if (ctx->nodes == nullptr) {
-            if (!ctx->has_node_rules) {
-              ctx->nodes = std::make_shared<const std::vector<const model::Node*>>();
-            } else if (options.platform_nodes) {
-              ASSIGN_OR_RETURN(ctx->nodes, options.platform_nodes(pool_str, ctx->name,
-                                                                  ctx->setup->merged_template));
-            } else {
-              ASSIGN_OR_RETURN(auto list, config::PlatformNodesOf(ctx->setup->merged_template,
-                                                                  nodes, pool->backend));
-              ctx->nodes = std::make_shared<const std::vector<const model::Node*>>(std::move(list));
-            }
-          }
-          std::vector<const model::Node*> candidates;
-          const std::vector<const model::Node*>* node_list = ctx->nodes.get();
-          if (resource != nullptr && !resource->nodes_excluded.empty()) {
-            for (const model::Node* n : *ctx->nodes) {
-              if (std::find(resource->nodes_excluded.begin(), resource->nodes_excluded.end(),
-                            n->name) == resource->nodes_excluded.end()) {
-                candidates.push_back(n);
-              }
-            }
-            node_list = &candidates;
-          }
-          config::ValidationScope scope{task.name, pool_str, ctx->name};
-          auto result = config::ValidateTask(scope, ctx->setup->rules, vars, *node_list);
-          if (!result.ok()) {
-            return InvalidArgumentError("validation failed: task \"" + task.name +
-                                        "\": " + result.status().message());
-          }
-          if (!result->ok()) {
-            return InvalidArgumentError("validation failed: " +
-                                        config::FormatValidationFailure(*result->failure));
-          }
-          if (ctx->cacheable) ctx->validated[task.resource] = true;
-        }
-
-        // 5. Templates.
-        auto rendered = config::Render(ctx->setup->merged_template, vars,
-                                       "platform " + ctx->name + " of pool " + pool_str);
-        if (!rendered.ok()) return ExplainRenderError(rendered.status(), *ctx, configs, vars);
-
-        // 6. The pod.
-        ASSIGN_OR_RETURN(model::ResourceList requests, RequestsFromVariables(vars, task.name));
-        planned.requests = requests;
-        pod = BasePod(task, planned.pod_name, container, requests);
-        config::MergeInto(pod, *rendered);
-
-        // The skeleton for the next tasks of this (resource, shape): the same steps with sentinel
-        // task values. Any failure just leaves the full path in use.
-        // Built when a key comes up the second time, so workflows whose tasks all differ pay
-        // nothing for it.
-        if (!skeleton_key.empty() && !ctx->skeletons.contains(skeleton_key) &&
-            !ctx->seen_keys.insert(skeleton_key).second) {
-          std::optional<Skeleton> skeleton;
-          config::TaskContext stc = tc;
-          stc.task_name = std::string(kTaskSentinel);
-          stc.group_name = std::string(kGroupSentinel);
-          stc.container_name = std::string(kContainerSentinel);
-          auto svars = config::ResolveVariables(*pool, ctx->platform, user_values, stc);
-          if (svars.ok()) {
-            auto srendered = config::Render(ctx->setup->merged_template, *svars, "skeleton");
-            if (srendered.ok()) {
-              Skeleton sk;
-              sk.requests = requests;
-              sk.pod = BasePod(task, planned.pod_name, std::string(kContainerSentinel), requests,
-                               /*skeleton=*/true);
-              config::MergeInto(sk.pod, *srendered);
-              skeleton = std::move(sk);
-            }
-          }
-          ctx->skeletons.emplace(skeleton_key, std::move(skeleton));
-        }
-      }  // !built
-      pod["apiVersion"] = "v1";
-      pod["kind"] = "Pod";
-      json& metadata = pod["metadata"];
-      metadata["name"] = planned.pod_name;
-      json& labels = metadata["labels"];
-      if (!labels.is_object()) labels = json::object();
-      for (const auto& [k, v] : workflow.labels.items()) labels[k] = v;
-      labels["gpupool.io/workflow"] = workflow_label;
-      labels["gpupool.io/group"] = group_label;
-      labels["gpupool.io/task"] = LabelValue(task.name);
-      labels["gpupool.io/pool"] = pool_label;
-      labels["gpupool.io/platform"] = ctx->label;
-      labels["gpupool.io/queue"] = queue_label;
-      ASSIGN_OR_RETURN(std::string task_node_pools, node_pools_for(*ctx));
-      if (!task_node_pools.empty()) labels["gpupool.io/node-pool"] = task_node_pools;
-      labels["gpupool.io/gang"] = gang;
-      labels["gpupool.io/gang-min"] = gang_min;
-      if (!user_label.empty()) labels["gpupool.io/user"] = user_label;
-      if (task.sim_duration_seconds.has_value() || task.sim_exit_code != 0) {
-        json& annotations = metadata["annotations"];
-        if (!annotations.is_object()) annotations = json::object();
-        annotations["gpupool.io/sim-duration-seconds"] =
-            std::to_string(planned.sim_duration_seconds);
-        annotations["gpupool.io/sim-exit-code"] = std::to_string(task.sim_exit_code);
-      }
-      pod["spec"]["priorityClassName"] = priority_class;
-      planned.pod = std::move(pod);
-      plan.tasks.push_back(std::move(planned));
-    }
   }
-  if (workflow.priority != Priority::kLow && pool->gpu.has_value() && pool->gpu->guarantee >= 0) {
-    for (const GroupSpec& group : workflow.groups) {
+
+  // 2-6 for one task: its platform and policy, its pod (from a skeleton when one fits), its
+  // labels.
+  Status PlanTask(const GroupSpec& group, const TaskSpec& task) {
+    const ResourceSpec* resource = workflow_.FindResource(task.resource);
+    ASSIGN_OR_RETURN(PlatformContext * ctx, PlatformFor(resource, task.resource));
+    RETURN_IF_ERROR(CheckPlatformPolicy(task, *ctx->platform, pool_name_));
+    const std::string container = K8sName(task.name, 63);
+    PlannedTask planned;
+    planned.group = group.name;
+    planned.task = task.name;
+    planned.platform = ctx->name;
+    planned.pod_name = PodName(plan_.workflow_id, task.name);
+    planned.sim_duration_seconds = task.sim_duration_seconds.value_or(0);
+    planned.sim_exit_code = task.sim_exit_code;
+
+    // Fast path: a task whose (resource, shape) was seen before reuses the skeleton built from
+    // it (variables resolved, validated, templates rendered and merged once).
+    std::string skeleton_key;
+    json pod;
+    bool built = false;
+    if (options_.reuse_per_resource && ctx->cacheable) {
+      skeleton_key = task.resource + '\0' + TaskShape(task);
+      if (!task.pod_fields.is_null()) skeleton_key += '\0' + task.pod_fields.dump();
+      auto it = ctx->skeletons.find(skeleton_key);
+      if (it != ctx->skeletons.end() && it->second.has_value() &&
+          InstantiateSkeleton(*it->second, task, group.name, container, &pod)) {
+        planned.requests = it->second->requests;
+        built = true;
+      }
+    }
+    if (!built) {
+      ASSIGN_OR_RETURN(pod,
+                       BuildPod(*ctx, resource, group, task, container, skeleton_key, planned));
+    }
+    RETURN_IF_ERROR(LabelPod(pod, *ctx, group, task, planned));
+    planned.pod = std::move(pod);
+    plan_.tasks.push_back(std::move(planned));
+    return OkStatus();
+  }
+
+  // The USER_* values of a task's resource (an explicit 0 is kept).
+  static config::VariableMap UserValues(const ResourceSpec* resource) {
+    config::VariableMap values;
+    if (resource == nullptr) {
+      values["USER_EXCLUDED_NODES"] = "ARRAY:[]";
+      return values;
+    }
+    if (!resource->cpu.is_null()) values["USER_CPU"] = ValueText(resource->cpu);
+    if (!resource->gpu.is_null()) values["USER_GPU"] = ValueText(resource->gpu);
+    if (!resource->memory.is_null()) values["USER_MEMORY"] = ValueText(resource->memory);
+    if (!resource->storage.is_null()) values["USER_STORAGE"] = ValueText(resource->storage);
+    values["USER_EXCLUDED_NODES"] = "ARRAY:[" + Join(resource->nodes_excluded, ",") + "]";
+    return values;
+  }
+
+  // 3-6 in full for one task: variables, validation, templates, the pod; then the skeleton for
+  // the next tasks of its key.
+  Result<json> BuildPod(PlatformContext& ctx, const ResourceSpec* resource, const GroupSpec& group,
+                        const TaskSpec& task, const std::string& container,
+                        const std::string& skeleton_key, PlannedTask& planned) {
+    const config::VariableMap user_values = UserValues(resource);
+    config::TaskContext tc;
+    tc.workflow_id = plan_.workflow_id;
+    tc.pool = pool_name_;
+    tc.platform = ctx.name;
+    tc.task_name = task.name;
+    tc.group_name = group.name;
+    tc.submitted_by = caller_.user;
+    tc.priority = ToLower(PriorityName(workflow_.priority));
+    tc.container_name = container;
+    auto vars = config::ResolveVariables(*pool_, ctx.platform, user_values, tc);
+    if (!vars.ok()) {
+      return InvalidArgumentError("variables: task \"" + task.name +
+                                  "\": " + vars.status().message());
+    }
+    RETURN_IF_ERROR(Validate(ctx, resource, task, *vars));
+    auto rendered = config::Render(ctx.setup->merged_template, *vars,
+                                   "platform " + ctx.name + " of pool " + pool_name_);
+    if (!rendered.ok()) return ExplainRenderError(rendered.status(), ctx, configs_, *vars);
+    ASSIGN_OR_RETURN(model::ResourceList requests, RequestsFromVariables(*vars, task.name));
+    planned.requests = requests;
+    json pod = BasePod(task, planned.pod_name, container, requests);
+    config::MergeInto(pod, *rendered);
+    // Built when a key comes up the second time, so workflows whose tasks all differ pay
+    // nothing for it.
+    if (!skeleton_key.empty() && !ctx.skeletons.contains(skeleton_key) &&
+        !ctx.seen_keys.insert(skeleton_key).second) {
+      ctx.skeletons.emplace(skeleton_key,
+                            MakeSkeleton(ctx, task, user_values, tc, requests, planned.pod_name));
+    }
+    return pod;
+  }
+
+  // 4. The pool's and platform's rules (cached per resource when they do not depend on the
+  // task), node rules over the platform's nodes less the resource's excluded ones.
+  Status Validate(PlatformContext& ctx, const ResourceSpec* resource, const TaskSpec& task,
+                  const config::VariableMap& vars) {
+    if (ctx.setup->rules.empty()) return OkStatus();
+    if (ctx.cacheable) {
+      auto it = ctx.validated.find(task.resource);
+      if (it != ctx.validated.end() && it->second) return OkStatus();
+    }
+    if (ctx.nodes == nullptr) {
+      if (!ctx.has_node_rules) {
+        ctx.nodes = std::make_shared<const std::vector<const model::Node*>>();
+      } else {
+        ASSIGN_OR_RETURN(ctx.nodes, PlatformNodes(ctx));
+      }
+    }
+    std::vector<const model::Node*> candidates;
+    const std::vector<const model::Node*>* node_list = ctx.nodes.get();
+    if (resource != nullptr && !resource->nodes_excluded.empty()) {
+      for (const model::Node* n : *ctx.nodes) {
+        if (std::find(resource->nodes_excluded.begin(), resource->nodes_excluded.end(), n->name) ==
+            resource->nodes_excluded.end()) {
+          candidates.push_back(n);
+        }
+      }
+      node_list = &candidates;
+    }
+    config::ValidationScope scope{task.name, pool_name_, ctx.name};
+    auto result = config::ValidateTask(scope, ctx.setup->rules, vars, *node_list);
+    if (!result.ok()) {
+      return InvalidArgumentError("validation failed: task \"" + task.name +
+                                  "\": " + result.status().message());
+    }
+    if (!result->ok()) {
+      return InvalidArgumentError("validation failed: " +
+                                  config::FormatValidationFailure(*result->failure));
+    }
+    if (ctx.cacheable) ctx.validated[task.resource] = true;
+    return OkStatus();
+  }
+
+  // The skeleton of a (resource, shape): the same steps with sentinel task values; nullopt when
+  // any fails (that key keeps the full path).
+  std::optional<Skeleton> MakeSkeleton(const PlatformContext& ctx, const TaskSpec& task,
+                                       const config::VariableMap& user_values,
+                                       config::TaskContext tc, const model::ResourceList& requests,
+                                       const std::string& pod_name) {
+    tc.task_name = std::string(kTaskSentinel);
+    tc.group_name = std::string(kGroupSentinel);
+    tc.container_name = std::string(kContainerSentinel);
+    auto vars = config::ResolveVariables(*pool_, ctx.platform, user_values, tc);
+    if (!vars.ok()) return std::nullopt;
+    auto rendered = config::Render(ctx.setup->merged_template, *vars, "skeleton");
+    if (!rendered.ok()) return std::nullopt;
+    Skeleton skeleton;
+    skeleton.requests = requests;
+    skeleton.pod =
+        BasePod(task, pod_name, std::string(kContainerSentinel), requests, /*skeleton=*/true);
+    config::MergeInto(skeleton.pod, *rendered);
+    return skeleton;
+  }
+
+  // 6. The system labels, the simulated run's annotations and the priority class.
+  Status LabelPod(json& pod, PlatformContext& ctx, const GroupSpec& group, const TaskSpec& task,
+                  const PlannedTask& planned) {
+    pod["apiVersion"] = "v1";
+    pod["kind"] = "Pod";
+    json& metadata = pod["metadata"];
+    metadata["name"] = planned.pod_name;
+    json& labels = metadata["labels"];
+    if (!labels.is_object()) labels = json::object();
+    for (const auto& [k, v] : workflow_.labels.items()) labels[k] = v;
+    labels["gpupool.io/workflow"] = labels_.workflow;
+    labels["gpupool.io/group"] = LabelValue(group.name);
+    labels["gpupool.io/task"] = LabelValue(task.name);
+    labels["gpupool.io/pool"] = labels_.pool;
+    labels["gpupool.io/platform"] = ctx.label;
+    labels["gpupool.io/queue"] = labels_.queue;
+    ASSIGN_OR_RETURN(std::string task_node_pools, NodePoolsFor(ctx));
+    if (!task_node_pools.empty()) labels["gpupool.io/node-pool"] = task_node_pools;
+    labels["gpupool.io/gang"] = LabelValue(plan_.workflow_id + "-" + group.name);
+    labels["gpupool.io/gang-min"] = std::to_string(group.tasks.size());
+    if (!labels_.user.empty()) labels["gpupool.io/user"] = labels_.user;
+    if (task.sim_duration_seconds.has_value() || task.sim_exit_code != 0) {
+      json& annotations = metadata["annotations"];
+      if (!annotations.is_object()) annotations = json::object();
+      annotations["gpupool.io/sim-duration-seconds"] = std::to_string(planned.sim_duration_seconds);
+      annotations["gpupool.io/sim-exit-code"] = std::to_string(task.sim_exit_code);
+    }
+    pod["spec"]["priorityClassName"] = std::string(PriorityClassName(workflow_.priority));
+    return OkStatus();
+  }
+
+  // A group at HIGH or NORMAL asking more GPUs than the pool's guarantee is told LOW may borrow.
+  void WarnAboveGuarantee() {
+    if (workflow_.priority == Priority::kLow || !pool_->gpu.has_value() ||
+        pool_->gpu->guarantee < 0) {
+      return;
+    }
+    for (const GroupSpec& group : workflow_.groups) {
       int64_t gpus = 0;
-      for (const PlannedTask& t : plan.tasks) {
+      for (const PlannedTask& t : plan_.tasks) {
         if (t.group != group.name) continue;
         auto it = t.requests.find("nvidia.com/gpu");
         if (it != t.requests.end()) gpus += it->second.Value();
       }
-      if (gpus > pool->gpu->guarantee) {
-        plan.warnings.push_back("group \"" + group.name + "\" requests " + std::to_string(gpus) +
-                                " GPUs, above the guarantee of pool \"" + pool_str + "\" (" +
-                                std::to_string(pool->gpu->guarantee) +
-                                "); consider priority LOW so it may borrow idle GPUs");
+      if (gpus > pool_->gpu->guarantee) {
+        plan_.warnings.push_back("group \"" + group.name + "\" requests " + std::to_string(gpus) +
+                                 " GPUs, above the guarantee of pool \"" + pool_name_ + "\" (" +
+                                 std::to_string(pool_->gpu->guarantee) +
+                                 "); consider priority LOW so it may borrow idle GPUs");
       }
     }
   }
-  return plan;
+
+  const config::ConfigSet& configs_;
+  const std::vector<model::Node>& nodes_;
+  const SubmitCaller& caller_;
+  const std::string pool_name_;
+  const WorkflowSpec& workflow_;
+  const SubmitOptions& options_;
+
+  const config::Pool* pool_ = nullptr;
+  SubmitPlan plan_;
+  std::map<std::string, PlatformContext> platforms_;
+  // The NODE_POOL configs the pods may name: none when node pools are off.
+  const std::vector<model::NodePool>* node_pool_configs_ = &kNoNodePools;
+  std::string chosen_node_pools_;  // the workflow's node_pools, checked, as the label value
+  struct {
+    std::string workflow, pool, queue, user;
+  } labels_;  // label values shared by every pod
+
+  static inline const std::vector<model::NodePool> kNoNodePools;
+};
+
+}  // namespace
+
+Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<model::Node>& nodes,
+                          const SubmitCaller& caller, std::string_view pool_name,
+                          const WorkflowSpec& workflow, const SubmitOptions& options) {
+  return Submission(configs, nodes, caller, pool_name, workflow, options).Run();
 }
 
 }  // namespace gpupool::submit

@@ -32,6 +32,7 @@ struct Options {
   std::string name;
   std::string extra;  // `config set ROLE NAME pool`: "pool"
   std::string file;
+  std::vector<std::string> files;  // apply -f A -f B (kubectl's repeatable -f)
   std::string description;
   bool force = false;
   int64_t revision = 0;

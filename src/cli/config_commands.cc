@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "common/json_text.h"
+#include "common/strings.h"
 #include "model/json_io.h"
 #include "service/service.h"
 
@@ -153,11 +154,21 @@ Result<std::vector<std::string>> ManifestFiles(const std::string& path) {
 }
 
 Status Apply(Api& svc, const Env& env) {
-  if (env.opts.file.empty()) return InvalidArgumentError("apply needs -f FILE|DIR");
-  ASSIGN_OR_RETURN(auto files, ManifestFiles(env.opts.file));
+  if (env.opts.files.empty()) return InvalidArgumentError("apply needs -f FILE|DIR");
+  // Every -f in order (a directory's files sorted by name), all in one apply; a file given twice
+  // is read once, as kubectl does.
+  std::vector<std::string> files;
+  std::vector<std::string> given;
+  for (const std::string& path : env.opts.files) {
+    ASSIGN_OR_RETURN(auto found, ManifestFiles(path));
+    for (auto& f : found) {
+      if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(std::move(f));
+    }
+    given.push_back("-f " + path);
+  }
   service::ApplyRequest req;
   req.description =
-      env.opts.description.empty() ? "gpupool apply -f " + env.opts.file : env.opts.description;
+      env.opts.description.empty() ? "gpupool apply " + Join(given, " ") : env.opts.description;
   // Sent as they are (also to a server), so that errors name each file and its lines.
   for (const auto& f : files) {
     ASSIGN_OR_RETURN(std::string text, model::ReadFile(f));
@@ -256,7 +267,7 @@ void AddConfigCommands(CLI::App& app, Options& o, const UseCommand& use) {
   // apply
   CLI::App* apply = app.add_subcommand(
       "apply", "apply gpupool.io/v1 manifests, v1 Nodes and batch/v1 Jobs (run as workflows)");
-  apply->add_option("-f,--file", o.file, "manifest file or directory")->required();
+  apply->add_option("-f,--file", o.files, "manifest file or directory (repeatable)")->required();
   add_description(apply);
   use(apply, Apply);
 

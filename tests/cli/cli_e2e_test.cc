@@ -929,6 +929,28 @@ TEST_F(CliTest, ApplyManifests) {
   EXPECT_THAT(bad.err, HasSubstr("did you mean \"Pool\""));
 }
 
+// kubectl's repeatable -f: every file in one apply (one transaction), a file named twice read
+// once; a bad one anywhere writes nothing.
+TEST_F(CliTest, ApplyTakesSeveralFiles) {
+  Write("q.yaml", "apiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: team-q}\nspec: {}\n");
+  Write("pdb.yaml",
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: keep-one}\n"
+        "spec: {minAvailable: 1, selector: {matchLabels: {app: x}}}\n");
+  Write("bad.yaml",
+        "apiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: other}\n"
+        "spec: {resourcez: {}}\n");
+  Outcome bad = Gpupool({"apply", "-f", "q.yaml", "-f", "bad.yaml"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_THAT(bad.err, HasSubstr("bad.yaml:4:"));
+  EXPECT_THAT(Ok({"config", "list", "QUEUE"}).out, Not(HasSubstr("team-q")));
+
+  Outcome r = Ok({"apply", "-f", "q.yaml", "-f", "pdb.yaml", "-f", "q.yaml"});
+  EXPECT_THAT(r.out, HasSubstr("applied QUEUE team-q (revision 1)"));
+  EXPECT_THAT(r.out, HasSubstr("applied POD_DISRUPTION_BUDGET keep-one (revision 1)"));
+  EXPECT_THAT(Ok({"config", "history", "QUEUE", "team-q"}).out,
+              HasSubstr("gpupool apply -f q.yaml -f pdb.yaml -f q.yaml"));
+}
+
 TEST_F(CliTest, ApplyPodDisruptionBudgets) {
   // Seed 004's budget applies and is stored as config kind POD_DISRUPTION_BUDGET.
   Write("pdb.yaml",

@@ -37,6 +37,27 @@ if(TARGET gpupool_server)
   gtest_discover_tests(gpupool_dashboard_routes_test DISCOVERY_TIMEOUT 60)
 endif()
 
+# The page of a build without the dashboard (-DGPUPOOL_WITH_WEB=OFF), tested in every build: the
+# embed script's OFF output (a CMake script, no compiler) compiled into the test itself, whose
+# definitions of the asset table then take the place of libgpupool_webui.a's. A second build
+# tree configured OFF would compile every module again; this costs one test file and one link.
+# server/ui_without_dashboard_test.cc says more.
+if(TARGET gpupool_server)
+  set(without_dashboard ${CMAKE_CURRENT_BINARY_DIR}/assets_without_dashboard.cc)
+  add_custom_command(
+    OUTPUT ${without_dashboard}
+    COMMAND ${CMAKE_COMMAND} -DOUT=${without_dashboard}
+            -P ${PROJECT_SOURCE_DIR}/cmake/embed_assets.cmake
+    DEPENDS ${PROJECT_SOURCE_DIR}/cmake/embed_assets.cmake
+    COMMENT "the page of a build without the dashboard (for its test)"
+    VERBATIM)
+  add_executable(gpupool_ui_without_dashboard_test server/ui_without_dashboard_test.cc
+                 ${without_dashboard})
+  target_link_libraries(gpupool_ui_without_dashboard_test PRIVATE gpupool_server GTest::gtest_main)
+  gpupool_warnings(gpupool_ui_without_dashboard_test)
+  gtest_discover_tests(gpupool_ui_without_dashboard_test DISCOVERY_TIMEOUT 60)
+endif()
+
 # OSMO workflows in Run:ai node pools and quotas through the real `gpupool serve` and
 # `gpupool --server` (server/together_test.py): node pools chosen and defaulted, NORMAL within
 # the pool's guarantee runs, LOW over quota runs and is reclaimed, NORMAL over quota waits with

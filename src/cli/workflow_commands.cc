@@ -150,7 +150,9 @@ void AddWorkflowCommands(CLI::App& app, Options& o, const UseCommand& use,
       "logs", "a workflow's task output, from the server's backend (--server)");
   wlogs->add_option("WORKFLOW", logs_flags.logs.workflow)->required();
   wlogs->add_option("TASK", logs_flags.logs.task, "task name, or GROUP/NAME (default: every task)");
-  wlogs->add_option("--retry", logs_flags.retry, "an earlier attempt (default: the latest)");
+  // Non-negative: -1 is the flag's "not given", which a user's -1 would otherwise silently mean.
+  wlogs->add_option("--retry", logs_flags.retry, "an earlier attempt (default: the latest)")
+      ->check(CLI::NonNegativeNumber);
   wlogs->add_flag("-f,--follow", logs_flags.logs.follow,
                   "keep printing until the tasks have ended");
   wlogs->callback([&logs_flags] { logs_flags.chosen = true; });

@@ -10,7 +10,7 @@
 #include "cli/commands.h"
 #include "cli/view_tables.h"
 #include "common/strings.h"
-#include "model/json_io.h"
+#include "model/input_file.h"
 #include "service/service.h"
 
 namespace gpupool::cli {

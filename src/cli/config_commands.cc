@@ -9,9 +9,10 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "codec/json_reader.h"
 #include "common/json_text.h"
 #include "common/strings.h"
-#include "model/json_io.h"
+#include "model/input_file.h"
 #include "service/service.h"
 
 namespace gpupool::cli {
@@ -42,7 +43,7 @@ Status ConfigUpdate(Api& svc, const Env& env) {
   }
   service::UpdateConfigRequest req;
   ASSIGN_OR_RETURN(req.text, model::ReadFile(env.opts.file));
-  ASSIGN_OR_RETURN(req.body, model::ParseJson(req.text, env.opts.file));
+  ASSIGN_OR_RETURN(req.body, codec::ParseJson(req.text, env.opts.file));
   req.kind = env.opts.kind;
   if (!env.opts.name.empty()) req.name = env.opts.name;
   req.file_name = env.opts.file;

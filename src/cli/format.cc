@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <iostream>
 
+#include "codec/yaml_writer.h"
 #include "common/clock.h"
 #include "common/json_text.h"
 #include "common/safe_text.h"
 #include "common/strings.h"
 #include "common/table.h"
-#include "model/json_io.h"
 
 namespace gpupool::cli {
 
@@ -33,7 +33,7 @@ std::string Table::ToString() const {
 }
 
 std::string Render(const nlohmann::ordered_json& value, OutputFormat format) {
-  if (format == OutputFormat::kYaml) return model::ToYaml(value);
+  if (format == OutputFormat::kYaml) return codec::ToYaml(value);
   return DumpJson(value, 2) + "\n";
 }
 

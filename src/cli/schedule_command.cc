@@ -7,7 +7,7 @@
 #include "autoscaler/autoscaler.h"
 #include "cli/commands.h"
 #include "common/strings.h"
-#include "model/json_io.h"
+#include "model/input_file.h"
 #include "scheduler/scenario.h"
 #include "server/client.h"
 

@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "cli/commands.h"
-#include "model/json_io.h"
+#include "codec/yaml_writer.h"
+#include "model/input_file.h"
 #include "service/service.h"
 #include "submit/workflow.h"
 
@@ -43,7 +44,7 @@ Status WorkflowSubmit(Api& svc, const Env& env) {
     // The Kubernetes Pods, as a multi-document YAML stream.
     for (size_t i = 0; i < result.pods.size(); ++i) {
       if (i > 0 || env.format == OutputFormat::kYaml) std::cout << "---\n";
-      std::cout << model::ToYaml(result.pods[i]);
+      std::cout << codec::ToYaml(result.pods[i]);
     }
     return OkStatus();
   }

@@ -8,9 +8,9 @@
 #include <set>
 #include <sstream>
 
+#include "codec/json_reader.h"
 #include "config/merge.h"
 #include "config/test_util.h"
-#include "model/json_io.h"
 #include "model/match.h"
 #include "model/node_import.h"
 
@@ -28,7 +28,7 @@ std::string ReadText(const std::string& path) {
 }
 
 void LoadFile(ConfigSet& set, Kind kind, const std::string& path) {
-  Result<Json> doc = model::ParseJson(ReadText(path), path);
+  Result<Json> doc = codec::ParseJson(ReadText(path), path);
   ASSERT_TRUE(doc.ok()) << doc.status().ToString();
   auto bodies = SplitConfigFile(kind, *doc, std::nullopt);
   ASSERT_TRUE(bodies.ok()) << bodies.status().ToString();
@@ -58,7 +58,7 @@ ConfigSet SeedSet(bool seed002_inference) {
   LoadFile(set, Kind::kRole, src + "/examples/osmo/roles.json");
   LoadFile(set, Kind::kBackend, src + "/examples/osmo/backends.json");
   const std::string td = src + "/src/config/testdata/";
-  Result<Json> doc = model::ParseJson(ReadText(td + "seed000/platform_config.json"), "p.json");
+  Result<Json> doc = codec::ParseJson(ReadText(td + "seed000/platform_config.json"), "p.json");
   EXPECT_TRUE(doc.ok());
   auto bodies = SplitConfigFile(Kind::kPool, *doc, "shared_simulation_training_pool");
   EXPECT_TRUE(bodies.ok());

@@ -7,11 +7,11 @@
 #include <fstream>
 #include <sstream>
 
+#include "codec/json_reader.h"
 #include "config/access.h"
 #include "config/config_set.h"
 #include "config/kinds.h"
 #include "config/merge.h"
-#include "model/json_io.h"
 
 namespace gpupool::config {
 namespace {
@@ -32,7 +32,7 @@ std::string ReadText(const std::string& path) {
 Status Load(ConfigSet& set, Kind kind, const std::string& rel,
             std::optional<std::string> cli_name) {
   std::string file = rel.substr(rel.find('/') + 1);
-  ASSIGN_OR_RETURN(Json doc, model::ParseJson(ReadText(TestData(rel)), file));
+  ASSIGN_OR_RETURN(Json doc, codec::ParseJson(ReadText(TestData(rel)), file));
   ASSIGN_OR_RETURN(std::vector<NamedBody> bodies, SplitConfigFile(kind, doc, cli_name));
   for (const NamedBody& nb : bodies) RETURN_IF_ERROR(PutConfig(set, kind, nb.name, nb.body));
   return OkStatus();
@@ -124,7 +124,7 @@ TEST(SeedFixturesTest, Seed000PoolReferencesResolve) {
   size_t bad = fixed.find("        }\n      }\n");
   ASSERT_NE(bad, std::string::npos);
   fixed.replace(bad, 17, "        }\n      ]\n");
-  Result<Json> doc = model::ParseJson(fixed, "a100_fixed.json");
+  Result<Json> doc = codec::ParseJson(fixed, "a100_fixed.json");
   ASSERT_TRUE(doc.ok()) << doc.status().ToString();
   auto bodies = SplitConfigFile(Kind::kPodTemplate, *doc, "a100");
   ASSERT_TRUE(bodies.ok());

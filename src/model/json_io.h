@@ -1,8 +1,8 @@
 #pragma once
 // The JSON and YAML codec (src/codec/) under the names it had when it lived in src/model, for
-// the callers not yet moved to the codec's own headers and names (codec::ParseJson and so on):
-// src/config, src/submit, src/service and src/cli. New code includes the codec's headers (and
-// model/input_file.h for ReadFile); this header goes once no file includes it.
+// src/service/manifests.cc, the one caller not yet moved to the codec's own headers and names
+// (codec::ParseJson and so on). New code includes the codec's headers (and model/input_file.h
+// for ReadFile); this header goes once manifests.cc no longer includes it.
 
 #include "codec/field_path.h"
 #include "codec/json_reader.h"

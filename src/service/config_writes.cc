@@ -6,10 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "codec/json_reader.h"
+#include "codec/source_map.h"
+#include "codec/yaml_reader.h"
 #include "common/strings.h"
 #include "config/config_set.h"
 #include "config/kinds.h"
-#include "model/json_io.h"
 #include "model/queue.h"
 #include "model/quota_tree.h"
 #include "service/located_errors.h"
@@ -33,14 +35,14 @@ std::optional<SourceDocument> ConfigFileDocument(const UpdateConfigRequest& requ
   if (request.text.empty() || request.file_name.empty()) return std::nullopt;
   SourceDocument doc{json(), request.file_name, 1, nullptr, request.body_path};
   if (const std::optional<size_t> start = JsonStart(request.text)) {
-    doc.line = model::PositionOfOffset(request.text, *start).line;
+    doc.line = codec::PositionOfOffset(request.text, *start).line;
     doc.map =
-        std::make_shared<const model::JsonSourceMap>(model::JsonSourceMap::Build(request.text));
+        std::make_shared<const codec::JsonSourceMap>(codec::JsonSourceMap::Build(request.text));
   } else {
-    auto yaml = model::ParseYamlDocuments(request.text, request.file_name);
+    auto yaml = codec::ParseYamlDocuments(request.text, request.file_name);
     if (!yaml.ok() || yaml->size() != 1) return std::nullopt;
     doc.line = yaml->front().line;
-    doc.map = std::make_shared<const model::JsonSourceMap>(std::move(yaml->front().source_map));
+    doc.map = std::make_shared<const codec::JsonSourceMap>(std::move(yaml->front().source_map));
   }
   if (doc.map->empty()) return std::nullopt;
   return doc;
@@ -147,11 +149,11 @@ Result<WriteResult> Service::UpdateConfig(const Caller& caller,
   ASSIGN_OR_RETURN(Kind kind, config::ParseKind(request.kind));
   if (!request.body.is_object() && !request.body.is_array()) {
     return InvalidArgumentError(FilePrefix(request.file_name) + "expected a JSON object, got " +
-                                model::JsonTypeName(request.body));
+                                codec::JsonTypeName(request.body));
   }
   // Before the body is copied: a copy of a tree nested 20,000 deep overflows the stack.
   RETURN_IF_ERROR(
-      WithPrefix(model::CheckNestingDepth(request.body), FilePrefix(request.file_name)));
+      WithPrefix(codec::CheckNestingDepth(request.body), FilePrefix(request.file_name)));
   const std::optional<SourceDocument> file = ConfigFileDocument(request);
   auto split = config::SplitConfigFile(kind, request.body, request.name);
   if (!split.ok()) return SplitError(split.status(), file, request.file_name);
@@ -192,10 +194,10 @@ Result<WriteResult> Service::PatchConfig(const Caller& caller, const PatchConfig
   if (!request.patch.is_object()) {
     return InvalidArgumentError("merge patch of " + kind + " " + Quoted(request.name) +
                                 ": expected a JSON object, got " +
-                                model::JsonTypeName(request.patch));
+                                codec::JsonTypeName(request.patch));
   }
   // MergePatch walks the patch recursively.
-  RETURN_IF_ERROR(model::CheckNestingDepth(request.patch)
+  RETURN_IF_ERROR(codec::CheckNestingDepth(request.patch)
                       .WithContext("merge patch of " + kind + " " + Quoted(request.name)));
   constexpr int kAttempts = 5;
   for (int attempt = 1;; ++attempt) {

@@ -25,7 +25,7 @@ std::string JoinPath(std::string_view parent, std::string_view child) {
 
 // Where `path` is in the document, or else its nearest enclosing field the map knows: a missing
 // required field is reported where its object is.
-model::SourcePosition NearestPosition(const SourceDocument& doc, std::string_view path) {
+codec::SourcePosition NearestPosition(const SourceDocument& doc, std::string_view path) {
   std::string at = JoinPath(doc.map_path, path);
   while (true) {
     if (auto found = doc.map->FindFieldPath(at)) return *found;
@@ -33,14 +33,14 @@ model::SourcePosition NearestPosition(const SourceDocument& doc, std::string_vie
     const size_t cut = at.find_last_of(".[");
     at = cut == std::string::npos ? "" : at.substr(0, cut);
   }
-  return model::SourcePosition{doc.line, 1};
+  return codec::SourcePosition{doc.line, 1};
 }
 
 // "<file>:<line>:<column>: <subject>: <path>: <what>", at `path` in the document; an empty
 // subject or path is left out.
 Status AtField(const SourceDocument& doc, std::string_view subject, std::string_view path,
                std::string_view what, StatusCode code) {
-  const model::SourcePosition at = NearestPosition(doc, path);
+  const codec::SourcePosition at = NearestPosition(doc, path);
   std::string message =
       doc.file + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) + ": ";
   if (!subject.empty()) message += std::string(subject) + ": ";
@@ -111,7 +111,7 @@ Status LocateError(const Status& status, const SourceDocument& doc,
 }
 
 // Where a file's JSON text starts (its first non-blank character, `{` or `[`, as
-// model::ParseJsonOrYamlDocuments decides); nullopt for YAML.
+// codec::ParseJsonOrYamlDocuments decides); nullopt for YAML.
 std::optional<size_t> JsonStart(std::string_view text) {
   const size_t start = text.find_first_not_of(" \t\r\n");
   if (start == std::string_view::npos || (text[start] != '{' && text[start] != '[')) {

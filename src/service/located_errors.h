@@ -10,8 +10,9 @@
 #include <string>
 #include <string_view>
 
+#include "codec/source_map.h"
+#include "codec/yaml_reader.h"
 #include "common/status.h"
-#include "model/json_io.h"
 
 namespace gpupool::service {
 
@@ -24,7 +25,7 @@ struct SourceDocument {
   int line = 1;  // where the document starts
   // Shared: the items of a NodeList, and the configs of a map-form config file, are documents of
   // their file's one map.
-  std::shared_ptr<const model::JsonSourceMap> map;
+  std::shared_ptr<const codec::JsonSourceMap> map;
   // The document's field path in `map`: "", "items[3]" (a NodeList's item), "p" (config "p" of
   // a config file's map form {"p": {...}}).
   std::string map_path;
@@ -47,7 +48,7 @@ std::string JoinPath(std::string_view parent, std::string_view child);
 
 // Where `path` is in the document, or else its nearest enclosing field the map knows (a missing
 // required field is reported where its object is); the document's first line when none is.
-model::SourcePosition NearestPosition(const SourceDocument& doc, std::string_view path);
+codec::SourcePosition NearestPosition(const SourceDocument& doc, std::string_view path);
 
 // "<file>:<line>:<column>: <subject>: <path>: <what>", at `path` in the document (or its nearest
 // enclosing field the map knows); an empty subject or path is left out.
@@ -67,7 +68,7 @@ FieldError SplitFieldError(std::string_view message);
 Status LocateError(const Status& status, const SourceDocument& doc, const DocumentSubject& subject);
 
 // Where a file's JSON text starts (its first non-blank character, `{` or `[`, as
-// model::ParseJsonOrYamlDocuments decides); nullopt for YAML.
+// codec::ParseJsonOrYamlDocuments decides); nullopt for YAML.
 std::optional<size_t> JsonStart(std::string_view text);
 
 }  // namespace gpupool::service

@@ -1,8 +1,8 @@
 #include "service/snapshot_cache.h"
 
+#include "codec/json_writer.h"
 #include "config/kinds.h"
 #include "config/membership.h"
-#include "model/json_io.h"
 #include "model/k8s.h"
 #include "model/machine_pool.h"
 #include "service/service_internal.h"
@@ -195,7 +195,7 @@ Result<std::shared_ptr<const CachedWorkflow>> Service::SnapshotCache::Current(
   fresh->pool = wf.pool;
   fresh->view = ToView(wf);
   fresh->json_text =
-      std::make_shared<const std::string>(model::DumpCompact(ToJson(fresh->view)) + "\n");
+      std::make_shared<const std::string>(codec::DumpCompact(ToJson(fresh->view)) + "\n");
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = workflows[std::string(id)];
   if (slot == nullptr || slot->version <= fresh->version) {

@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "codec/json_reader.h"
 #include "common/strings.h"
 #include "config/access.h"
 #include "config/config_set.h"
 #include "config/kinds.h"
 #include "model/disruption_budget.h"
-#include "model/json_io.h"
 #include "model/machine_pool.h"
 #include "model/node_pool.h"
 #include "model/queue.h"
@@ -267,7 +267,7 @@ Result<store::ConfigWrite> PutAsWrite(const Snapshot& snap, const MachinePoolSup
   RETURN_IF_ERROR(CheckConfigWriteAccess(caller, put.kind, put.name, "PUT", snap.set));
   // Bodies are walked recursively from here on (decoded, copied, stored, printed); the parsers
   // bound what they read, and this bounds what reaches the store by any other way.
-  if (Status deep = model::CheckNestingDepth(put.body); !deep.ok()) {
+  if (Status deep = codec::CheckNestingDepth(put.body); !deep.ok()) {
     return PutError(put, deep.WithContext(ConfigSubject(put.kind, put.name).text), prefix);
   }
   json stored;

@@ -7,7 +7,6 @@
 #include "common/strings.h"
 #include "config/access.h"
 #include "config/config_set.h"
-#include "model/json_io.h"
 #include "service/service_internal.h"
 #include "service/snapshot_cache.h"
 #include "store/store.h"

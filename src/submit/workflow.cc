@@ -4,9 +4,12 @@
 #include <cctype>
 #include <set>
 
+#include "codec/field_path.h"
+#include "codec/json_reader.h"
+#include "codec/source_map.h"
+#include "codec/yaml_reader.h"
 #include "common/strings.h"
 #include "model/duration.h"
-#include "model/json_io.h"
 #include "model/quantity.h"
 
 namespace gpupool::submit {
@@ -30,18 +33,18 @@ class TextMapping {
     splices_.push_back({original_begin, original_end, rendered_begin, rendered_end});
   }
 
-  model::SourcePosition ToOriginal(model::SourcePosition at) const {
+  codec::SourcePosition ToOriginal(codec::SourcePosition at) const {
     size_t offset = RenderedOffset(at);
     size_t original = offset;
     for (const Splice& s : splices_) {
       if (offset < s.rendered_begin) break;
       if (offset < s.rendered_end) {
         original = s.original_begin;
-        return model::PositionOfOffset(original_, original);
+        return codec::PositionOfOffset(original_, original);
       }
       original = offset - s.rendered_end + s.original_end;
     }
-    return model::PositionOfOffset(original_, original);
+    return codec::PositionOfOffset(original_, original);
   }
 
  private:
@@ -50,7 +53,7 @@ class TextMapping {
   };
 
   // The byte offset of a 1-based line and column (in characters) of the rendered text.
-  size_t RenderedOffset(model::SourcePosition at) const {
+  size_t RenderedOffset(codec::SourcePosition at) const {
     size_t offset = 0;
     for (int line = 1; line < at.line && offset < rendered_.size(); ++line) {
       const size_t newline = rendered_.find('\n', offset);
@@ -73,7 +76,7 @@ class TextMapping {
 // "train.yaml:12:9: workflow.tasks[1].resurce: unknown field ...".
 struct Source {
   std::string_view file_name;
-  const model::JsonSourceMap* map = nullptr;  // of the parsed (rendered) text; null: no positions
+  const codec::JsonSourceMap* map = nullptr;  // of the parsed (rendered) text; null: no positions
   const TextMapping* mapping = nullptr;       // null: the parsed text is the file's own
 };
 
@@ -81,7 +84,7 @@ struct Source {
 // a map, "" without a file name.
 std::string Prefix(const Source& src, std::string_view path = "") {
   if (src.file_name.empty()) return std::string();
-  std::optional<model::SourcePosition> at;
+  std::optional<codec::SourcePosition> at;
   if (src.map != nullptr) at = src.map->FindNearest(path);
   if (!at) return std::string(src.file_name) + ": ";
   if (src.mapping != nullptr) at = src.mapping->ToOriginal(*at);
@@ -98,7 +101,7 @@ Status CheckFields(const json& object, std::string_view path,
   for (const auto& [key, value] : object.items()) {
     if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
       return FieldError(
-          src, model::FieldPath(path, key),
+          src, codec::FieldPath(path, key),
           "unknown field" + DidYouMean(key, allowed) + "; expected one of " + Join(allowed, ", "));
     }
   }
@@ -107,7 +110,7 @@ Status CheckFields(const json& object, std::string_view path,
 
 Result<const json*> RequireObject(const json& value, std::string_view path, const Source& src) {
   if (!value.is_object()) {
-    return FieldError(src, path, "expected an object, got " + model::JsonTypeName(value));
+    return FieldError(src, path, "expected an object, got " + codec::JsonTypeName(value));
   }
   return &value;
 }
@@ -130,7 +133,7 @@ Result<std::vector<std::string>> GetNodePools(const json& value, const Source& s
     }
   } else {
     return FieldError(src, kPath,
-                      "expected a list of node pool names, got " + model::JsonTypeName(value));
+                      "expected a list of node pool names, got " + codec::JsonTypeName(value));
   }
   std::set<std::string> seen;
   for (size_t i = 0; i < names.size(); ++i) {
@@ -147,12 +150,12 @@ Result<std::string> GetString(const json& value, std::string_view path, const So
   if (value.is_string()) return value.get<std::string>();
   if (value.is_number_integer()) return std::to_string(value.get<int64_t>());
   if (value.is_number()) return value.dump();
-  return FieldError(src, path, "expected a string, got " + model::JsonTypeName(value));
+  return FieldError(src, path, "expected a string, got " + codec::JsonTypeName(value));
 }
 
 Result<bool> GetBool(const json& value, std::string_view path, const Source& src) {
   if (value.is_boolean()) return value.get<bool>();
-  return FieldError(src, path, "expected true or false, got " + model::JsonTypeName(value));
+  return FieldError(src, path, "expected true or false, got " + codec::JsonTypeName(value));
 }
 
 Result<std::vector<std::string>> GetStringList(const json& value, std::string_view path,
@@ -161,10 +164,10 @@ Result<std::vector<std::string>> GetStringList(const json& value, std::string_vi
   if (value.is_null()) return out;
   if (value.is_string()) return std::vector<std::string>{value.get<std::string>()};
   if (!value.is_array()) {
-    return FieldError(src, path, "expected a list of strings, got " + model::JsonTypeName(value));
+    return FieldError(src, path, "expected a list of strings, got " + codec::JsonTypeName(value));
   }
   for (size_t i = 0; i < value.size(); ++i) {
-    ASSIGN_OR_RETURN(std::string s, GetString(value[i], model::IndexPath(path, i), src));
+    ASSIGN_OR_RETURN(std::string s, GetString(value[i], codec::IndexPath(path, i), src));
     out.push_back(std::move(s));
   }
   return out;
@@ -186,7 +189,7 @@ Result<std::optional<int64_t>> GetDuration(const json& value, std::string_view p
   }
   if (!value.is_string()) {
     return FieldError(src, path,
-                      "expected a duration such as 2h or 1h30m, got " + model::JsonTypeName(value));
+                      "expected a duration such as 2h or 1h30m, got " + codec::JsonTypeName(value));
   }
   std::string text = value.get<std::string>();
   if (model::IsEmptyDuration(text)) return std::optional<int64_t>();
@@ -206,7 +209,7 @@ Result<std::optional<int64_t>> GetCount(const json& value, std::string_view path
   if (!in_range) {
     return FieldError(src, path,
                       "expected a whole number from " + std::to_string(minimum) +
-                          " to 2147483647, got " + model::JsonTypeName(value) +
+                          " to 2147483647, got " + codec::JsonTypeName(value) +
                           (value.is_number() ? " " + value.dump() : ""));
   }
   return std::optional<int64_t>(value.get<int64_t>());
@@ -256,7 +259,7 @@ Result<ResourceSpec> ParseResource(const std::string& name, const json& value,
   RETURN_IF_ERROR(CheckFields(
       *obj, path, {"cpu", "gpu", "memory", "storage", "platform", "nodesExcluded"}, src));
   for (const auto& [key, v] : obj->items()) {
-    std::string field = model::FieldPath(path, key);
+    std::string field = codec::FieldPath(path, key);
     if (key == "cpu" || key == "gpu" || key == "memory" || key == "storage") {
       RETURN_IF_ERROR(CheckQuantity(v, field, src));
       if (key == "gpu" && v.is_number() && !v.is_number_integer()) {
@@ -279,17 +282,17 @@ Result<json> ParseEnv(const json& value, std::string_view path, const Source& sr
   if (value.is_null()) return env;
   if (value.is_object()) {
     for (const auto& [key, v] : value.items()) {
-      ASSIGN_OR_RETURN(std::string s, GetString(v, model::FieldPath(path, key), src));
+      ASSIGN_OR_RETURN(std::string s, GetString(v, codec::FieldPath(path, key), src));
       env.push_back(json{{"name", key}, {"value", s}});
     }
     return env;
   }
   if (!value.is_array()) {
     return FieldError(
-        src, path, "expected a map or a list of {name, value}, got " + model::JsonTypeName(value));
+        src, path, "expected a map or a list of {name, value}, got " + codec::JsonTypeName(value));
   }
   for (size_t i = 0; i < value.size(); ++i) {
-    std::string item_path = model::IndexPath(path, i);
+    std::string item_path = codec::IndexPath(path, i);
     const json& item = value[i];
     if (!item.is_object() || !item.contains("name") || !item["name"].is_string()) {
       return FieldError(src, item_path, "expected {name, value}");
@@ -297,7 +300,7 @@ Result<json> ParseEnv(const json& value, std::string_view path, const Source& sr
     json copy = item;
     if (copy.contains("value") && !copy["value"].is_string()) {
       ASSIGN_OR_RETURN(std::string s,
-                       GetString(copy["value"], model::FieldPath(item_path, "value"), src));
+                       GetString(copy["value"], codec::FieldPath(item_path, "value"), src));
       copy["value"] = s;
     }
     env.push_back(std::move(copy));
@@ -322,10 +325,10 @@ Result<json> ParseMounts(const json& value, std::string_view path, const Source&
   json mounts = json::array();
   if (value.is_null()) return mounts;
   if (!value.is_array()) {
-    return FieldError(src, path, "expected a list, got " + model::JsonTypeName(value));
+    return FieldError(src, path, "expected a list, got " + codec::JsonTypeName(value));
   }
   for (size_t i = 0; i < value.size(); ++i) {
-    std::string item_path = model::IndexPath(path, i);
+    std::string item_path = codec::IndexPath(path, i);
     const json& item = value[i];
     if (item.is_string()) {
       std::string text = item.get<std::string>();
@@ -359,7 +362,7 @@ Result<TaskSpec> ParseTask(const json& value, std::string_view path, const Sourc
   TaskSpec task;
   if (!obj->contains("name")) return FieldError(src, path, "missing required field name");
   for (const auto& [key, v] : obj->items()) {
-    std::string field = model::FieldPath(path, key);
+    std::string field = codec::FieldPath(path, key);
     if (key == "name") {
       ASSIGN_OR_RETURN(task.name, GetString(v, field, src));
       RETURN_IF_ERROR(CheckName(task.name, field, src));
@@ -388,12 +391,12 @@ Result<TaskSpec> ParseTask(const json& value, std::string_view path, const Sourc
         std::string upper = action;
         for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
         if (upper != "COMPLETE" && upper != "FAIL" && upper != "RESCHEDULE") {
-          return FieldError(src, model::FieldPath(field, action),
+          return FieldError(src, codec::FieldPath(field, action),
                             "unknown exit action; expected COMPLETE, FAIL or RESCHEDULE" +
                                 DidYouMean(upper, {"COMPLETE", "FAIL", "RESCHEDULE"}));
         }
         if (!codes.is_string() && !codes.is_number_integer()) {
-          return FieldError(src, model::FieldPath(field, action),
+          return FieldError(src, codec::FieldPath(field, action),
                             "expected exit codes such as \"1,3-5\"");
         }
       }
@@ -419,7 +422,7 @@ Result<std::vector<TaskSpec>> ParseTasks(const json& value, std::string_view pat
   }
   std::vector<TaskSpec> tasks;
   for (size_t i = 0; i < value.size(); ++i) {
-    ASSIGN_OR_RETURN(TaskSpec t, ParseTask(value[i], model::IndexPath(path, i), src));
+    ASSIGN_OR_RETURN(TaskSpec t, ParseTask(value[i], codec::IndexPath(path, i), src));
     tasks.push_back(std::move(t));
   }
   return tasks;
@@ -461,7 +464,7 @@ Result<std::map<std::string, std::string>> DefaultValues(std::string_view text,
   std::map<std::string, std::string> values;
   json defaults;
   Source src{file_name};
-  auto docs = model::ParseYamlDocuments(text, file_name);
+  auto docs = codec::ParseYamlDocuments(text, file_name);
   if (docs.ok()) {
     if (!docs->empty() && (*docs)[0].value.is_object() &&
         (*docs)[0].value.contains("default-values")) {
@@ -471,7 +474,7 @@ Result<std::map<std::string, std::string>> DefaultValues(std::string_view text,
   } else {
     std::string block = ExtractDefaultValuesBlock(text);
     if (block.empty()) return values;
-    auto block_docs = model::ParseYamlDocuments(block, file_name);
+    auto block_docs = codec::ParseYamlDocuments(block, file_name);
     if (!block_docs.ok() || block_docs->empty()) return values;
     // "default-values:x" (no space after the colon) reads as one string, not as a mapping.
     json& block_value = (*block_docs)[0].value;
@@ -516,7 +519,7 @@ Result<std::string> Substitute(std::string_view text, std::string_view file_name
     } else {
       std::vector<std::string> names;
       for (const auto& [k, v] : values) names.push_back(k);
-      const model::SourcePosition at = model::PositionOfOffset(text, open);
+      const codec::SourcePosition at = codec::PositionOfOffset(text, open);
       return InvalidArgumentError(
           std::string(file_name) + ":" + std::to_string(at.line) + ":" + std::to_string(at.column) +
           ": undefined variable \"" + name + "\"" + DidYouMean(name, names) +
@@ -577,8 +580,8 @@ Result<std::pair<std::string, std::string>> ParseSetValue(std::string_view text)
 Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_name,
                                    const std::map<std::string, std::string>& set_values) {
   // Before templating: garbage is reported as what it is, not as an undefined variable.
-  RETURN_IF_ERROR(model::CheckYamlText(text, file_name));
-  std::vector<model::YamlDocument> docs;
+  RETURN_IF_ERROR(codec::CheckYamlText(text, file_name));
+  std::vector<codec::YamlDocument> docs;
   std::string rendered;
   TextMapping mapping(text);
   Source src{file_name};
@@ -587,7 +590,7 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
   // the same errors as before.)
   bool parsed = false;
   if (text.find("{{") == std::string_view::npos) {
-    auto once = model::ParseDocumentsWithSourceMaps(text, file_name);
+    auto once = codec::ParseDocumentsWithSourceMaps(text, file_name);
     if (once.ok()) {
       docs = std::move(once).value();
       if (!docs.empty() && docs[0].value.is_object()) {
@@ -605,7 +608,7 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
     for (const auto& [k, v] : set_values) values[k] = v;
     ASSIGN_OR_RETURN(rendered, Substitute(text, file_name, values, mapping));
     mapping.SetRendered(rendered);
-    ASSIGN_OR_RETURN(docs, model::ParseDocumentsWithSourceMaps(rendered, file_name));
+    ASSIGN_OR_RETURN(docs, codec::ParseDocumentsWithSourceMaps(rendered, file_name));
     src.mapping = &mapping;
   }
   if (docs.size() != 1) {
@@ -639,7 +642,7 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
     for (const auto& [name, value] : res_obj->items()) {
       ASSIGN_OR_RETURN(
           ResourceSpec r,
-          ParseResource(name, value, model::FieldPath("workflow.resources", name), src));
+          ParseResource(name, value, codec::FieldPath("workflow.resources", name), src));
       spec.resources.push_back(std::move(r));
     }
   }
@@ -663,7 +666,7 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
       return FieldError(src, "workflow.groups", "expected a non-empty list of groups");
     }
     for (size_t i = 0; i < groups.size(); ++i) {
-      std::string path = model::IndexPath("workflow.groups", i);
+      std::string path = codec::IndexPath("workflow.groups", i);
       ASSIGN_OR_RETURN(auto* g_obj, RequireObject(groups[i], path, src));
       RETURN_IF_ERROR(
           CheckFields(*g_obj, path, {"name", "tasks", "barrier", "ignoreNonleadStatus"}, src));
@@ -753,7 +756,7 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
     if (!labels.is_null()) {
       ASSIGN_OR_RETURN(auto* l_obj, RequireObject(labels, "workflow.labels", src));
       for (const auto& [k, v] : l_obj->items()) {
-        ASSIGN_OR_RETURN(std::string s, GetString(v, model::FieldPath("workflow.labels", k), src));
+        ASSIGN_OR_RETURN(std::string s, GetString(v, codec::FieldPath("workflow.labels", k), src));
         spec.labels[k] = s;
       }
     }

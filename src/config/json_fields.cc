@@ -78,6 +78,12 @@ Status CheckObject(const Json& value, std::string_view path,
   return CheckKeys(value, path, names);
 }
 
+Status CheckBodyFields(const Json& body, std::span<const std::string_view> fields) {
+  std::vector<std::string> names{"name"};
+  names.insert(names.end(), fields.begin(), fields.end());
+  return CheckKeys(body, "", names);
+}
+
 namespace {
 const Json* Find(const Json& obj, std::string_view key) {
   auto it = obj.find(key);

@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,8 @@ Status TypeError(std::string_view path, std::string_view expected, const Json& v
 Status CheckObject(const Json& value, std::string_view path,
                    std::initializer_list<std::string_view> known);
 Status CheckKeys(const Json& value, std::string_view path, const std::vector<std::string>& known);
+// A kind's body (path "") must be an object with keys among "name" and `fields`.
+Status CheckBodyFields(const Json& body, std::span<const std::string_view> fields);
 
 // Readers: absent key leaves *out unchanged. Wrong type -> TypeError.
 Status ReadString(const Json& obj, std::string_view key, std::string_view path, std::string* out);

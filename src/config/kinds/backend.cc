@@ -7,6 +7,7 @@
 
 namespace gpupool::config {
 
+using internal::CheckBodyFields;
 using internal::CheckBodyName;
 using internal::CheckObject;
 using internal::Path;
@@ -23,12 +24,26 @@ using internal::WriteField;
 
 namespace {
 
+// The body's fields besides "name" (internal::BackendFields).
+constexpr std::string_view kBackendFields[] = {"description",
+                                               "version",
+                                               "k8s_uid",
+                                               "k8s_namespace",
+                                               "dashboard_url",
+                                               "grafana_url",
+                                               "tests",
+                                               "scheduler_settings",
+                                               "node_conditions",
+                                               "last_heartbeat",
+                                               "created_date",
+                                               "router_address",
+                                               "online",
+                                               "enable_node_pools",
+                                               "enable_cpu_quota",
+                                               "enable_over_quota"};
+
 Status DecodeBackend(const Json& body, Backend& b) {
-  RETURN_IF_ERROR(CheckObject(
-      body, "",
-      {"name", "description", "version", "k8s_uid", "k8s_namespace", "dashboard_url", "grafana_url",
-       "tests", "scheduler_settings", "node_conditions", "last_heartbeat", "created_date",
-       "router_address", "online", "enable_node_pools", "enable_cpu_quota", "enable_over_quota"}));
+  RETURN_IF_ERROR(CheckBodyFields(body, kBackendFields));
   RETURN_IF_ERROR(CheckBodyName(body, b.name, "backend"));
   for (auto [key, out] :
        {std::pair{"description", &b.description}, std::pair{"version", &b.version},
@@ -96,6 +111,8 @@ Status DecodeBackend(const Json& body, Backend& b) {
 }
 
 }  // namespace
+
+std::span<const std::string_view> internal::BackendFields() { return kBackendFields; }
 
 Result<Backend> BackendFromJson(std::string_view name, const Json& body) {
   RETURN_IF_ERROR(ValidateName("backend", name));

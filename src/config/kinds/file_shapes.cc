@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <span>
+#include <string_view>
 
 #include "common/strings.h"
 #include "config/json_fields.h"
@@ -11,60 +13,37 @@ namespace gpupool::config {
 
 namespace {
 
-std::vector<std::string> BodyFields(Kind kind) {
+// The fields of a body besides "name". POOL, BACKEND and ROLE share their decoder's list; the
+// other kinds are decoded in src/model or are Kubernetes objects.
+std::span<const std::string_view> BodyFields(Kind kind) {
+  static constexpr std::string_view kPodTemplate[] = {"apiVersion", "kind", "metadata", "spec",
+                                                      "status"};
+  static constexpr std::string_view kNodePool[] = {"label_key", "label_value", "description"};
+  static constexpr std::string_view kQueue[] = {"parent", "priority", "resources", "description"};
+  static constexpr std::string_view kMachinePool[] = {
+      "instance_type", "min_replicas",  "max_replicas", "replicas",  "labels",
+      "taints",        "capacity_type", "max_price",    "disk_size", "description"};
+  static constexpr std::string_view kPodDisruptionBudget[] = {
+      "selector", "minAvailable", "maxUnavailable", "unhealthyPodEvictionPolicy"};
   switch (kind) {
     case Kind::kPool:
-      return {"description",
-              "backend",
-              "default_platform",
-              "enable_maintenance",
-              "download_type",
-              "default_exec_timeout",
-              "default_queue_timeout",
-              "max_exec_timeout",
-              "max_queue_timeout",
-              "default_exit_actions",
-              "action_permissions",
-              "resources",
-              "topology_keys",
-              "common_default_variables",
-              "common_resource_validations",
-              "common_pod_template",
-              "common_group_templates",
-              "default_node_pools",
-              "platforms"};
+      return internal::PoolFields();
     case Kind::kPodTemplate:
-      return {"apiVersion", "kind", "metadata", "spec", "status"};
+      return kPodTemplate;
     case Kind::kResourceValidation:
       return {};
     case Kind::kRole:
-      return {"description", "actions", "policies", "immutable", "sync_mode", "external_roles"};
+      return internal::RoleFields();
     case Kind::kBackend:
-      return {"description",
-              "version",
-              "k8s_uid",
-              "k8s_namespace",
-              "dashboard_url",
-              "grafana_url",
-              "tests",
-              "scheduler_settings",
-              "node_conditions",
-              "last_heartbeat",
-              "created_date",
-              "router_address",
-              "online",
-              "enable_node_pools",
-              "enable_cpu_quota",
-              "enable_over_quota"};
+      return internal::BackendFields();
     case Kind::kNodePool:
-      return {"label_key", "label_value", "description"};
+      return kNodePool;
     case Kind::kQueue:
-      return {"parent", "priority", "resources", "description"};
+      return kQueue;
     case Kind::kMachinePool:
-      return {"instance_type", "min_replicas",  "max_replicas", "replicas",  "labels",
-              "taints",        "capacity_type", "max_price",    "disk_size", "description"};
+      return kMachinePool;
     case Kind::kPodDisruptionBudget:
-      return {"selector", "minAvailable", "maxUnavailable", "unhealthyPodEvictionPolicy"};
+      return kPodDisruptionBudget;
   }
   return {};
 }
@@ -105,7 +84,7 @@ Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, Json doc,
     }
     return single(name);
   }
-  std::vector<std::string> fields = BodyFields(kind);
+  std::span<const std::string_view> fields = BodyFields(kind);
   for (const auto& [key, value] : doc.items()) {
     if (std::find(fields.begin(), fields.end(), key) == fields.end()) continue;
     if (!name_from_cli.has_value()) {

@@ -9,6 +9,7 @@
 
 namespace gpupool::config {
 
+using internal::CheckBodyFields;
 using internal::CheckBodyName;
 using internal::CheckObject;
 using internal::CheckTimeoutPair;
@@ -48,6 +49,27 @@ std::vector<std::string> Pool::PlatformNames() const {
 }
 
 namespace {
+
+// The body's fields besides "name" (internal::PoolFields).
+constexpr std::string_view kPoolFields[] = {"description",
+                                            "backend",
+                                            "default_platform",
+                                            "enable_maintenance",
+                                            "download_type",
+                                            "default_exec_timeout",
+                                            "default_queue_timeout",
+                                            "max_exec_timeout",
+                                            "max_queue_timeout",
+                                            "default_exit_actions",
+                                            "action_permissions",
+                                            "resources",
+                                            "topology_keys",
+                                            "common_default_variables",
+                                            "common_resource_validations",
+                                            "common_pod_template",
+                                            "common_group_templates",
+                                            "default_node_pools",
+                                            "platforms"};
 
 // `default_node_pools`: names in preference order, none empty or twice; seed 003's `Default` is
 // kept as `default`. Whether each is a NODE_POOL is checked on write (ValidateDefaultNodePools).
@@ -239,27 +261,7 @@ Status ReadPlatforms(const Json& obj, std::vector<Platform>* out) {
 }
 
 Status DecodePool(const Json& body, Pool& pool) {
-  RETURN_IF_ERROR(CheckObject(body, "",
-                              {"name",
-                               "description",
-                               "backend",
-                               "default_platform",
-                               "enable_maintenance",
-                               "download_type",
-                               "default_exec_timeout",
-                               "default_queue_timeout",
-                               "max_exec_timeout",
-                               "max_queue_timeout",
-                               "default_exit_actions",
-                               "action_permissions",
-                               "resources",
-                               "topology_keys",
-                               "common_default_variables",
-                               "common_resource_validations",
-                               "common_pod_template",
-                               "common_group_templates",
-                               "default_node_pools",
-                               "platforms"}));
+  RETURN_IF_ERROR(CheckBodyFields(body, kPoolFields));
   RETURN_IF_ERROR(CheckBodyName(body, pool.name, "pool"));
   RETURN_IF_ERROR(ReadString(body, "description", "", &pool.description));
   if (!body.contains("backend")) {
@@ -306,6 +308,8 @@ Status DecodePool(const Json& body, Pool& pool) {
 }
 
 }  // namespace
+
+std::span<const std::string_view> internal::PoolFields() { return kPoolFields; }
 
 Result<Pool> PoolFromJson(std::string_view name, const Json& body) {
   Pool pool;

@@ -8,6 +8,7 @@
 
 namespace gpupool::config {
 
+using internal::CheckBodyFields;
 using internal::CheckBodyName;
 using internal::CheckObject;
 using internal::Index;
@@ -23,6 +24,10 @@ using internal::WriteField;
 // ---- ROLE ---------------------------------------------------------------------------------
 
 namespace {
+
+// The body's fields besides "name" (internal::RoleFields).
+constexpr std::string_view kRoleFields[] = {"description", "actions",   "policies",
+                                            "immutable",   "sync_mode", "external_roles"};
 
 const std::vector<std::string> kMethods = {"*",     "get",    "post",     "put",
                                            "patch", "delete", "websocket"};
@@ -175,9 +180,7 @@ Json PoliciesToJson(const std::vector<Policy>& policies) {
 }
 
 Status DecodeRole(const Json& body, Role& role) {
-  RETURN_IF_ERROR(CheckObject(
-      body, "",
-      {"name", "description", "actions", "policies", "immutable", "sync_mode", "external_roles"}));
+  RETURN_IF_ERROR(CheckBodyFields(body, kRoleFields));
   RETURN_IF_ERROR(CheckBodyName(body, role.name, "role"));
   RETURN_IF_ERROR(ReadString(body, "description", "", &role.description));
   auto actions = body.find("actions");
@@ -214,6 +217,8 @@ Status DecodeRole(const Json& body, Role& role) {
 }
 
 }  // namespace
+
+std::span<const std::string_view> internal::RoleFields() { return kRoleFields; }
 
 Result<Role> RoleFromJson(std::string_view name, const Json& body) {
   RETURN_IF_ERROR(ValidateName("role", name));

@@ -2,6 +2,7 @@
 // Pieces every OSMO config kind's decoder uses (config/kinds/*.cc): variables, the body's own
 // name, timeouts. Internal to the config module.
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -10,6 +11,13 @@
 #include "config/kinds.h"
 
 namespace gpupool::config::internal {
+
+// The fields of a POOL, BACKEND and ROLE body besides "name", one list per kind, beside its
+// decoder. The decoder accepts these and "name" (unknown field otherwise); SplitConfigFile reads
+// a file with one of them at its top level as one body rather than a map of named bodies.
+std::span<const std::string_view> PoolFields();
+std::span<const std::string_view> BackendFields();
+std::span<const std::string_view> RoleFields();
 
 // [A-Za-z_][A-Za-z0-9_]*
 bool IsVariableName(std::string_view name);

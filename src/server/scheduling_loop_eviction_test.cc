@@ -5,28 +5,22 @@
 
 #include <gtest/gtest.h>
 
-#include "backend/sim/sim_backend.h"
-#include "server/scheduling_loop.h"
+#include <utility>
+
 #include "server/testing/cpu_node.h"
-#include "service/service.h"
+#include "server/testing/loop_fixture.h"
 
 namespace gpupool::server {
 namespace {
 
-using Json = nlohmann::ordered_json;
 using testing::CpuNode;
 
 // The simulated cluster, whose evictions the test carries out or refuses.
-class EvictingBackend final : public backend::Backend {
+class EvictingBackend final : public testing::SimBackendBase {
  public:
-  explicit EvictingBackend(std::vector<Json> nodes) : sim_(std::move(nodes)) {}
+  using SimBackendBase::SimBackendBase;
 
   std::string_view Kind() const override { return "evicting"; }
-  Result<std::vector<Json>> ListNodes() const override { return sim_.ListNodes(); }
-  Status Launch(const backend::TaskLaunch& launch) override { return sim_.Launch(launch); }
-  Status Kill(std::string_view key) override { return sim_.Kill(key); }
-  size_t RunningCount() const override { return sim_.RunningCount(); }
-  void SetKnownNodes(const std::vector<std::string>& names) override { sim_.SetKnownNodes(names); }
   std::vector<backend::TaskExit> Poll(int64_t now_ms) override {
     std::vector<backend::TaskExit> exits = sim_.Poll(now_ms);
     exits.insert(exits.end(), evicted_.begin(), evicted_.end());
@@ -56,41 +50,23 @@ class EvictingBackend final : public backend::Backend {
   std::vector<backend::TaskEviction> asked;
 
  private:
-  backend::SimBackend sim_;
   std::vector<backend::TaskExit> evicted_;
   std::vector<backend::RefusedEviction> refused_;
 };
 
-class EvictionLoopTest : public ::testing::Test {
+class EvictionLoopTest : public testing::LoopFixture<EvictingBackend> {
  protected:
   void SetUp() override {
-    store::StoreOptions options;
-    options.clock = &clock_;
-    auto store = store::OpenStore(":memory:", options);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(*store);
-    service_ = std::make_unique<service::Service>(*store_, clock_);
-    ASSERT_TRUE(service_->EnsureBuiltins().ok());
-    std::vector<Json> nodes = {CpuNode("n1", "4")};
-    ASSERT_TRUE(store_->UpsertNodes({{"n1", nodes[0]}}, true).ok());
-    backend_ = std::make_unique<EvictingBackend>(nodes);
     LoopOptions loop;
-    loop.holder = "a";
     loop.refused_eviction_backoff_ms = 30'000;
-    loop_ = std::make_unique<SchedulingLoop>(*store_, *backend_, clock_, registry_, loop);
+    Start({CpuNode("n1", "4")}, loop);
   }
 
   // A 3-cpu task (4 with the built-in 1-cpu sidecar): one fills n1.
   std::string Submit(const std::string& name, const std::string& priority) {
-    service::SubmitRequest request;
-    request.pool = "default";
-    request.spec_text = "workflow:\n  name: " + name + "\n  priority: " + priority +
-                        "\n  resources:\n    default: {cpu: 3, memory: 1Gi, storage: 1Gi}\n"
-                        "  tasks:\n  - {name: a, image: busybox, sim_duration: 1h}\n";
-    request.file_name = "wf.yaml";
-    auto result = service_->SubmitWorkflow({"alice", {"osmo-admin"}, "test"}, request);
-    EXPECT_TRUE(result.ok()) << result.status().ToString();
-    return result.ok() ? result->workflow_id : "";
+    return SubmitSpec("workflow:\n  name: " + name + "\n  priority: " + priority +
+                      "\n  resources:\n    default: {cpu: 3, memory: 1Gi, storage: 1Gi}\n"
+                      "  tasks:\n  - {name: a, image: busybox, sim_duration: 1h}\n");
   }
 
   store::TaskRecord Task(const std::string& id) {
@@ -99,9 +75,9 @@ class EvictionLoopTest : public ::testing::Test {
     return wf.ok() && !wf->tasks.empty() ? wf->tasks.back() : store::TaskRecord{};
   }
 
+  // One step of the loop, then 200 ms.
   void Step() {
-    auto stats = loop_->Step();
-    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
+    LoopFixture::Step();
     clock_.Advance(200);
   }
 
@@ -119,12 +95,6 @@ class EvictionLoopTest : public ::testing::Test {
     EXPECT_TRUE(backend_->asked[0].voluntary);
   }
 
-  FakeClock clock_;
-  Registry registry_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<service::Service> service_;
-  std::unique_ptr<EvictingBackend> backend_;
-  std::unique_ptr<SchedulingLoop> loop_;
   std::string low_, high_;
 };
 

@@ -6,30 +6,21 @@
 
 #include <algorithm>
 
-#include "backend/sim/sim_backend.h"
-#include "server/scheduling_loop.h"
 #include "server/testing/cpu_node.h"
-#include "service/service.h"
+#include "server/testing/loop_fixture.h"
 
 namespace gpupool::server {
 namespace {
-
-using Json = nlohmann::ordered_json;
 
 using testing::CpuNode;
 
 // The simulated cluster, plus what a cluster with an API server does: it records what it is
 // told about pending pods, and has pods handed in that it binds when asked.
-class RecordingBackend final : public backend::Backend {
+class RecordingBackend final : public testing::SimBackendBase {
  public:
-  explicit RecordingBackend(std::vector<Json> nodes) : sim_(std::move(nodes)) {}
+  using SimBackendBase::SimBackendBase;
 
   std::string_view Kind() const override { return "recording"; }
-  Result<std::vector<Json>> ListNodes() const override { return sim_.ListNodes(); }
-  Status Launch(const backend::TaskLaunch& launch) override { return sim_.Launch(launch); }
-  std::vector<backend::TaskExit> Poll(int64_t now_ms) override { return sim_.Poll(now_ms); }
-  size_t RunningCount() const override { return sim_.RunningCount(); }
-  void SetKnownNodes(const std::vector<std::string>& names) override { sim_.SetKnownNodes(names); }
 
   void ReportUnschedulable(const backend::Unschedulable& report) override {
     reports.push_back(report);
@@ -54,9 +45,6 @@ class RecordingBackend final : public backend::Backend {
   std::vector<backend::HandedInPod> handed_in;
   std::vector<std::vector<backend::PodBinding>> bind_calls;
   std::vector<std::string> killed;
-
- private:
-  backend::SimBackend sim_;
 };
 
 backend::HandedInPod HandedIn(const std::string& name, const std::string& cpu,
@@ -72,49 +60,15 @@ backend::HandedInPod HandedIn(const std::string& name, const std::string& cpu,
   return pod;
 }
 
-class HandedInTest : public ::testing::Test {
+class HandedInTest : public testing::LoopFixture<RecordingBackend> {
  protected:
-  void SetUp() override {
-    store::StoreOptions options;
-    options.clock = &clock_;
-    auto store = store::OpenStore(":memory:", options);
-    ASSERT_TRUE(store.ok()) << store.status().ToString();
-    store_ = std::move(*store);
-    service_ = std::make_unique<service::Service>(*store_, clock_);
-    ASSERT_TRUE(service_->EnsureBuiltins().ok());
-    std::vector<Json> nodes = {CpuNode("n1", "4"), CpuNode("n2", "4")};
-    std::vector<store::NodeRecord> records;
-    for (const auto& node : nodes) records.push_back({node["metadata"]["name"], node});
-    ASSERT_TRUE(store_->UpsertNodes(records, true).ok());
-    backend_ = std::make_unique<RecordingBackend>(nodes);
-    LoopOptions loop;
-    loop.holder = "a";
-    loop_ = std::make_unique<SchedulingLoop>(*store_, *backend_, clock_, registry_, loop);
-  }
+  void SetUp() override { Start({CpuNode("n1", "4"), CpuNode("n2", "4")}); }
 
   std::string Submit(const std::string& cpu) {
-    service::SubmitRequest request;
-    request.pool = "default";
-    request.spec_text = "workflow:\n  name: w\n  resources:\n    default: {cpu: " + cpu +
-                        ", memory: 1Gi, storage: 1Gi}\n  tasks:\n  - {name: a, image: busybox, "
-                        "sim_duration: 1h}\n";
-    request.file_name = "wf.yaml";
-    auto result = service_->SubmitWorkflow({"alice", {"osmo-admin"}, "test"}, request);
-    EXPECT_TRUE(result.ok()) << result.status().ToString();
-    return result.ok() ? result->workflow_id : "";
+    return SubmitSpec("workflow:\n  name: w\n  resources:\n    default: {cpu: " + cpu +
+                      ", memory: 1Gi, storage: 1Gi}\n  tasks:\n  - {name: a, image: busybox, "
+                      "sim_duration: 1h}\n");
   }
-
-  void Step() {
-    auto stats = loop_->Step();
-    ASSERT_TRUE(stats.ok()) << stats.status().ToString();
-  }
-
-  FakeClock clock_;
-  Registry registry_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<service::Service> service_;
-  std::unique_ptr<RecordingBackend> backend_;
-  std::unique_ptr<SchedulingLoop> loop_;
 };
 
 // A task that fits nowhere is reported every cycle with the scheduler's reason (the backend

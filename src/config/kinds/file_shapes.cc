@@ -48,6 +48,38 @@ std::span<const std::string_view> BodyFields(Kind kind) {
   return {};
 }
 
+// {"<name>": {...}, ...}: each entry one body named by its key (a "name" inside must agree).
+Result<std::vector<NamedBody>> SplitMapForm(Kind kind, const std::string& what, Json& doc) {
+  if (doc.empty()) return InvalidArgumentError("the " + what + " file is an empty object");
+  std::vector<NamedBody> out;
+  for (auto& [key, value] : doc.get_ref<Json::object_t&>()) {
+    bool shape_ok = kind == Kind::kResourceValidation ? value.is_array() : value.is_object();
+    if (!shape_ok) {
+      return InvalidArgumentError(key + ": expected " +
+                                  (kind == Kind::kResourceValidation
+                                       ? std::string("a list of rules")
+                                       : "an object (the " + what + " \"" + key + "\")") +
+                                  ", " + internal::Got(value) +
+                                  "; a config file holds {\"name\": ...} or {\"<name>\": {...}}");
+    }
+    Status s = ValidateName(what, key);
+    if (!s.ok()) return s;
+    Json body = std::move(value);
+    if (body.is_object()) {
+      auto inner = body.find("name");
+      if (inner != body.end()) {
+        if (!inner->is_string() || inner->get<std::string>() != key) {
+          return InvalidArgumentError(key + ".name: " + what + " \"" + key +
+                                      "\" has a different \"name\" " + internal::Dump(*inner));
+        }
+        body.erase("name");
+      }
+    }
+    out.push_back(NamedBody{key, std::move(body), /*map_entry=*/true});
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, Json doc,
@@ -95,33 +127,7 @@ Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, Json doc,
     return single(*name_from_cli);
   }
   // Map form.
-  if (doc.empty()) return InvalidArgumentError("the " + what + " file is an empty object");
-  std::vector<NamedBody> out;
-  for (auto& [key, value] : doc.get_ref<Json::object_t&>()) {
-    bool shape_ok = kind == Kind::kResourceValidation ? value.is_array() : value.is_object();
-    if (!shape_ok) {
-      return InvalidArgumentError(key + ": expected " +
-                                  (kind == Kind::kResourceValidation
-                                       ? std::string("a list of rules")
-                                       : "an object (the " + what + " \"" + key + "\")") +
-                                  ", " + internal::Got(value) +
-                                  "; a config file holds {\"name\": ...} or {\"<name>\": {...}}");
-    }
-    Status s = ValidateName(what, key);
-    if (!s.ok()) return s;
-    Json body = std::move(value);
-    if (body.is_object()) {
-      auto inner = body.find("name");
-      if (inner != body.end()) {
-        if (!inner->is_string() || inner->get<std::string>() != key) {
-          return InvalidArgumentError(key + ".name: " + what + " \"" + key +
-                                      "\" has a different \"name\" " + internal::Dump(*inner));
-        }
-        body.erase("name");
-      }
-    }
-    out.push_back(NamedBody{key, std::move(body), /*map_entry=*/true});
-  }
+  ASSIGN_OR_RETURN(std::vector<NamedBody> out, SplitMapForm(kind, what, doc));
   if (name_from_cli.has_value()) {
     if (out.size() != 1 || out[0].name != *name_from_cli) {
       std::vector<std::string> names;

@@ -171,6 +171,10 @@ class Views {
   void Account(const Context& context);
   Result<std::shared_ptr<const LiveState>> State();
   void RecordSample(const LiveState& state, const Context& context);
+  // The history samples as the views show them: the cluster's GPUs (Overview), and one queue's
+  // numbers of resource `r` in one node pool (Queue).
+  Json GpuHistory();
+  Json QueueHistory(const std::string& queue, const std::string& node_pool, int r);
   void AccrueCost(const LiveState& state, const Context& context);
 
   Service& service_;

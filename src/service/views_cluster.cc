@@ -63,23 +63,20 @@ std::string TaintText(const model::Taint& taint) {
 
 }  // namespace
 
-Result<Json> Views::Overview(const Caller& caller) {
-  ASSIGN_OR_RETURN(auto context_ptr, Current());
-  const Context& context = *context_ptr;
-  const LiveState& state = *context.state;
-  const views::OverviewNumbers& o = context.overview;
-  views::ReadAccess may_read(context, caller);
+namespace {
 
-  Json totals = {{"nodes", context.nodes.size()},
-                 {"gpu_capacity", o.gpu_capacity},
-                 {"gpu_allocated", o.gpu_allocated},
-                 {"gpu_free", std::max<int64_t>(0, o.gpu_capacity - o.gpu_allocated)},
-                 {"running_tasks", o.running_tasks},
-                 {"pending_tasks", o.pending_tasks},
-                 {"pending_workflows", o.pending_workflows},
-                 {"pending_gpus", o.pending_gpus},
-                 {"idle_allocated_gpus", o.idle_allocated_gpus}};
-  Json out = {{"at", state.at_ms}, {"leader", state.insight != nullptr}, {"totals", totals}};
+// The caller-independent numbers: totals, and GPUs by product, by node pool and pending by queue.
+void AddClusterNumbers(const Views::Context& context, Json& out) {
+  const views::OverviewNumbers& o = context.overview;
+  out["totals"] = {{"nodes", context.nodes.size()},
+                   {"gpu_capacity", o.gpu_capacity},
+                   {"gpu_allocated", o.gpu_allocated},
+                   {"gpu_free", std::max<int64_t>(0, o.gpu_capacity - o.gpu_allocated)},
+                   {"running_tasks", o.running_tasks},
+                   {"pending_tasks", o.pending_tasks},
+                   {"pending_workflows", o.pending_workflows},
+                   {"pending_gpus", o.pending_gpus},
+                   {"idle_allocated_gpus", o.idle_allocated_gpus}};
   Json products = Json::array();
   for (const auto& [product, use] : o.by_product) {
     products.push_back({{"product", product},
@@ -103,12 +100,14 @@ Result<Json> Views::Overview(const Caller& caller) {
     queues.push_back({{"queue", queue}, {"tasks", counts.first}, {"gpus", counts.second}});
   }
   out["pending_by_queue"] = std::move(queues);
+}
 
-  // GPUs allocated to tasks that do not run yet, of workflows the caller may see.
+// GPUs allocated to tasks that do not run yet, of workflows the caller may see (20 at most).
+Json IdleAllocated(const Views::Context& context, views::ReadAccess& may_read) {
   Json idle = Json::array();
-  for (const auto& [w, t] : o.idle) {
+  for (const auto& [w, t] : context.overview.idle) {
     if (idle.size() >= 20) break;
-    const store::WorkflowRecord& workflow = state.workflows[w];
+    const store::WorkflowRecord& workflow = context.state->workflows[w];
     if (!may_read(workflow)) continue;
     const store::TaskRecord& task = workflow.tasks[t];
     idle.push_back({{"workflow", workflow.id},
@@ -117,9 +116,11 @@ Result<Json> Views::Overview(const Caller& caller) {
                     {"gpus", (*context.task_requests[w])[t][views::kGpu]},
                     {"since_ms", task.status_changed_ms}});
   }
-  out["idle_allocated"] = std::move(idle);
+  return idle;
+}
 
-  // Workflows that failed, newest first (a bounded look at the latest finished ones).
+// Workflows that failed, newest first (10 at most, of a bounded look at the latest finished ones).
+Json RecentFailures(const Views::Context& context, views::ReadAccess& may_read) {
   Json errors = Json::array();
   for (const auto& workflow : context.recent) {
     if (!StartsWith(workflow.status, "FAILED") || !may_read(workflow)) continue;
@@ -140,12 +141,15 @@ Result<Json> Views::Overview(const Caller& caller) {
                       {"at_ms", at}});
     if (errors.size() >= 10) break;
   }
-  out["errors"] = std::move(errors);
+  return errors;
+}
 
+// The running workflows the caller may see that started first (10 at most), with their GPUs.
+Json LongestRunning(const Views::Context& context, views::ReadAccess& may_read) {
   Json longest = Json::array();
-  for (size_t w : o.longest_running) {
+  for (size_t w : context.overview.longest_running) {
     if (longest.size() >= 10) break;
-    const store::WorkflowRecord& workflow = state.workflows[w];
+    const store::WorkflowRecord& workflow = context.state->workflows[w];
     if (!may_read(workflow)) continue;
     int64_t gpus = 0;
     for (size_t t = 0; t < workflow.tasks.size(); ++t) {
@@ -160,20 +164,37 @@ Result<Json> Views::Overview(const Caller& caller) {
                        {"started_ms", StartedMs(workflow)},
                        {"gpus", gpus}});
   }
-  out["longest_running"] = std::move(longest);
+  return longest;
+}
 
-  Json samples = Json::array();
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& sample : samples_) {
-      samples.push_back({{"at", sample->at_ms},
-                         {"gpu_capacity", sample->gpu_capacity},
-                         {"gpu_allocated", sample->gpu_allocated},
-                         {"pending_gpus", sample->pending_gpus}});
-    }
-  }
-  out["history"] = {{"interval_ms", options_.history_interval_ms}, {"samples", std::move(samples)}};
+}  // namespace
+
+Result<Json> Views::Overview(const Caller& caller) {
+  ASSIGN_OR_RETURN(auto context_ptr, Current());
+  const Context& context = *context_ptr;
+  const LiveState& state = *context.state;
+  views::ReadAccess may_read(context, caller);
+
+  Json out = {{"at", state.at_ms}, {"leader", state.insight != nullptr}};
+  AddClusterNumbers(context, out);
+  out["idle_allocated"] = IdleAllocated(context, may_read);
+  out["errors"] = RecentFailures(context, may_read);
+  out["longest_running"] = LongestRunning(context, may_read);
+
+  out["history"] = GpuHistory();
   return out;
+}
+
+Json Views::GpuHistory() {
+  Json samples = Json::array();
+  std::lock_guard lock(mu_);
+  for (const auto& sample : samples_) {
+    samples.push_back({{"at", sample->at_ms},
+                       {"gpu_capacity", sample->gpu_capacity},
+                       {"gpu_allocated", sample->gpu_allocated},
+                       {"pending_gpus", sample->pending_gpus}});
+  }
+  return {{"interval_ms", options_.history_interval_ms}, {"samples", std::move(samples)}};
 }
 
 Result<Json> Views::Nodes(const Caller& caller, const NodePageRequest& request) {

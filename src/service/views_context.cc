@@ -348,6 +348,128 @@ void Views::RefreshLoop() {
   }
 }
 
+namespace {
+
+// The NODE_POOL (sorted by name, with the node pool names "default" first), MACHINE_POOL and
+// QUEUE configs that decode; the views show what they can of the rest.
+void ReadPoolAndQueueConfigs(const Service::CachedInputs& inputs, Views::Context& context) {
+  for (const auto& [key, body] : *inputs.other) {
+    if (key.first == "NODE_POOL") {
+      auto pool = model::NodePoolFromJson(body, key.second);
+      if (pool.ok()) context.node_pools.push_back(std::move(*pool));
+    } else if (key.first == "MACHINE_POOL") {
+      auto pool = model::MachinePoolFromJson(body, key.second);
+      if (pool.ok()) context.machine_pools.push_back(std::move(*pool));
+    } else if (key.first == "QUEUE") {
+      auto queue = model::QueueFromJson(body, key.second);
+      if (queue.ok()) context.queues.push_back(std::move(*queue));
+    }
+  }
+  std::sort(context.node_pools.begin(), context.node_pools.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  context.node_pool_names.push_back(std::string(model::kDefaultNodePool));
+  for (const auto& pool : context.node_pools) context.node_pool_names.push_back(pool.name);
+}
+
+// The queues as the last cycle saw them (with the implicit pool queues it derived), and any
+// configured since, as written (the views show them without shares until the next cycle);
+// without a cycle, the configured ones and the pools' implicit ones. Sorted by name.
+void SettleQueues(const LiveState& state, const Service::CachedInputs& inputs,
+                  Views::Context& context) {
+  if (state.insight != nullptr) {
+    std::vector<model::Queue> configured = std::move(context.queues);
+    context.queues = state.insight->queues;
+    for (model::Queue& queue : configured) {
+      const bool seen = std::any_of(context.queues.begin(), context.queues.end(),
+                                    [&](const model::Queue& q) { return q.name == queue.name; });
+      if (!seen) context.queues.push_back(std::move(queue));
+    }
+  } else {
+    AddImplicitPoolQueues(*inputs.configs, *inputs.nodes, context.node_pools, context.queues);
+  }
+  std::sort(context.queues.begin(), context.queues.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+}
+
+// One NodeInfo per node of the inputs (its node pool, membership, capacity, labels the views
+// show, readiness), and the index by name.
+void DescribeNodes(const std::vector<model::Node>& nodes,
+                   const std::vector<config::NodeMembership>& membership, Views::Context& context) {
+  context.nodes.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    views::NodeInfo& info = context.nodes[i];
+    info.node = &nodes[i];
+    info.node_pool = views::NodePoolOf(nodes[i], context.node_pools);
+    if (i < membership.size()) info.membership = &membership[i];
+    info.capacity = AllocatableOf(nodes[i]);
+    info.gpu_product = LabelOf(nodes[i], "nvidia.com/gpu.product");
+    info.machine_pool = LabelOf(nodes[i], model::kMachinePoolLabel);
+    info.ready =
+        std::none_of(nodes[i].taints.begin(), nodes[i].taints.end(),
+                     [](const model::Taint& t) { return t.key == "node.kubernetes.io/not-ready"; });
+    context.node_index[nodes[i].name] = i;
+  }
+}
+
+// Requests per task, each workflow's queue, and what the bound tasks take of their nodes. A
+// task's pod never changes, so a workflow's list is reused from the previous context while its
+// task count is the same.
+void AllocateTasks(const LiveState& state, const Views::Context* previous,
+                   Views::Context& context) {
+  std::unordered_map<std::string_view, std::shared_ptr<const std::vector<Amounts>>> reuse;
+  if (previous != nullptr) {
+    for (size_t w = 0; w < previous->state->workflows.size(); ++w) {
+      reuse[previous->state->workflows[w].id] = previous->task_requests[w];
+    }
+  }
+  context.task_requests.reserve(state.workflows.size());
+  for (const store::WorkflowRecord& workflow : state.workflows) {
+    auto found = reuse.find(workflow.id);
+    std::shared_ptr<const std::vector<Amounts>> requests;
+    if (found != reuse.end() && found->second->size() == workflow.tasks.size()) {
+      requests = found->second;
+    } else {
+      auto computed = std::make_shared<std::vector<Amounts>>();
+      for (const auto& task : workflow.tasks) computed->push_back(RequestsOf(task));
+      requests = std::move(computed);
+    }
+    for (size_t t = 0; t < workflow.tasks.size(); ++t) {
+      const store::TaskRecord& task = workflow.tasks[t];
+      if (!views::IsBoundTask(task.status)) continue;
+      auto node = context.node_index.find(task.node);
+      if (node == context.node_index.end()) continue;
+      views::NodeInfo& info = context.nodes[node->second];
+      for (int r = 0; r < model::kNumQuotaResources; ++r) info.allocated[r] += (*requests)[t][r];
+      ++info.bound_tasks;
+    }
+    context.task_requests.push_back(std::move(requests));
+    context.workflow_queues.push_back(views::WorkflowQueue(workflow));
+  }
+}
+
+// The latest finished workflows, for the overview's failed ones: one bounded read, at most once
+// per `max_age_ms` (the loop publishes more often). Finished workflows are written once, so the
+// read never meets the rows the loop rewrites at every step.
+void ReadRecentFinished(store::Store& store, int64_t max_age_ms, const Views::Context* previous,
+                        Views::Context& context) {
+  if (previous != nullptr && context.now_ms - previous->recent_read_ms < max_age_ms) {
+    context.recent = previous->recent;
+    context.recent_read_ms = previous->recent_read_ms;
+    return;
+  }
+  store::WorkflowFilter recent;
+  recent.finished_only = true;
+  recent.newest_first = true;
+  recent.limit = 200;
+  auto latest = store.ListWorkflows(recent);
+  if (latest.ok()) context.recent = std::move(*latest);
+  context.recent_read_ms = context.now_ms;
+}
+
+}  // namespace
+
+// The context of the current state, configs and nodes: the last one when none of them changed;
+// the membership is computed again only when the configs or the nodes did.
 Result<std::shared_ptr<const Views::Context>> Views::Build() {
   ASSIGN_OR_RETURN(std::shared_ptr<const LiveState> state, State());
   ASSIGN_OR_RETURN(Service::CachedInputs inputs, service_.Inputs());
@@ -377,102 +499,11 @@ Result<std::shared_ptr<const Views::Context>> Views::Build() {
   context->state = state;
   context->membership = membership;
   context->now_ms = clock_.NowMillis();
-  for (const auto& [key, body] : *inputs.other) {
-    if (key.first == "NODE_POOL") {
-      auto pool = model::NodePoolFromJson(body, key.second);
-      if (pool.ok()) context->node_pools.push_back(std::move(*pool));
-    } else if (key.first == "MACHINE_POOL") {
-      auto pool = model::MachinePoolFromJson(body, key.second);
-      if (pool.ok()) context->machine_pools.push_back(std::move(*pool));
-    } else if (key.first == "QUEUE") {
-      auto queue = model::QueueFromJson(body, key.second);
-      if (queue.ok()) context->queues.push_back(std::move(*queue));
-    }
-  }
-  std::sort(context->node_pools.begin(), context->node_pools.end(),
-            [](const auto& a, const auto& b) { return a.name < b.name; });
-  context->node_pool_names.push_back(std::string(model::kDefaultNodePool));
-  for (const auto& pool : context->node_pools) context->node_pool_names.push_back(pool.name);
-  if (state->insight != nullptr) {
-    // The queues as the last cycle saw them (with the implicit pool queues it derived), and any
-    // configured since, as written (the views show them without shares until the next cycle).
-    std::vector<model::Queue> configured = std::move(context->queues);
-    context->queues = state->insight->queues;
-    for (model::Queue& queue : configured) {
-      const bool seen = std::any_of(context->queues.begin(), context->queues.end(),
-                                    [&](const model::Queue& q) { return q.name == queue.name; });
-      if (!seen) context->queues.push_back(std::move(queue));
-    }
-  } else {
-    AddImplicitPoolQueues(*inputs.configs, *inputs.nodes, context->node_pools, context->queues);
-  }
-  std::sort(context->queues.begin(), context->queues.end(),
-            [](const auto& a, const auto& b) { return a.name < b.name; });
-
-  const std::vector<model::Node>& nodes = *inputs.nodes;
-  context->nodes.resize(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    views::NodeInfo& info = context->nodes[i];
-    info.node = &nodes[i];
-    info.node_pool = views::NodePoolOf(nodes[i], context->node_pools);
-    if (i < membership->by_node.size()) info.membership = &membership->by_node[i];
-    info.capacity = AllocatableOf(nodes[i]);
-    info.gpu_product = LabelOf(nodes[i], "nvidia.com/gpu.product");
-    info.machine_pool = LabelOf(nodes[i], model::kMachinePoolLabel);
-    info.ready =
-        std::none_of(nodes[i].taints.begin(), nodes[i].taints.end(),
-                     [](const model::Taint& t) { return t.key == "node.kubernetes.io/not-ready"; });
-    context->node_index[nodes[i].name] = i;
-  }
-
-  // Requests per task: a task's pod never changes, so a workflow's list is reused from the
-  // previous context while its task count is the same.
-  std::unordered_map<std::string_view, std::shared_ptr<const std::vector<Amounts>>> reuse;
-  if (previous != nullptr) {
-    for (size_t w = 0; w < previous->state->workflows.size(); ++w) {
-      reuse[previous->state->workflows[w].id] = previous->task_requests[w];
-    }
-  }
-  context->task_requests.reserve(state->workflows.size());
-  for (const store::WorkflowRecord& workflow : state->workflows) {
-    auto found = reuse.find(workflow.id);
-    std::shared_ptr<const std::vector<Amounts>> requests;
-    if (found != reuse.end() && found->second->size() == workflow.tasks.size()) {
-      requests = found->second;
-    } else {
-      auto computed = std::make_shared<std::vector<Amounts>>();
-      for (const auto& task : workflow.tasks) computed->push_back(RequestsOf(task));
-      requests = std::move(computed);
-    }
-    for (size_t t = 0; t < workflow.tasks.size(); ++t) {
-      const store::TaskRecord& task = workflow.tasks[t];
-      if (!views::IsBoundTask(task.status)) continue;
-      auto node = context->node_index.find(task.node);
-      if (node == context->node_index.end()) continue;
-      views::NodeInfo& info = context->nodes[node->second];
-      for (int r = 0; r < model::kNumQuotaResources; ++r) info.allocated[r] += (*requests)[t][r];
-      ++info.bound_tasks;
-    }
-    context->task_requests.push_back(std::move(requests));
-    context->workflow_queues.push_back(views::WorkflowQueue(workflow));
-  }
-
-  // The latest finished workflows, for the overview's failed ones: one bounded read, at most once
-  // per state_max_age_ms (the loop publishes more often). Finished workflows are written once, so
-  // the read never meets the rows the loop rewrites at every step.
-  if (previous != nullptr &&
-      context->now_ms - previous->recent_read_ms < options_.state_max_age_ms) {
-    context->recent = previous->recent;
-    context->recent_read_ms = previous->recent_read_ms;
-  } else {
-    store::WorkflowFilter recent;
-    recent.finished_only = true;
-    recent.newest_first = true;
-    recent.limit = 200;
-    auto latest = store_.ListWorkflows(recent);
-    if (latest.ok()) context->recent = std::move(*latest);
-    context->recent_read_ms = context->now_ms;
-  }
+  ReadPoolAndQueueConfigs(inputs, *context);
+  SettleQueues(*state, inputs, *context);
+  DescribeNodes(*inputs.nodes, membership->by_node, *context);
+  AllocateTasks(*state, previous.get(), *context);
+  ReadRecentFinished(store_, options_.state_max_age_ms, previous.get(), *context);
   views::Digest(*context);
 
   std::lock_guard lock(mu_);

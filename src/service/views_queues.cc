@@ -296,7 +296,79 @@ std::vector<Member> Siblings(const Views::Context& context, const std::string& p
   return members;
 }
 
+// The node pools `queue` has numbers in (the scheduler's shares, else its configured quota);
+// the default node pool when it has none.
+std::vector<std::string> NodePoolsWithNumbers(const Views::Context& context,
+                                              const model::Queue& queue) {
+  const SchedulerInsight* insight = context.insight();
+  std::vector<std::string> pools;
+  for (const std::string& pool : context.node_pool_names) {
+    if (FindShare(insight, queue.name, pool) != nullptr ||
+        (insight == nullptr && queue.resources.contains(pool))) {
+      pools.push_back(pool);
+    }
+  }
+  if (pools.empty()) pools.push_back(std::string(model::kDefaultNodePool));
+  return pools;
+}
+
+// How the scheduler's water-filling reached `queue`'s fair share in `pool`, level by level from
+// the node pool down (department, then project), and whether it matches `scheduler_fair_share`
+// (the last cycle's; the queues may have changed since).
+Json Explanation(const Views::Context& context, const model::Queue& queue, const std::string& pool,
+                 int r, int64_t scheduler_fair_share) {
+  int64_t capacity = 0;
+  for (const auto& c : context.insight()->node_pools) {
+    if (c.node_pool == pool) capacity = c.capacity[r];
+  }
+  // Root to the queue: the department, then the project.
+  std::vector<std::string> path = {queue.name};
+  if (!queue.parent.empty() &&
+      std::any_of(context.queues.begin(), context.queues.end(),
+                  [&](const model::Queue& q) { return q.name == queue.parent; })) {
+    path.insert(path.begin(), queue.parent);
+  }
+  Json levels = Json::array();
+  std::string parent;
+  int64_t result = 0;
+  for (const std::string& step : path) {
+    std::vector<Member> members = Siblings(context, parent, pool, r, step);
+    std::vector<int64_t> shares;
+    const std::string title =
+        parent.empty() ? "Node pool " + pool : "Department " + parent + "'s fair share";
+    levels.push_back(ExplainLevel(title, capacity, members, r, shares));
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (members[i].name == step) capacity = result = shares[i];
+    }
+    parent = step;
+  }
+  const bool matches = result == scheduler_fair_share;
+  return {{"levels", std::move(levels)},
+          {"fair_share", result},
+          {"matches_scheduler", matches},
+          {"summary",
+           "Fair share of " + queue.name + " in node pool " + pool + ": " + Amount(r, result) +
+               (matches ? " (as the scheduler's last cycle computed)."
+                        : " (the scheduler's last cycle computed " +
+                              Amount(r, scheduler_fair_share) + "; the queues changed since).")}};
+}
+
 }  // namespace
+
+Json Views::QueueHistory(const std::string& queue, const std::string& node_pool, int r) {
+  Json history = Json::array();
+  std::lock_guard lock(mu_);
+  for (const auto& sample : samples_) {
+    for (const auto& q : sample->queues) {
+      if (q.queue != queue || q.node_pool != node_pool) continue;
+      history.push_back({{"at", sample->at_ms},
+                         {"allocated", q.allocated[r]},
+                         {"deserved", q.deserved[r]},
+                         {"fair_share", q.fair_share[r]}});
+    }
+  }
+  return history;
+}
 
 Result<Json> Views::Queue(const Caller& caller, std::string_view name, std::string_view node_pool,
                           std::string_view resource) {
@@ -315,14 +387,7 @@ Result<Json> Views::Queue(const Caller& caller, std::string_view name, std::stri
     return NotFoundError("queue \"" + std::string(name) + "\" does not exist");
   }
   // The node pools the queue has numbers in; the requested one must be among them.
-  std::vector<std::string> pools;
-  for (const std::string& pool : context.node_pool_names) {
-    if (FindShare(insight, queue->name, pool) != nullptr ||
-        (insight == nullptr && queue->resources.contains(pool))) {
-      pools.push_back(pool);
-    }
-  }
-  if (pools.empty()) pools.push_back(std::string(model::kDefaultNodePool));
+  std::vector<std::string> pools = NodePoolsWithNumbers(context, *queue);
   std::string pool = node_pool.empty() ? pools.front() : std::string(node_pool);
   if (std::find(context.node_pool_names.begin(), context.node_pool_names.end(), pool) ==
       context.node_pool_names.end()) {
@@ -339,21 +404,7 @@ Result<Json> Views::Queue(const Caller& caller, std::string_view name, std::stri
     std::tie(row.pending_tasks, row.pending) = it->second;
   }
   out["row"] = RowJson(row, r);
-
-  Json history = Json::array();
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& sample : samples_) {
-      for (const auto& q : sample->queues) {
-        if (q.queue != queue->name || q.node_pool != pool) continue;
-        history.push_back({{"at", sample->at_ms},
-                           {"allocated", q.allocated[r]},
-                           {"deserved", q.deserved[r]},
-                           {"fair_share", q.fair_share[r]}});
-      }
-    }
-  }
-  out["history"] = std::move(history);
+  out["history"] = QueueHistory(queue->name, pool, r);
 
   if (insight == nullptr || row.share == nullptr) {
     out["explanation"] = nullptr;
@@ -362,41 +413,7 @@ Result<Json> Views::Queue(const Caller& caller, std::string_view name, std::stri
                            : "The scheduler has no share for this queue in this node pool.";
     return out;
   }
-  int64_t capacity = 0;
-  for (const auto& c : insight->node_pools) {
-    if (c.node_pool == pool) capacity = c.capacity[r];
-  }
-  // Root to the queue: the department, then the project.
-  std::vector<std::string> path = {queue->name};
-  if (!queue->parent.empty() &&
-      std::any_of(context.queues.begin(), context.queues.end(),
-                  [&](const model::Queue& q) { return q.name == queue->parent; })) {
-    path.insert(path.begin(), queue->parent);
-  }
-  Json levels = Json::array();
-  std::string parent;
-  int64_t result = 0;
-  for (const std::string& step : path) {
-    std::vector<Member> members = Siblings(context, parent, pool, r, step);
-    std::vector<int64_t> shares;
-    const std::string title =
-        parent.empty() ? "Node pool " + pool : "Department " + parent + "'s fair share";
-    levels.push_back(ExplainLevel(title, capacity, members, r, shares));
-    for (size_t i = 0; i < members.size(); ++i) {
-      if (members[i].name == step) capacity = result = shares[i];
-    }
-    parent = step;
-  }
-  const bool matches = result == row.share->fair_share;
-  out["explanation"] = {
-      {"levels", std::move(levels)},
-      {"fair_share", result},
-      {"matches_scheduler", matches},
-      {"summary",
-       "Fair share of " + queue->name + " in node pool " + pool + ": " + Amount(r, result) +
-           (matches ? " (as the scheduler's last cycle computed)."
-                    : " (the scheduler's last cycle computed " + Amount(r, row.share->fair_share) +
-                          "; the queues changed since).")}};
+  out["explanation"] = Explanation(context, *queue, pool, r, row.share->fair_share);
   return out;
 }
 

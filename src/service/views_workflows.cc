@@ -136,6 +136,94 @@ class FinishedWorkflows {
   bool done_ = false;
 };
 
+// The context's unfinished workflows after a position that match the request's pool, user and
+// status, newest first (Context::newest_first).
+class UnfinishedWorkflows {
+ public:
+  UnfinishedWorkflows(const Views::Context& context, const WorkflowPageRequest& request,
+                      const std::optional<store::WorkflowFilter::Position>& after)
+      : workflows_(context.state->workflows),
+        request_(request),
+        next_(context.newest_first.begin()),
+        end_(context.newest_first.end()) {
+    if (after) {
+      next_ = std::partition_point(next_, end_,
+                                   [&](size_t w) { return !After(workflows_[w], *after); });
+    }
+  }
+
+  // The next one, or null at the end.
+  const store::WorkflowRecord* Next() {
+    while (next_ != end_ && !Matches(workflows_[*next_])) ++next_;
+    return next_ == end_ ? nullptr : &workflows_[*next_];
+  }
+  void Pop() { ++next_; }
+
+ private:
+  bool Matches(const store::WorkflowRecord& w) const {
+    return (!request_.pool || w.pool == *request_.pool) &&
+           (!request_.user || w.user == *request_.user) &&
+           (!request_.status || w.status == *request_.status);
+  }
+
+  const std::vector<store::WorkflowRecord>& workflows_;
+  const WorkflowPageRequest& request_;
+  std::vector<size_t>::const_iterator next_;
+  const std::vector<size_t>::const_iterator end_;
+};
+
+// The two lists merged, newest first, from the sources the status filter can match. A workflow
+// that finished after the context's state is in both: it comes once, as the store's record.
+class NewestFirst {
+ public:
+  NewestFirst(FinishedWorkflows finished, UnfinishedWorkflows unfinished, Sources sources)
+      : finished_(std::move(finished)), unfinished_(std::move(unfinished)), sources_(sources) {}
+
+  // The next one, or null at the end.
+  Result<const store::WorkflowRecord*> Next() {
+    for (;;) {
+      const store::WorkflowRecord* from_store = nullptr;
+      if (sources_.finished) {
+        ASSIGN_OR_RETURN(from_store, finished_.Next());
+      }
+      const store::WorkflowRecord* from_context =
+          sources_.unfinished ? unfinished_.Next() : nullptr;
+      if (from_store == nullptr && from_context == nullptr) return nullptr;
+      if (from_context == nullptr ||
+          (from_store != nullptr && !Newer(*from_context, *from_store))) {
+        finished_.Pop();
+        last_finished_ = from_store->id;
+        return from_store;
+      }
+      unfinished_.Pop();
+      // Finished since the context's state: the store's record (same position) came just before.
+      if (from_context->id != last_finished_) return from_context;
+    }
+  }
+
+ private:
+  FinishedWorkflows finished_;
+  UnfinishedWorkflows unfinished_;
+  const Sources sources_;
+  std::string last_finished_;  // the id of the store's record taken last
+};
+
+// The store's filter for the finished workflows of a page.
+store::WorkflowFilter FinishedFilter(const WorkflowPageRequest& request,
+                                     const std::optional<store::WorkflowFilter::Position>& after) {
+  store::WorkflowFilter filter;
+  filter.pool = request.pool;
+  filter.user = request.user;
+  filter.status = request.status;
+  filter.finished_only = true;
+  filter.newest_first = true;
+  filter.after = after;
+  // One more than the page to know whether another follows; more only when filters the store
+  // cannot apply drop some (then growing batches).
+  filter.limit = request.limit + 1;
+  return filter;
+}
+
 }  // namespace
 
 // A page merges two lists, newest first: the unfinished workflows of the context (the loop's last
@@ -153,71 +241,24 @@ Result<Json> Views::Workflows(const Caller& caller, const WorkflowPageRequest& r
   ASSIGN_OR_RETURN(auto context_ptr, Current());
   const Context& context = *context_ptr;
   const SchedulerInsight* insight = context.insight();
-  const Sources sources = SourcesFor(request.status);
   views::ReadAccess may_read(context, caller);
-
-  store::WorkflowFilter filter;
-  filter.pool = request.pool;
-  filter.user = request.user;
-  filter.status = request.status;
-  filter.finished_only = true;
-  filter.newest_first = true;
-  filter.after = after;
-  // One more than the page to know whether another follows; more only when filters the store
-  // cannot apply drop some (then growing batches).
-  filter.limit = request.limit + 1;
-  FinishedWorkflows finished(store_, filter);
-
-  // The context's unfinished workflows after the position that match the filters.
-  const auto& workflows = context.state->workflows;
-  auto unfinished = context.newest_first.begin();
-  if (after) {
-    unfinished = std::partition_point(context.newest_first.begin(), context.newest_first.end(),
-                                      [&](size_t w) { return !After(workflows[w], *after); });
-  }
-  auto matches = [&](const store::WorkflowRecord& w) {
-    return (!request.pool || w.pool == *request.pool) &&
-           (!request.user || w.user == *request.user) &&
-           (!request.status || w.status == *request.status);
-  };
+  NewestFirst workflows(FinishedWorkflows(store_, FinishedFilter(request, after)),
+                        UnfinishedWorkflows(context, request, after), SourcesFor(request.status));
 
   std::vector<const store::WorkflowRecord*> page;
-  std::string last_finished;  // the id of the store's record taken last
   std::string next;
   int scanned = 0;
   for (;;) {
-    while (sources.unfinished && unfinished != context.newest_first.end() &&
-           !matches(workflows[*unfinished])) {
-      ++unfinished;
-    }
-    const store::WorkflowRecord* from_store = nullptr;
-    if (sources.finished) {
-      ASSIGN_OR_RETURN(from_store, finished.Next());
-    }
-    const store::WorkflowRecord* from_context =
-        sources.unfinished && unfinished != context.newest_first.end() ? &workflows[*unfinished]
-                                                                       : nullptr;
-    if (from_store == nullptr && from_context == nullptr) break;
-    const store::WorkflowRecord* workflow;
-    if (from_context == nullptr || (from_store != nullptr && !Newer(*from_context, *from_store))) {
-      workflow = from_store;
-      finished.Pop();
-      last_finished = workflow->id;
-    } else {
-      workflow = from_context;
-      ++unfinished;
-      // Finished since the context's state: the store's record (same position) came just before.
-      if (workflow->id == last_finished) continue;
-    }
-    if (!request.queue || views::WorkflowQueue(*workflow) == *request.queue) {
-      if (may_read(*workflow)) {
-        if (static_cast<int>(page.size()) == request.limit) {
-          // One more match exists: the page ends at the previous item.
-          next = PositionToken(*page.back());
-          break;
-        }
-        page.push_back(workflow);
+    ASSIGN_OR_RETURN(const store::WorkflowRecord* workflow, workflows.Next());
+    if (workflow == nullptr) break;
+    if ((!request.queue || views::WorkflowQueue(*workflow) == *request.queue) &&
+        may_read(*workflow)) {
+      if (static_cast<int>(page.size()) == request.limit) {
+        // One more match exists: the page ends at the previous item.
+        next = PositionToken(*page.back());
+        break;
       }
+      page.push_back(workflow);
     }
     if (++scanned >= kMaxScanned) {
       next = PositionToken(*workflow);  // a short page; the rest follows

@@ -8,10 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "codec/field_path.h"
+#include "codec/json_reader.h"
+#include "codec/source_map.h"
+#include "codec/yaml_reader.h"
 #include "common/strings.h"
 #include "config/kinds.h"
 #include "model/disruption_budget.h"
-#include "model/json_io.h"
 #include "model/k8s.h"
 #include "service/located_errors.h"
 #include "service/service_internal.h"
@@ -27,20 +30,20 @@ using json = nlohmann::ordered_json;
 using config::Kind;
 
 // The documents of one file: one JSON document (when the first non-blank character is `{` or
-// `[`, as model::ParseJsonOrYamlDocuments decides), or every document of a YAML stream.
+// `[`, as codec::ParseJsonOrYamlDocuments decides), or every document of a YAML stream.
 Result<std::vector<SourceDocument>> ParseManifestFile(const ManifestFile& file) {
   std::vector<SourceDocument> docs;
   if (const std::optional<size_t> start = JsonStart(file.text)) {
-    ASSIGN_OR_RETURN(json value, model::ParseJson(file.text, file.name));
-    auto map = std::make_shared<const model::JsonSourceMap>(model::JsonSourceMap::Build(file.text));
-    docs.push_back({std::move(value), file.name, model::PositionOfOffset(file.text, *start).line,
+    ASSIGN_OR_RETURN(json value, codec::ParseJson(file.text, file.name));
+    auto map = std::make_shared<const codec::JsonSourceMap>(codec::JsonSourceMap::Build(file.text));
+    docs.push_back({std::move(value), file.name, codec::PositionOfOffset(file.text, *start).line,
                     std::move(map), ""});
     return docs;
   }
-  ASSIGN_OR_RETURN(auto yaml, model::ParseYamlDocuments(file.text, file.name));
-  for (model::YamlDocument& d : yaml) {
+  ASSIGN_OR_RETURN(auto yaml, codec::ParseYamlDocuments(file.text, file.name));
+  for (codec::YamlDocument& d : yaml) {
     docs.push_back({std::move(d.value), file.name, d.line,
-                    std::make_shared<const model::JsonSourceMap>(std::move(d.source_map)), ""});
+                    std::make_shared<const codec::JsonSourceMap>(std::move(d.source_map)), ""});
   }
   return docs;
 }
@@ -64,7 +67,7 @@ Result<std::vector<SourceDocument>> ParseManifests(const std::vector<ManifestFil
       const json& items = doc.value.value("items", json());
       for (size_t i = 0; items.is_array() && i < items.size(); ++i) {
         SourceDocument item{items[i], doc.file, doc.line, doc.map,
-                            JoinPath(doc.map_path, model::IndexPath("items", i))};
+                            JoinPath(doc.map_path, codec::IndexPath("items", i))};
         item.line = NearestPosition(item, "").line;
         out.push_back(std::move(item));
       }
@@ -179,7 +182,7 @@ Status PlanJob(const SourceDocument& doc, ManifestPlan& plan) {
 
 Status PlanDocument(const SourceDocument& doc, ManifestPlan& plan) {
   if (!doc.value.is_object()) {
-    return AtField(doc, "", "", "expected an object, got " + model::JsonTypeName(doc.value));
+    return AtField(doc, "", "", "expected an object, got " + codec::JsonTypeName(doc.value));
   }
   const std::string kind = StringMember(doc.value, "kind");
   if (kind == "Node") return PlanNode(doc, plan);
@@ -198,7 +201,7 @@ Status CheckDefinedOnce(const SourceDocument& doc,
   if (kind.empty() || name.empty()) return OkStatus();
   auto [first, inserted] = defined.try_emplace(kind + "/" + name, &doc);
   if (inserted) return OkStatus();
-  const model::SourcePosition at = NearestPosition(*first->second, "metadata.name");
+  const codec::SourcePosition at = NearestPosition(*first->second, "metadata.name");
   return AtField(doc, kind + " " + name, "metadata.name",
                  "also defined at " + first->second->file + ":" + std::to_string(at.line) + ":" +
                      std::to_string(at.column) + "; an apply defines each object once");

@@ -194,7 +194,10 @@ TEST_F(KubeBackendTest, EvictionsGoThroughTheEvictionApiAndItsBudgets) {
         {"body", pdb}});
 
   const TaskEviction eviction{key, "preempt", "preempted by pod w2.0", true};
-  ASSERT_EQ(backend_->Evict(eviction), EvictionStart::kInFlight);
+  // The backend evicts a pod once its watch has seen it bound (uid and node); until then Evict
+  // answers kStopped and does nothing, so asking again is safe. On a loaded machine the watch
+  // event can come after the pod reads Ready through the API.
+  ASSERT_TRUE(Eventually([&] { return backend_->Evict(eviction) == EvictionStart::kInFlight; }));
   std::vector<RefusedEviction> refused;
   ASSERT_TRUE(Eventually([&] {
     refused = backend_->RefusedEvictions();

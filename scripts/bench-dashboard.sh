@@ -33,3 +33,5 @@ sleep 20
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; load $(cut -d' ' -f1-3 /proc/loadavg)"
 # 200 requests per endpoint: the p99 is then the 198th of 200, not the slowest one.
 (cd "$root/web" && node tests/bench.mjs "$url" "${BENCH_REQUESTS:-200}")
+# The machine's load at the end too: on a shared machine it moves within a run.
+echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

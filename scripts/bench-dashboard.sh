@@ -22,6 +22,7 @@ echo '{"apiVersion": "v1", "kind": "NodeList", "items": []}' >"$dir/no-nodes.jso
 "$build_dir/bin/gpupool" serve --listen 127.0.0.1:0 --db "sqlite:$dir/big.db" \
   --backend "sim:$dir/no-nodes.json" --auth dev --history-interval 5s >"$dir/out.log" 2>"$dir/err.log" &
 pid=$!
+started=$(date +%s)
 for _ in $(seq 1 600); do
   url=$(grep -o 'http://[0-9.:]*' "$dir/out.log" | head -1 || true)
   [ -n "$url" ] && break
@@ -33,5 +34,11 @@ sleep 20
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; load $(cut -d' ' -f1-3 /proc/loadavg)"
 # 200 requests per endpoint: the p99 is then the 198th of 200, not the slowest one.
 (cd "$root/web" && node tests/bench.mjs "$url" "${BENCH_REQUESTS:-200}")
-# The machine's load at the end too: on a shared machine it moves within a run.
+# The machine's load at the end too: on a shared machine it moves within a run. And the CPU
+# time the server used (its scheduling loop steps all along, beside the requests).
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.1f", ($14 + $15) / hz}' "/proc/$pid/stat")
+echo "gpupool serve: $cpu s CPU in its $(($(date +%s) - started)) s"
+curl -s "$url/metrics" | awk '/^gpupool_scheduling_cycle_seconds_sum/ {sum = $2}
+  /^gpupool_scheduling_cycle_seconds_count/ {count = $2}
+  END {if (count) printf "scheduling steps: %d, %.2f s each on average\n", count, sum / count}'

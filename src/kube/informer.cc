@@ -38,7 +38,7 @@ struct Informer::State : std::enable_shared_from_this<State> {
         backoff(options.backoff, options.seed),
         random(options.seed ^ 0x9e3779b97f4a7c15ULL) {}
 
-  void StartList(std::string continue_token);
+  void StartList(const std::string& continue_token);
   void Relist() { StartList(""); }
   void OnListPage(Result<Response> result);
   void ApplyList();
@@ -113,7 +113,7 @@ void Informer::State::Retry(void (State::*step)(), const std::string& error) {
   });
 }
 
-void Informer::State::StartList(std::string continue_token) {
+void Informer::State::StartList(const std::string& continue_token) {
   if (continue_token.empty()) {
     listed.clear();
     list_version.clear();
@@ -194,9 +194,9 @@ void Informer::State::ApplyList() {
 
 void Informer::State::StartWatch() {
   std::vector<std::string> params = SelectorParams();
-  params.push_back("watch=true");
+  params.emplace_back("watch=true");
   params.push_back("resourceVersion=" + QueryEscape(LastVersionLocked()));
-  if (options.bookmarks) params.push_back("allowWatchBookmarks=true");
+  if (options.bookmarks) params.emplace_back("allowWatchBookmarks=true");
   auto min = options.min_watch_timeout.count();
   std::uniform_int_distribution<int64_t> spread(0, std::max<int64_t>(min, 1) - 1);
   int64_t timeout = min + spread(random);

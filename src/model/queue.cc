@@ -156,7 +156,7 @@ Result<Queue> QueueFromJson(const Json& body, std::string_view name, std::string
         // `Default` (seed 003's spelling) and `default` are one node pool, stored as `default`.
         const std::string pool = CanonicalNodePoolName(written);
         if (pool != kDefaultNodePool) RETURN_IF_ERROR(ValidateConfigName(pool, Path(path, pool)));
-        if (queue.resources.count(pool) > 0) {
+        if (queue.resources.contains(pool)) {
           return InvalidArgumentError(Path(path, written) +
                                       ": the default node pool is listed twice (as \"default\" "
                                       "and \"Default\"); keep one");

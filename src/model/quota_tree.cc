@@ -41,9 +41,9 @@ void CheckParent(const Queue& queue, const std::map<std::string, Queue>& queues,
 void CheckNodePoolNames(const Queue& queue, const std::map<std::string, NodePool>& node_pools,
                         QuotaTreeCheck& out) {
   std::vector<std::string> known = Keys(node_pools);
-  known.push_back(std::string(kDefaultNodePool));
+  known.emplace_back(kDefaultNodePool);
   for (const auto& [pool, quota] : queue.resources) {
-    if (pool == kDefaultNodePool || node_pools.count(pool) > 0) continue;
+    if (pool == kDefaultNodePool || node_pools.contains(pool)) continue;
     out.errors.push_back(QueueFinding(queue.name, "resources." + pool + ": node pool " +
                                                       Quoted(pool) + " does not exist" +
                                                       DidYouMean(pool, known)));
@@ -148,7 +148,7 @@ std::vector<std::string> QueuesUsingNodePool(const std::map<std::string, Queue>&
                                              std::string_view node_pool) {
   std::vector<std::string> out;
   for (const auto& [name, queue] : queues) {
-    if (queue.resources.count(std::string(node_pool)) > 0) out.push_back(name);
+    if (queue.resources.contains(std::string(node_pool))) out.push_back(name);
   }
   return out;
 }

@@ -105,9 +105,9 @@ Result<Json> ReadTaskLog(const store::WorkflowRecord& workflow, const LogRequest
               {"text", AsUtf8(chunk.data)}};
 }
 
-void AddLogRoutes(Router& router, service::Service& service, store::Store& store,
-                  const backend::Backend* backend,
-                  std::function<std::optional<std::string>(const std::string& id)> resource_pool) {
+void AddLogRoutes(
+    Router& router, service::Service& service, store::Store& store, const backend::Backend* backend,
+    const std::function<std::optional<std::string>(const std::string& id)>& resource_pool) {
   RouteOptions workflow_scoped;
   workflow_scoped.resource_pool = [resource_pool](const RouteRequest& r) {
     return resource_pool(r.Param("id"));

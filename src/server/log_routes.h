@@ -31,8 +31,8 @@
 
 namespace gpupool::server {
 
-inline constexpr int64_t kDefaultLogChunkBytes = 64 * 1024;
-inline constexpr int64_t kMaxLogChunkBytes = 1024 * 1024;
+inline constexpr int64_t kDefaultLogChunkBytes = int64_t{64} * 1024;
+inline constexpr int64_t kMaxLogChunkBytes = int64_t{1024} * 1024;
 
 struct LogRequest {
   std::string task;  // "", NAME or GROUP/NAME
@@ -48,8 +48,8 @@ Result<nlohmann::ordered_json> ReadTaskLog(const store::WorkflowRecord& workflow
                                            const backend::Backend* backend);
 
 // Adds the route. `backend` may be null; it must outlive the router otherwise.
-void AddLogRoutes(Router& router, service::Service& service, store::Store& store,
-                  const backend::Backend* backend,
-                  std::function<std::optional<std::string>(const std::string& id)> resource_pool);
+void AddLogRoutes(
+    Router& router, service::Service& service, store::Store& store, const backend::Backend* backend,
+    const std::function<std::optional<std::string>(const std::string& id)>& resource_pool);
 
 }  // namespace gpupool::server

@@ -49,8 +49,8 @@ Result<int> LimitQuery(const RouteRequest& request, int default_limit) {
 Reply WithEtag(const RouteRequest& request, Reply reply) {
   std::string body = reply.text.empty() ? codec::DumpCompact(reply.json) + "\n" : reply.text;
   const std::string etag = Fnv1a(body);
-  reply.headers.push_back({"ETag", etag});
-  reply.headers.push_back({"Cache-Control", "no-cache"});
+  reply.headers.emplace_back("ETag", etag);
+  reply.headers.emplace_back("Cache-Control", "no-cache");
   for (const std::string& candidate : Split(request.Header("If-None-Match"), ',')) {
     if (Trim(candidate) == etag) {
       reply.status = 304;
@@ -64,8 +64,9 @@ Reply WithEtag(const RouteRequest& request, Reply reply) {
   return reply;
 }
 
-void AddViewRoutes(Router& router, service::Views& views,
-                   std::function<std::optional<std::string>(const std::string& id)> resource_pool) {
+void AddViewRoutes(
+    Router& router, service::Views& views,
+    const std::function<std::optional<std::string>(const std::string& id)>& resource_pool) {
   service::Views* v = &views;
   router.Add("GET", "/api/views/overview",
              Handler([v](const RouteRequest& r) { return v->Overview(CallerOf(r)); }));

@@ -16,8 +16,9 @@
 namespace gpupool::server {
 
 // `resource_pool`: the pool of a workflow id, for access control on /api/views/workflows/{id}.
-void AddViewRoutes(Router& router, service::Views& views,
-                   std::function<std::optional<std::string>(const std::string& id)> resource_pool);
+void AddViewRoutes(
+    Router& router, service::Views& views,
+    const std::function<std::optional<std::string>(const std::string& id)>& resource_pool);
 
 // A strong ETag of `body` (FNV-1a 64, quoted) and the reply: 304 when If-None-Match has it.
 Reply WithEtag(const RouteRequest& request, Reply reply);

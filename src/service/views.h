@@ -108,7 +108,7 @@ void AddImplicitPoolQueues(const config::ConfigSet& configs, const std::vector<m
 
 struct ViewOptions {
   int64_t history_interval_ms = 60'000;
-  int64_t history_span_ms = 24 * 3600 * 1000LL;
+  int64_t history_span_ms = int64_t{24} * 3600 * 1000;
   size_t max_events = 500;
   int64_t state_max_age_ms = 1000;  // without a loop: how long workflows read from the store last
   // How long the loop's last published state is used before the store is read instead (a slow
@@ -142,7 +142,7 @@ class Views {
   // The scheduling loop's state after a step (the loop's thread). Keeps the events; once the views
   // of the state are built, records a history sample when the last one is history_interval_ms
   // old and accrues machine-pool cost.
-  void Publish(std::shared_ptr<const LiveState> state);
+  void Publish(const std::shared_ptr<const LiveState>& state);
 
   using Json = nlohmann::ordered_json;
   Result<Json> Overview(const Caller& caller);

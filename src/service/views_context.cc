@@ -143,7 +143,7 @@ std::map<std::string, int64_t> SpreadGuarantee(int64_t total,
   for (const auto& [name, w] : weights) {
     out[name] = total * w / sum;
     given += out[name];
-    remainders.push_back({-(total * w % sum), name});
+    remainders.emplace_back(-(total * w % sum), name);
   }
   std::stable_sort(remainders.begin(), remainders.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -367,7 +367,7 @@ void ReadPoolAndQueueConfigs(const Service::CachedInputs& inputs, Views::Context
   }
   std::sort(context.node_pools.begin(), context.node_pools.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
-  context.node_pool_names.push_back(std::string(model::kDefaultNodePool));
+  context.node_pool_names.emplace_back(model::kDefaultNodePool);
   for (const auto& pool : context.node_pools) context.node_pool_names.push_back(pool.name);
 }
 
@@ -513,7 +513,7 @@ Result<std::shared_ptr<const Views::Context>> Views::Build() {
   return std::shared_ptr<const Context>(context);
 }
 
-void Views::Publish(std::shared_ptr<const LiveState> state) {
+void Views::Publish(const std::shared_ptr<const LiveState>& state) {
   if (state == nullptr) return;
   {
     std::lock_guard lock(mu_);

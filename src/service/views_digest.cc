@@ -161,11 +161,11 @@ void OverviewDigest(Views::Context& context) {
       }
       if (task.status == "SCHEDULED" && requests[kGpu] > 0) {
         o.idle_allocated_gpus += requests[kGpu];
-        o.idle.push_back({w, t});
+        o.idle.emplace_back(w, t);
       }
     }
     if (any_pending) ++o.pending_workflows;
-    if (workflow.status == "RUNNING") running.push_back({StartedMs(workflow), w});
+    if (workflow.status == "RUNNING") running.emplace_back(StartedMs(workflow), w);
   }
   std::sort(running.begin(), running.end(), [&](const auto& a, const auto& b) {
     return std::tie(a.first, workflows[a.second].id) < std::tie(b.first, workflows[b.second].id);

@@ -64,9 +64,9 @@ std::vector<std::pair<const model::Queue*, int>> TreeOrder(
   };
   for (const model::Queue& top : queues) {
     if (!top.parent.empty() && known(top.parent)) continue;
-    out.push_back({&top, 0});
+    out.emplace_back(&top, 0);
     for (const model::Queue& child : queues) {
-      if (child.parent == top.name) out.push_back({&child, 1});
+      if (child.parent == top.name) out.emplace_back(&child, 1);
     }
   }
   return out;
@@ -308,7 +308,7 @@ std::vector<std::string> NodePoolsWithNumbers(const Views::Context& context,
       pools.push_back(pool);
     }
   }
-  if (pools.empty()) pools.push_back(std::string(model::kDefaultNodePool));
+  if (pools.empty()) pools.emplace_back(model::kDefaultNodePool);
   return pools;
 }
 

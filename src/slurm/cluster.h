@@ -73,7 +73,7 @@ class SlurmCluster {
 
   // `adopt`: the task was running under an earlier gpupool process; find its job, never submit.
   // A job that cannot be found is reported by the next Poll() as ended and lost.
-  Status Run(const TaskRun& task, bool adopt);
+  Status Run(const TaskRun& run, bool adopt);
   // Unknown keys are ignored (the task may have ended already).
   Status Stop(const std::string& key);
   // The submission Run() would make, from the cached nodes, without asking Slurm: InvalidArgument

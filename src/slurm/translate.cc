@@ -14,7 +14,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 using model::Quantity;
 
-constexpr int64_t kMiB = 1024 * 1024;
+constexpr int64_t kMiB = int64_t{1024} * 1024;
 
 Result<int64_t> ParseCount(std::string_view text, std::string_view gres) {
   int64_t value = 0;
@@ -34,7 +34,7 @@ int64_t CountSuffix(char c) {
       return 1024;
     case 'm':
     case 'M':
-      return 1024 * 1024;
+      return int64_t{1024} * 1024;
     default:
       return 0;
   }

@@ -73,7 +73,7 @@ std::string UnavailableState(const SlurmNode& node, const NodeOptions& options);
 //     `own`), recorded in the foreign-usage annotation;
 //   unavailable (UnavailableState): spec.unschedulable, a NoSchedule taint
 //     slurm.gpupool.io/unavailable=<state>, a Ready=False condition with Slurm's reason.
-Result<nlohmann::ordered_json> NodeFromSlurm(const SlurmNode& node, const NodeUsage& own,
+Result<nlohmann::ordered_json> NodeFromSlurm(const SlurmNode& slurm, const NodeUsage& own,
                                              const NodeOptions& options);
 
 // One task to run as a batch job.

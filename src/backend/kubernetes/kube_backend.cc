@@ -277,7 +277,7 @@ Status KubernetesBackend::Launch(const TaskLaunch& launch) {
   return OkStatus();
 }
 
-void KubernetesBackend::Create(std::shared_ptr<LaunchOp> op) {
+void KubernetesBackend::Create(const std::shared_ptr<LaunchOp>& op) {
   const std::string collection = "/api/v1/namespaces/" + op->ref.namespace_ + "/pods";
   client_->Send({"POST", collection, DumpJson(op->pod)},
                 [this, op](Result<kube::Response> created) {
@@ -296,7 +296,7 @@ void KubernetesBackend::Create(std::shared_ptr<LaunchOp> op) {
 }
 
 // Finds the attempt's pod: bound to our node already, or to be bound; gone = lost.
-void KubernetesBackend::Adopt(std::shared_ptr<LaunchOp> op, bool created_elsewhere) {
+void KubernetesBackend::Adopt(const std::shared_ptr<LaunchOp>& op, bool created_elsewhere) {
   client_->Send({"GET", kube::PodPath(op->ref)},
                 [this, op, created_elsewhere](Result<kube::Response> got) {
                   if (!got.ok()) return Failed(op, got.status().message());
@@ -319,7 +319,7 @@ void KubernetesBackend::Adopt(std::shared_ptr<LaunchOp> op, bool created_elsewhe
                 });
 }
 
-void KubernetesBackend::Bind(std::shared_ptr<LaunchOp> op) {
+void KubernetesBackend::Bind(const std::shared_ptr<LaunchOp>& op) {
   client_->Send({"POST", kube::PodPath(op->ref, "binding"),
                  DumpJson(kube::BindingBody(op->ref, op->launch.node))},
                 [this, op](Result<kube::Response> bound) {
@@ -361,7 +361,7 @@ void KubernetesBackend::Failed(const std::shared_ptr<LaunchOp>& op, const std::s
 void KubernetesBackend::DeletePod(const kube::ObjectRef& pod) {
   client_->Send(
       {"DELETE", kube::PodPath(pod), DumpJson(kube::DeleteOptionsBody(pod, std::nullopt))},
-      [](Result<kube::Response>) {
+      [](const Result<kube::Response>&) {
         // Gone already (404) is what we wanted; anything else the informer will show.
       });
 }

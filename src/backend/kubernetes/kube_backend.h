@@ -147,15 +147,15 @@ class KubernetesBackend final : public Backend {
   // is going: its end is reported as evicted once it is gone), so OnPod has nothing more to do.
   bool EvictionSeen(const std::string& key, const nlohmann::ordered_json& pod, bool deleted);
   // The background steps of a launch (on the client's thread).
-  void Create(std::shared_ptr<LaunchOp> op);
-  void Adopt(std::shared_ptr<LaunchOp> op, bool created_elsewhere);
-  void Bind(std::shared_ptr<LaunchOp> op);
+  void Create(const std::shared_ptr<LaunchOp>& op);
+  void Adopt(const std::shared_ptr<LaunchOp>& op, bool created_elsewhere);
+  void Bind(const std::shared_ptr<LaunchOp>& op);
   void Placed(const std::shared_ptr<LaunchOp>& op);
   void Failed(const std::shared_ptr<LaunchOp>& op, const std::string& reason);
   void DeletePod(const kube::ObjectRef& pod);
   // Eviction steps (kube_backend_evictions.cc), on the client's thread.
-  void MarkDisruptionTarget(std::shared_ptr<EvictionOp> op);
-  void SendEviction(std::shared_ptr<EvictionOp> op);
+  void MarkDisruptionTarget(const std::shared_ptr<EvictionOp>& op);
+  void SendEviction(const std::shared_ptr<EvictionOp>& op);
   void EvictionAccepted(const EvictionOp& op);
   void EvictionRefused(const EvictionOp& op, const std::string& reason);
   // Bindings of pods handed in (kube_backend_handed_in.cc), on the client's thread.

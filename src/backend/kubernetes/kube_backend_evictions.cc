@@ -56,7 +56,7 @@ EvictionStart KubernetesBackend::Evict(const TaskEviction& eviction) {
 
 // First the condition, as kube-scheduler marks its victims: the pod's owner (a Job's
 // podFailurePolicy, an operator) can tell a preemption from a failure.
-void KubernetesBackend::MarkDisruptionTarget(std::shared_ptr<EvictionOp> op) {
+void KubernetesBackend::MarkDisruptionTarget(const std::shared_ptr<EvictionOp>& op) {
   const std::string reason =
       op->eviction.voluntary ? kube::kPreemptionByScheduler : kube::kDeletionByTaintManager;
   const std::string message = "gpupool: " + op->eviction.reason + ": " + op->eviction.message;
@@ -76,7 +76,7 @@ void KubernetesBackend::MarkDisruptionTarget(std::shared_ptr<EvictionOp> op) {
       });
 }
 
-void KubernetesBackend::SendEviction(std::shared_ptr<EvictionOp> op) {
+void KubernetesBackend::SendEviction(const std::shared_ptr<EvictionOp>& op) {
   if (!op->eviction.voluntary) {
     // A NoExecute taint: not a voluntary disruption, no budget asked (the taint manager's way).
     client_->Send({"DELETE", kube::PodPath(op->pod),
@@ -137,7 +137,7 @@ void KubernetesBackend::EvictionRefused(const EvictionOp& op, const std::string&
       {"PATCH", kube::PodPath(op.pod, "status"),
        DumpJson(kube::DisruptionTargetClearedPatch("gpupool: eviction refused: " + reason, Now())),
        kStrategicMerge},
-      [](Result<kube::Response>) {
+      [](const Result<kube::Response>&) {
         // Best effort: a pod gone meanwhile has nothing to clear.
       });
 }

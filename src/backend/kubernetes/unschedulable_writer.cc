@@ -96,7 +96,7 @@ bool UnschedulableWriter::Current(const Op& op) const {
   return it != entries_.end() && it->second.generation == op.generation;
 }
 
-void UnschedulableWriter::Write(std::shared_ptr<Op> op) {
+void UnschedulableWriter::Write(const std::shared_ptr<Op>& op) {
   if (!op->create) return Patch(op);
   const std::string collection = "/api/v1/namespaces/" + op->ref.namespace_ + "/pods";
   client_.Send({"POST", collection, DumpJson(*op->create)},
@@ -109,7 +109,7 @@ void UnschedulableWriter::Write(std::shared_ptr<Op> op) {
 
 // The task's pod exists already (an earlier leader made it, or its launch did): write on it if
 // it is still this attempt's and unbound.
-void UnschedulableWriter::Found(std::shared_ptr<Op> op) {
+void UnschedulableWriter::Found(const std::shared_ptr<Op>& op) {
   client_.Send({"GET", kube::PodPath(op->ref)}, [this, op](Result<kube::Response> got) {
     if (!got.ok() || !got->ok()) return Created(op, {});
     Json pod = got->Json();
@@ -123,7 +123,7 @@ void UnschedulableWriter::Found(std::shared_ptr<Op> op) {
 }
 
 // The create (or find) answered: `ref` is the pod (uid "" when there is none to write on).
-void UnschedulableWriter::Created(std::shared_ptr<Op> op, const kube::ObjectRef& ref) {
+void UnschedulableWriter::Created(const std::shared_ptr<Op>& op, const kube::ObjectRef& ref) {
   bool delete_it = false;
   bool write = false;
   {
@@ -145,7 +145,7 @@ void UnschedulableWriter::Created(std::shared_ptr<Op> op, const kube::ObjectRef&
   if (write) Patch(op);
 }
 
-void UnschedulableWriter::Patch(std::shared_ptr<Op> op) {
+void UnschedulableWriter::Patch(const std::shared_ptr<Op>& op) {
   if (!op->patch) return RecordEvent(op);
   if (!Current(*op)) return;
   client_.Send({"PATCH", kube::PodPath(op->ref, "status"),
@@ -159,7 +159,7 @@ void UnschedulableWriter::Patch(std::shared_ptr<Op> op) {
                });
 }
 
-void UnschedulableWriter::RecordEvent(std::shared_ptr<Op> op) {
+void UnschedulableWriter::RecordEvent(const std::shared_ptr<Op>& op) {
   // One Event write per pod at a time: a PATCH of the count must not overtake the create it
   // patches (it would find nothing and start a second Event). A repeat meanwhile is skipped.
   if (!Current(*op) || !events_in_flight_.insert(op->key).second) return;
@@ -177,7 +177,7 @@ void UnschedulableWriter::RecordEvent(std::shared_ptr<Op> op) {
 
 void UnschedulableWriter::DeleteCreated(const kube::ObjectRef& ref) {
   client_.Send({"DELETE", kube::PodPath(ref), DumpJson(kube::DeleteOptionsBody(ref, 0))},
-               [](Result<kube::Response>) {
+               [](const Result<kube::Response>&) {
                  // Gone already (404) is what we wanted; anything else the informer shows.
                });
 }

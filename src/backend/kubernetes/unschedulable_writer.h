@@ -70,11 +70,11 @@ class UnschedulableWriter {
   };
 
   // On the client's thread.
-  void Write(std::shared_ptr<Op> op);
-  void Created(std::shared_ptr<Op> op, const kube::ObjectRef& ref);
-  void Found(std::shared_ptr<Op> op);
-  void Patch(std::shared_ptr<Op> op);
-  void RecordEvent(std::shared_ptr<Op> op);
+  void Write(const std::shared_ptr<Op>& op);
+  void Created(const std::shared_ptr<Op>& op, const kube::ObjectRef& ref);
+  void Found(const std::shared_ptr<Op>& op);
+  void Patch(const std::shared_ptr<Op>& op);
+  void RecordEvent(const std::shared_ptr<Op>& op);
   bool Current(const Op& op) const;  // not forgotten nor reported again since
   void DeleteCreated(const kube::ObjectRef& ref);
 

@@ -259,7 +259,7 @@ ApiResponse FakeApi::Handle(const ApiRequest& request, const std::function<void(
     return StatusResponse(404, "NotFound", "the server could not find the requested resource");
   }
   target.resource = FindResource(group, version, rest[0]);
-  if (target.resource < 0 || (target.type().namespaced == false && !target.namespace_.empty())) {
+  if (target.resource < 0 || (!target.type().namespaced && !target.namespace_.empty())) {
     return StatusResponse(404, "NotFound", "the server could not find the requested resource");
   }
   if (rest.size() > 1) target.name = rest[1];

@@ -59,7 +59,7 @@ Result<std::vector<Json>> LoadNodes(const std::vector<std::string>& paths) {
       }
       std::sort(files.begin(), files.end());
     } else {
-      files.push_back(path);
+      files.emplace_back(path);
     }
     for (const auto& file : files) {
       ASSIGN_OR_RETURN(std::string text, gpupool::model::ReadFile(file.string()));

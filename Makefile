@@ -57,9 +57,10 @@ sanitize-unit: deps deps-clang $(SANITIZE_DIR)/build.ninja
 	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target $(SANITIZE_UNIT_MODULES:%=gpupool_%_test)
 	bash scripts/run-tests.sh $(SANITIZE_DIR) -L '^unit_($(subst $(space),|,$(strip $(SANITIZE_UNIT_MODULES))))$$'
 
-# clang-format and clang-tidy, warnings as errors (scripts/lint.sh; compile commands of build/).
-lint: deps deps-clang $(BUILD_DIR)/build.ninja
-	bash scripts/lint.sh $(BUILD_DIR)
+# clang-format and clang-tidy, warnings as errors (scripts/lint.sh, with a clang configuration
+# of its own in build-tidy/).
+lint: deps deps-clang
+	bash scripts/lint.sh
 
 # `make fuzz`: every libFuzzer target of fuzz/ for FUZZ_SECONDS each, two at a time, in the
 # sanitizer build; `make fuzz-ci` replays every committed corpus, then fuzzes each target for

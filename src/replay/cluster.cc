@@ -1,6 +1,7 @@
 #include "replay/cluster.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <set>
 
@@ -16,7 +17,7 @@ int32_t FractionOf(const model::PodScheduling& pod) {
   if (it == pod.annotations.end()) return 0;
   double f = 0;
   if (std::sscanf(it->second.c_str(), "%lf", &f) != 1 || !(f > 0 && f < 1)) return 0;
-  return static_cast<int32_t>(f * 1000 + 0.5);
+  return static_cast<int32_t>(std::lround(f * 1000));  // f is in (0, 1)
 }
 
 }  // namespace

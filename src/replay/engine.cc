@@ -97,7 +97,7 @@ class Engine {
   Status Tick();
   void ApplyCycle(const scheduler::CycleResult& r);
   Status Reconcile();
-  void Interrupt(const std::string& node);
+  void Interrupt(const std::string& name);
   void ScheduleWakeups();
   void NoteNodes();
   void Sample(int64_t t);

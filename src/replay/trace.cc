@@ -481,8 +481,8 @@ Result<std::vector<TraceJob>> ParseJsonl(std::string_view text, std::string_view
       }
       has_submit |= key == "submit";
       std::vector<std::string> known = GenericColumns();
-      known.push_back("resources");
-      known.push_back("labels");
+      known.emplace_back("resources");
+      known.emplace_back("labels");
       if (StartsWith(key, "resource.") ||
           std::find(known.begin(), known.end(), key) == known.end()) {
         return InvalidArgumentError(where + "unknown key \"" + key + "\"" + DidYouMean(key, known));

@@ -290,8 +290,8 @@ std::string ProtocolToTable(const ProtocolResult& r) {
   for (int x : r.options.report_at) {
     const std::string at = std::to_string(x) + "%";
     header.push_back("ALLOCATED AT " + at);
-    header.push_back("UNALLOCATED");
-    header.push_back("PAPER");
+    header.emplace_back("UNALLOCATED");
+    header.emplace_back("PAPER");
   }
   std::vector<std::vector<std::string>> rows = {header};
   auto percent = [](double v) {
@@ -315,7 +315,7 @@ std::string ProtocolToTable(const ProtocolResult& r) {
       char unallocated[16];
       std::snprintf(unallocated, sizeof unallocated, "%.0f", p.unallocated_gpus);
       row.push_back(percent(p.allocated_percent));
-      row.push_back(unallocated);
+      row.emplace_back(unallocated);
       row.push_back(paper_at(run.policy, p.arrived_percent));
     }
     rows.push_back(std::move(row));

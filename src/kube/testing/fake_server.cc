@@ -69,7 +69,7 @@ ApiRequest ToApiRequest(const http::request<http::string_body>& req) {
 
 // Wakes a stream's writer when lines arrive: a timer it waits on, cancelled on its strand.
 struct Waker {
-  explicit Waker(net::any_io_executor executor) : timer(executor) {}
+  explicit Waker(const net::any_io_executor& executor) : timer(executor) {}
   net::steady_timer timer;
   bool pending = false;  // only touched on the session's strand
 };

@@ -14,12 +14,14 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "model/task_state.h"
 #include "service/service.h"
 #include "store/store.h"
 
 namespace {
 
 using Json = nlohmann::ordered_json;
+namespace model = gpupool::model;
 using gpupool::store::NodeRecord;
 using gpupool::store::TaskRecord;
 using gpupool::store::WorkflowRecord;
@@ -131,19 +133,20 @@ int main(int argc, char** argv) {
       task.name = "train";
       const int finished = workflows - running - pending;
       if (w < finished) {
-        task.status = w % 10 == 0 ? "FAILED" : "COMPLETED";
+        task.status =
+            ToString(w % 10 == 0 ? model::TaskStatus::kFailed : model::TaskStatus::kCompleted);
         task.message = w % 10 == 0 ? "exit code 1" : "";
         task.exit_code = w % 10 == 0 ? 1 : 0;
         task.started_ms = workflow.submitted_ms + 1000;
         task.finished_ms = workflow.submitted_ms + 60000;
         task.pod = Pod(workflow.id, 0);
       } else if (w < finished + running && w - finished < static_cast<int>(slots.size())) {
-        task.status = "RUNNING";
+        task.status = ToString(model::TaskStatus::kRunning);
         task.node = slots[w - finished];
         task.started_ms = workflow.submitted_ms + 1000;
         task.pod = Pod(workflow.id, 1);
       } else {
-        task.status = "PENDING";
+        task.status = ToString(model::TaskStatus::kPending);
         task.pod = Pod(workflow.id, 1);
       }
       task.status_changed_ms = workflow.submitted_ms;

@@ -39,7 +39,7 @@ void ReportPendingTasks(backend::Backend& backend, std::set<std::string>& report
     if (it == pod_index.end()) continue;
     const auto& wf = workflows[it->second.first];
     const auto& task = wf.tasks[it->second.second];
-    if (task.status != kPending) continue;
+    if (task.status != TaskStatus::kPending) continue;
     backend::Unschedulable report;
     report.task_key = TaskKey(wf.id, task);
     report.task_pod = &task.pod;
@@ -63,13 +63,14 @@ void ReportPendingTasks(backend::Backend& backend, std::set<std::string>& report
       continue;
     }
     auto found = status.find(*it);
-    std::string_view now = found == status.end() ? std::string_view(kCanceled) : found->second;
-    if (now == kPending) {  // pending and not reported this cycle: the next one says
+    std::string_view now =
+        found == status.end() ? ToString(TaskStatus::kCanceled) : std::string_view(found->second);
+    if (now == TaskStatus::kPending) {  // pending and not reported this cycle: the next one says
       ++it;
       continue;
     }
     // Bound (its launch takes the pod over) or ended (what the backend made for it goes).
-    if (IsFinishedTask(now)) (void)backend.Kill(*it);
+    if (model::IsTerminalTaskText(now)) (void)backend.Kill(*it);
     it = reported.erase(it);
   }
 }
@@ -121,8 +122,9 @@ void SchedulingLoop::AddTaskPods(StepState& step) {
       auto& wf = step.workflows[w];
       for (size_t t = 0; t < wf.tasks.size(); ++t) {
         auto& task = wf.tasks[t];
-        const bool bound = task.status == kRunning || task.status == kScheduled;
-        if (pass == 0 ? !bound : task.status != kPending) continue;
+        const bool bound =
+            task.status == TaskStatus::kRunning || task.status == TaskStatus::kScheduled;
+        if (pass == 0 ? !bound : task.status != TaskStatus::kPending) continue;
         Json pod = task.pod.is_object() ? task.pod : Json::object();
         const std::string name = SnapshotPodName(wf.id, t);
         pod["metadata"]["name"] = name;
@@ -135,7 +137,7 @@ void SchedulingLoop::AddTaskPods(StepState& step) {
         auto parsed = model::PodSchedulingFromJson(pod);
         if (!parsed.ok()) {
           if (!bound) {
-            SetStatus(task, kFailed, step.now, transitions_);
+            SetStatus(task, TaskStatus::kFailed, step.now, transitions_);
             task.message = "pod cannot be scheduled: " + parsed.status().message();
             step.changed[w] = true;
           }
@@ -153,7 +155,7 @@ void SchedulingLoop::AddTaskPods(StepState& step) {
                                         scheduler::kNonPreemptiblePriority);  // being evicted
           }
           // The binding time: when it became SCHEDULED (RUNNING: its launch, right after).
-          const int64_t bound_at = task.status == kRunning && task.started_ms > 0
+          const int64_t bound_at = task.status == TaskStatus::kRunning && task.started_ms > 0
                                        ? task.started_ms
                                        : task.status_changed_ms;
           if (bound_at > 0) step.snapshot.bound_at_ms[name] = bound_at;
@@ -179,7 +181,7 @@ void SchedulingLoop::RunCycle(StepState& step, StepStats& stats) {
     auto& task = step.workflows[it->second.first].tasks[it->second.second];
     std::string message = "placed on node " + held.node +
                           " once the pods evicted there have left (the cluster is evicting them)";
-    if (task.status == kPending && task.message != message) {
+    if (task.status == TaskStatus::kPending && task.message != message) {
       task.message = std::move(message);
       step.changed[it->second.first] = true;
     }
@@ -188,10 +190,10 @@ void SchedulingLoop::RunCycle(StepState& step, StepStats& stats) {
     auto it = step.pod_index.find(binding.pod);
     if (it == step.pod_index.end()) continue;
     auto& task = step.workflows[it->second.first].tasks[it->second.second];
-    if (task.status != kPending) continue;
+    if (task.status != TaskStatus::kPending) continue;
     task.node = binding.node;
     task.message.clear();
-    SetStatus(task, kScheduled, step.now, transitions_);
+    SetStatus(task, TaskStatus::kScheduled, step.now, transitions_);
     step.changed[it->second.first] = true;
     ++stats.bound;
   }
@@ -203,7 +205,7 @@ void SchedulingLoop::RunCycle(StepState& step, StepStats& stats) {
     if (step.evicted_now.contains(TaskKey(wf.id, task))) {
       continue;  // its message says it was evicted, for this step
     }
-    if (task.status == kPending && task.message != pending.reason) {
+    if (task.status == TaskStatus::kPending && task.message != pending.reason) {
       task.message = pending.reason;
       step.changed[it->second.first] = true;
     }
@@ -216,9 +218,9 @@ void SchedulingLoop::RunCycle(StepState& step, StepStats& stats) {
 Status SchedulingLoop::WriteBack(StepState& step, StepStats& stats) {
   for (size_t w = 0; w < step.workflows.size(); ++w) {
     auto& wf = step.workflows[w];
-    std::string status = WorkflowStatus(wf.tasks);
-    if (status != wf.status) {
-      wf.status = status;
+    const model::WorkflowStatus status = DeriveWorkflowStatus(wf.tasks);
+    if (wf.status != status) {
+      wf.status = ToString(status);
       step.changed[w] = true;
     }
     if (!step.changed[w]) continue;
@@ -226,7 +228,7 @@ Status SchedulingLoop::WriteBack(StepState& step, StepStats& stats) {
     if (!written.ok()) {
       ++stats.conflicts;
       for (const auto& task : wf.tasks) {
-        if (task.status == kRunning && task.started_ms == step.now) {
+        if (task.status == TaskStatus::kRunning && task.started_ms == step.now) {
           std::string key = TaskKey(wf.id, task);
           (void)backend_.Kill(key);
           launched_.erase(key);
@@ -242,7 +244,7 @@ Status SchedulingLoop::WriteBack(StepState& step, StepStats& stats) {
     }
     for (const auto& task : wf.tasks) {
       // Applied: ended, or requeued by an eviction (the attempt's key runs again later).
-      if (IsFinishedTask(task.status) || task.status == kPending) {
+      if (model::IsTerminalTaskText(task.status) || task.status == TaskStatus::kPending) {
         exits_.erase(TaskKey(wf.id, task));
       }
     }
@@ -298,11 +300,11 @@ void SchedulingLoop::ApplyEvictions(StepState& step, StepStats& stats) {
     if (it == step.pod_index.end()) continue;
     auto& wf = step.workflows[it->second.first];
     auto& task = wf.tasks[it->second.second];
-    if (task.status != kRunning && task.status != kScheduled) continue;
+    if (task.status != TaskStatus::kRunning && task.status != TaskStatus::kScheduled) continue;
     std::string key = TaskKey(wf.id, task);
     const std::string reason(scheduler::EvictionReasonName(eviction.reason));
     step.changed[it->second.first] = true;
-    if (task.status == kRunning &&
+    if (task.status == TaskStatus::kRunning &&
         backend_.Evict({key, reason, eviction.message,
                         eviction.reason != scheduler::EvictionReason::kNoExecute}) ==
             backend::EvictionStart::kInFlight) {
@@ -314,7 +316,7 @@ void SchedulingLoop::ApplyEvictions(StepState& step, StepStats& stats) {
     task.node.clear();
     task.started_ms = 0;
     task.message = "evicted (" + reason + "): " + eviction.message;
-    SetStatus(task, kPending, step.now, transitions_);
+    SetStatus(task, TaskStatus::kPending, step.now, transitions_);
     ++stats.evicted;
   }
 }
@@ -337,7 +339,7 @@ void SchedulingLoop::ApplySpotDrain(StepState& step, StepStats& stats) {
       }
       auto& wf = step.workflows[at->second.first];
       auto& task = wf.tasks[at->second.second];
-      if (task.status != kRunning && task.status != kScheduled) continue;
+      if (task.status != TaskStatus::kRunning && task.status != TaskStatus::kScheduled) continue;
       if (entry.end_ms > step.now) {
         const std::string message =
             "stopping (spot interruption of node " + node.name + "): " + entry.why;
@@ -351,7 +353,7 @@ void SchedulingLoop::ApplySpotDrain(StepState& step, StepStats& stats) {
       task.node.clear();
       task.started_ms = 0;
       task.message = "evicted (spot interruption of node " + node.name + "): " + entry.why;
-      SetStatus(task, kPending, step.now, transitions_);
+      SetStatus(task, TaskStatus::kPending, step.now, transitions_);
       step.changed[at->second.first] = true;
       ++stats.evicted;
       pod->second->node_name.clear();

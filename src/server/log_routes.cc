@@ -3,16 +3,13 @@
 #include <algorithm>
 #include <vector>
 
+#include "model/task_state.h"
 #include "server/scheduling_loop.h"
 
 namespace gpupool::server {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-bool AttemptEnded(std::string_view status) {
-  return store::IsFinishedWorkflowStatus(status) || status == "RESCHEDULED";
-}
 
 Result<const store::TaskRecord*> FindTask(const store::WorkflowRecord& workflow,
                                           const std::string& wanted) {
@@ -76,7 +73,7 @@ Result<Json> ReadTaskLog(const store::WorkflowRecord& workflow, const LogRequest
   }
   store::TaskRecord attempt = *task;
   attempt.retry = retry;
-  const bool ended = retry < task->retry || AttemptEnded(task->status);
+  const bool ended = retry < task->retry || model::IsTerminalTaskText(task->status);
   Result<backend::LogChunk> read =
       backend->ReadLog(TaskKey(workflow.id, attempt), request.offset, request.limit);
   backend::LogChunk chunk;
@@ -97,7 +94,8 @@ Result<Json> ReadTaskLog(const store::WorkflowRecord& workflow, const LogRequest
               {"group", task->group},
               {"task", task->name},
               {"retry", retry},
-              {"status", retry < task->retry ? std::string("RESCHEDULED") : task->status},
+              {"status", retry < task->retry ? ToString(model::TaskStatus::kRescheduled)
+                                             : std::string_view(task->status)},
               {"offset", chunk.offset},
               {"next_offset", next},
               {"size", chunk.size},

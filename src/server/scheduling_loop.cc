@@ -186,8 +186,9 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
 void SchedulingLoop::ExportGauges(const StepState& step, StepStats& stats) {
   for (const auto& wf : step.workflows) {
     for (const auto& task : wf.tasks) {
-      if (task.status == kPending) ++stats.pending;
-      if (task.status == kRunning || task.status == kScheduled) ++stats.running;
+      if (task.status == TaskStatus::kPending) ++stats.pending;
+      if (task.status == TaskStatus::kRunning || task.status == TaskStatus::kScheduled)
+        ++stats.running;
     }
   }
   pending_gauge_->Set({}, stats.pending);

@@ -12,11 +12,6 @@ namespace gpupool::server {
 
 using Json = nlohmann::ordered_json;
 
-bool IsFinishedTask(std::string_view status) {
-  return status == kCompleted || status == kCanceled || status == kRescheduled ||
-         status.starts_with("FAILED");
-}
-
 // The task's entry in the stored spec (the `workflow:` document, or an object holding it).
 const Json* FindTaskSpec(const Json& spec, const std::string& group, const std::string& task) {
   const Json* doc = &spec;
@@ -113,30 +108,31 @@ std::string ExitActionFor(const Json* task_spec, const RunPolicy& policy, int ex
   return exit_code == 0 ? "COMPLETE" : "FAIL";
 }
 
-void SetStatus(store::TaskRecord& task, const char* status, int64_t now_ms, Counter* counter) {
-  counter->Increment({task.status, status});
-  task.status = status;
+void SetStatus(store::TaskRecord& task, TaskStatus status, int64_t now_ms, Counter* counter) {
+  counter->Increment({task.status, std::string(ToString(status))});
+  task.status = ToString(status);
   task.status_changed_ms = now_ms;
 }
 
 // A workflow's status from its tasks' latest attempts.
-std::string WorkflowStatus(const std::vector<store::TaskRecord>& tasks) {
-  bool all_done = true, any_running = false, any_scheduled = false;
-  std::string failure;
-  bool any_canceled = false;
+model::WorkflowStatus DeriveWorkflowStatus(const std::vector<store::TaskRecord>& tasks) {
+  using model::WorkflowStatus;
+  bool all_done = true, any_running = false, any_scheduled = false, any_canceled = false;
+  std::optional<TaskStatus> failure;
   for (const auto& task : tasks) {
-    if (task.status == kRescheduled) continue;
-    if (task.status.starts_with("FAILED") && failure.empty()) failure = task.status;
-    if (task.status == kCanceled) any_canceled = true;
-    if (!IsFinishedTask(task.status)) all_done = false;
-    if (task.status == kRunning) any_running = true;
-    if (task.status == kScheduled) any_scheduled = true;
+    std::optional<TaskStatus> status = model::FindTaskStatus(task.status);
+    if (status == TaskStatus::kRescheduled) continue;
+    if (status && model::IsFailure(*status) && !failure) failure = status;
+    if (status == TaskStatus::kCanceled) any_canceled = true;
+    if (!status || !model::IsTerminal(*status)) all_done = false;
+    if (status == TaskStatus::kRunning) any_running = true;
+    if (status == TaskStatus::kScheduled) any_scheduled = true;
   }
-  if (!failure.empty()) return failure;
-  if (all_done) return any_canceled ? kCanceled : kCompleted;
-  if (any_running) return kRunning;
-  if (any_scheduled) return kScheduled;
-  return kPending;
+  if (failure) return model::WorkflowFailure(*failure);
+  if (all_done) return any_canceled ? WorkflowStatus::kCanceled : WorkflowStatus::kCompleted;
+  if (any_running) return WorkflowStatus::kRunning;
+  if (any_scheduled) return WorkflowStatus::kScheduled;
+  return WorkflowStatus::kPending;
 }
 
 namespace {

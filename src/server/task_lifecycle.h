@@ -1,12 +1,8 @@
 #pragma once
-// A task's life in the scheduling loop (server/scheduling_loop.h): its statuses, the run policy
-// of its workflow (timeouts and exit actions), the launch the backend gets for it, and the
-// workflow's status derived from its tasks.
-//
-//   WAITING --(a place under the workflow's parallelism)--> PENDING --(bound)--> SCHEDULED
-//   SCHEDULED --(launched)--> RUNNING --(exit)--> COMPLETED | FAILED | RESCHEDULED (+ new attempt)
-//   PENDING --(queue timeout)--> FAILED_QUEUE_TIMEOUT; RUNNING --(exec timeout)-->
-//   FAILED_EXEC_TIMEOUT; RUNNING --(evicted)--> PENDING; any unfinished --(cancel)--> CANCELED
+// A task's life in the scheduling loop (server/scheduling_loop.h): its status changes (the
+// statuses and their transitions are model/task_state.h's), the run policy of its workflow
+// (timeouts and exit actions), the launch the backend gets for it, and the workflow's status
+// derived from its tasks.
 //
 // Thread contract: pure functions (SetStatus counts into a thread-safe Counter).
 
@@ -19,24 +15,13 @@
 
 #include "backend/backend.h"
 #include "config/config_set.h"
+#include "model/task_state.h"
 #include "server/metrics.h"
 #include "store/store.h"
 
 namespace gpupool::server {
 
-inline constexpr char kWaiting[] = "WAITING";  // past its workflow's parallelism
-inline constexpr char kPending[] = "PENDING";
-inline constexpr char kScheduled[] = "SCHEDULED";
-inline constexpr char kRunning[] = "RUNNING";
-inline constexpr char kCompleted[] = "COMPLETED";
-inline constexpr char kFailed[] = "FAILED";
-inline constexpr char kCanceled[] = "CANCELED";
-inline constexpr char kRescheduled[] = "RESCHEDULED";
-inline constexpr char kQueueTimeout[] = "FAILED_QUEUE_TIMEOUT";
-inline constexpr char kExecTimeout[] = "FAILED_EXEC_TIMEOUT";
-
-// COMPLETED, CANCELED, RESCHEDULED and every FAILED*.
-bool IsFinishedTask(std::string_view status);
+using model::TaskStatus;
 
 // The task's entry in the stored spec (the `workflow:` document, or an object holding it).
 const nlohmann::ordered_json* FindTaskSpec(const nlohmann::ordered_json& spec,
@@ -56,10 +41,11 @@ std::string ExitActionFor(const nlohmann::ordered_json* task_spec, const RunPoli
                           int exit_code);
 
 // Sets the status and its change time, counting the transition.
-void SetStatus(store::TaskRecord& task, const char* status, int64_t now_ms, Counter* counter);
+void SetStatus(store::TaskRecord& task, TaskStatus status, int64_t now_ms, Counter* counter);
 
-// A workflow's status from its tasks' latest attempts.
-std::string WorkflowStatus(const std::vector<store::TaskRecord>& tasks);
+// A workflow's status from its tasks' latest attempts: the first failure, else COMPLETED (or
+// CANCELED when one was) once all ended, else RUNNING, SCHEDULED or PENDING.
+model::WorkflowStatus DeriveWorkflowStatus(const std::vector<store::TaskRecord>& tasks);
 
 // The namespace of a pool's pods on a Kubernetes backend: its BACKEND config's k8s_namespace
 // ("" = the backend's default).

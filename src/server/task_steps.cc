@@ -39,7 +39,7 @@ void SchedulingLoop::AdoptRunningTasks(const StepState& step) {
   for (size_t w = 0; w < step.workflows.size(); ++w) {
     const auto& wf = step.workflows[w];
     for (const auto& task : wf.tasks) {
-      if (task.status != kRunning) continue;
+      if (task.status != TaskStatus::kRunning) continue;
       const Json* spec = FindTaskSpec(wf.spec, task.group, task.name);
       backend::TaskLaunch launch = LaunchFor(TaskKey(wf.id, task), task, spec, task.started_ms,
                                              options_.default_sim_duration_ms, step.policies[w],
@@ -66,11 +66,11 @@ void SchedulingLoop::AdvanceTasks(StepState& step, StepStats& stats) {
   for (size_t w = 0; w < step.workflows.size(); ++w) {
     std::vector<store::TaskRecord> added;  // new attempts, appended after the walk
     for (auto& task : step.workflows[w].tasks) {
-      if (task.status == kRunning) {
+      if (task.status == TaskStatus::kRunning) {
         AdvanceRunningTask(step, w, task, added, stats);
-      } else if (task.status == kScheduled) {
+      } else if (task.status == TaskStatus::kScheduled) {
         LaunchScheduledTask(step, w, task, stats);
-      } else if (task.status == kPending) {
+      } else if (task.status == TaskStatus::kPending) {
         EnforceQueueTimeout(step, w, task, stats);
       }
     }
@@ -92,7 +92,7 @@ void SchedulingLoop::AdvanceRunningTask(StepState& step, size_t w, store::TaskRe
     step.evicted_now.insert(key);
     task.node.clear();
     task.started_ms = 0;
-    SetStatus(task, kPending, step.now, transitions_);
+    SetStatus(task, TaskStatus::kPending, step.now, transitions_);
     ++stats.evicted;
     step.changed[w] = true;
   } else if (exit != exits_.end()) {
@@ -102,7 +102,7 @@ void SchedulingLoop::AdvanceRunningTask(StepState& step, size_t w, store::TaskRe
   } else if (policy.exec_timeout_ms && step.now - task.started_ms > *policy.exec_timeout_ms) {
     (void)backend_.Kill(key);
     launched_.erase(key);
-    SetStatus(task, kExecTimeout, step.now, transitions_);
+    SetStatus(task, TaskStatus::kFailedExecTimeout, step.now, transitions_);
     task.finished_ms = step.now;
     task.message = "ran longer than the exec timeout of " +
                    model::FormatDuration(*policy.exec_timeout_ms / 1000);
@@ -138,7 +138,7 @@ void SchedulingLoop::ApplyExit(const StepState& step, size_t w, store::TaskRecor
   const BackoffDecision backoff =
       action == "FAIL" ? DecideBackoff(wf, step.limits[w]) : BackoffDecision{};
   if ((action == "RESCHEDULE" && task.retry < options_.max_retries) || backoff.retry) {
-    SetStatus(task, kRescheduled, step.now, transitions_);
+    SetStatus(task, TaskStatus::kRescheduled, step.now, transitions_);
     task.message = "exit code " + std::to_string(task.exit_code) + why + ": " +
                    (backoff.retry ? backoff.words : "rescheduled");
     store::TaskRecord next = task;
@@ -147,13 +147,13 @@ void SchedulingLoop::ApplyExit(const StepState& step, size_t w, store::TaskRecor
     next.started_ms = next.finished_ms = 0;
     next.exit_code = 0;
     next.message.clear();
-    next.status = kPending;
+    next.status = ToString(TaskStatus::kPending);
     next.status_changed_ms = step.now;
     added.push_back(std::move(next));
   } else if (action == "COMPLETE") {
-    SetStatus(task, kCompleted, step.now, transitions_);
+    SetStatus(task, TaskStatus::kCompleted, step.now, transitions_);
   } else {
-    SetStatus(task, kFailed, step.now, transitions_);
+    SetStatus(task, TaskStatus::kFailed, step.now, transitions_);
     task.message = "exit code " + std::to_string(task.exit_code) + why +
                    (action == "RESCHEDULE" ? " (retries exhausted)" : "") +
                    (backoff.words.empty() ? "" : ": " + backoff.words);
@@ -174,11 +174,11 @@ void SchedulingLoop::LaunchScheduledTask(StepState& step, size_t w, store::TaskR
   if (launched.ok()) {
     launched_.insert(key);
     task.started_ms = step.now;
-    SetStatus(task, kRunning, step.now, transitions_);
+    SetStatus(task, TaskStatus::kRunning, step.now, transitions_);
     step.running_keys.insert(key);
     ++stats.launched;
   } else {
-    SetStatus(task, kFailed, step.now, transitions_);
+    SetStatus(task, TaskStatus::kFailed, step.now, transitions_);
     task.finished_ms = step.now;
     task.message = "backend: " + launched.message();
   }
@@ -194,7 +194,7 @@ void SchedulingLoop::EnforceQueueTimeout(StepState& step, size_t w, store::TaskR
   const int64_t since =
       task.retry == 0 && !step.limits[w].parallelism ? wf.submitted_ms : task.status_changed_ms;
   if (!policy.queue_timeout_ms || step.now - since <= *policy.queue_timeout_ms) return;
-  SetStatus(task, kQueueTimeout, step.now, transitions_);
+  SetStatus(task, TaskStatus::kFailedQueueTimeout, step.now, transitions_);
   task.finished_ms = step.now;
   task.message = "pending longer than the queue timeout of " +
                  model::FormatDuration(*policy.queue_timeout_ms / 1000);
@@ -207,11 +207,11 @@ void SchedulingLoop::EnforceQueueTimeout(StepState& step, size_t w, store::TaskR
 void SchedulingLoop::SettleWorkflows(StepState& step) {
   for (size_t w = 0; w < step.workflows.size(); ++w) {
     auto& wf = step.workflows[w];
-    if (!WorkflowStatus(wf.tasks).starts_with("FAILED")) continue;
+    if (!model::IsFailure(DeriveWorkflowStatus(wf.tasks))) continue;
     for (auto& task : wf.tasks) {
-      if (IsFinishedTask(task.status)) continue;
+      if (model::IsTerminalTaskText(task.status)) continue;
       step.running_keys.erase(TaskKey(wf.id, task));
-      SetStatus(task, kCanceled, step.now, transitions_);
+      SetStatus(task, TaskStatus::kCanceled, step.now, transitions_);
       task.message = "canceled: another task of the workflow failed";
       step.changed[w] = true;
     }

@@ -13,10 +13,6 @@ std::optional<int64_t> Count(const Json& doc, const char* key) {
   return it->get<int64_t>();
 }
 
-bool IsActive(const std::string& status) {
-  return status == "PENDING" || status == "SCHEDULED" || status == "RUNNING";
-}
-
 }  // namespace
 
 RunLimits RunLimitsOf(const store::WorkflowRecord& workflow) {
@@ -34,13 +30,15 @@ RunLimits RunLimitsOf(const store::WorkflowRecord& workflow) {
 int AdmitWaitingTasks(store::WorkflowRecord& workflow, const RunLimits& limits, int64_t now,
                       Counter* transitions) {
   int64_t active = 0;
-  for (const auto& task : workflow.tasks) active += IsActive(task.status) ? 1 : 0;
+  for (const auto& task : workflow.tasks) active += model::HoldsPlaceText(task.status) ? 1 : 0;
   int admitted = 0;
   for (auto& task : workflow.tasks) {
-    if (task.status != kWaiting) continue;
+    if (task.status != TaskStatus::kWaiting) continue;
     if (limits.parallelism && active >= *limits.parallelism) break;
-    if (transitions != nullptr) transitions->Increment({task.status, "PENDING"});
-    task.status = "PENDING";
+    if (transitions != nullptr) {
+      transitions->Increment({task.status, std::string(ToString(TaskStatus::kPending))});
+    }
+    task.status = ToString(TaskStatus::kPending);
     task.status_changed_ms = now;
     task.message.clear();
     ++active;
@@ -52,7 +50,10 @@ int AdmitWaitingTasks(store::WorkflowRecord& workflow, const RunLimits& limits, 
 int64_t FailedAttempts(const store::WorkflowRecord& workflow) {
   int64_t failed = 0;
   for (const auto& task : workflow.tasks) {
-    if ((task.status == "RESCHEDULED" && task.exit_code != 0) || task.status == "FAILED") ++failed;
+    if ((task.status == TaskStatus::kRescheduled && task.exit_code != 0) ||
+        task.status == TaskStatus::kFailed) {
+      ++failed;
+    }
   }
   return failed;
 }

@@ -17,6 +17,7 @@
 #include "model/node_pool.h"
 #include "model/queue.h"
 #include "model/quota_tree.h"
+#include "model/task_state.h"
 #include "service/located_errors.h"
 #include "service/quota_configs.h"
 #include "service/service_internal.h"
@@ -29,10 +30,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 using config::Kind;
-
-bool IsActiveTaskStatus(std::string_view status) {
-  return status == "SCHEDULED" || status == "INITIALIZING" || status == "RUNNING";
-}
 
 model::ResourceList TaskRequests(const store::TaskRecord& task) {
   auto r = model::PodRequestsFromJson(task.pod);
@@ -81,7 +78,7 @@ std::map<std::string, model::ResourceList> UsedByNode(
   std::map<std::string, model::ResourceList> used;
   for (const auto& wf : workflows) {
     for (const auto& t : wf.tasks) {
-      if (t.node.empty() || !IsActiveTaskStatus(t.status)) continue;
+      if (t.node.empty() || !model::IsBoundTaskText(t.status)) continue;
       model::AddResources(used[t.node], TaskRequests(t));
     }
   }
@@ -149,7 +146,7 @@ Result<std::vector<PoolRow>> Service::ListPools(const Caller& caller) {
       if (wf.pool != name) continue;
       bool low = wf.spec.is_object() && wf.spec.value("priority", std::string()) == "LOW";
       for (const auto& t : wf.tasks) {
-        if (!IsActiveTaskStatus(t.status)) continue;
+        if (!model::IsBoundTaskText(t.status)) continue;
         int64_t gpus = Milli(TaskRequests(t), "nvidia.com/gpu") / 1000;
         row.gpu_used += gpus;
         if (!low) row.gpu_quota_used += gpus;

@@ -9,6 +9,7 @@
 #include "config/kinds.h"
 #include "model/node_pool.h"
 #include "model/quantity.h"
+#include "model/task_state.h"
 #include "service/service_internal.h"
 #include "service/snapshot_cache.h"
 #include "store/store.h"
@@ -70,9 +71,7 @@ Result<std::string> NormalizeKind(std::string_view kind) {
   return std::string(config::KindName(k));
 }
 
-bool IsUnfinishedStatus(std::string_view status) {
-  return !store::IsFinishedWorkflowStatus(status);
-}
+bool IsUnfinishedStatus(std::string_view status) { return !model::IsFinishedWorkflowText(status); }
 
 // ---- Service ------------------------------------------------------------------------------
 

@@ -7,7 +7,9 @@
 #include <string>
 #include <utility>
 
+#include "common/strings.h"
 #include "config/access.h"
+#include "model/task_state.h"
 #include "service/quota_configs.h"
 #include "service/service_internal.h"
 #include "service/snapshot_cache.h"
@@ -126,7 +128,7 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
   record.name = plan->name;
   record.pool = plan->pool;
   record.user = caller.user;
-  record.status = "PENDING";
+  record.status = ToString(model::WorkflowStatus::kPending);
   record.submitted_ms = clock_.NowMillis();
   record.idempotency_key = request.idempotency_key;
   json tasks = json::array();
@@ -152,7 +154,8 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
     store::TaskRecord task;
     task.group = t.group;
     task.name = t.task;
-    task.status = record.tasks.size() < parallelism ? "PENDING" : "WAITING";
+    task.status = ToString(record.tasks.size() < parallelism ? model::TaskStatus::kPending
+                                                             : model::TaskStatus::kWaiting);
     task.pod = std::move(t.pod);
     task.status_changed_ms = record.submitted_ms;
     record.tasks.push_back(std::move(task));

@@ -4,6 +4,7 @@
 
 #include "common/strings.h"
 #include "model/label_selector.h"
+#include "model/task_state.h"
 #include "service/views.h"
 #include "service/views_internal.h"
 
@@ -123,11 +124,11 @@ Json IdleAllocated(const Views::Context& context, views::ReadAccess& may_read) {
 Json RecentFailures(const Views::Context& context, views::ReadAccess& may_read) {
   Json errors = Json::array();
   for (const auto& workflow : context.recent) {
-    if (!StartsWith(workflow.status, "FAILED") || !may_read(workflow)) continue;
+    if (!model::IsFailureText(workflow.status) || !may_read(workflow)) continue;
     std::string message;
     int64_t at = workflow.submitted_ms;
     for (const auto& task : workflow.tasks) {
-      if (StartsWith(task.status, "FAILED") && message.empty()) {
+      if (model::IsFailureText(task.status) && message.empty()) {
         message = task.group + "/" + task.name + ": " + task.message;
       }
       at = std::max(at, task.finished_ms);

@@ -22,10 +22,6 @@ int ResourceIndex(std::string_view name) {
   return -1;
 }
 
-bool IsBoundTask(std::string_view status) {
-  return status == "SCHEDULED" || status == "INITIALIZING" || status == "RUNNING";
-}
-
 namespace {
 const Json* Label(const Json& pod, const char* key) {
   if (!pod.is_object()) return nullptr;

@@ -7,6 +7,7 @@
 
 #include "common/strings.h"
 #include "config/access.h"
+#include "model/task_state.h"
 #include "service/views.h"
 #include "service/views_internal.h"
 
@@ -100,7 +101,7 @@ void PoolDigest(Views::Context& context) {
       const int64_t gpus = requests[kGpu] / 1000;
       numbers.used += gpus;
       if (!low) numbers.quota_used += gpus;
-      if (task.status == "RUNNING") ++occupancy.running;
+      if (task.status == model::TaskStatus::kRunning) ++occupancy.running;
       occupancy.gpus += gpus;
       occupancy.cpu += requests[kCpu];
       auto platform = numbers.platforms.find(LabelOf(task, "gpupool.io/platform"));
@@ -143,7 +144,7 @@ void OverviewDigest(Views::Context& context) {
     for (size_t t = 0; t < workflow.tasks.size(); ++t) {
       const store::TaskRecord& task = workflow.tasks[t];
       const Amounts& requests = (*context.task_requests[w])[t];
-      if (task.status == "RUNNING") ++o.running_tasks;
+      if (task.status == model::TaskStatus::kRunning) ++o.running_tasks;
       if (IsPendingTask(task.status)) {
         any_pending = true;
         ++o.pending_tasks;
@@ -159,13 +160,15 @@ void OverviewDigest(Views::Context& context) {
           for (int r = 0; r < model::kNumQuotaResources; ++r) pending.requests[r] += requests[r];
         }
       }
-      if (task.status == "SCHEDULED" && requests[kGpu] > 0) {
+      if (task.status == model::TaskStatus::kScheduled && requests[kGpu] > 0) {
         o.idle_allocated_gpus += requests[kGpu];
         o.idle.emplace_back(w, t);
       }
     }
     if (any_pending) ++o.pending_workflows;
-    if (workflow.status == "RUNNING") running.emplace_back(StartedMs(workflow), w);
+    if (workflow.status == model::WorkflowStatus::kRunning) {
+      running.emplace_back(StartedMs(workflow), w);
+    }
   }
   std::sort(running.begin(), running.end(), [&](const auto& a, const auto& b) {
     return std::tie(a.first, workflows[a.second].id) < std::tie(b.first, workflows[b.second].id);
@@ -177,7 +180,7 @@ void NewestFirst(Views::Context& context) {
   const auto& workflows = context.state->workflows;
   context.newest_first.clear();
   for (size_t w = 0; w < workflows.size(); ++w) {
-    if (!store::IsFinishedWorkflowStatus(workflows[w].status)) context.newest_first.push_back(w);
+    if (!model::IsFinishedWorkflowText(workflows[w].status)) context.newest_first.push_back(w);
   }
   std::sort(context.newest_first.begin(), context.newest_first.end(), [&](size_t a, size_t b) {
     return std::tie(workflows[a].submitted_ms, workflows[a].id) >

@@ -15,6 +15,7 @@
 #include "config/membership.h"
 #include "model/machine_pool.h"
 #include "model/node_pool.h"
+#include "model/task_state.h"
 #include "service/views.h"
 
 namespace gpupool::service::views {
@@ -83,8 +84,8 @@ struct PendingCount {
 int ResourceIndex(std::string_view name);
 
 // Task states that hold a node's capacity, and the ones waiting for one.
-bool IsBoundTask(std::string_view status);
-inline bool IsPendingTask(std::string_view status) { return status == "PENDING"; }
+inline bool IsBoundTask(std::string_view status) { return model::IsBoundTaskText(status); }
+inline bool IsPendingTask(std::string_view status) { return status == model::TaskStatus::kPending; }
 
 // The queue a workflow's pods name (gpupool.io/queue), else its pool.
 std::string WorkflowQueue(const store::WorkflowRecord& workflow);

@@ -6,6 +6,7 @@
 #include <deque>
 #include <tuple>
 
+#include "model/task_state.h"
 #include "service/views.h"
 #include "service/views_internal.h"
 
@@ -98,7 +99,7 @@ struct Sources {
 
 Sources SourcesFor(const std::optional<std::string>& status) {
   if (!status) return {};
-  const bool finished = store::IsFinishedWorkflowStatus(*status);
+  const bool finished = model::IsFinishedWorkflowText(*status);
   return {finished, !finished};
 }
 

@@ -7,6 +7,7 @@
 #include "common/strings.h"
 #include "config/access.h"
 #include "config/config_set.h"
+#include "model/task_state.h"
 #include "service/service_internal.h"
 #include "service/snapshot_cache.h"
 #include "store/store.h"
@@ -168,13 +169,10 @@ Result<WorkflowView> Service::CancelWorkflow(const Caller& caller, std::string_v
     }
     int64_t now = clock_.NowMillis();
     store::WorkflowRecord updated = *wf;
-    updated.status = "CANCELED";
+    updated.status = ToString(model::WorkflowStatus::kCanceled);
     for (auto& t : updated.tasks) {
-      if (t.status == "COMPLETED" || StartsWith(t.status, "FAILED") || t.status == "CANCELED" ||
-          t.status == "RESCHEDULED") {
-        continue;
-      }
-      t.status = "CANCELED";
+      if (model::IsTerminalTaskText(t.status)) continue;
+      t.status = ToString(model::TaskStatus::kCanceled);
       t.status_changed_ms = now;
       t.finished_ms = now;
       t.message = "canceled by " + caller.user;

@@ -5,6 +5,7 @@
 #include <memory>
 #include <unordered_set>
 
+#include "model/task_state.h"
 #include "store/sql_store.h"
 #include "store/sql_store_internal.h"
 
@@ -48,8 +49,8 @@ Result<SqlStore::CreateOutcome> SqlStore::CreateIn(SqlConnection& db, const Pend
                "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 1, $9) "
                "ON CONFLICT DO NOTHING RETURNING id",
                {workflow.id, workflow.name, workflow.pool, workflow.user, workflow.status,
-                int64_t{IsFinishedWorkflowStatus(workflow.status) ? 1 : 0}, workflow.submitted_ms,
-                spec, key}));
+                int64_t{model::IsFinishedWorkflowText(workflow.status) ? 1 : 0},
+                workflow.submitted_ms, spec, key}));
   if (inserted.empty()) {
     ASSIGN_OR_RETURN(outcome.existing, find_by_key());
     if (!outcome.existing) {
@@ -107,10 +108,11 @@ Status SqlStore::CreateTogether(SqlConnection& db, const std::vector<PendingWrit
     for (size_t k = begin; k < end; ++k) {
       const PendingWrite& write = *todo[together[k]];
       const WorkflowRecord& w = *write.workflow;
-      AppendRow(sql, params,
-                {w.id, w.name, w.pool, w.user, w.status,
-                 int64_t{IsFinishedWorkflowStatus(w.status) ? 1 : 0}, w.submitted_ms, write.spec},
-                k == begin, "1");
+      AppendRow(
+          sql, params,
+          {w.id, w.name, w.pool, w.user, w.status,
+           int64_t{model::IsFinishedWorkflowText(w.status) ? 1 : 0}, w.submitted_ms, write.spec},
+          k == begin, "1");
       outcomes[together[k]].inserted = true;
       for (size_t i = 0; i < w.tasks.size(); ++i) {
         tasks.push_back(TaskRow{w.id, static_cast<int64_t>(i), &w.tasks[i], &write.pods[i]});

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "model/task_state.h"
 #include "store/sql_store.h"
 #include "store/sql_store_internal.h"
 
@@ -285,12 +286,12 @@ Status SqlStore::WriteWorkflow(const WorkflowRecord& workflow, const LeaseFence*
     if (fence != nullptr) RETURN_IF_ERROR(HoldFence(db, *fence));
     ASSIGN_OR_RETURN(
         auto updated,
-        db.Query(
-            "UPDATE workflows SET name = $2, pool = $3, user_name = $4, "
-            "status = $5, finished = $6, spec = $7, version = version + 1 "
-            "WHERE id = $1 AND version = $8 RETURNING version",
-            {workflow.id, workflow.name, workflow.pool, workflow.user, workflow.status,
-             int64_t{IsFinishedWorkflowStatus(workflow.status) ? 1 : 0}, spec, workflow.version}));
+        db.Query("UPDATE workflows SET name = $2, pool = $3, user_name = $4, "
+                 "status = $5, finished = $6, spec = $7, version = version + 1 "
+                 "WHERE id = $1 AND version = $8 RETURNING version",
+                 {workflow.id, workflow.name, workflow.pool, workflow.user, workflow.status,
+                  int64_t{model::IsFinishedWorkflowText(workflow.status) ? 1 : 0}, spec,
+                  workflow.version}));
     if (updated.empty()) {
       ASSIGN_OR_RETURN(auto rows,
                        db.Query("SELECT version FROM workflows WHERE id = $1", {workflow.id}));

@@ -8,11 +8,6 @@
 
 namespace gpupool::store {
 
-bool IsFinishedWorkflowStatus(std::string_view status) {
-  return status == "COMPLETED" || status == "CANCELED" || status == "CANCELLED" ||
-         status.substr(0, 6) == "FAILED";
-}
-
 Result<std::unique_ptr<Store>> OpenStore(std::string_view url, const StoreOptions& options) {
   static const SystemClock kSystemClock;
   const Clock& clock = options.clock != nullptr ? *options.clock : kSystemClock;

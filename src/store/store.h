@@ -88,7 +88,7 @@ struct TaskRecord {
   std::string workflow_id;  // filled in by the store on reads; ignored on writes
   std::string group;
   std::string name;
-  std::string status;
+  std::string status;  // a model::TaskStatus's spelling (model/task_state.h), kept as text
   std::string node;
   nlohmann::ordered_json pod;
   int retry = 0;
@@ -104,7 +104,7 @@ struct WorkflowRecord {
   std::string name;
   std::string pool;
   std::string user;
-  std::string status;
+  std::string status;  // a model::WorkflowStatus's spelling, kept as text
   int64_t submitted_ms = 0;
   nlohmann::ordered_json spec;
   std::vector<TaskRecord> tasks;
@@ -118,7 +118,7 @@ struct WorkflowRecord {
 // a FIFO scheduler wants; or newest first), and include the tasks.
 struct WorkflowFilter {
   std::optional<std::string> pool, user, status;
-  bool unfinished_only = false;  // drop workflows whose status IsFinishedWorkflowStatus
+  bool unfinished_only = false;  // drop workflows whose status model::IsFinishedWorkflowText
   bool finished_only = false;    // keep only those
   int limit = 1000;              // <= 0: no limit
   // Pages (keyset pagination, stable under inserts): newest first instead of oldest first, and
@@ -139,10 +139,6 @@ struct AuditRecord {
   std::string target;
   std::string detail;
 };
-
-// Terminal workflow statuses: "COMPLETED", "CANCELED", "CANCELLED" and anything starting with
-// "FAILED" (FAILED, FAILED_CANCELED, FAILED_EXEC_TIMEOUT, ...). Used by unfinished_only.
-bool IsFinishedWorkflowStatus(std::string_view status);
 
 class Store {
  public:

@@ -32,30 +32,6 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-TEST(IsFinishedWorkflowStatusTest, Table) {
-  struct Case {
-    std::string status;
-    bool finished;
-  };
-  const std::vector<Case> cases = {
-      {"PENDING", false},
-      {"SCHEDULED", false},
-      {"RUNNING", false},
-      {"WAITING", false},
-      {"COMPLETED", true},
-      {"FAILED", true},
-      {"FAILED_EXEC_TIMEOUT", true},
-      {"CANCELED", true},
-      {"CANCELLED", true},
-      {"", false},
-      {"completed", false},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.status);
-    EXPECT_EQ(IsFinishedWorkflowStatus(c.status), c.finished);
-  }
-}
-
 TEST(OpenStoreTest, Urls) {
   TempDir dir;
   struct Case {

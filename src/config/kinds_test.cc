@@ -2,7 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+
+#include "common/strings.h"
+#include "config/kinds/shared.h"
 #include "config/test_util.h"
+#include "model/machine_pool.h"
+#include "model/node_pool.h"
+#include "model/queue.h"
 
 namespace gpupool::config {
 namespace {
@@ -485,6 +493,73 @@ TEST(BackendTest, DecodeDefaultsAndErrors) {
       {"invalid regular expression"});
   ExpectError(BackendFromJson("b", J(R"({"dashbord_url": "x"})")).status(),
               {"did you mean \"dashboard_url\""});
+}
+
+// The fields a config file tells a single body by are the fields its decoder accepts: every
+// listed field decodes (its value may be refused, never the field), an unlisted one is an unknown
+// field, and a file holding a listed field without a name is one body. (NODE_POOL's list once
+// lacked topology_keys and MACHINE_POOL's named replicas, which the decoder refuses.)
+TEST(SplitConfigFileTest, BodyFieldsAreTheDecodersFields) {
+  struct Case {
+    Kind kind;
+    std::function<Status(const Json&)> decode;
+  };
+  const std::vector<Case> cases = {
+      {Kind::kPool, [](const Json& b) { return PoolFromJson("p", b).status(); }},
+      {Kind::kRole, [](const Json& b) { return RoleFromJson("r", b).status(); }},
+      {Kind::kBackend, [](const Json& b) { return BackendFromJson("b", b).status(); }},
+      {Kind::kNodePool, [](const Json& b) { return model::NodePoolFromJson(b, "n").status(); }},
+      {Kind::kQueue, [](const Json& b) { return model::QueueFromJson(b, "q").status(); }},
+      {Kind::kMachinePool,
+       [](const Json& b) { return model::MachinePoolFromJson(b, "m").status(); }},
+  };
+  for (const Case& c : cases) {
+    const std::string kind(KindName(c.kind));
+    const std::span<const std::string_view> fields = internal::BodyFields(c.kind);
+    ASSERT_FALSE(fields.empty()) << kind;
+    for (std::string_view field : fields) {
+      SCOPED_TRACE(kind + "." + std::string(field));
+      for (const Json& value : {Json("x"), Json(1), Json::array(), Json::object()}) {
+        Status decoded = c.decode(Json{{std::string(field), value}});
+        EXPECT_EQ(decoded.message().find("unknown field"), std::string::npos) << decoded.message();
+      }
+      auto split = SplitConfigFile(c.kind, Json{{std::string(field), "x"}}, std::nullopt);
+      ASSERT_FALSE(split.ok());
+      EXPECT_NE(split.status().message().find("the file holds one " + kind + " (it has a \"" +
+                                              std::string(field) + "\" field) but no name"),
+                std::string::npos)
+          << split.status().message();
+    }
+    SCOPED_TRACE(kind);
+    Status unknown = c.decode(Json{{"surely_not_a_field", 1}});
+    EXPECT_NE(unknown.message().find("unknown field"), std::string::npos) << unknown.message();
+  }
+  // src/model's decoders name the fields they accept: exactly the list (and "name").
+  for (const Case& c : cases) {
+    if (c.kind != Kind::kNodePool && c.kind != Kind::kQueue && c.kind != Kind::kMachinePool) {
+      continue;
+    }
+    SCOPED_TRACE(KindName(c.kind));
+    const std::string message = c.decode(Json{{"surely_not_a_field", 1}}).message();
+    const size_t at = message.find("expected one of ");
+    ASSERT_NE(at, std::string::npos) << message;
+    std::vector<std::string> named = Split(message.substr(at + 16), ',');
+    for (std::string& field : named) field = std::string(Trim(field));
+    std::erase(named, "name");
+    const std::span<const std::string_view> fields = internal::BodyFields(c.kind);
+    EXPECT_EQ(named, std::vector<std::string>(fields.begin(), fields.end())) << message;
+  }
+  auto has = [](Kind kind, std::string_view field) {
+    auto fields = internal::BodyFields(kind);
+    return std::find(fields.begin(), fields.end(), field) != fields.end();
+  };
+  EXPECT_TRUE(has(Kind::kNodePool, "topology_keys"));
+  EXPECT_FALSE(has(Kind::kMachinePool, "replicas"));
+  EXPECT_NE(model::MachinePoolFromJson(Json{{"replicas", 2}}, "m")
+                .status()
+                .message()
+                .find("unknown field"),
+            std::string::npos);
 }
 
 TEST(SplitConfigFileTest, Shapes) {

@@ -276,11 +276,16 @@ void ApplySeedDefaults(bool has_min, bool has_max, MachinePool& pool) {
 
 }  // namespace
 
+std::span<const std::string_view> MachinePoolFields() {
+  static constexpr std::string_view kFields[] = {"description",  "instance_type", "capacity_type",
+                                                 "min_replicas", "max_replicas",  "labels",
+                                                 "taints",       "max_price",     "disk_size"};
+  return kFields;
+}
+
 Result<MachinePool> MachinePoolFromJson(const Json& body, std::string_view name,
                                         std::string_view field_path) {
-  static const std::vector<std::string> kFields = {
-      "name",         "description", "instance_type", "capacity_type", "min_replicas",
-      "max_replicas", "labels",      "taints",        "max_price",     "disk_size"};
+  static const std::vector<std::string> kFields = FieldsWithName(MachinePoolFields());
   std::string base = field_path.empty() ? std::string(name) : std::string(field_path);
   RETURN_IF_ERROR(ValidateConfigName(name, base.empty() ? "name" : base));
   if (!body.is_object()) {

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -97,6 +98,9 @@ struct MachinePool {
 };
 
 inline constexpr int32_t kDefaultDiskSizeGib = 300;
+
+// The fields MachinePoolFromJson accepts besides "name" (see NodePoolFields).
+std::span<const std::string_view> MachinePoolFields();
 
 // Decodes a MACHINE_POOL config body (without the catalog: the default taints of a GPU spot pool
 // are added by ApplyDefaultTaints once the instance type is known). `field_path` prefixes error

@@ -45,10 +45,25 @@ Status ValidateConfigName(std::string_view name, std::string_view field_path) {
   return OkStatus();
 }
 
+std::vector<std::string> FieldsWithName(std::span<const std::string_view> fields) {
+  std::vector<std::string> out = {"name"};
+  out.insert(out.end(), fields.begin(), fields.end());
+  return out;
+}
+
+std::string JoinFields(std::span<const std::string_view> fields) {
+  return Join(std::vector<std::string>(fields.begin(), fields.end()), ", ");
+}
+
+std::span<const std::string_view> NodePoolFields() {
+  static constexpr std::string_view kFields[] = {"label_key", "label_value", "description",
+                                                 "topology_keys"};
+  return kFields;
+}
+
 Result<NodePool> NodePoolFromJson(const Json& body, std::string_view name,
                                   std::string_view field_path) {
-  static const std::vector<std::string> kFields = {"name", "label_key", "label_value",
-                                                   "description", "topology_keys"};
+  static const std::vector<std::string> kFields = FieldsWithName(NodePoolFields());
   std::string base = field_path.empty() ? std::string(name) : std::string(field_path);
   RETURN_IF_ERROR(ValidateConfigName(name, base.empty() ? "name" : base));
   if (!body.is_object()) {
@@ -86,8 +101,7 @@ Result<NodePool> NodePoolFromJson(const Json& body, std::string_view name,
       }
     } else {
       return InvalidArgumentError(path + ": unknown field" + DidYouMean(key, kFields) +
-                                  "; expected one of label_key, label_value, description, "
-                                  "topology_keys");
+                                  "; expected one of " + JoinFields(NodePoolFields()));
     }
   }
   if (pool.label_key.empty()) {

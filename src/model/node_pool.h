@@ -9,6 +9,7 @@
 // Decoding is strict: an unknown field is an error with a did-you-mean suggestion.
 
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,15 @@ std::string_view NodePoolOf(const Node& node, const std::vector<NodePool>& node_
 
 // Checks `name` against ^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$.
 Status ValidateConfigName(std::string_view name, std::string_view field_path);
+
+// `fields` and "name": what a decoder's unknown-field error suggests from.
+std::vector<std::string> FieldsWithName(std::span<const std::string_view> fields);
+// "a, b, c": the fields an unknown-field error expects.
+std::string JoinFields(std::span<const std::string_view> fields);
+
+// The fields NodePoolFromJson accepts besides "name" (a config file with one of them holds one
+// body: config/kinds/file_shapes.cc).
+std::span<const std::string_view> NodePoolFields();
 
 // Decodes a NODE_POOL config body. `field_path` prefixes error messages (e.g. "node_pools.a100").
 // The body may carry "name"; when it does it must equal `name`.

@@ -107,9 +107,13 @@ const NodePoolQuota& Queue::QuotaIn(std::string_view node_pool) const {
   return it == resources.end() ? kMissing : it->second;
 }
 
+std::span<const std::string_view> QueueFields() {
+  static constexpr std::string_view kFields[] = {"parent", "priority", "description", "resources"};
+  return kFields;
+}
+
 Result<Queue> QueueFromJson(const Json& body, std::string_view name, std::string_view field_path) {
-  static const std::vector<std::string> kFields = {"name", "parent", "priority", "description",
-                                                   "resources"};
+  static const std::vector<std::string> kFields = FieldsWithName(QueueFields());
   std::string base = field_path.empty() ? std::string(name) : std::string(field_path);
   RETURN_IF_ERROR(ValidateConfigName(name, base.empty() ? "name" : base));
   if (!body.is_object()) {
@@ -165,7 +169,7 @@ Result<Queue> QueueFromJson(const Json& body, std::string_view name, std::string
       }
     } else {
       return InvalidArgumentError(path + ": unknown field" + DidYouMean(key, kFields) +
-                                  "; expected one of parent, priority, description, resources");
+                                  "; expected one of " + JoinFields(QueueFields()));
     }
   }
   return queue;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,9 @@ struct Queue {
 
   friend bool operator==(const Queue&, const Queue&) = default;
 };
+
+// The fields QueueFromJson accepts besides "name" (see NodePoolFields).
+std::span<const std::string_view> QueueFields();
 
 // Decodes a QUEUE config body. `field_path` prefixes error messages. The body may carry "name";
 // when it does it must equal `name`.

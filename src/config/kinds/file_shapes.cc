@@ -6,23 +6,17 @@
 #include "config/json_fields.h"
 #include "config/kinds.h"
 #include "config/kinds/shared.h"
+#include "model/machine_pool.h"
+#include "model/node_pool.h"
+#include "model/queue.h"
 
 namespace gpupool::config {
 
 // ---- File shapes --------------------------------------------------------------------------
 
-namespace {
-
-// The fields of a body besides "name". POOL, BACKEND and ROLE share their decoder's list; the
-// other kinds are decoded in src/model or are Kubernetes objects.
-std::span<const std::string_view> BodyFields(Kind kind) {
+std::span<const std::string_view> internal::BodyFields(Kind kind) {
   static constexpr std::string_view kPodTemplate[] = {"apiVersion", "kind", "metadata", "spec",
                                                       "status"};
-  static constexpr std::string_view kNodePool[] = {"label_key", "label_value", "description"};
-  static constexpr std::string_view kQueue[] = {"parent", "priority", "resources", "description"};
-  static constexpr std::string_view kMachinePool[] = {
-      "instance_type", "min_replicas",  "max_replicas", "replicas",  "labels",
-      "taints",        "capacity_type", "max_price",    "disk_size", "description"};
   static constexpr std::string_view kPodDisruptionBudget[] = {
       "selector", "minAvailable", "maxUnavailable", "unhealthyPodEvictionPolicy"};
   switch (kind) {
@@ -37,16 +31,18 @@ std::span<const std::string_view> BodyFields(Kind kind) {
     case Kind::kBackend:
       return internal::BackendFields();
     case Kind::kNodePool:
-      return kNodePool;
+      return model::NodePoolFields();
     case Kind::kQueue:
-      return kQueue;
+      return model::QueueFields();
     case Kind::kMachinePool:
-      return kMachinePool;
+      return model::MachinePoolFields();
     case Kind::kPodDisruptionBudget:
       return kPodDisruptionBudget;
   }
   return {};
 }
+
+namespace {
 
 // {"<name>": {...}, ...}: each entry one body named by its key (a "name" inside must agree).
 Result<std::vector<NamedBody>> SplitMapForm(Kind kind, const std::string& what, Json& doc) {
@@ -116,7 +112,7 @@ Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, Json doc,
     }
     return single(name);
   }
-  std::span<const std::string_view> fields = BodyFields(kind);
+  std::span<const std::string_view> fields = internal::BodyFields(kind);
   for (const auto& [key, value] : doc.items()) {
     if (std::find(fields.begin(), fields.end(), key) == fields.end()) continue;
     if (!name_from_cli.has_value()) {

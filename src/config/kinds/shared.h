@@ -18,6 +18,10 @@ namespace gpupool::config::internal {
 std::span<const std::string_view> PoolFields();
 std::span<const std::string_view> BackendFields();
 std::span<const std::string_view> RoleFields();
+// The fields SplitConfigFile tells a single body of `kind` by: the decoder's own list for every
+// kind gpupool decodes (the three above, and src/model's NODE_POOL, QUEUE and MACHINE_POOL);
+// the top-level fields of POD_TEMPLATE and PodDisruptionBudget (Kubernetes objects).
+std::span<const std::string_view> BodyFields(Kind kind);
 
 // [A-Za-z_][A-Za-z0-9_]*
 bool IsVariableName(std::string_view name);

@@ -357,10 +357,18 @@ Status CheckAccess(const std::vector<std::string>& roles, std::string_view metho
                      set);
 }
 
+AccessRequest PoolSubmission(std::string_view pool) {
+  return {"POST", "/api/pool/" + std::string(pool) + "/workflow", std::nullopt};
+}
+
+AccessRequest QueueSubmission(std::string_view queue) {
+  return {"POST", "/api/queue/" + std::string(queue) + "/workflow", std::nullopt};
+}
+
 bool PoolAllowed(const std::vector<std::string>& roles, std::string_view pool,
                  const ConfigSet& set) {
   if (!ValidateName("pool", pool).ok()) return false;
-  return CheckAccess(roles, "POST", "/api/pool/" + std::string(pool) + "/workflow", set).ok();
+  return CheckAccess(roles, PoolSubmission(pool), set).ok();
 }
 
 std::vector<std::string> AllowedPools(const std::vector<std::string>& roles, const ConfigSet& set) {

@@ -81,7 +81,13 @@ Status CheckAccess(const std::vector<std::string>& roles, const AccessRequest& r
 Status CheckAccess(const std::vector<std::string>& roles, std::string_view method,
                    std::string_view path, const ConfigSet& set);
 
-// The user may submit to `pool`: POST /api/pool/<pool>/workflow is allowed.
+// The one spelling of submitting a workflow, as the rules see it: to pool <p>,
+// POST /api/pool/<p>/workflow (workflow:Create on pool/<p>); to queue <q> (a project),
+// POST /api/queue/<q>/workflow (workflow:Create on queue/<q>), granted as a pool's is.
+AccessRequest PoolSubmission(std::string_view pool);
+AccessRequest QueueSubmission(std::string_view queue);
+
+// The user may submit to `pool`: CheckAccess(PoolSubmission(pool)) allows it.
 bool PoolAllowed(const std::vector<std::string>& roles, std::string_view pool,
                  const ConfigSet& set);
 // The pools of `set` the roles may submit to, sorted.

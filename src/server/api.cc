@@ -501,9 +501,11 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
 
   // ---- Workflows ----
   // A submission's audit record is written by the service in the workflow's transaction. The
-  // reply waits for the group commit without holding a worker.
+  // reply waits for the group commit without holding a worker. Its access to the pool is the
+  // service's to check (once, as for the offline CLI).
   router.AddAsync(
-      "POST", "/api/pool/{pool}/workflow", [&svc](const RouteRequest& r, const Respond& respond) {
+      "POST", "/api/pool/{pool}/workflow",
+      [&svc](const RouteRequest& r, const Respond& respond) {
         auto request = DecodeSubmit(r);
         if (!request.ok()) return respond(request.status());
         // `r` lives until `respond` is called.
@@ -514,7 +516,8 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
               r.audited = !dry_run;
               respond(Reply::Json(service::ToJson(*result)));
             });
-      });
+      },
+      RouteOptions{.access_in_service = true});
   router.Add("GET", "/api/workflow", [&svc](const RouteRequest& r) -> Result<Reply> {
     service::WorkflowFilter filter;
     filter.pool = FirstQuery(r, {"pool", "pools"});

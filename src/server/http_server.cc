@@ -179,7 +179,7 @@ std::optional<Reply> HttpServer::Dispatch(Exchange& exchange) {
   exchange.route = match.route;
   route_request.pattern = match.route->pattern;
   route_request.params = std::move(match.params);
-  if (requires_auth && access_) {
+  if (requires_auth && access_ && !match.route->options.access_in_service) {
     std::optional<std::string> pool;
     if (match.route->options.resource_pool)
       pool = match.route->options.resource_pool(route_request);

@@ -112,6 +112,11 @@ using AsyncRouteHandler = std::function<void(const RouteRequest&, Respond respon
 
 struct RouteOptions {
   bool requires_auth = true;
+  // The service takes this route's access decision itself (a submission: service::Service checks
+  // the caller's access to the pool once, for the server and the offline CLI alike): the server
+  // only authenticates. Deny by default holds there: the service refuses what the roles do not
+  // allow.
+  bool access_in_service = false;
   // For /api/workflow/{id} routes: the pool of the workflow, for access control.
   std::function<std::optional<std::string>(const RouteRequest&)> resource_pool;
 };

@@ -293,6 +293,75 @@ TEST_F(ServiceCacheTest, NodesCoverKubernetesQuantityRange) {
   ASSERT_TRUE(pools.ok()) << pools.status().ToString();
 }
 
+// A submission's access to its pool is decided once, by the service, for the server and the
+// offline CLI alike (submit::Submit does not check it): deny by default, before the workflow is
+// read and before a workflow id is taken.
+TEST_F(ServiceCacheTest, SubmissionAccessIsTheServicesDecision) {
+  ASSERT_TRUE(cli_->ImportNodes(admin_, kNodes, "nodes.yaml").ok());
+  ASSERT_TRUE(server_->SetPoolRole(admin_, "osmo-team", "").ok());  // pools named team*
+  auto default_pool = server_->ShowConfig("POOL", "default", std::nullopt);
+  ASSERT_TRUE(default_pool.ok());
+  UpdateConfigRequest team_pool{.kind = "POOL", .name = "team-a", .body = default_pool->body};
+  ASSERT_TRUE(server_->UpdateConfig(admin_, team_pool).ok());
+  const std::string denied_default =
+      "access denied: user \"tina\" with roles osmo-team may not submit to pool \"default\": "
+      "POST /api/pool/default/workflow is not allowed for roles osmo-team, osmo-default";
+  struct Case {
+    std::string name;
+    Caller caller;
+    std::string pool;
+    bool dry_run;
+    std::string spec;
+    StatusCode code;
+    std::string message;  // for a refusal
+  };
+  const Caller tina{"tina", {"osmo-team"}, "test"};
+  const std::vector<Case> cases = {
+      {"no role for the pool", tina, "default", false, kWorkflow, StatusCode::kPermissionDenied,
+       denied_default},
+      {"dry run too", tina, "default", true, kWorkflow, StatusCode::kPermissionDenied,
+       denied_default},
+      {"refused before the workflow is read", tina, "default", false, "not: [a workflow",
+       StatusCode::kPermissionDenied, denied_default},
+      {"no roles at all",
+       {"eve", {}, "test"},
+       "team-a",
+       false,
+       kWorkflow,
+       StatusCode::kPermissionDenied,
+       "access denied: user \"eve\" with roles (none) may not submit to pool \"team-a\""},
+      {"a path the rules refuse", tina, "x%25y", false, kWorkflow, StatusCode::kInvalidArgument,
+       "access denied: user \"tina\""},
+      {"the pool's role", tina, "team-a", true, kWorkflow, StatusCode::kOk, ""},
+      {"osmo-admin", admin_, "default", true, kWorkflow, StatusCode::kOk, ""},
+  };
+  auto submit_async = [&](const Caller& caller, const SubmitRequest& request) {
+    std::promise<Result<SubmitResult>> promise;
+    server_->SubmitWorkflowAsync(caller, request,
+                                 [&](Result<SubmitResult> r) { promise.set_value(std::move(r)); });
+    return promise.get_future().get();
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    SubmitRequest request{
+        .pool = c.pool, .spec_text = c.spec, .file_name = "wf.yaml", .dry_run = c.dry_run};
+    // The CLI's path (synchronous) and the server's (asynchronous) answer alike.
+    for (const Result<SubmitResult>& result :
+         {server_->SubmitWorkflow(c.caller, request), submit_async(c.caller, request)}) {
+      EXPECT_EQ(result.status().code(), c.code) << result.status().ToString();
+      if (!c.message.empty()) {
+        EXPECT_NE(result.status().message().find(c.message), std::string::npos)
+            << result.status().message();
+      }
+    }
+  }
+  // Nothing was stored and no workflow id was taken by the refusals.
+  SubmitRequest request{.pool = "team-a", .spec_text = kWorkflow, .file_name = "wf.yaml"};
+  auto submitted = server_->SubmitWorkflow(tina, request);
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  EXPECT_EQ(submitted->workflow_id, "wf-1");
+}
+
 // A pool's action_permissions.cancel (OSMO) restricts who, besides the submitter, may cancel,
 // on top of the roles (which must still allow it); osmo-admin bypasses it.
 TEST_F(ServiceCacheTest, CancelFollowsThePoolsActionPermissions) {

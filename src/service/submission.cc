@@ -30,6 +30,20 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+// The pool-access decision of a submission, the only one: the HTTP layer leaves submissions'
+// access to the service (RouteOptions::access_in_service), and submit::Submit assumes it. Taken
+// before anything else, so a denied caller learns nothing of the pool and burns no workflow id.
+Status CheckSubmitAccess(const Caller& caller, const std::string& pool,
+                         const config::ConfigSet& configs) {
+  Status access = config::CheckAccess(caller.roles, config::PoolSubmission(pool), configs);
+  if (access.ok()) return access;
+  std::string message = "access denied: user \"" + caller.user + "\" with roles " +
+                        (caller.roles.empty() ? "(none)" : Join(caller.roles, ", ")) +
+                        " may not submit to pool \"" + pool + "\": " + access.message();
+  return access.code() == StatusCode::kInvalidArgument ? InvalidArgumentError(message)
+                                                       : PermissionDeniedError(message);
+}
+
 // Plans a submission on the given configs and nodes (taking its workflow id).
 Result<submit::SubmitPlan> PlanSubmission(store::Store& store, Service::SnapshotCache& cache,
                                           const Caller& caller, const SubmitRequest& request,
@@ -55,13 +69,8 @@ Result<submit::SubmitPlan> PlanSubmission(store::Store& store, Service::Snapshot
   if (request.dry_run) {
     options.workflow_id = spec.name;
   } else {
-    // Check access before taking a sequence number, so a denied caller burns no id.
-    Status access = config::CheckAccess(caller.roles, "POST",
-                                        "/api/pool/" + request.pool + "/workflow", snap.set);
-    if (access.ok()) {
-      ASSIGN_OR_RETURN(int64_t seq, store.NextSequence("workflow"));
-      options.workflow_id = spec.name + "-" + std::to_string(seq);
-    }
+    ASSIGN_OR_RETURN(int64_t seq, store.NextSequence("workflow"));
+    options.workflow_id = spec.name + "-" + std::to_string(seq);
   }
   return submit::Submit(snap.set, *submit_nodes, submit::SubmitCaller{caller.user, caller.roles},
                         request.pool, spec, options);
@@ -89,6 +98,14 @@ bool IsStalePlan(const Status& status) {
 Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& caller,
                                                                const SubmitRequest& request,
                                                                bool fresh, bool* refused_on_cache) {
+  // A dry run stores nothing that could check its inputs, so it reads the generations.
+  bool cached = !fresh && !request.dry_run;
+  ASSIGN_OR_RETURN(SnapshotCache::Keyed state,
+                   cached ? cache_->LastKeyed(store_) : cache_->GetKeyed(store_));
+  if (Status access = CheckSubmitAccess(caller, request.pool, state.snapshot->set); !access.ok()) {
+    *refused_on_cache = cached;  // the roles may have just changed: asked again on fresh configs
+    return access;
+  }
   submit::WorkflowSpec spec;
   if (request.workflow != nullptr) {
     spec = *request.workflow;
@@ -101,10 +118,6 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
     spec.queue = request.queue;
     spec.queue_origin = request.queue_origin;
   }
-  // A dry run stores nothing that could check its inputs, so it reads the generations.
-  bool cached = !fresh && !request.dry_run;
-  ASSIGN_OR_RETURN(SnapshotCache::Keyed state,
-                   cached ? cache_->LastKeyed(store_) : cache_->GetKeyed(store_));
   auto plan = PlanSubmission(store_, *cache_, caller, request, spec, state);
   if (!plan.ok()) {
     *refused_on_cache = cached;

@@ -79,12 +79,6 @@ std::string JoinRoles(const std::vector<std::string>& roles) {
   return roles.empty() ? std::string("(none)") : Join(roles, ", ");
 }
 
-// The access path of submitting to a queue: a role grants it as it grants a pool's
-// (`/api/pool/<pool>/workflow`), by a legacy path glob or by workflow:Create on queue/<name>.
-std::string QueueAccessPath(std::string_view queue) {
-  return "/api/queue/" + std::string(queue) + "/workflow";
-}
-
 }  // namespace
 
 std::vector<std::string> SubmittableQueues(const config::ConfigSet& configs,
@@ -95,7 +89,7 @@ std::vector<std::string> SubmittableQueues(const config::ConfigSet& configs,
   std::vector<std::string> allowed;
   for (const model::Queue& q : queues) {
     if (parents.contains(q.name)) continue;
-    if (config::CheckAccess(roles, "POST", QueueAccessPath(q.name), configs).ok()) {
+    if (config::CheckAccess(roles, config::QueueSubmission(q.name), configs).ok()) {
       allowed.push_back(q.name);
     }
   }
@@ -142,7 +136,7 @@ Result<std::string> ChosenQueue(const config::ConfigSet& configs, const SubmitCa
                                 "\" is a department; submit to one of its projects (" +
                                 Join(projects, ", ") + ")");
   }
-  Status access = config::CheckAccess(caller.roles, "POST", QueueAccessPath(name), configs);
+  Status access = config::CheckAccess(caller.roles, config::QueueSubmission(name), configs);
   if (!access.ok()) {
     return PermissionDeniedError("access denied: user \"" + caller.user + "\" with roles " +
                                  JoinRoles(caller.roles) + " may not submit to queue \"" + name +
@@ -326,7 +320,7 @@ class Submission {
         options_(options) {}
 
   Result<SubmitPlan> Run() {
-    RETURN_IF_ERROR(CheckAccessAndPool());
+    RETURN_IF_ERROR(CheckPool());
     RETURN_IF_ERROR(PlanQueueAndTimeouts());
     RETURN_IF_ERROR(CheckNodePoolChoice());
     plan_.tasks.reserve(workflow_.TaskCount());
@@ -338,17 +332,8 @@ class Submission {
   }
 
  private:
-  // 1. Access, then the pool and its maintenance.
-  Status CheckAccessAndPool() {
-    Status access = config::CheckAccess(caller_.roles, "POST",
-                                        "/api/pool/" + pool_name_ + "/workflow", configs_);
-    if (!access.ok()) {
-      std::string msg = "access denied: user \"" + caller_.user + "\" with roles " +
-                        JoinRoles(caller_.roles) + " may not submit to pool \"" + pool_name_ +
-                        "\": " + access.message();
-      return access.code() == StatusCode::kInvalidArgument ? InvalidArgumentError(msg)
-                                                           : PermissionDeniedError(msg);
-    }
+  // 1. The pool and its maintenance (the caller's access to it was checked: see submit.h).
+  Status CheckPool() {
     pool_ = configs_.FindPool(pool_name_);
     if (pool_ == nullptr) {
       std::vector<std::string> names;

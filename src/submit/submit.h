@@ -2,10 +2,11 @@
 // The submission pipeline (DESIGN §3): one pure, deterministic function from (configs, nodes,
 // caller, pool, workflow) to one Kubernetes Pod per task, or an error naming its step. No I/O.
 //
+// The caller's access to the pool is not checked here: service::Service takes that decision,
+// once per submission, before planning (config::PoolSubmission); Submit's callers must too.
+//
 // Steps, in order; each failure message starts with the step's name:
-//   1. "access denied"        the caller's roles must allow POST /api/pool/<pool>/workflow
-//                             (message names the user and the roles checked);
-//      "pool in maintenance"  enable_maintenance blocks everyone but osmo-admin;
+//   1. "pool in maintenance"  enable_maintenance blocks everyone but osmo-admin;
 //      the queue              the workflow's `queue` (or --queue), else the pool's implicit
 //                             queue (named as the pool): a QUEUE config that is not a department
 //                             (no queue names it as parent) and that the roles allow as
@@ -123,8 +124,8 @@ std::vector<std::string> SubmittableQueues(const config::ConfigSet& configs,
                                            const std::vector<std::string>& roles,
                                            const std::vector<model::Queue>& queues);
 
-// Runs the pipeline. NotFound for an unknown pool; PermissionDenied for access; FailedPrecondition
-// for maintenance; InvalidArgument for the other steps.
+// Runs the pipeline. NotFound for an unknown pool; PermissionDenied for the queue's access;
+// FailedPrecondition for maintenance; InvalidArgument for the other steps.
 Result<SubmitPlan> Submit(const config::ConfigSet& configs, const std::vector<model::Node>& nodes,
                           const SubmitCaller& caller, std::string_view pool,
                           const WorkflowSpec& workflow, const SubmitOptions& options);

@@ -534,6 +534,48 @@ TEST_F(ApiTest, Seed001PrefixRuleAndTraversal) {
             200);
 }
 
+// A submission's access to its pool is decided once, by the service (the HTTP layer only
+// authenticates it): the same refusal, status and message as the offline CLI's.
+TEST_F(ApiTest, SubmissionAccessIsTheServicesOneDecision) {
+  ASSERT_TRUE(server_->As(kAdmin).SetPoolRole("osmo-team").ok());
+  CreatePool("team-a");
+  const std::string denied =
+      "access denied: user \"tina\" with roles osmo-team may not submit to pool \"default\": "
+      "POST /api/pool/default/workflow is not allowed for roles osmo-team, osmo-default";
+  struct Case {
+    std::string name;
+    std::string token;
+    std::string path;
+    std::string body;
+    int status;
+    std::string message;  // "" = not checked
+  };
+  const std::vector<Case> cases = {
+      {"no role for the pool", kTeam, "/api/pool/default/workflow", kQuickWorkflow, 403, denied},
+      {"dry run too", kTeam, "/api/pool/default/workflow?dry_run=true", kQuickWorkflow, 403,
+       denied},
+      {"refused before the workflow is read", kTeam, "/api/pool/default/workflow",
+       "not: [a workflow", 403, denied},
+      {"no roles", kNobody, "/api/pool/team-a/workflow?dry_run=true", kQuickWorkflow, 403,
+       "access denied: user \"nobody\" with roles (none) may not submit to pool \"team-a\""},
+      {"no token", "", "/api/pool/team-a/workflow?dry_run=true", kQuickWorkflow, 401, ""},
+      {"the pool's role", kTeam, "/api/pool/team-a/workflow?dry_run=true", kQuickWorkflow, 200, ""},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    auto res = Raw("POST", c.path, c.token, c.body, "application/yaml");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, c.status) << res->body;
+    if (c.message.empty()) continue;
+    Json body = Json::parse(res->body);
+    EXPECT_EQ(body["code"], "PERMISSION_DENIED");
+    EXPECT_EQ(body["message"].get<std::string>().substr(0, c.message.size()), c.message);
+  }
+  auto listed = server_->As(kAdmin).ListWorkflows(std::nullopt, std::nullopt, std::nullopt, 10);
+  ASSERT_TRUE(listed.ok());
+  EXPECT_TRUE((*listed)["workflows"].empty()) << listed->dump();  // nothing was stored
+}
+
 TEST_F(ApiTest, WorkflowRoutes) {
   Client admin = server_->As(kAdmin);
   auto dry = admin.SubmitWorkflow("default", kQuickWorkflow, {}, /*dry_run=*/true);

@@ -64,6 +64,70 @@ Status ReadClusterSwitches(const Json& doc, ClusterSettings& settings) {
   return OkStatus();
 }
 
+Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario);
+
+// A List, NodeList or PodList: each item a document of its own (a typed list's items may omit
+// their kind).
+Status AddListItems(const Json& doc, const std::string& kind, const std::string& where,
+                    const std::string& label, Scenario& scenario) {
+  if (!doc.contains("items") || !doc["items"].is_array()) {
+    return InvalidArgumentError(label + ": items: expected a list");
+  }
+  for (size_t i = 0; i < doc["items"].size(); ++i) {
+    Json item = doc["items"][i];
+    if (item.is_object() && !item.contains("kind")) {
+      if (kind == "NodeList") item["kind"] = "Node";
+      if (kind == "PodList") item["kind"] = "Pod";
+    }
+    RETURN_IF_ERROR(AddDocument(item, where + ": items[" + std::to_string(i) + "]", scenario));
+  }
+  return OkStatus();
+}
+
+Status AddNode(const Json& doc, const std::string& name, const std::string& label,
+               Scenario& scenario) {
+  Result<model::Node> node = model::NodeFromJson(doc);
+  if (!node.ok()) {
+    // The decoder names the node too ("node \"n\": status..."); the label already does.
+    const Status status = node.status();
+    std::string_view message = status.message();
+    const std::string subject = "node \"" + name + "\": ";
+    if (StartsWith(message, subject)) message.remove_prefix(subject.size());
+    return InvalidArgumentError(label + ": " + std::string(message));
+  }
+  scenario.snapshot.nodes.push_back(std::move(node).value());
+  return OkStatus();
+}
+
+// A pod, with what the scheduler would otherwise stumble on refused here, with the file: a bad
+// gang-min (it would stay pending), creationTimestamp (its queue order) or status.startTime (a
+// bound pod's binding time, for NoExecute tolerationSeconds).
+Status AddPod(const Json& doc, Scenario& scenario) {
+  ASSIGN_OR_RETURN(model::PodScheduling pod, model::PodSchedulingFromJson(doc));
+  if (auto gang_min = pod.labels.find(kGangMinLabel); gang_min != pod.labels.end()) {
+    Result<int64_t> parsed = ParseGangMin(gang_min->second);
+    if (!parsed.ok()) {
+      return parsed.status().WithContext("metadata.labels." + std::string(kGangMinLabel));
+    }
+  }
+  if (!pod.creation_timestamp.empty() && !ParseTimestampMillis(pod.creation_timestamp)) {
+    return InvalidArgumentError("metadata.creationTimestamp: expected an RFC 3339 time, got \"" +
+                                pod.creation_timestamp + "\"");
+  }
+  if (!pod.node_name.empty() && doc.contains("status") && doc["status"].is_object() &&
+      doc["status"].contains("startTime") && doc["status"]["startTime"].is_string()) {
+    const std::string text = doc["status"]["startTime"].get<std::string>();
+    std::optional<int64_t> started = ParseTimestampMillis(text);
+    if (!started) {
+      return InvalidArgumentError("status.startTime: expected an RFC 3339 time, got \"" + text +
+                                  "\"");
+    }
+    scenario.snapshot.bound_at_ms[PodKey(pod)] = *started;
+  }
+  scenario.snapshot.pods.push_back(std::move(pod));
+  return OkStatus();
+}
+
 Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario) {
   static const std::vector<std::string> kKinds = {
       "Node", "Pod",  "Queue",    "NodePool", "MachinePool", "PodDisruptionBudget",
@@ -82,58 +146,12 @@ Status AddDocument(const Json& doc, const std::string& where, Scenario& scenario
   const std::string label = where + ": " + kind + (name.empty() ? "" : " " + name);
   auto fail = [&](const Status& s) { return InvalidArgumentError(label + ": " + s.message()); };
   if (kind == "List" || kind == "NodeList" || kind == "PodList") {
-    if (!doc.contains("items") || !doc["items"].is_array()) {
-      return InvalidArgumentError(label + ": items: expected a list");
-    }
-    for (size_t i = 0; i < doc["items"].size(); ++i) {
-      Json item = doc["items"][i];
-      if (item.is_object() && !item.contains("kind")) {
-        if (kind == "NodeList") item["kind"] = "Node";
-        if (kind == "PodList") item["kind"] = "Pod";
-      }
-      RETURN_IF_ERROR(AddDocument(item, where + ": items[" + std::to_string(i) + "]", scenario));
-    }
-    return OkStatus();
+    return AddListItems(doc, kind, where, label, scenario);
   }
   if (kind == "Node") {
-    Result<model::Node> node = model::NodeFromJson(doc);
-    if (!node.ok()) {
-      // The decoder names the node too ("node \"n\": status..."); the label above already does.
-      const Status status = node.status();
-      std::string_view message = status.message();
-      const std::string subject = "node \"" + name + "\": ";
-      if (StartsWith(message, subject)) message.remove_prefix(subject.size());
-      return InvalidArgumentError(label + ": " + std::string(message));
-    }
-    scenario.snapshot.nodes.push_back(std::move(node).value());
+    return AddNode(doc, name, label, scenario);
   } else if (kind == "Pod") {
-    Result<model::PodScheduling> pod = model::PodSchedulingFromJson(doc);
-    if (!pod.ok()) return fail(pod.status());
-    // The scheduler would leave a pod with a bad gang-min pending; a scenario's is refused here.
-    if (auto gang_min = pod->labels.find(kGangMinLabel); gang_min != pod->labels.end()) {
-      Result<int64_t> parsed = ParseGangMin(gang_min->second);
-      if (!parsed.ok()) {
-        return fail(parsed.status().WithContext("metadata.labels." + std::string(kGangMinLabel)));
-      }
-    }
-    // The scheduler orders pods by creationTimestamp: a bad one is reported here, with the file.
-    if (!pod->creation_timestamp.empty() && !ParseTimestampMillis(pod->creation_timestamp)) {
-      return fail(
-          InvalidArgumentError("metadata.creationTimestamp: expected an RFC 3339 time, got \"" +
-                               pod->creation_timestamp + "\""));
-    }
-    // A bound pod's status.startTime is its binding time for NoExecute tolerationSeconds.
-    if (!pod->node_name.empty() && doc.contains("status") && doc["status"].is_object() &&
-        doc["status"].contains("startTime") && doc["status"]["startTime"].is_string()) {
-      const std::string text = doc["status"]["startTime"].get<std::string>();
-      std::optional<int64_t> started = ParseTimestampMillis(text);
-      if (!started) {
-        return fail(InvalidArgumentError("status.startTime: expected an RFC 3339 time, got \"" +
-                                         text + "\""));
-      }
-      scenario.snapshot.bound_at_ms[PodKey(*pod)] = *started;
-    }
-    scenario.snapshot.pods.push_back(std::move(pod).value());
+    if (Status added = AddPod(doc, scenario); !added.ok()) return fail(added);
   } else if (kind == "Queue") {
     Result<model::Queue> queue = model::QueueFromManifest(doc);
     if (!queue.ok()) return fail(queue.status());

@@ -326,16 +326,11 @@ AuditHook MakeAuditHook(const ApiContext& ctx) {
   };
 }
 
-void AddApiRoutes(Router& router, const ApiContext& ctx) {
-  service::Service& svc = *ctx.service;
-  store::Store& store = *ctx.store;
-  auto pool_cache = std::make_shared<WorkflowPoolCache>(svc);
-  RouteOptions workflow_scoped;
-  workflow_scoped.resource_pool = [pool_cache](const RouteRequest& r) {
-    return pool_cache->Find(r.Param("id"));
-  };
+namespace {
 
-  // ---- Health and metrics ----
+// Health and metrics (no authentication), and the caller's version view.
+void AddHealthRoutes(Router& router, const ApiContext& ctx) {
+  store::Store& store = *ctx.store;
   router.Add("GET", "/healthz",
              [](const RouteRequest&) -> Result<Reply> { return Reply::Text("ok\n", "text/plain"); },
              {.requires_auth = false});
@@ -357,8 +352,12 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
                         {"user", r.identity.user},
                         {"roles", r.identity.roles}});
   });
+}
 
-  // ---- Pools, resources, nodes ----
+// Pools, resources and nodes.
+void AddPoolAndNodeRoutes(Router& router, const ApiContext& ctx) {
+  service::Service& svc = *ctx.service;
+  store::Store& store = *ctx.store;
   auto list_pools = [&svc](const RouteRequest& r) -> Result<Reply> {
     ASSIGN_OR_RETURN(auto rows, svc.ListPools(CallerOf(r)));
     return Reply::Json({{"pools", JsonList(rows)}});
@@ -404,8 +403,10 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
     return Reply::Json(
         {{"node", r.Param("name")}, {"noticeSeconds", autoscaler::kSpotInterruptionNoticeSeconds}});
   });
+}
 
-  // ---- Configs ----
+// Configs: the lists, the history and its rollback.
+void AddConfigListRoutes(Router& router, service::Service& svc) {
   router.Add("GET", "/api/configs", [&svc](const RouteRequest&) -> Result<Reply> {
     ASSIGN_OR_RETURN(auto views, svc.ListConfigs(std::nullopt));
     return Reply::Json({{"configs", JsonList(views)}});
@@ -446,6 +447,11 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
     ASSIGN_OR_RETURN(auto views, svc.ListConfigs(kind));
     return Reply::Json({{"configs", JsonList(views)}});
   });
+}
+
+// Configs: writes of a kind (PUT), one config's read and writes (PUT, PATCH, DELETE), pool roles,
+// and apply.
+void AddConfigWriteRoutes(Router& router, service::Service& svc) {
   router.Add("PUT", "/api/configs/{kind}", [&svc](const RouteRequest& r) -> Result<Reply> {
     ASSIGN_OR_RETURN(auto request, DecodeUpdate(r, std::nullopt));
     ASSIGN_OR_RETURN(auto result, svc.UpdateConfig(CallerOf(r), request));
@@ -498,11 +504,17 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
     ASSIGN_OR_RETURN(auto result, svc.Apply(CallerOf(r), request));
     return Reply::Json(service::ToJson(result));
   });
+}
 
-  // ---- Workflows ----
-  // A submission's audit record is written by the service in the workflow's transaction. The
-  // reply waits for the group commit without holding a worker. Its access to the pool is the
-  // service's to check (once, as for the offline CLI).
+// Workflows: submission, lists, reads and cancel. A submission's audit record is written by the
+// service in the workflow's transaction. The reply waits for the group commit without holding a
+// worker. Its access to the pool is the service's to check (once, as for the offline CLI).
+void AddWorkflowRoutes(Router& router, service::Service& svc) {
+  auto pool_cache = std::make_shared<WorkflowPoolCache>(svc);
+  RouteOptions workflow_scoped;
+  workflow_scoped.resource_pool = [pool_cache](const RouteRequest& r) {
+    return pool_cache->Find(r.Param("id"));
+  };
   router.AddAsync(
       "POST", "/api/pool/{pool}/workflow",
       [&svc](const RouteRequest& r, const Respond& respond) {
@@ -547,8 +559,11 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
         return Reply::Json(service::ToJson(view));
       },
       workflow_scoped);
+}
 
-  // ---- What-if and audit ----
+// The what-if scheduler and the audit log.
+void AddWhatIfAndAuditRoutes(Router& router, const ApiContext& ctx) {
+  store::Store& store = *ctx.store;
   router.Add("POST", "/api/schedule", [ctx](const RouteRequest& r) -> Result<Reply> {
     if (!ctx.what_if) return UnavailableError("the what-if scheduler is not available");
     if (Trim(r.Body()).empty())
@@ -580,6 +595,17 @@ void AddApiRoutes(Router& router, const ApiContext& ctx) {
     }
     return Reply::Json({{"audit", std::move(items)}});
   });
+}
+
+}  // namespace
+
+void AddApiRoutes(Router& router, const ApiContext& ctx) {
+  AddHealthRoutes(router, ctx);
+  AddPoolAndNodeRoutes(router, ctx);
+  AddConfigListRoutes(router, *ctx.service);
+  AddConfigWriteRoutes(router, *ctx.service);
+  AddWorkflowRoutes(router, *ctx.service);
+  AddWhatIfAndAuditRoutes(router, ctx);
 }
 
 }  // namespace gpupool::server

@@ -332,13 +332,66 @@ bool JwtVerifier::Refresh() const {
   return true;
 }
 
-Result<Identity> JwtVerifier::Verify(std::string_view token) const {
-  size_t dot1 = token.find('.');
-  size_t dot2 = dot1 == std::string_view::npos ? dot1 : token.find('.', dot1 + 1);
-  if (dot2 == std::string_view::npos || token.find('.', dot2 + 1) != std::string_view::npos) {
-    return UnauthenticatedError("malformed token: expected header.payload.signature");
+namespace {
+
+// iss, aud, exp and nbf (with the allowed clock skew) against the options.
+Status CheckClaims(const Json& claims, const JwtOptions& options, int64_t now_seconds) {
+  if (!claims.contains("iss") || claims["iss"] != Json(options.issuer)) {
+    return UnauthenticatedError("token issuer \"" +
+                                (claims.contains("iss") ? DumpJson(claims["iss"]) : "") +
+                                "\" is not \"" + options.issuer + "\"");
   }
-  ASSIGN_OR_RETURN(Json header, DecodeJsonPart(token.substr(0, dot1), "header"));
+  bool audience_ok = false;
+  if (claims.contains("aud")) {
+    const Json& aud = claims["aud"];
+    if (aud.is_string()) audience_ok = aud.get<std::string>() == options.audience;
+    if (aud.is_array()) {
+      for (const auto& a : aud)
+        audience_ok |= a.is_string() && a.get<std::string>() == options.audience;
+    }
+  }
+  if (!audience_ok)
+    return UnauthenticatedError("token audience does not include \"" + options.audience + "\"");
+  ASSIGN_OR_RETURN(int64_t exp, NumericClaim(claims, "exp", /*required=*/true));
+  if (now_seconds > exp + options.skew_seconds) {
+    return UnauthenticatedError("token expired at " + FormatTimestamp(exp * 1000));
+  }
+  ASSIGN_OR_RETURN(int64_t nbf, NumericClaim(claims, "nbf", /*required=*/false));
+  if (nbf >= 0 && now_seconds + options.skew_seconds < nbf) {
+    return UnauthenticatedError("token not valid before " + FormatTimestamp(nbf * 1000));
+  }
+  return OkStatus();
+}
+
+// The user (the user claim, else sub) and the roles (an array, or a comma-separated string).
+Result<Identity> IdentityOf(const Json& claims, const JwtOptions& options) {
+  Identity identity;
+  for (const char* claim : {options.user_claim.c_str(), "sub"}) {
+    const Json* user = FindClaim(claims, claim);
+    if (user != nullptr && user->is_string() && !user->get<std::string>().empty()) {
+      identity.user = user->get<std::string>();
+      break;
+    }
+  }
+  if (identity.user.empty()) return UnauthenticatedError("token names no user (sub)");
+  if (const Json* roles = FindClaim(claims, options.roles_claim); roles != nullptr) {
+    if (roles->is_array()) {
+      for (const auto& role : *roles) {
+        if (role.is_string()) identity.roles.push_back(role.get<std::string>());
+      }
+    } else if (roles->is_string()) {
+      for (const auto& role : Split(roles->get<std::string>(), ',')) {
+        if (!Trim(role).empty()) identity.roles.emplace_back(Trim(role));
+      }
+    }
+  }
+  return identity;
+}
+
+}  // namespace
+
+Status JwtVerifier::VerifySignature(std::string_view token, const Json& header) const {
+  const size_t dot2 = token.rfind('.');
   std::string alg =
       header.contains("alg") && header["alg"].is_string() ? header["alg"].get<std::string>() : "";
   KeySet::Key::Type want;
@@ -386,55 +439,20 @@ Result<Identity> JwtVerifier::Verify(std::string_view token) const {
     return UnauthenticatedError("token key id \"" + *kid + "\" is not in the JWKS");
   }
   if (!verified) return UnauthenticatedError("token signature does not verify");
+  return OkStatus();
+}
 
+Result<Identity> JwtVerifier::Verify(std::string_view token) const {
+  size_t dot1 = token.find('.');
+  size_t dot2 = dot1 == std::string_view::npos ? dot1 : token.find('.', dot1 + 1);
+  if (dot2 == std::string_view::npos || token.find('.', dot2 + 1) != std::string_view::npos) {
+    return UnauthenticatedError("malformed token: expected header.payload.signature");
+  }
+  ASSIGN_OR_RETURN(Json header, DecodeJsonPart(token.substr(0, dot1), "header"));
+  RETURN_IF_ERROR(VerifySignature(token, header));
   ASSIGN_OR_RETURN(Json claims, DecodeJsonPart(token.substr(dot1 + 1, dot2 - dot1 - 1), "payload"));
-  if (!claims.contains("iss") || claims["iss"] != Json(options_.issuer)) {
-    return UnauthenticatedError("token issuer \"" +
-                                (claims.contains("iss") ? DumpJson(claims["iss"]) : "") +
-                                "\" is not \"" + options_.issuer + "\"");
-  }
-  bool audience_ok = false;
-  if (claims.contains("aud")) {
-    const Json& aud = claims["aud"];
-    if (aud.is_string()) audience_ok = aud.get<std::string>() == options_.audience;
-    if (aud.is_array()) {
-      for (const auto& a : aud)
-        audience_ok |= a.is_string() && a.get<std::string>() == options_.audience;
-    }
-  }
-  if (!audience_ok)
-    return UnauthenticatedError("token audience does not include \"" + options_.audience + "\"");
-  int64_t now = clock_.NowMillis() / 1000;
-  ASSIGN_OR_RETURN(int64_t exp, NumericClaim(claims, "exp", /*required=*/true));
-  if (now > exp + options_.skew_seconds) {
-    return UnauthenticatedError("token expired at " + FormatTimestamp(exp * 1000));
-  }
-  ASSIGN_OR_RETURN(int64_t nbf, NumericClaim(claims, "nbf", /*required=*/false));
-  if (nbf >= 0 && now + options_.skew_seconds < nbf) {
-    return UnauthenticatedError("token not valid before " + FormatTimestamp(nbf * 1000));
-  }
-
-  Identity identity;
-  for (const char* claim : {options_.user_claim.c_str(), "sub"}) {
-    const Json* user = FindClaim(claims, claim);
-    if (user != nullptr && user->is_string() && !user->get<std::string>().empty()) {
-      identity.user = user->get<std::string>();
-      break;
-    }
-  }
-  if (identity.user.empty()) return UnauthenticatedError("token names no user (sub)");
-  if (const Json* roles = FindClaim(claims, options_.roles_claim); roles != nullptr) {
-    if (roles->is_array()) {
-      for (const auto& role : *roles) {
-        if (role.is_string()) identity.roles.push_back(role.get<std::string>());
-      }
-    } else if (roles->is_string()) {
-      for (const auto& role : Split(roles->get<std::string>(), ',')) {
-        if (!Trim(role).empty()) identity.roles.emplace_back(Trim(role));
-      }
-    }
-  }
-  return identity;
+  RETURN_IF_ERROR(CheckClaims(claims, options_, clock_.NowMillis() / 1000));
+  return IdentityOf(claims, options_);
 }
 
 }  // namespace gpupool::server

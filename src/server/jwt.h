@@ -97,6 +97,9 @@ class JwtVerifier {
   // Fetches the JWKS unless the rate limit forbids it or another thread is fetching; true when a
   // new set was installed.
   bool Refresh() const;
+  // OK when a key of the set (re-fetched once when the token's key may be new) verifies the
+  // signature of `header.payload` made with the header's algorithm.
+  Status VerifySignature(std::string_view token, const nlohmann::json& header) const;
 
   const JwtOptions options_;
   const Clock& clock_;

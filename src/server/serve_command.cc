@@ -141,40 +141,149 @@ int Fail(const Status& status, int code = 1) {
   return code;
 }
 
+// The options' values, parsed and checked (a refusal is a usage error: exit code 2).
+struct ServeSettings {
+  std::pair<std::string, int> listen;
+  int64_t lease_ttl_ms = 0, interval_ms = 0, provision_delay_ms = 0, scale_down_after_ms = 0;
+  int64_t node_sync_ms = 0, kube_event_repeat_ms = 0, eviction_backoff_ms = 0;
+  int64_t history_interval_ms = 0;
+  scheduler::PlacementPolicy placement{};
+};
+
+Result<ServeSettings> ParseSettings(const ServeOptions& o) {
+  ServeSettings s;
+  ASSIGN_OR_RETURN(s.listen, ParseListen(o.listen));
+  ASSIGN_OR_RETURN(s.lease_ttl_ms, ParseMillis(o.lease_ttl, "--lease-ttl"));
+  ASSIGN_OR_RETURN(s.interval_ms, ParseMillis(o.interval, "--interval"));
+  ASSIGN_OR_RETURN(s.placement, scheduler::ParsePlacementPolicy(o.placement));
+  ASSIGN_OR_RETURN(s.provision_delay_ms, ParseMillis(o.provision_delay, "--provision-delay"));
+  ASSIGN_OR_RETURN(s.scale_down_after_ms, ParseMillis(o.scale_down_after, "--scale-down-after"));
+  ASSIGN_OR_RETURN(s.node_sync_ms, ParseMillis(o.node_sync, "--node-sync"));
+  ASSIGN_OR_RETURN(s.kube_event_repeat_ms, ParseMillis(o.kube_event_repeat, "--kube-event-repeat"));
+  ASSIGN_OR_RETURN(s.eviction_backoff_ms, ParseMillis(o.eviction_backoff, "--eviction-backoff"));
+  ASSIGN_OR_RETURN(s.history_interval_ms, ParseMillis(o.history_interval, "--history-interval"));
+  if (s.history_interval_ms < 1000) {
+    return InvalidArgumentError("--history-interval \"" + o.history_interval +
+                                "\": expected at least 1s");
+  }
+  if (o.ui_token != "access_token" && o.ui_token != "id_token") {
+    return InvalidArgumentError("--ui-token \"" + o.ui_token +
+                                "\": expected access_token or id_token");
+  }
+  return s;
+}
+
+// The --backend's cluster (nullptr without one), its nodes upserted into the store. The sim
+// backend also runs on the nodes imported before start-up.
+Result<std::unique_ptr<backend::Backend>> OpenClusterBackend(const ServeOptions& o,
+                                                             const ServeSettings& settings,
+                                                             store::Store& store) {
+  if (o.backend.empty()) return std::unique_ptr<backend::Backend>();
+  backend::BackendOptions backend_options;
+  backend_options.slurm_jwt_file = o.slurm_jwt_file;
+  backend_options.slurm_user = o.slurm_user;
+  backend_options.slurm_output_dir = o.slurm_output_dir;
+  backend_options.slurm_partition = o.slurm_partition;
+  backend_options.kubernetes = {o.kubeconfig, o.kube_context,   o.kube_qps,
+                                o.kube_burst, o.kube_namespace, settings.kube_event_repeat_ms};
+  ASSIGN_OR_RETURN(std::unique_ptr<backend::Backend> backend,
+                   backend::OpenBackend(o.backend, backend_options));
+  ASSIGN_OR_RETURN(auto nodes, backend->ListNodes());
+  std::vector<store::NodeRecord> records;
+  for (const auto& node : nodes) {
+    records.push_back({node["metadata"]["name"].get<std::string>(), node});
+  }
+  RETURN_IF_ERROR(store.UpsertNodes(records, /*replace_all=*/false));
+  if (backend->Kind() == "sim") {
+    // The simulated cluster also runs on the nodes imported into the store before start-up
+    // (`gpupool node import`): the scheduler places on every node the store knows.
+    ASSIGN_OR_RETURN(auto stored, store.ListNodes());
+    std::vector<nlohmann::ordered_json> all;
+    for (auto& node : stored) all.push_back(std::move(node.object));
+    backend = std::make_unique<backend::SimBackend>(std::move(all));
+  }
+  return backend;
+}
+
+std::unique_ptr<SchedulingLoop> MakeSchedulingLoop(const ServeSettings& settings,
+                                                   const autoscaler::Catalog& catalog,
+                                                   store::Store& store, backend::Backend& backend,
+                                                   const Clock& clock, Registry& registry,
+                                                   service::Views& views) {
+  LoopOptions loop_options;
+  loop_options.holder = HolderId();
+  loop_options.lease_ttl_ms = settings.lease_ttl_ms;
+  loop_options.interval_ms = settings.interval_ms;
+  loop_options.refused_eviction_backoff_ms = settings.eviction_backoff_ms;
+  loop_options.scheduler.policy = settings.placement;
+  loop_options.catalog = &catalog;
+  loop_options.provision.provision_delay_ms = settings.provision_delay_ms;
+  loop_options.provision.scale_down_after_ms = settings.scale_down_after_ms;
+  loop_options.provision.scheduler = loop_options.scheduler;
+  loop_options.views = &views;
+  // Machine pools launch simulated nodes; a real cluster's come through its own machinery.
+  loop_options.machine_pools = backend.Kind() == "sim";
+  return std::make_unique<SchedulingLoop>(store, backend, clock, registry, loop_options);
+}
+
+// /readyz: the store answers.
+std::function<Status()> ReadyProbe(store::Store& store) {
+  return [&store]() -> Status {
+    auto probe = store.ListConfigs("ROLE");
+    if (!probe.ok()) return UnavailableError("store: " + probe.status().message());
+    return OkStatus();
+  };
+}
+
+// Every route: the API, the dashboard's views, task logs and the dashboard itself.
+Router BuildRouter(const ServeOptions& o, const ApiContext& context, service::Views& views,
+                   const backend::Backend* backend) {
+  service::Service& service = *context.service;
+  Router router;
+  AddApiRoutes(router, context);
+  auto workflow_pool = [&service](const std::string& id) -> std::optional<std::string> {
+    auto pool = service.WorkflowPool(id);
+    if (!pool.ok()) return std::nullopt;  // the view reports NotFound
+    return *pool;
+  };
+  AddViewRoutes(router, views, workflow_pool);
+  AddLogRoutes(router, service, *context.store, backend, workflow_pool);
+  UiOptions ui;
+  ui.auth = o.auth;
+  ui.issuer = o.issuer;
+  ui.client_id = o.ui_client_id;
+  ui.scopes = o.ui_scopes;
+  ui.token = o.ui_token;
+  AddUiRoutes(router, ui);
+  return router;
+}
+
+// Serves (printing `banner` once everything runs) until SIGINT or SIGTERM, then stops the loop,
+// the node sync and the server.
+void ServeUntilSignal(HttpServer& http, NodeSync* node_sync, SchedulingLoop* loop,
+                      const std::string& banner) {
+  g_stop = false;
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::thread serving([&http] { http.Serve(); });
+  if (node_sync) node_sync->Start();
+  if (loop) loop->Start();
+  std::cout << banner << std::endl;
+  while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::cout << "gpupool: stopping" << std::endl;
+  if (loop) loop->Stop();
+  if (node_sync) node_sync->Stop();
+  http.Stop();
+  serving.join();
+}
+
 }  // namespace
 
 int RunServe(const ServeOptions& o) {
   SystemClock clock;
-  auto listen = ParseListen(o.listen);
-  if (!listen.ok()) return Fail(listen.status(), 2);
-  auto lease_ttl = ParseMillis(o.lease_ttl, "--lease-ttl");
-  if (!lease_ttl.ok()) return Fail(lease_ttl.status(), 2);
-  auto interval = ParseMillis(o.interval, "--interval");
-  if (!interval.ok()) return Fail(interval.status(), 2);
-  auto placement = scheduler::ParsePlacementPolicy(o.placement);
-  if (!placement.ok()) return Fail(placement.status(), 2);
-  auto provision_delay = ParseMillis(o.provision_delay, "--provision-delay");
-  if (!provision_delay.ok()) return Fail(provision_delay.status(), 2);
-  auto scale_down_after = ParseMillis(o.scale_down_after, "--scale-down-after");
-  if (!scale_down_after.ok()) return Fail(scale_down_after.status(), 2);
-  auto node_sync_period = ParseMillis(o.node_sync, "--node-sync");
-  if (!node_sync_period.ok()) return Fail(node_sync_period.status(), 2);
-  auto kube_event_repeat = ParseMillis(o.kube_event_repeat, "--kube-event-repeat");
-  if (!kube_event_repeat.ok()) return Fail(kube_event_repeat.status(), 2);
-  auto eviction_backoff = ParseMillis(o.eviction_backoff, "--eviction-backoff");
-  if (!eviction_backoff.ok()) return Fail(eviction_backoff.status(), 2);
-  auto history_interval = ParseMillis(o.history_interval, "--history-interval");
-  if (!history_interval.ok()) return Fail(history_interval.status(), 2);
-  if (*history_interval < 1000) {
-    return Fail(InvalidArgumentError("--history-interval \"" + o.history_interval +
-                                     "\": expected at least 1s"),
-                2);
-  }
-  if (o.ui_token != "access_token" && o.ui_token != "id_token") {
-    return Fail(InvalidArgumentError("--ui-token \"" + o.ui_token +
-                                     "\": expected access_token or id_token"),
-                2);
-  }
+  auto settings = ParseSettings(o);
+  if (!settings.ok()) return Fail(settings.status(), 2);
   if (o.auth == "oidc" && o.ui_client_id.empty()) {
     std::cerr << "gpupool serve: note: no --ui-client-id: the dashboard at / cannot log in with "
                  "OIDC\n";
@@ -206,63 +315,21 @@ int RunServe(const ServeOptions& o) {
   service.SetMachinePoolSupport(MachinePoolSupportFor(catalog));
   if (Status s = service.EnsureBuiltins(); !s.ok()) return Fail(s);
   service::ViewOptions view_options;
-  view_options.history_interval_ms = *history_interval;
+  view_options.history_interval_ms = settings->history_interval_ms;
   service::Views views(service, **store, clock, view_options);
 
-  std::unique_ptr<backend::Backend> backend;
-  if (!o.backend.empty()) {
-    backend::BackendOptions backend_options;
-    backend_options.slurm_jwt_file = o.slurm_jwt_file;
-    backend_options.slurm_user = o.slurm_user;
-    backend_options.slurm_output_dir = o.slurm_output_dir;
-    backend_options.slurm_partition = o.slurm_partition;
-    backend_options.kubernetes = {o.kubeconfig, o.kube_context,   o.kube_qps,
-                                  o.kube_burst, o.kube_namespace, *kube_event_repeat};
-    auto opened = backend::OpenBackend(o.backend, backend_options);
-    if (!opened.ok()) return Fail(opened.status());
-    backend = std::move(*opened);
-    auto nodes = backend->ListNodes();
-    if (!nodes.ok()) return Fail(nodes.status());
-    std::vector<store::NodeRecord> records;
-    for (const auto& node : *nodes) {
-      records.push_back({node["metadata"]["name"].get<std::string>(), node});
-    }
-    if (Status s = (*store)->UpsertNodes(records, /*replace_all=*/false); !s.ok()) return Fail(s);
-    if (backend->Kind() == "sim") {
-      // The simulated cluster also runs on the nodes imported into the store before start-up
-      // (`gpupool node import`): the scheduler places on every node the store knows.
-      auto stored = (*store)->ListNodes();
-      if (!stored.ok()) return Fail(stored.status());
-      std::vector<nlohmann::ordered_json> all;
-      for (auto& node : *stored) all.push_back(std::move(node.object));
-      backend = std::make_unique<backend::SimBackend>(std::move(all));
-    }
-  }
-
+  auto backend = OpenClusterBackend(o, *settings, **store);
+  if (!backend.ok()) return Fail(backend.status());
   // A real cluster's nodes change under gpupool (down, drained, busy with others' jobs).
   std::unique_ptr<NodeSync> node_sync;
-  if (backend && backend->Kind() != "sim" && *node_sync_period > 0) {
-    node_sync =
-        std::make_unique<NodeSync>(*backend, **store, std::chrono::milliseconds(*node_sync_period));
+  if (*backend && (*backend)->Kind() != "sim" && settings->node_sync_ms > 0) {
+    node_sync = std::make_unique<NodeSync>(**backend, **store,
+                                           std::chrono::milliseconds(settings->node_sync_ms));
   }
-
   AccessControl access(**store, clock);
   std::unique_ptr<SchedulingLoop> loop;
-  if (backend && !o.no_scheduler) {
-    LoopOptions loop_options;
-    loop_options.holder = HolderId();
-    loop_options.lease_ttl_ms = *lease_ttl;
-    loop_options.interval_ms = *interval;
-    loop_options.refused_eviction_backoff_ms = *eviction_backoff;
-    loop_options.scheduler.policy = *placement;
-    loop_options.catalog = &catalog;
-    loop_options.provision.provision_delay_ms = *provision_delay;
-    loop_options.provision.scale_down_after_ms = *scale_down_after;
-    loop_options.provision.scheduler = loop_options.scheduler;
-    loop_options.views = &views;
-    // Machine pools launch simulated nodes; a real cluster's come through its own machinery.
-    loop_options.machine_pools = backend->Kind() == "sim";
-    loop = std::make_unique<SchedulingLoop>(**store, *backend, clock, registry, loop_options);
+  if (*backend && !o.no_scheduler) {
+    loop = MakeSchedulingLoop(*settings, catalog, **store, **backend, clock, registry, views);
   }
 
   ApiContext context;
@@ -271,65 +338,32 @@ int RunServe(const ServeOptions& o) {
   context.access = &access;
   context.registry = &registry;
   context.clock = &clock;
-  store::Store* store_ptr = store->get();
-  context.ready = [store_ptr]() -> Status {
-    auto probe = store_ptr->ListConfigs("ROLE");
-    if (!probe.ok()) return UnavailableError("store: " + probe.status().message());
-    return OkStatus();
-  };
+  context.ready = ReadyProbe(*context.store);
   context.catalog = &catalog;
-  context.what_if = MakeWhatIf(*placement, catalog, clock);
+  context.what_if = MakeWhatIf(settings->placement, catalog, clock);
 
-  Router router;
-  AddApiRoutes(router, context);
-  auto workflow_pool = [&service](const std::string& id) -> std::optional<std::string> {
-    auto pool = service.WorkflowPool(id);
-    if (!pool.ok()) return std::nullopt;  // the view reports NotFound
-    return *pool;
-  };
-  AddViewRoutes(router, views, workflow_pool);
-  AddLogRoutes(router, service, **store, backend.get(), workflow_pool);
-  UiOptions ui;
-  ui.auth = o.auth;
-  ui.issuer = o.issuer;
-  ui.client_id = o.ui_client_id;
-  ui.scopes = o.ui_scopes;
-  ui.token = o.ui_token;
-  AddUiRoutes(router, ui);
   ServerOptions server_options;
   server_options.max_body_bytes = o.max_body_bytes;
   server_options.threads = o.threads;
   server_options.io_threads = o.io_threads > 0 ? o.io_threads : DefaultIoThreads(db);
   server_options.max_connections = o.max_connections;
-  HttpServer http(std::move(router), authenticator->get(), MakeAccessChecker(context),
-                  MakeAuditHook(context), registry, server_options);
-  auto port = http.Bind(listen->first, listen->second);
+  HttpServer http(BuildRouter(o, context, views, backend->get()), authenticator->get(),
+                  MakeAccessChecker(context), MakeAuditHook(context), registry, server_options);
+  const auto& [host, requested_port] = settings->listen;
+  auto port = http.Bind(host, requested_port);
   if (!port.ok()) return Fail(port.status());
-
-  g_stop = false;
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::signal(SIGPIPE, SIG_IGN);
-  std::thread serving([&http] { http.Serve(); });
-  if (node_sync) node_sync->Start();
-  if (loop) loop->Start();
-  std::cout << "gpupool: listening on http://" << listen->first << ":" << *port << " (store "
-            << (*store)->Backend() << ", auth " << (*authenticator)->Mode()
-            << (loop ? ", scheduling loop on" : ", scheduling loop off") << ")" << std::endl;
-  while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::cout << "gpupool: stopping" << std::endl;
-  if (loop) loop->Stop();
-  if (node_sync) node_sync->Stop();
-  http.Stop();
-  serving.join();
+  ServeUntilSignal(http, node_sync.get(), loop.get(),
+                   "gpupool: listening on http://" + host + ":" + std::to_string(*port) +
+                       " (store " + std::string((*store)->Backend()) + ", auth " +
+                       std::string((*authenticator)->Mode()) +
+                       (loop ? ", scheduling loop on" : ", scheduling loop off") + ")");
   return 0;
 }
 
-void AddServeSubcommand(CLI::App& app, int* exit_code) {
-  auto options = std::make_shared<ServeOptions>();
-  CLI::App* serve = app.add_subcommand("serve", "run the HTTP API server and scheduling loop");
-  serve->add_option("--listen", options->listen, "HOST:PORT to listen on")->capture_default_str();
-  serve->add_option("--db", options->db, "store URL (sqlite:PATH or postgresql://...)");
+namespace {
+
+// --backend and its clusters' options (Slurm, Kubernetes), evictions and node sync.
+void AddClusterOptions(CLI::App* serve, ServeOptions* options) {
   serve->add_option("--backend", options->backend,
                     "sim:CLUSTER_FILE (nodes as JSON/YAML), slurm:http://HOST:PORT or "
                     "slurm:unix:PATH (slurmrestd), or kubernetes");
@@ -368,6 +402,10 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
       ->add_option("--node-sync", options->node_sync,
                    "how often a real cluster's nodes are re-read (0 = never)")
       ->capture_default_str();
+}
+
+// Authentication, the HTTP server's limits and threads, the store's readers.
+void AddAuthAndHttpOptions(CLI::App* serve, ServeOptions* options) {
   serve->add_option("--auth", options->auth, "oidc or dev")->capture_default_str();
   serve->add_option("--jwks", options->jwks, "JWKS file or URL (--auth oidc)");
   serve->add_option("--issuer", options->issuer, "required token issuer (--auth oidc)");
@@ -398,6 +436,10 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
                    "read connections beside the writer (0: --threads for SQLite, 16 for "
                    "PostgreSQL)")
       ->capture_default_str();
+}
+
+// The scheduling loop, machine pools and the dashboard's history.
+void AddSchedulingOptions(CLI::App* serve, ServeOptions* options) {
   serve->add_option("--lease-ttl", options->lease_ttl, "scheduler leader lease time")
       ->capture_default_str();
   serve->add_option("--interval", options->interval, "scheduling step period")
@@ -418,6 +460,10 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
       ->add_option("--history-interval", options->history_interval,
                    "how often the dashboard's allocation history is sampled (24 hours kept)")
       ->capture_default_str();
+}
+
+// The web dashboard's login, and --no-scheduler.
+void AddDashboardOptions(CLI::App* serve, ServeOptions* options) {
   serve->add_option("--ui-client-id", options->ui_client_id,
                     "OIDC client id of the web dashboard (--auth oidc; code flow with PKCE)");
   serve->add_option("--ui-scopes", options->ui_scopes, "OIDC scopes the dashboard asks for")
@@ -428,6 +474,18 @@ void AddServeSubcommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   serve->add_flag("--no-scheduler", options->no_scheduler,
                   "serve the API only; never run the scheduling loop");
+}
+
+}  // namespace
+void AddServeSubcommand(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<ServeOptions>();
+  CLI::App* serve = app.add_subcommand("serve", "run the HTTP API server and scheduling loop");
+  serve->add_option("--listen", options->listen, "HOST:PORT to listen on")->capture_default_str();
+  serve->add_option("--db", options->db, "store URL (sqlite:PATH or postgresql://...)");
+  AddClusterOptions(serve, options.get());
+  AddAuthAndHttpOptions(serve, options.get());
+  AddSchedulingOptions(serve, options.get());
+  AddDashboardOptions(serve, options.get());
   serve->callback([options, exit_code] { *exit_code = RunServe(*options); });
 }
 

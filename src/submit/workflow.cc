@@ -577,17 +577,19 @@ Result<std::pair<std::string, std::string>> ParseSetValue(std::string_view text)
   return std::make_pair(std::string(Trim(text.substr(0, eq))), std::string(text.substr(eq + 1)));
 }
 
-Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_name,
-                                   const std::map<std::string, std::string>& set_values) {
+namespace {
+
+// The file's one document, its templates rendered (default-values, then --set). Without a "{{"
+// there is nothing to substitute: the text is parsed once, for its default-values and the
+// workflow alike (when it does not parse, the rendering path reports the same errors as before).
+// When rendered, `src.mapping` maps positions back to the file's text.
+Result<std::vector<codec::YamlDocument>> ReadDocuments(
+    std::string_view text, std::string_view file_name,
+    const std::map<std::string, std::string>& set_values, TextMapping& mapping,
+    std::string& rendered, Source& src) {
   // Before templating: garbage is reported as what it is, not as an undefined variable.
   RETURN_IF_ERROR(codec::CheckYamlText(text, file_name));
   std::vector<codec::YamlDocument> docs;
-  std::string rendered;
-  TextMapping mapping(text);
-  Source src{file_name};
-  // Without a "{{" there is nothing to substitute: the text is parsed once, for its
-  // default-values and the workflow alike. (When it does not parse, the full path below reports
-  // the same errors as before.)
   bool parsed = false;
   if (text.find("{{") == std::string_view::npos) {
     auto once = codec::ParseDocumentsWithSourceMaps(text, file_name);
@@ -615,72 +617,60 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
     return InvalidArgumentError(Prefix(src) + "expected one document, found " +
                                 std::to_string(docs.size()));
   }
-  src.map = &docs[0].source_map;
-  const json& root = docs[0].value;
-  ASSIGN_OR_RETURN(auto* top, RequireObject(root, "(top level)", src));
-  RETURN_IF_ERROR(CheckFields(*top, "", {"workflow", "default-values", "version"}, src));
-  if (!top->contains("workflow")) {
-    return InvalidArgumentError(Prefix(src, "") + "missing top-level field \"workflow\"");
-  }
-  const json& wf = (*top)["workflow"];
-  ASSIGN_OR_RETURN(auto* wf_obj, RequireObject(wf, "workflow", src));
-  RETURN_IF_ERROR(
-      CheckFields(*wf_obj, "workflow",
-                  {"name", "resources", "tasks", "groups", "timeout", "priority", "node_pools",
-                   "queue", "labels", "pool", "backend", "parallelism", "backoff_limit"},
-                  src));
-  WorkflowSpec spec;
-  if (!wf_obj->contains("name")) {
-    return FieldError(src, "workflow", "missing required field name");
-  }
-  ASSIGN_OR_RETURN(spec.name, GetString((*wf_obj)["name"], "workflow.name", src));
-  RETURN_IF_ERROR(CheckName(spec.name, "workflow.name", src));
+  return docs;
+}
 
-  if (wf_obj->contains("resources")) {
-    const json& res = (*wf_obj)["resources"];
-    ASSIGN_OR_RETURN(auto* res_obj, RequireObject(res, "workflow.resources", src));
-    for (const auto& [name, value] : res_obj->items()) {
-      ASSIGN_OR_RETURN(
-          ResourceSpec r,
-          ParseResource(name, value, codec::FieldPath("workflow.resources", name), src));
-      spec.resources.push_back(std::move(r));
-    }
+// workflow.resources.
+Status ParseResources(const json& wf, const Source& src, WorkflowSpec& spec) {
+  if (!wf.contains("resources")) return OkStatus();
+  ASSIGN_OR_RETURN(auto* res_obj, RequireObject(wf["resources"], "workflow.resources", src));
+  for (const auto& [name, value] : res_obj->items()) {
+    ASSIGN_OR_RETURN(ResourceSpec r,
+                     ParseResource(name, value, codec::FieldPath("workflow.resources", name), src));
+    spec.resources.push_back(std::move(r));
   }
+  return OkStatus();
+}
 
-  bool has_tasks = wf_obj->contains("tasks");
-  bool has_groups = wf_obj->contains("groups");
+// workflow.tasks (each its own group, "<task>-group") or workflow.groups: exactly one of them.
+Status ParseGroups(const json& wf, const Source& src, WorkflowSpec& spec) {
+  bool has_tasks = wf.contains("tasks");
+  bool has_groups = wf.contains("groups");
   if (has_tasks == has_groups) {
     return FieldError(src, "workflow", "expected exactly one of tasks or groups");
   }
   if (has_tasks) {
-    ASSIGN_OR_RETURN(auto tasks, ParseTasks((*wf_obj)["tasks"], "workflow.tasks", src));
+    ASSIGN_OR_RETURN(auto tasks, ParseTasks(wf["tasks"], "workflow.tasks", src));
     for (auto& t : tasks) {
       GroupSpec g;
       g.name = t.name + "-group";
       g.tasks.push_back(std::move(t));
       spec.groups.push_back(std::move(g));
     }
-  } else {
-    const json& groups = (*wf_obj)["groups"];
-    if (!groups.is_array() || groups.empty()) {
-      return FieldError(src, "workflow.groups", "expected a non-empty list of groups");
-    }
-    for (size_t i = 0; i < groups.size(); ++i) {
-      std::string path = codec::IndexPath("workflow.groups", i);
-      ASSIGN_OR_RETURN(auto* g_obj, RequireObject(groups[i], path, src));
-      RETURN_IF_ERROR(
-          CheckFields(*g_obj, path, {"name", "tasks", "barrier", "ignoreNonleadStatus"}, src));
-      if (!g_obj->contains("name")) return FieldError(src, path, "missing required field name");
-      GroupSpec g;
-      ASSIGN_OR_RETURN(g.name, GetString((*g_obj)["name"], path + ".name", src));
-      RETURN_IF_ERROR(CheckName(g.name, path + ".name", src));
-      if (!g_obj->contains("tasks")) return FieldError(src, path, "missing required field tasks");
-      ASSIGN_OR_RETURN(g.tasks, ParseTasks((*g_obj)["tasks"], path + ".tasks", src));
-      spec.groups.push_back(std::move(g));
-    }
+    return OkStatus();
   }
+  const json& groups = wf["groups"];
+  if (!groups.is_array() || groups.empty()) {
+    return FieldError(src, "workflow.groups", "expected a non-empty list of groups");
+  }
+  for (size_t i = 0; i < groups.size(); ++i) {
+    std::string path = codec::IndexPath("workflow.groups", i);
+    ASSIGN_OR_RETURN(auto* g_obj, RequireObject(groups[i], path, src));
+    RETURN_IF_ERROR(
+        CheckFields(*g_obj, path, {"name", "tasks", "barrier", "ignoreNonleadStatus"}, src));
+    if (!g_obj->contains("name")) return FieldError(src, path, "missing required field name");
+    GroupSpec g;
+    ASSIGN_OR_RETURN(g.name, GetString((*g_obj)["name"], path + ".name", src));
+    RETURN_IF_ERROR(CheckName(g.name, path + ".name", src));
+    if (!g_obj->contains("tasks")) return FieldError(src, path, "missing required field tasks");
+    ASSIGN_OR_RETURN(g.tasks, ParseTasks((*g_obj)["tasks"], path + ".tasks", src));
+    spec.groups.push_back(std::move(g));
+  }
+  return OkStatus();
+}
 
-  // Unique names (case and -/_ insensitive), and every task's resource defined.
+// Unique names (case and -/_ insensitive), and every task's resource defined.
+Status CheckNamesAndResources(const WorkflowSpec& spec, const Source& src) {
   std::set<std::string> group_keys, task_keys;
   for (const auto& g : spec.groups) {
     if (!group_keys.insert(NameKey(g.name)).second) {
@@ -700,67 +690,101 @@ Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_
       }
     }
   }
+  return OkStatus();
+}
 
-  if (wf_obj->contains("timeout")) {
-    const json& timeout = (*wf_obj)["timeout"];
-    if (!timeout.is_null()) {
-      ASSIGN_OR_RETURN(auto* t_obj, RequireObject(timeout, "workflow.timeout", src));
-      RETURN_IF_ERROR(
-          CheckFields(*t_obj, "workflow.timeout", {"exec_timeout", "queue_timeout"}, src));
-      if (t_obj->contains("exec_timeout")) {
-        ASSIGN_OR_RETURN(
-            spec.exec_timeout_seconds,
-            GetDuration((*t_obj)["exec_timeout"], "workflow.timeout.exec_timeout", src));
-      }
-      if (t_obj->contains("queue_timeout")) {
-        ASSIGN_OR_RETURN(
-            spec.queue_timeout_seconds,
-            GetDuration((*t_obj)["queue_timeout"], "workflow.timeout.queue_timeout", src));
-      }
+// workflow.timeout and workflow.priority.
+Status ParseTimeoutAndPriority(const json& wf, const Source& src, WorkflowSpec& spec) {
+  if (wf.contains("timeout") && !wf["timeout"].is_null()) {
+    ASSIGN_OR_RETURN(auto* t_obj, RequireObject(wf["timeout"], "workflow.timeout", src));
+    RETURN_IF_ERROR(
+        CheckFields(*t_obj, "workflow.timeout", {"exec_timeout", "queue_timeout"}, src));
+    if (t_obj->contains("exec_timeout")) {
+      ASSIGN_OR_RETURN(spec.exec_timeout_seconds,
+                       GetDuration((*t_obj)["exec_timeout"], "workflow.timeout.exec_timeout", src));
+    }
+    if (t_obj->contains("queue_timeout")) {
+      ASSIGN_OR_RETURN(
+          spec.queue_timeout_seconds,
+          GetDuration((*t_obj)["queue_timeout"], "workflow.timeout.queue_timeout", src));
     }
   }
-  if (wf_obj->contains("priority")) {
-    ASSIGN_OR_RETURN(std::string p, GetString((*wf_obj)["priority"], "workflow.priority", src));
-    std::string upper = p;
-    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    if (upper == "HIGH") {
-      spec.priority = Priority::kHigh;
-    } else if (upper == "NORMAL") {
-      spec.priority = Priority::kNormal;
-    } else if (upper == "LOW") {
-      spec.priority = Priority::kLow;
-    } else {
-      return FieldError(src, "workflow.priority",
-                        "expected HIGH, NORMAL or LOW, got \"" + p + "\"" +
-                            DidYouMean(upper, {"HIGH", "NORMAL", "LOW"}));
-    }
+  if (!wf.contains("priority")) return OkStatus();
+  ASSIGN_OR_RETURN(std::string p, GetString(wf["priority"], "workflow.priority", src));
+  std::string upper = p;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (upper == "HIGH") {
+    spec.priority = Priority::kHigh;
+  } else if (upper == "NORMAL") {
+    spec.priority = Priority::kNormal;
+  } else if (upper == "LOW") {
+    spec.priority = Priority::kLow;
+  } else {
+    return FieldError(src, "workflow.priority",
+                      "expected HIGH, NORMAL or LOW, got \"" + p + "\"" +
+                          DidYouMean(upper, {"HIGH", "NORMAL", "LOW"}));
   }
-  if (wf_obj->contains("node_pools")) {
-    ASSIGN_OR_RETURN(spec.node_pools, GetNodePools((*wf_obj)["node_pools"], src));
+  return OkStatus();
+}
+
+// workflow.node_pools, queue, parallelism, backoff_limit and labels.
+Status ParseSchedulingFields(const json& wf, const Source& src, WorkflowSpec& spec) {
+  if (wf.contains("node_pools")) {
+    ASSIGN_OR_RETURN(spec.node_pools, GetNodePools(wf["node_pools"], src));
   }
-  if (wf_obj->contains("queue")) {
-    ASSIGN_OR_RETURN(spec.queue, GetString((*wf_obj)["queue"], "workflow.queue", src));
+  if (wf.contains("queue")) {
+    ASSIGN_OR_RETURN(spec.queue, GetString(wf["queue"], "workflow.queue", src));
     RETURN_IF_ERROR(CheckName(spec.queue, "workflow.queue", src));
     spec.queue_origin = Prefix(src, "workflow.queue") + "workflow.queue";
   }
-  if (wf_obj->contains("parallelism")) {
-    ASSIGN_OR_RETURN(spec.parallelism,
-                     GetCount((*wf_obj)["parallelism"], "workflow.parallelism", 1, src));
+  if (wf.contains("parallelism")) {
+    ASSIGN_OR_RETURN(spec.parallelism, GetCount(wf["parallelism"], "workflow.parallelism", 1, src));
   }
-  if (wf_obj->contains("backoff_limit")) {
+  if (wf.contains("backoff_limit")) {
     ASSIGN_OR_RETURN(spec.backoff_limit,
-                     GetCount((*wf_obj)["backoff_limit"], "workflow.backoff_limit", 0, src));
+                     GetCount(wf["backoff_limit"], "workflow.backoff_limit", 0, src));
   }
-  if (wf_obj->contains("labels")) {
-    const json& labels = (*wf_obj)["labels"];
-    if (!labels.is_null()) {
-      ASSIGN_OR_RETURN(auto* l_obj, RequireObject(labels, "workflow.labels", src));
-      for (const auto& [k, v] : l_obj->items()) {
-        ASSIGN_OR_RETURN(std::string s, GetString(v, codec::FieldPath("workflow.labels", k), src));
-        spec.labels[k] = s;
-      }
+  if (wf.contains("labels") && !wf["labels"].is_null()) {
+    ASSIGN_OR_RETURN(auto* l_obj, RequireObject(wf["labels"], "workflow.labels", src));
+    for (const auto& [k, v] : l_obj->items()) {
+      ASSIGN_OR_RETURN(std::string s, GetString(v, codec::FieldPath("workflow.labels", k), src));
+      spec.labels[k] = s;
     }
   }
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<WorkflowSpec> ParseWorkflow(std::string_view text, std::string_view file_name,
+                                   const std::map<std::string, std::string>& set_values) {
+  std::string rendered;
+  TextMapping mapping(text);
+  Source src{file_name};
+  ASSIGN_OR_RETURN(std::vector<codec::YamlDocument> docs,
+                   ReadDocuments(text, file_name, set_values, mapping, rendered, src));
+  src.map = &docs[0].source_map;
+  const json& root = docs[0].value;
+  ASSIGN_OR_RETURN(auto* top, RequireObject(root, "(top level)", src));
+  RETURN_IF_ERROR(CheckFields(*top, "", {"workflow", "default-values", "version"}, src));
+  if (!top->contains("workflow")) {
+    return InvalidArgumentError(Prefix(src, "") + "missing top-level field \"workflow\"");
+  }
+  ASSIGN_OR_RETURN(auto* wf, RequireObject((*top)["workflow"], "workflow", src));
+  RETURN_IF_ERROR(
+      CheckFields(*wf, "workflow",
+                  {"name", "resources", "tasks", "groups", "timeout", "priority", "node_pools",
+                   "queue", "labels", "pool", "backend", "parallelism", "backoff_limit"},
+                  src));
+  WorkflowSpec spec;
+  if (!wf->contains("name")) return FieldError(src, "workflow", "missing required field name");
+  ASSIGN_OR_RETURN(spec.name, GetString((*wf)["name"], "workflow.name", src));
+  RETURN_IF_ERROR(CheckName(spec.name, "workflow.name", src));
+  RETURN_IF_ERROR(ParseResources(*wf, src, spec));
+  RETURN_IF_ERROR(ParseGroups(*wf, src, spec));
+  RETURN_IF_ERROR(CheckNamesAndResources(spec, src));
+  RETURN_IF_ERROR(ParseTimeoutAndPriority(*wf, src, spec));
+  RETURN_IF_ERROR(ParseSchedulingFields(*wf, src, spec));
   // Last: `wf` and the pointers into it are not used after this.
   spec.document = std::move(docs[0].value["workflow"]);
   return spec;

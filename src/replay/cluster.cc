@@ -98,9 +98,17 @@ void ReplayCluster::AddPod(model::PodScheduling pod, int job) {
   PodInfo info = InfoOf(pod);
   info.job = job;
   if (pod.node_name.empty()) ++pending_pods_;
-  pod_index_[scheduler::PodKey(pod)] = static_cast<int>(snapshot_.pods.size());
+  pod_ids_[scheduler::PodKey(pod)] = next_pod_id_;
+  snapshot_.pod_ids.push_back(next_pod_id_++);
   snapshot_.pods.push_back(std::move(pod));
   info_.push_back(info);
+}
+
+int ReplayCluster::PositionOf(const std::string& pod) const {
+  auto it = pod_ids_.find(pod);
+  if (it == pod_ids_.end()) return -1;
+  const std::vector<uint64_t>& ids = snapshot_.pod_ids;
+  return static_cast<int>(std::lower_bound(ids.begin(), ids.end(), it->second) - ids.begin());
 }
 
 void ReplayCluster::AddJobPods(int job, const TraceJob& trace_job) {
@@ -112,15 +120,15 @@ void ReplayCluster::AddJobPods(int job, const TraceJob& trace_job) {
 
 void ReplayCluster::RemoveJobPods(int job) {
   for (const std::string& name : job_pods_[job]) {
-    auto it = pod_index_.find(name);
-    if (it == pod_index_.end()) continue;
-    PodInfo& info = info_[it->second];
+    const int at = PositionOf(name);
+    if (at < 0) continue;
+    PodInfo& info = info_[at];
     if (info.removed) continue;
-    model::PodScheduling& pod = snapshot_.pods[it->second];
+    model::PodScheduling& pod = snapshot_.pods[at];
     if (pod.node_name.empty()) --pending_pods_;
     snapshot_.bound_at_ms.erase(name);
     info.removed = true;
-    pod_index_.erase(it);
+    pod_ids_.erase(name);
     compact_needed_ = true;
   }
 }
@@ -132,16 +140,14 @@ void ReplayCluster::Compact() {
     if (info_[i].removed) continue;
     if (out != i) {
       snapshot_.pods[out] = std::move(snapshot_.pods[i]);
+      snapshot_.pod_ids[out] = snapshot_.pod_ids[i];
       info_[out] = info_[i];
     }
     ++out;
   }
   snapshot_.pods.resize(out);
+  snapshot_.pod_ids.resize(out);
   info_.resize(out);
-  pod_index_.clear();
-  for (size_t i = 0; i < snapshot_.pods.size(); ++i) {
-    pod_index_[scheduler::PodKey(snapshot_.pods[i])] = static_cast<int>(i);
-  }
   compact_needed_ = false;
 }
 
@@ -151,28 +157,28 @@ const scheduler::ClusterSnapshot& ReplayCluster::snapshot() {
 }
 
 int ReplayCluster::Bind(const std::string& pod, const std::string& node) {
-  auto it = pod_index_.find(pod);
-  if (it == pod_index_.end()) return -1;
-  model::PodScheduling& p = snapshot_.pods[it->second];
+  const int at = PositionOf(pod);
+  if (at < 0) return -1;
+  model::PodScheduling& p = snapshot_.pods[at];
   if (p.node_name.empty()) --pending_pods_;
   p.node_name = node;
   snapshot_.bound_at_ms[pod] = snapshot_.now_ms;
-  return info_[it->second].job;
+  return info_[at].job;
 }
 
 int ReplayCluster::Unbind(const std::string& pod) {
-  auto it = pod_index_.find(pod);
-  if (it == pod_index_.end()) return -1;
-  model::PodScheduling& p = snapshot_.pods[it->second];
+  const int at = PositionOf(pod);
+  if (at < 0) return -1;
+  model::PodScheduling& p = snapshot_.pods[at];
   if (!p.node_name.empty()) ++pending_pods_;
   p.node_name.clear();
   snapshot_.bound_at_ms.erase(pod);
-  return info_[it->second].job;
+  return info_[at].job;
 }
 
 int ReplayCluster::JobOfPod(const std::string& pod) const {
-  auto it = pod_index_.find(pod);
-  return it == pod_index_.end() ? -1 : info_[it->second].job;
+  const int at = PositionOf(pod);
+  return at < 0 ? -1 : info_[at].job;
 }
 
 bool ReplayCluster::HasNoExecuteTaint() const {

@@ -5,7 +5,10 @@
 //
 // Pods stay in arrival order (the scheduler's age order for pods without a creation time, so an
 // evicted pod keeps its place). Removing a job's pods only marks them; the snapshot is compacted
-// the next time it is read, so a burst of completions costs one pass.
+// the next time it is read, so a burst of completions costs one pass. Each pod gets the next id
+// when it is added (ClusterSnapshot::pod_ids: a pod changes only by its binding, so the
+// scheduler takes its setup over from the last cycle); the ids grow along the pods, so a pod is
+// found by its id's position.
 //
 // Time: the engine's simulated milliseconds. The scheduler reads Unix milliseconds (0 means "not
 // known"), so the snapshot's now_ms and bound_at_ms are shifted by kSimulationEpochMs.
@@ -96,13 +99,15 @@ class ReplayCluster {
   };
 
   void AddPod(model::PodScheduling pod, int job);
+  int PositionOf(const std::string& pod) const;  // in snapshot_.pods, -1 when removed or unknown
   void Compact();
   void IndexNodes();
   PodInfo InfoOf(const model::PodScheduling& pod) const;
 
   scheduler::ClusterSnapshot snapshot_;
-  std::vector<PodInfo> info_;                       // parallel to snapshot_.pods
-  std::unordered_map<std::string, int> pod_index_;  // pod name -> position
+  std::vector<PodInfo> info_;                          // parallel to snapshot_.pods
+  std::unordered_map<std::string, uint64_t> pod_ids_;  // pod name -> id, while not removed
+  uint64_t next_pod_id_ = 1;
   std::vector<std::vector<std::string>> job_pods_;  // by job: pod names
   bool compact_needed_ = false;
   int pending_pods_ = 0;

@@ -148,7 +148,7 @@ ClusterView::ClusterView(const std::vector<model::Node>& nodes,
   Finalize();
 }
 
-void ClusterView::ResetForCycle(const std::vector<model::Node>& nodes) {
+bool ClusterView::ResetForCycle(const std::vector<model::Node>& nodes) {
   for (size_t i = 0; i < nodes_.size(); ++i) {
     NodeView& v = nodes_[i];
     v.node = &nodes[i];
@@ -165,12 +165,13 @@ void ClusterView::ResetForCycle(const std::vector<model::Node>& nodes) {
     signatures_.clear();
     static_.clear();
     static_index_.clear();
-    return;
+    return false;
   }
   for (auto& [key, list] : static_) {
     list.failed.clear();
     list.next_start = 0;
   }
+  return true;
 }
 
 int ClusterView::InternDim(const std::string& resource) {

@@ -85,8 +85,9 @@ class ClusterView {
   // pointers rebound, every node empty again, what the last cycle learnt in the static lists
   // (failed shapes, rotating start) forgotten. The rest (dimensions, node pools, name ranks,
   // shape classes, topology, pool capacity, each signature's static list) is kept: building it
-  // was most of a cycle's cost in a replay.
-  void ResetForCycle(const std::vector<model::Node>& nodes);
+  // was most of a cycle's cost in a replay. False when it forgot the signatures (ids handed out
+  // before are void): they are bounded, for a long-lived caller seeing ever new pods.
+  bool ResetForCycle(const std::vector<model::Node>& nodes);
 
   int Dims() const { return static_cast<int>(dim_names_.size()); }
   // Interns a resource name (not nvidia.com/gpu, which is tracked per device).

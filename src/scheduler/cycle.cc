@@ -9,13 +9,15 @@
 
 namespace gpupool::scheduler {
 
-Cycle::Cycle(const SchedulerOptions& options, const ClusterSnapshot& snapshot, ClusterView* view)
+Cycle::Cycle(const SchedulerOptions& options, const ClusterSnapshot& snapshot, ClusterView* view,
+             SetupMemo* memo)
     : options_(options),
       snapshot_(snapshot),
       own_view_(view == nullptr ? std::make_unique<ClusterView>(snapshot.nodes, snapshot.node_pools)
                                 : nullptr),
       view_(view == nullptr ? *own_view_ : *view),
-      setup_(BuildCycleSetup(snapshot, view_)),
+      memo_(memo),
+      setup_(BuildCycleSetup(snapshot, view_, memo)),
       state_(view_, setup_.queues, QuotaTable::Resolve(setup_.queues, view_),
              std::move(setup_.pods)),
       reasons_(state_) {
@@ -36,7 +38,9 @@ CycleResult Cycle::Run() {
   Reclaimer reclaimer(options_, state_, view_, setup_.gangs, *search_, *order_, budgets);
   reclaimer.Run(jobs_, failed_jobs_);
   blocked_evictions_ = reclaimer.TakeBlocked();
-  return Collect();
+  CycleResult result = Collect();
+  if (memo_ != nullptr) KeepPods(snapshot_, setup_.queues, state_.TakePods(), *memo_);
+  return result;
 }
 
 void Cycle::Allocate() {

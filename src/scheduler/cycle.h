@@ -40,9 +40,12 @@ namespace gpupool::scheduler {
 
 class Cycle {
  public:
-  // `options`, `snapshot` and `view` must outlive the cycle. `view`: one built for the
-  // snapshot's nodes and reset (ViewCache); nullptr: the cycle builds its own.
-  Cycle(const SchedulerOptions& options, const ClusterSnapshot& snapshot, ClusterView* view);
+  // `options`, `snapshot`, `view` and `memo` must outlive the cycle. `view`: one built for the
+  // snapshot's nodes and reset (ViewCache); nullptr: the cycle builds its own. `memo`: what the
+  // setups of the view's earlier cycles kept (the cycle keeps its pods there for the next), or
+  // nullptr.
+  Cycle(const SchedulerOptions& options, const ClusterSnapshot& snapshot, ClusterView* view,
+        SetupMemo* memo);
   Cycle(const Cycle&) = delete;
   Cycle& operator=(const Cycle&) = delete;
 
@@ -71,6 +74,7 @@ class Cycle {
   const ClusterSnapshot& snapshot_;
   std::unique_ptr<ClusterView> own_view_;  // when the caller gave none
   ClusterView& view_;
+  SetupMemo* const memo_;
   CycleSetup setup_;
   CycleState state_;
   std::vector<std::string> pool_names_;

@@ -48,41 +48,94 @@ Result<int32_t> ParseFraction(const std::string& text) {
   return static_cast<int32_t>(q->MilliValue());
 }
 
+// Bounds what a long-lived caller's memo keeps of ever new node-pool values and pod shapes.
+constexpr size_t kMaxMemoEntries = 4096;
+
 class SetupBuilder {
  public:
-  SetupBuilder(const ClusterSnapshot& snapshot, ClusterView& view)
-      : snapshot_(snapshot), view_(view) {}
+  SetupBuilder(const ClusterSnapshot& snapshot, ClusterView& view, SetupMemo& memo)
+      : snapshot_(snapshot), view_(view), memo_(memo) {}
 
   CycleSetup Build() {
+    if (memo_.shape_ids.size() > kMaxMemoEntries || memo_.pool_labels.size() > kMaxMemoEntries) {
+      memo_ = SetupMemo();
+    }
+    MatchKeptPods();
     BuildQueues();
+    if (!QueuesAsKept()) kept_.assign(kept_.size(), -1);
     BuildPods();
     BuildGangs();
     return std::move(setup_);
   }
 
  private:
+  void MatchKeptPods();
+  bool UsesDefaultQueue(int index) const;
   void BuildQueues();
+  bool QueuesAsKept() const;
   void BuildPods();
   void BuildPod(int index, PodState& p);
+  void TakeOver(int index, PodState& p);
   void ResolveQueue(PodState& p);
   void ResolvePools(PodState& p);
   void ResolveRequests(PodState& p);
   void RankByAge();
   void BuildGangs();
 
-  struct ParsedPools {
-    const std::vector<int>* pools = nullptr;
-    std::string error;  // the first unknown node pool
-  };
-
   const ClusterSnapshot& snapshot_;
   ClusterView& view_;
+  SetupMemo& memo_;
   CycleSetup setup_;
+  std::vector<int> kept_;  // per pod: the index in memo_.pods of the pod it takes over, or -1
   std::unordered_map<std::string, int> queue_index_;
-  std::unordered_map<std::string, ParsedPools> pool_labels_;  // by gpupool.io/node-pool value
-  std::unordered_map<std::string, int32_t> fractions_;        // by gpupool.io/gpu-fraction value
-  std::unordered_map<std::string, int> shape_ids_;
+  std::unordered_map<std::string, int32_t> fractions_;  // by gpupool.io/gpu-fraction value
 };
+
+// Which kept pod each pod of the snapshot is: equal ids, both lists walked in order (ids that
+// grow along the lists all match; others may be missed, and are then resolved afresh). Gang
+// members are never taken over.
+void SetupBuilder::MatchKeptPods() {
+  const std::vector<uint64_t>& ids = snapshot_.pod_ids;
+  const std::vector<uint64_t>& kept_ids = memo_.pod_ids;
+  kept_.assign(snapshot_.pods.size(), -1);
+  if (ids.size() != snapshot_.pods.size() || kept_ids.size() != memo_.pods.size()) return;
+  size_t k = 0;
+  for (size_t i = 0; i < ids.size() && k < kept_ids.size(); ++i) {
+    if (ids[i] == 0) continue;
+    while (k < kept_ids.size() && kept_ids[k] < ids[i]) ++k;
+    if (k < kept_ids.size() && kept_ids[k] == ids[i]) {
+      if (memo_.pods[k].gang < 0) kept_[i] = static_cast<int>(k);
+      ++k;
+    }
+  }
+}
+
+// Whether pod `index` is in the default queue (no gpupool.io/queue, or "default"). A kept pod
+// says so by the queue it was resolved to: had it named another queue that does not exist, its
+// queue would be -1, and the default queue exists whenever a pod is in it.
+bool SetupBuilder::UsesDefaultQueue(int index) const {
+  if (kept_[index] >= 0) {
+    const int queue = memo_.pods[kept_[index]].queue;
+    return queue >= 0 && memo_.queues[queue].first == kDefaultQueue;
+  }
+  const model::PodScheduling& pod = snapshot_.pods[index];
+  auto it = pod.labels.find(QueueLabelKey());
+  return it == pod.labels.end() || it->second == kDefaultQueue;
+}
+
+// Kept pods were resolved against the last cycle's queues; the same names and departments
+// resolve them the same way.
+bool SetupBuilder::QueuesAsKept() const {
+  const std::vector<QueueState>& queues = setup_.queues;
+  if (queues.size() != memo_.queues.size()) return false;
+  for (size_t i = 0; i < queues.size(); ++i) {
+    if (queues[i].name != memo_.queues[i].first ||
+        queues[i].has_children != memo_.queues[i].second) {
+      return false;
+    }
+  }
+  return true;
+}
 
 void SetupBuilder::BuildQueues() {
   std::vector<QueueState>& queues = setup_.queues;
@@ -96,9 +149,8 @@ void SetupBuilder::BuildQueues() {
     queues.push_back({q->name, q, -1, q->priority, false});
   }
   bool need_default = false;
-  for (const auto& pod : snapshot_.pods) {
-    auto it = pod.labels.find(QueueLabelKey());
-    if (it == pod.labels.end() || it->second == kDefaultQueue) need_default = true;
+  for (size_t i = 0; i < snapshot_.pods.size() && !need_default; ++i) {
+    need_default = UsesDefaultQueue(static_cast<int>(i));
   }
   if (need_default && !queue_index_.contains(kDefaultQueue)) {
     queue_index_[kDefaultQueue] = static_cast<int>(queues.size());
@@ -151,11 +203,11 @@ void SetupBuilder::ResolvePools(PodState& p) {
     return;
   }
   // Parsed once per distinct label value.
-  auto [it, inserted] = pool_labels_.try_emplace(pool_label->second);
-  ParsedPools& parsed = it->second;
+  auto [it, inserted] = memo_.pool_labels.try_emplace(pool_label->second);
+  SetupMemo::ParsedPools& parsed = it->second;
   if (inserted) {
-    setup_.pool_lists.push_back(std::make_unique<std::vector<int>>());
-    std::vector<int>& pools = *setup_.pool_lists.back();
+    memo_.pool_lists.push_back(std::make_unique<std::vector<int>>());
+    std::vector<int>& pools = *memo_.pool_lists.back();
     parsed.pools = &pools;
     for (const std::string& part : Split(pool_label->second, ',')) {
       std::string name(Trim(part));
@@ -259,14 +311,40 @@ void SetupBuilder::BuildPod(int index, PodState& p) {
     append(dim);
     append(amount);
   }
-  p.shape = shape_ids_.try_emplace(std::move(shape_key), static_cast<int>(shape_ids_.size()))
-                .first->second;
+  p.shape =
+      memo_.shape_ids.try_emplace(std::move(shape_key), static_cast<int>(memo_.shape_ids.size()))
+          .first->second;
+}
+
+// The kept pod, as BuildPod would resolve it again (same spec, queues and view), with what a
+// cycle changes reset as in a new PodState. Its vectors and strings keep their capacity.
+void SetupBuilder::TakeOver(int index, PodState& p) {
+  p = std::move(memo_.pods[kept_[index]]);
+  p.pod = &snapshot_.pods[index];
+  p.arrival = index;
+  p.kept_node = p.node;
+  p.node = -1;
+  p.devices.clear();
+  p.bound_initially = false;
+  p.evicted = false;
+  p.placed_now = false;
+  p.placed_pool = -1;
+  p.evict_reason = EvictionReason::kReclaim;
+  p.evict_message.clear();
+  p.last_node = -1;
+  p.reason.clear();
 }
 
 void SetupBuilder::BuildPods() {
   std::vector<PodState>& pods = setup_.pods;
   pods.resize(snapshot_.pods.size());
-  for (size_t i = 0; i < snapshot_.pods.size(); ++i) BuildPod(static_cast<int>(i), pods[i]);
+  for (size_t i = 0; i < snapshot_.pods.size(); ++i) {
+    if (kept_[i] >= 0) {
+      TakeOver(static_cast<int>(i), pods[i]);
+    } else {
+      BuildPod(static_cast<int>(i), pods[i]);
+    }
+  }
   RankByAge();
 }
 
@@ -295,6 +373,7 @@ void SetupBuilder::BuildGangs() {
   Gangs& gangs = setup_.gangs;
   std::map<std::tuple<int, std::string, std::string>, int> index;  // (queue, ns, name) -> gang
   for (size_t i = 0; i < pods.size(); ++i) {
+    if (kept_[i] >= 0) continue;  // in no gang (gang members are resolved afresh)
     PodState& p = pods[i];
     auto g = p.pod->labels.find(GangLabelKey());
     if (g == p.pod->labels.end() || g->second.empty() || p.queue < 0) continue;
@@ -339,15 +418,35 @@ QuotaVector JobQuota(const CycleState& state, const Job& job) {
 
 }  // namespace
 
-CycleSetup BuildCycleSetup(const ClusterSnapshot& snapshot, ClusterView& view) {
-  return SetupBuilder(snapshot, view).Build();
+CycleSetup BuildCycleSetup(const ClusterSnapshot& snapshot, ClusterView& view, SetupMemo* memo) {
+  std::unique_ptr<SetupMemo> own_memo = memo == nullptr ? std::make_unique<SetupMemo>() : nullptr;
+  CycleSetup setup = SetupBuilder(snapshot, view, memo == nullptr ? *own_memo : *memo).Build();
+  setup.own_memo = std::move(own_memo);  // the pods view its node-pool lists
+  return setup;
+}
+
+void KeepPods(const ClusterSnapshot& snapshot, std::span<const QueueState> queues,
+              std::vector<PodState> pods, SetupMemo& memo) {
+  if (snapshot.pod_ids.size() != pods.size()) {
+    memo.ForgetPods();
+    return;
+  }
+  memo.pods = std::move(pods);
+  memo.pod_ids = snapshot.pod_ids;
+  memo.queues.clear();
+  for (const QueueState& q : queues) memo.queues.emplace_back(q.name, q.has_children);
 }
 
 void BindPods(CycleState& state) {
+  const ClusterView& view = state.view();
   for (int i = 0; i < state.NumPods(); ++i) {
     const PodState& p = state.pod(i);
-    if (p.pod->node_name.empty()) continue;
-    const int node = state.view().FindNode(p.pod->node_name);
+    const std::string& name = p.pod->node_name;
+    if (name.empty()) continue;
+    // A kept pod is most often still where the last cycle left it.
+    const int node = p.kept_node >= 0 && view.node(p.kept_node).node->name == name
+                         ? p.kept_node
+                         : view.FindNode(name);
     if (node < 0) continue;  // bound to a node outside the snapshot: not ours to account
     state.Bind(i, node);
   }

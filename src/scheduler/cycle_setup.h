@@ -14,9 +14,18 @@
 // (in snapshot order) that sets it, capped at the gang's size, all members by default.
 // Jobs: each pending pod without errors alone, or the pending pods of a gang together (as old as
 // its oldest pod, as important as its most important one).
+//
+// Kept across cycles (SetupMemo, with a ViewCache): a pod whose ClusterSnapshot::pod_ids entry
+// the last cycle saw, resolved against the same queues, is taken over from it rather than
+// resolved again; only what a cycle changes is reset (placement, age rank, reasons). Pods of a
+// gang are always resolved afresh: their gang and gang-min errors depend on the other members.
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "scheduler/cycle_types.h"
@@ -27,17 +36,46 @@ namespace gpupool::scheduler {
 class ClusterView;
 class CycleState;
 
+// What the setups of one view's cycles share (a ViewCache keeps it with the view; a cycle without
+// one has its own): parsed gpupool.io/node-pool values, shape numbers, and the last cycle's pods.
+// Everything in it is valid for that view only.
+struct SetupMemo {
+  struct ParsedPools {
+    const std::vector<int>* pools = nullptr;
+    std::string error;  // the first unknown node pool
+  };
+  // One parsed list per distinct gpupool.io/node-pool value, which PodState::pools views (held
+  // by pointer, so the lists stay put).
+  std::unordered_map<std::string, ParsedPools> pool_labels;
+  std::vector<std::unique_ptr<std::vector<int>>> pool_lists;
+  std::unordered_map<std::string, int> shape_ids;  // PodState::shape by requests
+  // The last cycle's pods (placement as it ended), their ids, and the queues (name, has
+  // children) they were resolved against.
+  std::vector<PodState> pods;
+  std::vector<uint64_t> pod_ids;
+  std::vector<std::pair<std::string, bool>> queues;
+
+  void ForgetPods() {
+    pods.clear();
+    pod_ids.clear();
+  }
+};
+
 struct CycleSetup {
   std::vector<QueueState> queues;
   std::vector<PodState> pods;
   Gangs gangs;
-  // What the pods' PodState::pools view: one parsed list per distinct gpupool.io/node-pool
-  // value (held by pointer, so the lists stay put when the setup moves).
-  std::vector<std::unique_ptr<std::vector<int>>> pool_lists;
+  std::unique_ptr<SetupMemo> own_memo;  // when the caller gave none
 };
 
 // Queues, pods and gangs of `snapshot`; interns the pods' resources and signatures in `view`.
-CycleSetup BuildCycleSetup(const ClusterSnapshot& snapshot, ClusterView& view);
+// `memo`: what earlier cycles on `view` kept (it takes over their pods), or nullptr.
+CycleSetup BuildCycleSetup(const ClusterSnapshot& snapshot, ClusterView& view,
+                           SetupMemo* memo = nullptr);
+
+// After a cycle: its pods, for the next cycle's setup to take over.
+void KeepPods(const ClusterSnapshot& snapshot, std::span<const QueueState> queues,
+              std::vector<PodState> pods, SetupMemo& memo);
 
 // Pods bound before the cycle to a node of the snapshot take their capacity there, in snapshot
 // order (devices: the lowest fully free for whole GPUs, best fit for fractions), even if that

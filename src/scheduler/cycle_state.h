@@ -102,6 +102,8 @@ class CycleState {
   std::vector<Binding> TakeBindings() { return std::move(bindings_); }
   std::vector<Eviction> TakeEvictions() { return std::move(evictions_); }
   std::string TakeReason(int pod) { return std::move(pods_[pod].reason); }
+  // The pods, for the next cycle's setup (SetupMemo); the state is done with then.
+  std::vector<PodState> TakePods() { return std::move(pods_); }
 
  private:
   struct Op {

@@ -50,8 +50,12 @@ struct PodState {
   int32_t gpu_fraction = 0;  // milli, 0 < f < 1000
   QuotaVector quota{};
   std::string error;  // set when the pod cannot be considered at all
+  // The node it was on when the last cycle ended, for a pod taken over from it (SetupMemo); -1
+  // otherwise. A hint: BindPods checks the name before it skips the lookup.
+  int kept_node = -1;
 
-  // Placement (CycleState).
+  // Placement (CycleState). A pod taken over from the last cycle has these reset as a new
+  // PodState has them (cycle_setup.cc, TakeOver): a field added here is reset there too.
   int node = -1;
   std::vector<int> devices;
   bool bound_initially = false;  // bound before the cycle, to a node of the snapshot

@@ -1,5 +1,6 @@
 #include "scheduler/no_execute.h"
 
+#include <algorithm>
 #include <limits>
 #include <optional>
 #include <set>
@@ -122,6 +123,12 @@ std::vector<NoExecuteDeadline> EvictNoExecute(CycleState& state, const Gangs& ga
     const PodState& p = state.pod(i);
     if (!p.bound_initially || p.node < 0) continue;
     const model::Node& node = *state.view().node(p.node).node;
+    // Most nodes carry no NoExecute taint: nothing to look up for their pods.
+    if (std::none_of(node.taints.begin(), node.taints.end(), [](const model::Taint& t) {
+          return t.effect == model::TaintEffect::kNoExecute;
+        })) {
+      continue;
+    }
     std::optional<int64_t> bound_at;
     auto bound = snapshot.bound_at_ms.find(p.key);
     if (bound != snapshot.bound_at_ms.end()) bound_at = bound->second;

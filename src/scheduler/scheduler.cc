@@ -157,24 +157,27 @@ Result<int32_t> PodPriority(const model::PodScheduling& pod) {
   return it->second;
 }
 
-ViewCache::ViewCache() = default;
+ViewCache::ViewCache() : memo_(std::make_unique<SetupMemo>()) {}
 ViewCache::~ViewCache() = default;
 
 ClusterView& ViewCache::ViewFor(const ClusterSnapshot& snapshot) {
   if (view_ != nullptr && snapshot.nodes_generation != 0 &&
       snapshot.nodes_generation == generation_) {
-    view_->ResetForCycle(snapshot.nodes);
+    // The kept pods name the view's signatures: when it forgets them, the pods go too.
+    if (!view_->ResetForCycle(snapshot.nodes)) memo_->ForgetPods();
     return *view_;
   }
   view_ = std::make_unique<ClusterView>(snapshot.nodes, snapshot.node_pools);
+  *memo_ = SetupMemo();  // node pools, dimensions and signatures are the view's
   generation_ = snapshot.nodes_generation;
   ++builds_;
   return *view_;
 }
 
 CycleResult Scheduler::RunCycle(const ClusterSnapshot& snapshot, ViewCache* views) const {
-  if (views == nullptr) return Cycle(options_, snapshot, nullptr).Run();
-  return Cycle(options_, snapshot, &views->ViewFor(snapshot)).Run();
+  if (views == nullptr) return Cycle(options_, snapshot, nullptr, nullptr).Run();
+  ClusterView& view = views->ViewFor(snapshot);
+  return Cycle(options_, snapshot, &view, &views->memo()).Run();
 }
 
 }  // namespace gpupool::scheduler

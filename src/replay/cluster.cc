@@ -98,17 +98,17 @@ void ReplayCluster::AddPod(model::PodScheduling pod, int job) {
   PodInfo info = InfoOf(pod);
   info.job = job;
   if (pod.node_name.empty()) ++pending_pods_;
-  pod_ids_[scheduler::PodKey(pod)] = next_pod_id_;
-  snapshot_.pod_ids.push_back(next_pod_id_++);
+  serials_[scheduler::PodKey(pod)] = next_serial_;
+  snapshot_.pod_ids.push_back(next_serial_++ << 32);
   snapshot_.pods.push_back(std::move(pod));
   info_.push_back(info);
 }
 
 int ReplayCluster::PositionOf(const std::string& pod) const {
-  auto it = pod_ids_.find(pod);
-  if (it == pod_ids_.end()) return -1;
+  auto it = serials_.find(pod);
+  if (it == serials_.end()) return -1;
   const std::vector<uint64_t>& ids = snapshot_.pod_ids;
-  return static_cast<int>(std::lower_bound(ids.begin(), ids.end(), it->second) - ids.begin());
+  return static_cast<int>(std::lower_bound(ids.begin(), ids.end(), it->second << 32) - ids.begin());
 }
 
 void ReplayCluster::AddJobPods(int job, const TraceJob& trace_job) {
@@ -128,7 +128,7 @@ void ReplayCluster::RemoveJobPods(int job) {
     if (pod.node_name.empty()) --pending_pods_;
     snapshot_.bound_at_ms.erase(name);
     info.removed = true;
-    pod_ids_.erase(name);
+    serials_.erase(name);
     compact_needed_ = true;
   }
 }
@@ -162,6 +162,7 @@ int ReplayCluster::Bind(const std::string& pod, const std::string& node) {
   model::PodScheduling& p = snapshot_.pods[at];
   if (p.node_name.empty()) --pending_pods_;
   p.node_name = node;
+  ++snapshot_.pod_ids[at];  // a changed pod for the scheduler
   snapshot_.bound_at_ms[pod] = snapshot_.now_ms;
   return info_[at].job;
 }
@@ -172,6 +173,7 @@ int ReplayCluster::Unbind(const std::string& pod) {
   model::PodScheduling& p = snapshot_.pods[at];
   if (!p.node_name.empty()) ++pending_pods_;
   p.node_name.clear();
+  ++snapshot_.pod_ids[at];  // a changed pod for the scheduler
   snapshot_.bound_at_ms.erase(pod);
   return info_[at].job;
 }

@@ -5,10 +5,12 @@
 //
 // Pods stay in arrival order (the scheduler's age order for pods without a creation time, so an
 // evicted pod keeps its place). Removing a job's pods only marks them; the snapshot is compacted
-// the next time it is read, so a burst of completions costs one pass. Each pod gets the next id
-// when it is added (ClusterSnapshot::pod_ids: a pod changes only by its binding, so the
-// scheduler takes its setup over from the last cycle); the ids grow along the pods, so a pod is
-// found by its id's position.
+// the next time it is read, so a burst of completions costs one pass. Pod ids
+// (ClusterSnapshot::pod_ids, so that the scheduler takes unchanged pods over from the last
+// cycle): the pod's serial, the next one when it is added, in the high 32 bits, and how many
+// times it was bound or unbound in the low 32 (a pod changes only by its binding, and cannot be
+// rebound 2^32 times: each takes a cycle). The ids grow along the pods, so a pod is found by the
+// position of its serial.
 //
 // Time: the engine's simulated milliseconds. The scheduler reads Unix milliseconds (0 means "not
 // known"), so the snapshot's now_ms and bound_at_ms are shifted by kSimulationEpochMs.
@@ -106,8 +108,8 @@ class ReplayCluster {
 
   scheduler::ClusterSnapshot snapshot_;
   std::vector<PodInfo> info_;                          // parallel to snapshot_.pods
-  std::unordered_map<std::string, uint64_t> pod_ids_;  // pod name -> id, while not removed
-  uint64_t next_pod_id_ = 1;
+  std::unordered_map<std::string, uint64_t> serials_;  // pod name -> serial, while not removed
+  uint64_t next_serial_ = 1;
   std::vector<std::vector<std::string>> job_pods_;  // by job: pod names
   bool compact_needed_ = false;
   int pending_pods_ = 0;

@@ -101,6 +101,9 @@ ClusterView::ClusterView(const std::vector<model::Node>& nodes,
     NodeView& v = nodes_[i];
     v.node = &nodes[i];
     v.unschedulable = nodes[i].unschedulable;
+    v.no_execute = std::any_of(nodes[i].taints.begin(), nodes[i].taints.end(), [](const auto& t) {
+      return t.effect == model::TaintEffect::kNoExecute;
+    });
     v.pool = 0;
     for (size_t p = 0; p < pools.size(); ++p) {
       auto it = nodes[i].labels.find(pools[p]->label_key);

@@ -30,6 +30,7 @@ struct NodeView {
   const model::Node* node = nullptr;
   int pool = 0;
   bool unschedulable = false;
+  bool no_execute = false;  // carries a NoExecute taint
   int gpu_devices = 0;
   int device_offset = 0;        // into ClusterView::device_free
   int full_free = 0;            // devices with 1000 milli free

@@ -75,7 +75,7 @@ class SetupBuilder {
   bool QueuesAsKept() const;
   void BuildPods();
   void BuildPod(int index, PodState& p);
-  void TakeOver(int index, PodState& p);
+  void TakeOver(PodState& kept, PodState& p, int index);
   void ResolveQueue(PodState& p);
   void ResolvePools(PodState& p);
   void ResolveRequests(PodState& p);
@@ -297,6 +297,7 @@ void SetupBuilder::BuildPod(int index, PodState& p) {
     }
   }
   p.preemptible = p.priority < kNonPreemptiblePriority;
+  p.binding_node = pod.node_name.empty() ? -1 : view_.FindNode(pod.node_name);
   ResolveQueue(p);
   ResolvePools(p);
   ResolveRequests(p);
@@ -318,11 +319,11 @@ void SetupBuilder::BuildPod(int index, PodState& p) {
 
 // The kept pod, as BuildPod would resolve it again (same spec, queues and view), with what a
 // cycle changes reset as in a new PodState. Its vectors and strings keep their capacity.
-void SetupBuilder::TakeOver(int index, PodState& p) {
-  p = std::move(memo_.pods[kept_[index]]);
+void SetupBuilder::TakeOver(PodState& kept, PodState& p, int index) {
+  if (&p != &kept) p = std::move(kept);
+  ++memo_.taken_over;
   p.pod = &snapshot_.pods[index];
   p.arrival = index;
-  p.kept_node = p.node;
   p.node = -1;
   p.devices.clear();
   p.bound_initially = false;
@@ -335,16 +336,31 @@ void SetupBuilder::TakeOver(int index, PodState& p) {
   p.reason.clear();
 }
 
+// The pods, in the kept vector itself when no pod comes from a later place than its own there
+// (kept pods only move up, as when pods leave and new ones are appended): a pod's place is then
+// free once the pods before it are done, and the kept pods are not moved twice.
 void SetupBuilder::BuildPods() {
+  const int n = static_cast<int>(snapshot_.pods.size());
+  bool in_place = true;
+  for (int i = 0; i < n && in_place; ++i) in_place = kept_[i] < 0 || kept_[i] >= i;
   std::vector<PodState>& pods = setup_.pods;
-  pods.resize(snapshot_.pods.size());
-  for (size_t i = 0; i < snapshot_.pods.size(); ++i) {
+  if (in_place) {
+    pods = std::move(memo_.pods);
+    if (static_cast<int>(pods.size()) < n) pods.resize(n);
+  } else {
+    pods.resize(n);
+  }
+  std::vector<PodState>& from = in_place ? pods : memo_.pods;
+  for (int i = 0; i < n; ++i) {
     if (kept_[i] >= 0) {
-      TakeOver(static_cast<int>(i), pods[i]);
+      TakeOver(from[kept_[i]], pods[i], i);
     } else {
-      BuildPod(static_cast<int>(i), pods[i]);
+      if (in_place) pods[i] = PodState();
+      BuildPod(i, pods[i]);
     }
   }
+  pods.resize(n);
+  memo_.ForgetPods();
   RankByAge();
 }
 
@@ -438,17 +454,10 @@ void KeepPods(const ClusterSnapshot& snapshot, std::span<const QueueState> queue
 }
 
 void BindPods(CycleState& state) {
-  const ClusterView& view = state.view();
   for (int i = 0; i < state.NumPods(); ++i) {
-    const PodState& p = state.pod(i);
-    const std::string& name = p.pod->node_name;
-    if (name.empty()) continue;
-    // A kept pod is most often still where the last cycle left it.
-    const int node = p.kept_node >= 0 && view.node(p.kept_node).node->name == name
-                         ? p.kept_node
-                         : view.FindNode(name);
-    if (node < 0) continue;  // bound to a node outside the snapshot: not ours to account
-    state.Bind(i, node);
+    // Unbound, or bound to a node outside the snapshot: not ours to account.
+    const int node = state.pod(i).binding_node;
+    if (node >= 0) state.Bind(i, node);
   }
 }
 

@@ -16,8 +16,9 @@
 // its oldest pod, as important as its most important one).
 //
 // Kept across cycles (SetupMemo, with a ViewCache): a pod whose ClusterSnapshot::pod_ids entry
-// the last cycle saw, resolved against the same queues, is taken over from it rather than
-// resolved again; only what a cycle changes is reset (placement, age rank, reasons). Pods of a
+// the last cycle saw (same spec, same binding), resolved against the same queues, is taken over
+// from it rather than resolved again; only what a cycle changes is reset (placement, age rank,
+// reasons). Pods of a
 // gang are always resolved afresh: their gang and gang-min errors depend on the other members.
 
 #include <cstdint>
@@ -54,6 +55,7 @@ struct SetupMemo {
   std::vector<PodState> pods;
   std::vector<uint64_t> pod_ids;
   std::vector<std::pair<std::string, bool>> queues;
+  int64_t taken_over = 0;  // pods taken over so far (tests)
 
   void ForgetPods() {
     pods.clear();

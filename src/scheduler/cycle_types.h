@@ -49,10 +49,8 @@ struct PodState {
   int gpu_whole = 0;
   int32_t gpu_fraction = 0;  // milli, 0 < f < 1000
   QuotaVector quota{};
-  std::string error;  // set when the pod cannot be considered at all
-  // The node it was on when the last cycle ended, for a pod taken over from it (SetupMemo); -1
-  // otherwise. A hint: BindPods checks the name before it skips the lookup.
-  int kept_node = -1;
+  std::string error;      // set when the pod cannot be considered at all
+  int binding_node = -1;  // the node of spec.nodeName; -1 when unbound or not in the snapshot
 
   // Placement (CycleState). A pod taken over from the last cycle has these reset as a new
   // PodState has them (cycle_setup.cc, TakeOver): a field added here is reset there too.

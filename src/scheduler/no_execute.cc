@@ -122,13 +122,9 @@ std::vector<NoExecuteDeadline> EvictNoExecute(CycleState& state, const Gangs& ga
   for (int i = 0; i < state.NumPods(); ++i) {
     const PodState& p = state.pod(i);
     if (!p.bound_initially || p.node < 0) continue;
-    const model::Node& node = *state.view().node(p.node).node;
     // Most nodes carry no NoExecute taint: nothing to look up for their pods.
-    if (std::none_of(node.taints.begin(), node.taints.end(), [](const model::Taint& t) {
-          return t.effect == model::TaintEffect::kNoExecute;
-        })) {
-      continue;
-    }
+    if (!state.view().node(p.node).no_execute) continue;
+    const model::Node& node = *state.view().node(p.node).node;
     std::optional<int64_t> bound_at;
     auto bound = snapshot.bound_at_ms.find(p.key);
     if (bound != snapshot.bound_at_ms.end()) bound_at = bound->second;

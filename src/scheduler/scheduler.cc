@@ -160,6 +160,8 @@ Result<int32_t> PodPriority(const model::PodScheduling& pod) {
 ViewCache::ViewCache() : memo_(std::make_unique<SetupMemo>()) {}
 ViewCache::~ViewCache() = default;
 
+int64_t ViewCache::PodsTakenOver() const { return memo_->taken_over; }
+
 ClusterView& ViewCache::ViewFor(const ClusterSnapshot& snapshot) {
   if (view_ != nullptr && snapshot.nodes_generation != 0 &&
       snapshot.nodes_generation == generation_) {

@@ -156,11 +156,12 @@ struct ClusterSnapshot {
   // resized). 0 = not tracked: the view is built afresh.
   uint64_t nodes_generation = 0;
   // For a ViewCache too: an id per pod, parallel to `pods`, or empty (not tracked). A pod keeps
-  // its id for as long as it stays the same apart from spec.nodeName (its binding), and a changed
-  // or new pod gets an id never used before (0 = not tracked). A pod whose id the last cycle on
-  // the same view saw is not resolved again (queue, node pools, requests, signature): a replay's
-  // cycles see thousands of bound pods that did not change. Fastest when the ids grow along
-  // `pods` (as a caller that appends arriving pods gives them); any order decides the same.
+  // its id for as long as it stays the same, spec.nodeName included, and a changed, bound or
+  // unbound or new pod gets an id never used before (0 = not tracked). A pod whose id the last
+  // cycle on the same view saw is not resolved again (queue, node pools, requests, signature,
+  // node): a replay's cycles see thousands of bound pods that did not change. Fastest when the
+  // ids grow along `pods` (as a caller that appends arriving pods gives them); any order decides
+  // the same.
   std::vector<uint64_t> pod_ids;
 };
 
@@ -281,6 +282,7 @@ class ViewCache {
   // What the setup keeps for the view ViewFor returned last (emptied when it is rebuilt).
   SetupMemo& memo() { return *memo_; }
   int64_t builds() const { return builds_; }  // how many times it was built (tests, benches)
+  int64_t PodsTakenOver() const;              // by the setups since it was last built (tests)
 
  private:
   std::unique_ptr<ClusterView> view_;

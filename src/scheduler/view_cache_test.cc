@@ -68,5 +68,142 @@ TEST(ViewCacheTest, SameDecisionsAsAFreshViewAndRebuiltWhenNodesChange) {
   EXPECT_EQ(views.builds(), 4);
 }
 
+// A caller like the replay: pods arrive, each cycle's bindings and evictions are applied, some
+// pods leave, and every pod carries an id (ClusterSnapshot::pod_ids) that changes with it.
+class ReplayLikeCaller {
+ public:
+  enum class Ids { kGrowAlongPods, kNewOnEveryChange, kReversed };
+  explicit ReplayLikeCaller(Ids ids) : ids_(ids) {
+    for (int i = 0; i < 5; ++i) {
+      s_.nodes.push_back(
+          NodeBuilder("n" + std::to_string(i)).Gpus(i % 2 == 0 ? 8 : 4).Cpu("32").Build());
+    }
+    s_.nodes.push_back(
+        NodeBuilder("spot").Gpus(8).Cpu("32").Taint("spot", "", "NoExecute").Build());
+    s_.queues.push_back(MakeQueue("team", "", {{"default", 10}}));
+    s_.queues.push_back(MakeQueue("other", "", {{"default", 6}}));
+    s_.nodes_generation = 1;
+    s_.now_ms = 1767225600000;
+  }
+
+  // Pods of every kind the setup resolves: queues (named, default, unknown), fractions, a gang,
+  // a toleration of the NoExecute taint for a while, priorities.
+  void Arrive(int cycle) {
+    for (int k = 0; k < 5; ++k) {
+      const std::string name = "c" + std::to_string(cycle) + "-" + std::to_string(k);
+      PodBuilder pod(name);
+      pod.Cpu(std::to_string(1 + k));
+      if (k == 0) pod.Gpus(1 + cycle % 4).Queue("team");
+      if (k == 1) pod.Fraction("0.5").Gpus(1).Queue("other").Priority(cycle % 2 == 0 ? 10 : 120);
+      if (k == 2) pod.Gpus(2);  // default queue
+      if (k == 3) pod.Gpus(1).Queue(cycle == 2 ? "nope" : "team");
+      if (k == 4) {
+        pod.Gpus(2).Queue("other").Toleration({{"key", "spot"},
+                                               {"operator", "Exists"},
+                                               {"effect", "NoExecute"},
+                                               {"tolerationSeconds", 3600}});
+      }
+      Add(pod.Build());
+    }
+    for (int m = 0; m < 3 && cycle % 3 == 1; ++m) {
+      Add(PodBuilder("g" + std::to_string(cycle) + "-" + std::to_string(m))
+              .Gpus(4)
+              .Queue("team")
+              .Gang("g" + std::to_string(cycle), 2)
+              .Build());
+    }
+  }
+
+  void Apply(const CycleResult& result) {
+    for (const Eviction& e : result.evictions) Change(e.pod, "");
+    for (const Binding& b : result.bindings) Change(b.pod, b.node);
+  }
+
+  // The oldest bound pods complete.
+  void Complete(int count) {
+    for (size_t i = 0; i < s_.pods.size() && count > 0;) {
+      if (s_.pods[i].node_name.empty()) {
+        ++i;
+        continue;
+      }
+      s_.pods.erase(s_.pods.begin() + static_cast<std::ptrdiff_t>(i));
+      s_.pod_ids.erase(s_.pod_ids.begin() + static_cast<std::ptrdiff_t>(i));
+      --count;
+    }
+  }
+
+  ClusterSnapshot& snapshot() { return s_; }
+
+ private:
+  void Add(model::PodScheduling pod) {
+    s_.pods.push_back(std::move(pod));
+    s_.pod_ids.push_back(NewId(0));
+  }
+  void Change(const std::string& pod, const std::string& node) {
+    for (size_t i = 0; i < s_.pods.size(); ++i) {
+      if (s_.pods[i].name != pod) continue;
+      s_.pods[i].node_name = node;
+      s_.pod_ids[i] = ids_ == Ids::kGrowAlongPods ? s_.pod_ids[i] + 1 : NewId(s_.pod_ids[i]);
+    }
+  }
+  uint64_t NewId(uint64_t old) {
+    ++serial_;
+    switch (ids_) {
+      case Ids::kGrowAlongPods:
+        return old == 0 ? serial_ << 32 : old + 1;
+      case Ids::kNewOnEveryChange:
+        return serial_;
+      case Ids::kReversed:
+        return ~serial_;
+    }
+    return serial_;
+  }
+
+  const Ids ids_;
+  ClusterSnapshot s_;
+  uint64_t serial_ = 0;
+};
+
+// Pods taken over from the last cycle decide exactly as pods resolved afresh: across arrivals,
+// bindings, evictions, completions, a queue added (the kept pods are resolved again) and ids
+// in any order.
+TEST(ViewCacheTest, PodsTakenOverDecideAsResolvedAfresh) {
+  struct Case {
+    std::string name;
+    ReplayLikeCaller::Ids ids;
+    bool takes_over;
+  };
+  const std::vector<Case> cases = {
+      {"ids grow along the pods", ReplayLikeCaller::Ids::kGrowAlongPods, true},
+      {"a new id on every change", ReplayLikeCaller::Ids::kNewOnEveryChange, true},
+      {"ids decrease along the pods", ReplayLikeCaller::Ids::kReversed, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    SchedulerOptions options;
+    options.percentage_of_nodes_to_score = 100;
+    const Scheduler scheduler{options};
+    ViewCache views;
+    ReplayLikeCaller caller(c.ids);
+    for (int cycle = 0; cycle < 10; ++cycle) {
+      SCOPED_TRACE(cycle);
+      ClusterSnapshot& s = caller.snapshot();
+      caller.Arrive(cycle);
+      if (cycle == 6) s.queues.push_back(MakeQueue("late", "", {{"default", 2}}));
+      if (cycle >= 2) caller.Complete(3);
+      s.now_ms += 600'000;
+      const CycleResult kept = scheduler.RunCycle(s, &views);
+      ClusterSnapshot untracked = s;
+      untracked.pod_ids.clear();
+      EXPECT_EQ(Decisions(kept), Decisions(scheduler.RunCycle(untracked)));
+      caller.Apply(kept);
+    }
+    EXPECT_EQ(views.builds(), 1);
+    // Ids that shrink along the pods stop matching at the first pod that left: slower, not
+    // different.
+    if (c.takes_over) EXPECT_GT(views.PodsTakenOver(), 50);
+  }
+}
+
 }  // namespace
 }  // namespace gpupool::scheduler

@@ -1,6 +1,6 @@
 // The REST API, with the bearer token. Errors carry the API's own message (a denied action says
 // which roles were checked), shown as they are.
-import { onBeforeUnmount, ref, watch, unref } from 'vue';
+import { onBeforeUnmount, ref, shallowRef, watch, unref } from 'vue';
 import { session, setToken } from './auth.js';
 import { router } from './router.js';
 
@@ -62,9 +62,10 @@ export function pageVisible() {
 
 // Keeps `data` current: GET `path` now and every POLL_MS with If-None-Match, so an unchanged view
 // costs a 304 and no re-render. `path` may be a ref or a function (re-fetched when it changes).
-// Polling pauses while the tab is hidden.
+// Polling pauses while the tab is hidden. `data` is a shallow ref: each answer replaces it whole
+// and no page changes it in place, so Vue need not wrap every row of a large answer in proxies.
 export function usePoll(path, intervalMs = POLL_MS) {
-  const data = ref(null);
+  const data = shallowRef(null);
   const error = ref(null);
   const updatedAt = ref(0);
   let etag = '';

@@ -63,3 +63,18 @@ export function since(ms, now) {
   if (!ms) return '–';
   return duration(((now || Date.now()) - ms) / 1000);
 }
+
+// A usage bar (UsageMeter, and the Nodes page's table, which draws its 300 bars without a component
+// each): the share of the bar's fill, in %, of max(capacity, used, 1).
+export function usageMax(used, capacity) {
+  return Math.max(capacity, used, 1);
+}
+
+export function usageFill(used, capacity) {
+  return { backgroundSize: `${((100 * Math.max(used, 0)) / usageMax(used, capacity)).toFixed(1)}% 100%` };
+}
+
+// Nearly full (over 90 % of capacity) or over it, as the native <meter> marked it.
+export function usageHigh(used, capacity) {
+  return used > (capacity * 0.9 || 1);
+}

@@ -356,7 +356,7 @@ describe('dashboard', () => {
     if (skipWithoutBrowser(t)) return;
     const { page, views } = await open(ADMIN, '/nodes');
     await page.waitForSelector('[data-testid="nodes"] tbody tr[data-key]');
-    const check = async () => {
+    const check = async ({ someUse = false } = {}) => {
       const json = views.get('/api/views/nodes');
       assert.equal(await page.textContent('[data-testid="node-count"]'), `${json.total} node(s) match.`);
       assert.deepEqual(await rows(page, 'nodes'), json.items.map((n) => {
@@ -364,8 +364,29 @@ describe('dashboard', () => {
         for (const r of n.resources) out[r.name] = `${amount(r.name, r.allocated)}/${amount(r.name, r.capacity)}`;
         return out;
       }));
+      // Each resource's bar: the API's allocated of its capacity, filled to that share, marked
+      // when over 90 % of it.
+      const bars = await page.$$eval('[data-testid="nodes"] tbody tr[data-key] [data-field] [role="meter"]', (els) =>
+        els.map((el) => ({
+          label: el.getAttribute('aria-label'),
+          now: Number(el.getAttribute('aria-valuenow')),
+          max: Number(el.getAttribute('aria-valuemax')),
+          fill: Number(parseFloat(getComputedStyle(el).backgroundSize).toFixed(1)),
+          high: el.classList.contains('high'),
+        })));
+      assert.deepEqual(bars, json.items.flatMap((n) => n.resources.map((r) => {
+        const max = Math.max(r.capacity, r.allocated, 1);
+        return {
+          label: `${n.name} ${r.name} allocated`,
+          now: r.allocated,
+          max,
+          fill: Number(((100 * r.allocated) / max).toFixed(1)),
+          high: r.allocated > (r.capacity * 0.9 || 1),
+        };
+      })));
+      if (someUse) assert.ok(bars.some((b) => b.fill > 0), 'some bar shows something allocated');
     };
-    await eventually(check);
+    await eventually(() => check({ someUse: true }));
     await shot(page, 'nodes');
     await page.fill('input[name="selector"]', 'nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3');
     await page.click('[data-testid="node-filters"] button[type="submit"]');

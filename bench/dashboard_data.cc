@@ -1,8 +1,9 @@
 // Writes a large cluster into a store for the dashboard's benchmark (scripts/bench-dashboard.sh):
 // N nodes of five GPU products in three node pools, and M workflows of the built-in default pool
-// with one task each: R running on nodes (GPU tasks fill the GPU nodes first), P pending, the rest
-// finished (completed, one in ten failed). Workflows are written with the store's own calls, so
-// the data is what `gpupool serve` would have left.
+// with one task each: R running on nodes (GPU tasks fill the GPU nodes first), P pending (asking
+// for more GPUs than a node has, so they stay pending), the rest finished (completed, one in ten
+// failed). Workflows are written with the store's own calls, so the data is what `gpupool serve`
+// would have left.
 //
 //   gpupool-dashboard-data --db sqlite:/tmp/big.db --nodes 10000 --workflows 100000
 //                          --running 6000 --pending 4000
@@ -146,8 +147,10 @@ int main(int argc, char** argv) {
         task.started_ms = workflow.submitted_ms + 1000;
         task.pod = Pod(workflow.id, 1);
       } else {
+        // More GPUs than any node has: the pending tasks stay pending, as on a full cluster, so
+        // the pages show pending work with its reason (one GPU each would be placed at once).
         task.status = ToString(model::TaskStatus::kPending);
-        task.pod = Pod(workflow.id, 1);
+        task.pod = Pod(workflow.id, 16);
       }
       task.status_changed_ms = workflow.submitted_ms;
       workflow.status = task.status;

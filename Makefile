@@ -47,10 +47,10 @@ sanitize: deps deps-clang $(SANITIZE_DIR)/build.ninja
 # `make sanitize-unit`: what .ci/run affords of the above. The whole sanitized build does not fit
 # CI's 40 minutes on 2 cores beside `make test` (docs/BENCHMARKS.md, "CI time"), so CI builds
 # only the unit tests of the modules that take outside input or hold the state: the parsers
-# (codec, model, config), the scheduler, the store and the server (HTTP, routing, JWT, the
-# scheduling loop), and runs the tests labelled unit_<module>. The CLI, the end-to-end tests in
+# (codec, model, config), the scheduler, the store, the metrics, the scheduling loop (controller)
+# and the API (HTTP, routing, JWT), and runs the tests labelled unit_<module>. The CLI, the end-to-end tests in
 # tests/ and the remaining modules run under the sanitizers in `make sanitize` only.
-SANITIZE_UNIT_MODULES ?= common codec model config scheduler store server
+SANITIZE_UNIT_MODULES ?= common codec model config scheduler store metrics controller api
 empty :=
 space := $(empty) $(empty)
 sanitize-unit: deps deps-clang $(SANITIZE_DIR)/build.ninja

@@ -1,6 +1,6 @@
 // HTTP requests to the server, without a socket: the bytes a client sends go through
 // HttpServer::AnswerBytes (Boost.Beast's parser with the server's limits, path normalisation,
-// routing, authentication, access control, every handler of server/api.h and the reply encoding)
+// routing, authentication, access control, every handler of api/api.h and the reply encoding)
 // on a fresh store with the built-in configs and two nodes, authenticated by `--auth dev` tokens
 // (`Authorization: Bearer dev:<user>:<roles>`), so that every role's routes are reachable.
 //
@@ -16,15 +16,15 @@
 #include <memory>
 #include <vector>
 
+#include "api/access_control.h"
+#include "api/api.h"
+#include "api/auth.h"
+#include "api/http_server.h"
+#include "api/what_if.h"
 #include "codec/json_reader.h"
 #include "fuzz/support/fuzz_util.h"
 #include "fuzz/support/service_fixture.h"
-#include "server/access_control.h"
-#include "server/api.h"
-#include "server/auth.h"
-#include "server/http_server.h"
-#include "server/metrics.h"
-#include "server/what_if.h"
+#include "metrics/metrics.h"
 
 namespace gpupool::fuzz {
 namespace {
@@ -86,28 +86,26 @@ void CheckReplies(std::string_view written, const std::vector<bool>& heads) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace gpupool;
   using namespace gpupool::fuzz;
-  static const std::unique_ptr<server::Authenticator> authenticator =
-      server::MakeDevAuthenticator();
+  static const std::unique_ptr<api::Authenticator> authenticator = api::MakeDevAuthenticator();
   auto fixture = ServiceFixture::Open();
-  server::Registry registry;
-  server::AccessControl access(fixture->store(), fixture->clock(), 0);
-  server::ApiContext context;
+  metrics::Registry registry;
+  api::AccessControl access(fixture->store(), fixture->clock(), 0);
+  api::ApiContext context;
   context.service = &fixture->service();
   context.store = &fixture->store();
   context.access = &access;
   context.registry = &registry;
   context.clock = &fixture->clock();
-  context.what_if = server::MakeWhatIf(scheduler::PlacementPolicy::kFgd,
-                                       autoscaler::Catalog::Builtin(), fixture->clock());
-  server::Router router;
-  server::AddApiRoutes(router, context);
-  server::ServerOptions options;
+  context.what_if = api::MakeWhatIf(scheduler::PlacementPolicy::kFgd,
+                                    autoscaler::Catalog::Builtin(), fixture->clock());
+  api::Router router;
+  api::AddApiRoutes(router, context);
+  api::ServerOptions options;
   options.max_body_bytes = 64 * 1024;
   options.threads = 2;
   options.io_threads = 1;
-  server::HttpServer server(std::move(router), authenticator.get(),
-                            server::MakeAccessChecker(context), server::MakeAuditHook(context),
-                            registry, options);
+  api::HttpServer server(std::move(router), authenticator.get(), api::MakeAccessChecker(context),
+                         api::MakeAuditHook(context), registry, options);
   std::string written;
   try {
     written = server.AnswerBytes(AsText(data, size));

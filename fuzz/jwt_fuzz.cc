@@ -1,4 +1,4 @@
-// Bearer tokens (server/jwt.h, server/auth.h) as `--auth oidc` verifies them, with a fixed JWKS
+// Bearer tokens (api/jwt.h, api/auth.h) as `--auth oidc` verifies them, with a fixed JWKS
 // (one EC P-256 and one RSA key). The input is used three ways:
 //   * as the Authorization header and as a compact token, verified as it is (malformed tokens,
 //     refused algorithms, bad signatures, unknown key ids);
@@ -12,17 +12,17 @@
 
 #include <memory>
 
+#include "api/auth.h"
+#include "api/jwt.h"
+#include "api/testing/token_minter.h"
 #include "common/clock.h"
 #include "common/strings.h"
 #include "fuzz/support/fuzz_util.h"
-#include "server/auth.h"
-#include "server/jwt.h"
-#include "server/testing/token_minter.h"
 
 namespace gpupool::fuzz {
 namespace {
 
-using server::testing::SigningKey;
+using api::testing::SigningKey;
 
 constexpr int64_t kNowMillis = 1'700'000'000'000;
 
@@ -30,21 +30,21 @@ struct Verifier {
   FakeClock clock{kNowMillis};
   SigningKey ec = SigningKey::Generate(SigningKey::Type::kEc, "ec-key");
   SigningKey rsa = SigningKey::Generate(SigningKey::Type::kRsa, "rsa-key");
-  std::unique_ptr<server::Authenticator> authenticator;
+  std::unique_ptr<api::Authenticator> authenticator;
 
   Verifier() {
-    auto keys = server::KeySet::FromJwks(server::testing::JwksOf({&ec, &rsa}));
+    auto keys = api::KeySet::FromJwks(api::testing::JwksOf({&ec, &rsa}));
     Check(keys.ok(), "the fixed JWKS loads", keys.status().ToString());
-    server::JwtOptions options;
+    api::JwtOptions options;
     options.issuer = "https://issuer.example";
     options.audience = "gpupool";
     options.roles_claim = "realm_access.roles";
-    authenticator = server::MakeOidcAuthenticator(
-        std::make_unique<server::JwtVerifier>(options, std::move(*keys), clock));
+    authenticator = api::MakeOidcAuthenticator(
+        std::make_unique<api::JwtVerifier>(options, std::move(*keys), clock));
   }
 };
 
-void CheckVerified(const Result<server::Identity>& identity, std::string_view what) {
+void CheckVerified(const Result<api::Identity>& identity, std::string_view what) {
   if (identity.ok()) {
     Check(!identity->user.empty(), std::string(what) + ": a verified identity has a user");
     for (const std::string& role : identity->roles) {
@@ -84,18 +84,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         verifier->ec.MintRaw(text.substr(0, newline), text.substr(newline + 1));
     CheckVerified(verifier->authenticator->Authenticate("Bearer " + token), "a signed token");
   }
-  if (auto dev = server::ParseDevToken(text); !dev.ok()) {
+  if (auto dev = api::ParseDevToken(text); !dev.ok()) {
     Check(dev.status().code() == StatusCode::kUnauthenticated ||
               dev.status().code() == StatusCode::kInvalidArgument,
           "a malformed dev token is refused", dev.status().ToString());
   }
-  (void)server::KeySet::FromJwks(text);
+  (void)api::KeySet::FromJwks(text);
 
-  const std::string encoded = server::Base64UrlEncode(text);
-  auto decoded = server::Base64UrlDecode(encoded);
+  const std::string encoded = api::Base64UrlEncode(text);
+  auto decoded = api::Base64UrlDecode(encoded);
   Check(decoded.ok() && *decoded == text, "base64url decodes what it encodes");
-  if (auto bytes = server::Base64UrlDecode(text); bytes.ok()) {
-    (void)server::Base64UrlEncode(*bytes);
+  if (auto bytes = api::Base64UrlDecode(text); bytes.ok()) {
+    (void)api::Base64UrlEncode(*bytes);
   }
   return 0;
 }

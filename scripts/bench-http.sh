@@ -20,7 +20,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 duration=${2:-10}
-serve="$build/src/server/gpupool-serve"
+serve="$build/src/app/gpupool-serve"
 [ -x "$serve" ] || { echo "build $serve first (cmake --build $build --target gpupool-serve)"; exit 1; }
 load="$build/bench/gpupool-http-load"
 [ -x "$load" ] || { echo "build $load first (cmake --build $build --target gpupool-http-load)"; exit 1; }

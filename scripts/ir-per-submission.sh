@@ -8,7 +8,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
-serve="$build/src/server/gpupool-serve"
+serve="$build/src/app/gpupool-serve"
 [ -x "$serve" ] || { echo "build $serve first"; exit 1; }
 for tool in valgrind wrk sqlite3 callgrind_annotate; do
   command -v "$tool" >/dev/null || { echo "$tool is not installed"; exit 1; }

@@ -2,9 +2,9 @@
 # crash-safety and leader-election tests that run the real gpupool-serve binary
 # (server/process_test.py: kill -9 with 1,000 submissions in flight; leader takeover within the
 # lease). Each takes well under a minute; the timeout leaves room for a loaded machine.
-if(TARGET gpupool_server)
+if(TARGET gpupool_app)
   add_executable(gpupool_server_e2e_test server/api_test.cc server/hardening_test.cc)
-  target_link_libraries(gpupool_server_e2e_test PRIVATE gpupool_server gpupool_server_testing
+  target_link_libraries(gpupool_server_e2e_test PRIVATE gpupool_app gpupool_api_testing
                         SQLite::SQLite3 GTest::gtest_main)
   target_compile_definitions(gpupool_server_e2e_test PRIVATE
     GPUPOOL_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
@@ -30,9 +30,9 @@ if(TARGET gpupool-serve AND Python3_FOUND)
 endif()
 
 # The dashboard's routes (UI files, /api/ui/config, /api/views/* ETags and access), in process.
-if(TARGET gpupool_server)
+if(TARGET gpupool_app)
   add_executable(gpupool_dashboard_routes_test server/dashboard_routes_test.cc)
-  target_link_libraries(gpupool_dashboard_routes_test PRIVATE gpupool_server GTest::gtest_main)
+  target_link_libraries(gpupool_dashboard_routes_test PRIVATE gpupool_app GTest::gtest_main)
   gpupool_warnings(gpupool_dashboard_routes_test)
   gtest_discover_tests(gpupool_dashboard_routes_test DISCOVERY_TIMEOUT 60)
 endif()
@@ -42,7 +42,7 @@ endif()
 # definitions of the asset table then take the place of libgpupool_webui.a's. A second build
 # tree configured OFF would compile every module again; this costs one test file and one link.
 # server/ui_without_dashboard_test.cc says more.
-if(TARGET gpupool_server)
+if(TARGET gpupool_app)
   set(without_dashboard ${CMAKE_CURRENT_BINARY_DIR}/assets_without_dashboard.cc)
   add_custom_command(
     OUTPUT ${without_dashboard}
@@ -53,7 +53,7 @@ if(TARGET gpupool_server)
     VERBATIM)
   add_executable(gpupool_ui_without_dashboard_test server/ui_without_dashboard_test.cc
                  ${without_dashboard})
-  target_link_libraries(gpupool_ui_without_dashboard_test PRIVATE gpupool_server GTest::gtest_main)
+  target_link_libraries(gpupool_ui_without_dashboard_test PRIVATE gpupool_app GTest::gtest_main)
   gpupool_warnings(gpupool_ui_without_dashboard_test)
   gtest_discover_tests(gpupool_ui_without_dashboard_test DISCOVERY_TIMEOUT 60)
 endif()

@@ -2,9 +2,9 @@
 
 #include <ctime>
 
+#include "client/client.h"
 #include "common/json_text.h"
 #include "model/quantity.h"
-#include "server/client.h"
 #include "service/views.h"
 
 namespace gpupool::cli {
@@ -213,7 +213,7 @@ Status NameTheFlags(const Status& status) {
 
 class Remote final : public Api {
  public:
-  explicit Remote(std::unique_ptr<server::Client> client) : client_(std::move(client)) {}
+  explicit Remote(std::unique_ptr<client::Client> client) : client_(std::move(client)) {}
 
   Result<service::WriteResult> UpdateConfig(const service::Caller&,
                                             const service::UpdateConfigRequest& r) override {
@@ -372,7 +372,7 @@ class Remote final : public Api {
   }
 
  private:
-  std::unique_ptr<server::Client> client_;
+  std::unique_ptr<client::Client> client_;
 };
 
 }  // namespace
@@ -381,7 +381,7 @@ std::unique_ptr<Api> LocalApi(service::Service& service, store::Store& store, co
   return std::make_unique<Local>(service, store, clock);
 }
 
-std::unique_ptr<Api> RemoteApi(std::unique_ptr<server::Client> client) {
+std::unique_ptr<Api> RemoteApi(std::unique_ptr<client::Client> client) {
   return std::make_unique<Remote>(std::move(client));
 }
 

@@ -14,9 +14,9 @@
 #include "common/status.h"
 #include "service/service.h"
 
-namespace gpupool::server {
+namespace gpupool::client {
 class Client;
-}  // namespace gpupool::server
+}  // namespace gpupool::client
 
 namespace gpupool::cli {
 
@@ -67,6 +67,6 @@ class Api {
 // are computed from the store alone (no scheduling loop: no fair shares).
 std::unique_ptr<Api> LocalApi(service::Service& service, store::Store& store, const Clock& clock);
 // Online: the server's HTTP API. The caller's identity comes from the token, not --user.
-std::unique_ptr<Api> RemoteApi(std::unique_ptr<server::Client> client);
+std::unique_ptr<Api> RemoteApi(std::unique_ptr<client::Client> client);
 
 }  // namespace gpupool::cli

@@ -17,12 +17,11 @@
 #include "cli/format.h"
 #include "cli/logs.h"
 #include "cli/replay_command.h"
+#include "client/client.h"
 #include "common/clock.h"
 #include "common/safe_text.h"
 #include "common/strings.h"
-#include "server/client.h"
-#include "server/machine_pools.h"
-#include "server/serve_command.h"
+#include "service/machine_pool_support.h"
 #include "service/service.h"
 #include "store/store.h"
 
@@ -137,7 +136,7 @@ int RunWorkflowLogs(WorkflowLogsFlags& flags, const Options& o) {
     return kExitUsage;
   }
   if (flags.retry >= 0) flags.logs.retry = flags.retry;
-  auto client = server::Client::FromEnvironment(o.server);
+  auto client = client::Client::FromEnvironment(o.server);
   Status s = PrintWorkflowLogs(*client, flags.logs, std::cout, [](int64_t ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   });
@@ -170,7 +169,7 @@ int RunOffline(const Command& command, const Env& env) {
   }
   service::Service svc(**store, clock);
   // Offline, machine pools are checked against the built-in instance catalog.
-  svc.SetMachinePoolSupport(server::MachinePoolSupportFor(autoscaler::Catalog::Builtin()));
+  svc.SetMachinePoolSupport(service::MachinePoolSupportFor(autoscaler::Catalog::Builtin()));
   if (Status s = svc.EnsureBuiltins(); !s.ok()) {
     std::cerr << "error: cannot write the built-in configs: " << s.message() << "\n";
     return kExitFailure;
@@ -186,7 +185,7 @@ int RunOffline(const Command& command, const Env& env) {
 
 }  // namespace
 
-int RunCli(int argc, char** argv) {
+int RunCli(int argc, char** argv, const AddSubcommand& add_serve) {
   if (Status s = CheckArguments(argc, argv); !s.ok()) {
     std::cerr << "error: " << s.message() << "\n";
     return kExitUsage;
@@ -216,9 +215,10 @@ int RunCli(int argc, char** argv) {
   ReplayFlags replay_flags;
   AddReplaySubcommand(app, replay_flags);
 
-  // serve: the HTTP server (server/serve_command.h); runs inside parse() until stopped.
+  // serve: the HTTP server (app/serve_command.h), added by the binary that links it; it runs
+  // inside parse() until stopped.
   int serve_exit = -1;
-  server::AddServeSubcommand(app, &serve_exit);
+  if (add_serve) add_serve(app, &serve_exit);
 
   try {
     app.parse(argc, argv);
@@ -248,7 +248,7 @@ int RunCli(int argc, char** argv) {
   }
   if (!o.server.empty()) {
     // Online: the server decides who the caller is (GPUPOOL_TOKEN), not --user/--roles.
-    auto api = RemoteApi(server::Client::FromEnvironment(o.server));
+    auto api = RemoteApi(client::Client::FromEnvironment(o.server));
     Status status = command(*api, env);
     return status.ok() ? kExitOk : Failed(status, o);
   }

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "server/client.h"
+#include "client/client.h"
 
 namespace gpupool::cli {
 namespace {
@@ -16,7 +16,7 @@ struct Followed {
 };
 
 // The workflow's tasks, named so the route finds each one.
-Result<std::vector<Followed>> TasksOf(server::Client& client, const std::string& workflow) {
+Result<std::vector<Followed>> TasksOf(client::Client& client, const std::string& workflow) {
   ASSIGN_OR_RETURN(Json view, client.QueryWorkflow(workflow));
   std::vector<Followed> out;
   const Json& tasks = view["tasks"];
@@ -32,7 +32,7 @@ Result<std::vector<Followed>> TasksOf(server::Client& client, const std::string&
 
 }  // namespace
 
-Status PrintWorkflowLogs(server::Client& client, const LogsOptions& options, std::ostream& out,
+Status PrintWorkflowLogs(client::Client& client, const LogsOptions& options, std::ostream& out,
                          const std::function<void(int64_t ms)>& wait) {
   std::vector<Followed> tasks;
   if (!options.task.empty()) {

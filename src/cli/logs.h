@@ -1,6 +1,6 @@
 #pragma once
 // `gpupool workflow logs WORKFLOW [TASK] [--retry N] [--follow]`: a task's output, read from the
-// server (GET /api/workflow/{id}/logs, server/log_routes.h), which reads it from the backend that
+// server (GET /api/workflow/{id}/logs, api/log_routes.h), which reads it from the backend that
 // ran the task. Without TASK, every task of the workflow, each under a "==> GROUP/NAME <=="
 // header when there are several (as `tail` heads its files). --follow asks again from where the
 // last answer ended, every poll interval, until every task has ended and its output is read.
@@ -14,9 +14,9 @@
 
 #include "common/status.h"
 
-namespace gpupool::server {
+namespace gpupool::client {
 class Client;
-}  // namespace gpupool::server
+}  // namespace gpupool::client
 
 namespace gpupool::cli {
 
@@ -30,7 +30,7 @@ struct LogsOptions {
 
 // Writes the output to `out` as it arrives (flushed after each chunk). `wait` sleeps between
 // polls (tests pass one that does not).
-Status PrintWorkflowLogs(server::Client& client, const LogsOptions& options, std::ostream& out,
+Status PrintWorkflowLogs(client::Client& client, const LogsOptions& options, std::ostream& out,
                          const std::function<void(int64_t ms)>& wait);
 
 }  // namespace gpupool::cli

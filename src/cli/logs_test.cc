@@ -14,9 +14,9 @@
 #include <sstream>
 #include <thread>
 
+#include "api/http_server.h"
 #include "cli/app.h"
-#include "server/client.h"
-#include "server/http_server.h"
+#include "client/client.h"
 
 namespace gpupool::cli {
 namespace {
@@ -45,7 +45,7 @@ struct Step {
   std::optional<Status> fail;  // later log requests answer this
 };
 
-// GET /api/workflow/{id} and GET /api/workflow/{id}/logs as server/log_routes.h describes them,
+// GET /api/workflow/{id} and GET /api/workflow/{id}/logs as api/log_routes.h describes them,
 // over workflows held in memory, answering at most `chunk_bytes` per chunk. Records every log
 // request as "task=T retry=R offset=O", and every wait as "wait".
 class FakeLogServer {
@@ -53,17 +53,17 @@ class FakeLogServer {
   FakeLogServer(std::map<std::string, FakeWorkflow> workflows, std::vector<Step> steps,
                 int64_t chunk_bytes)
       : workflows_(std::move(workflows)), steps_(std::move(steps)), chunk_bytes_(chunk_bytes) {
-    const server::RouteOptions open{.requires_auth = false};
-    server::Router router;
+    const api::RouteOptions open{.requires_auth = false};
+    api::Router router;
     router.Add(
         "GET", "/api/workflow/{id}",
-        [this](const server::RouteRequest& r) { return Workflow(r.Param("id")); }, open);
+        [this](const api::RouteRequest& r) { return Workflow(r.Param("id")); }, open);
     router.Add(
-        "GET", "/api/workflow/{id}/logs",
-        [this](const server::RouteRequest& r) { return Chunk(r); }, open);
-    http_ = std::make_unique<server::HttpServer>(
-        std::move(router), nullptr, server::AccessChecker(), server::AuditHook(), registry_,
-        server::ServerOptions{.threads = 1, .io_threads = 1});
+        "GET", "/api/workflow/{id}/logs", [this](const api::RouteRequest& r) { return Chunk(r); },
+        open);
+    http_ = std::make_unique<api::HttpServer>(std::move(router), nullptr, api::AccessChecker(),
+                                              api::AuditHook(), registry_,
+                                              api::ServerOptions{.threads = 1, .io_threads = 1});
     auto port = http_->Bind("127.0.0.1", 0);
     if (!port.ok()) throw std::runtime_error(port.status().ToString());
     url_ = "http://127.0.0.1:" + std::to_string(*port);
@@ -103,7 +103,7 @@ class FakeLogServer {
   }
 
  private:
-  Result<server::Reply> Workflow(const std::string& id) {
+  Result<api::Reply> Workflow(const std::string& id) {
     std::lock_guard lock(mu_);
     auto it = workflows_.find(id);
     if (it == workflows_.end()) return NotFoundError("workflow " + id + " not found");
@@ -111,10 +111,10 @@ class FakeLogServer {
     for (const FakeTask& task : it->second.tasks) {
       tasks.push_back({{"group", task.group}, {"name", task.name}});
     }
-    return server::Reply::Json({{"id", id}, {"tasks", tasks}});
+    return api::Reply::Json({{"id", id}, {"tasks", tasks}});
   }
 
-  Result<server::Reply> Chunk(const server::RouteRequest& r) {
+  Result<api::Reply> Chunk(const api::RouteRequest& r) {
     std::lock_guard lock(mu_);
     const std::string name = r.Query("task").value_or("");
     const std::string retry = r.Query("retry").value_or("");
@@ -141,11 +141,11 @@ class FakeLogServer {
     const int64_t next = offset + static_cast<int64_t>(text.size());
     const int64_t size = static_cast<int64_t>(output.size());
     const bool ended = attempt + 1 < task->attempts.size() || task->ended;
-    return server::Reply::Json({{"offset", offset},
-                                {"next_offset", next},
-                                {"size", size},
-                                {"complete", ended && next >= size},
-                                {"text", text}});
+    return api::Reply::Json({{"offset", offset},
+                             {"next_offset", next},
+                             {"size", size},
+                             {"complete", ended && next >= size},
+                             {"text", text}});
   }
 
   mutable std::mutex mu_;
@@ -155,8 +155,8 @@ class FakeLogServer {
   std::optional<Status> fail_;
   std::vector<std::string> requests_;
   const int64_t chunk_bytes_;
-  server::Registry registry_;
-  std::unique_ptr<server::HttpServer> http_;
+  metrics::Registry registry_;
+  std::unique_ptr<api::HttpServer> http_;
   std::thread thread_;
   std::string url_;
 };
@@ -169,7 +169,7 @@ struct Printed {
 
 // PrintWorkflowLogs with a `wait` that lets the fake's next step happen instead of sleeping.
 Printed Print(FakeLogServer& fake, const LogsOptions& options) {
-  server::Client client(fake.Url(), "");
+  client::Client client(fake.Url(), "");
   std::ostringstream out;
   Printed printed;
   printed.status = PrintWorkflowLogs(client, options, out, [&](int64_t ms) {
@@ -418,7 +418,7 @@ TEST(PrintWorkflowLogs, NoServerIsUnavailableNamingItsUrl) {
   ASSERT_EQ(::bind(socket_fd, reinterpret_cast<sockaddr*>(&address), length), 0);
   ASSERT_EQ(::getsockname(socket_fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
   const std::string url = "http://127.0.0.1:" + std::to_string(ntohs(address.sin_port));
-  server::Client client(url, "");
+  client::Client client(url, "");
   std::ostringstream out;
   Status status = PrintWorkflowLogs(client, LogsFor(), out, [](int64_t) {});
   ::close(socket_fd);

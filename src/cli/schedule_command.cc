@@ -6,10 +6,10 @@
 
 #include "autoscaler/autoscaler.h"
 #include "cli/commands.h"
+#include "client/client.h"
 #include "common/strings.h"
 #include "model/input_file.h"
 #include "scheduler/scenario.h"
-#include "server/client.h"
 
 namespace gpupool::cli {
 
@@ -31,11 +31,11 @@ Status Schedule(const ScheduleFlags& flags, const Env& env) {
       ASSIGN_OR_RETURN(std::string t, model::ReadFile(f));
       text += "---\n" + t + "\n";
     }
-    auto client = server::Client::FromEnvironment(env.opts.server);
-    // POST /api/schedule?interrupt=NODE,...: the server's what-if (server/what_if.h).
+    auto client = client::Client::FromEnvironment(env.opts.server);
+    // POST /api/schedule?interrupt=NODE,...: the server's what-if (api/what_if.h).
     const bool table = env.format == OutputFormat::kTable;
     std::string path =
-        "/api/schedule" + server::Client::Query({{"interrupt", Join(flags.interrupts, ",")},
+        "/api/schedule" + client::Client::Query({{"interrupt", Join(flags.interrupts, ",")},
                                                  {"output", table ? "table" : ""}});
     ASSIGN_OR_RETURN(result, client->Call("POST", path, text, "application/yaml"));
     if (table && result.contains("table") && result["table"].is_string()) {

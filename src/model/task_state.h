@@ -3,7 +3,7 @@
 // JSON and API spelling is ToString's (upper case, e.g. "FAILED_EXEC_TIMEOUT"); everything else
 // compares through the enums.
 //
-// A task attempt (the scheduling loop, server/scheduling_loop.h, moves it):
+// A task attempt (the scheduling loop, controller/scheduling_loop.h, moves it):
 //
 //   WAITING --(a place under the workflow's parallelism)--> PENDING --(bound)--> SCHEDULED
 //   SCHEDULED --(launched)--> RUNNING --(exit)--> COMPLETED | FAILED | RESCHEDULED (+ new attempt)

@@ -1,16 +1,40 @@
-// Config reads: config show (a config, or one of its revisions), config list, config history.
+// Config reads: config show (a config, or one of its revisions), config list, config history, and
+// LoadConfigSet (the decoded OSMO kinds that access control and the scheduling loop read).
 
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "common/strings.h"
+#include "config/config_set.h"
 #include "config/kinds.h"
 #include "service/located_errors.h"
 #include "service/service_internal.h"
 #include "store/store.h"
 
 namespace gpupool::service {
+
+Result<config::ConfigSet> LoadConfigSet(store::Store& store) {
+  ASSIGN_OR_RETURN(auto records, store.ListConfigs(std::nullopt));
+  config::ConfigSet set;
+  for (const auto& record : records) {
+    auto kind = config::ParseKind(record.kind);
+    if (!kind.ok()) continue;
+    switch (*kind) {
+      case config::Kind::kPool:
+      case config::Kind::kPodTemplate:
+      case config::Kind::kResourceValidation:
+      case config::Kind::kRole:
+      case config::Kind::kBackend:
+        (void)config::PutConfig(set, *kind, record.name, record.body);
+        break;
+      default:
+        break;
+    }
+  }
+  return set;
+}
+
 namespace {
 
 using config::Kind;

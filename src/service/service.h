@@ -305,7 +305,8 @@ struct WorkflowFilter {
 };
 
 // What the service needs to know of machine pools, from the autoscaler's instance catalog (the
-// server's --catalog, or the built-in one); the service itself does not depend on the autoscaler.
+// server's --catalog, or the built-in one): service::MachinePoolSupportFor
+// (service/machine_pool_support.h); tests may pass functions of their own.
 struct MachinePoolSupport {
   // Refuses a MACHINE_POOL config that could never launch (its instance type is not in the
   // catalog) at write time, with the field named.
@@ -319,6 +320,10 @@ struct MachinePoolSupport {
   // Karpenter users expect, not refused because no such node exists today.
   std::function<std::optional<model::Node>(const model::MachinePool&)> template_node;
 };
+
+// Decodes every OSMO-kind config of the store into a ConfigSet; configs that fail to decode are
+// skipped (the service refuses such writes, so this only happens after a manual DB edit).
+Result<config::ConfigSet> LoadConfigSet(store::Store& store);
 
 class Service {
  public:

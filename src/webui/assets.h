@@ -1,7 +1,7 @@
 #pragma once
 // The web dashboard's files (Vite's build output of web/), embedded into the binary at build
 // time by cmake/embed_assets.cmake. Built with -DGPUPOOL_WITH_WEB=OFF, the table holds a single
-// /index.html saying so. The server's UI routes (server/ui_routes.h) serve them.
+// /index.html saying so. The server's UI routes (api/ui_routes.h) serve them.
 //
 // Thread contract: constant data; read from any thread.
 

@@ -1,10 +1,10 @@
-// End-to-end tests of the REST API over loopback with a real HTTP client (server::Client on
+// End-to-end tests of the REST API over loopback with a real HTTP client (client::Client on
 // cpp-httplib): every route, the 400/401/403/404/409 cases, seed 001's prefix rule, path
 // traversal (plain and percent-encoded), and OIDC tokens (expired, wrong issuer, wrong audience,
 // alg none, another key). The server is the real stack in-process: SQLite store, service,
-// access control, HTTP server, the what-if of `gpupool serve` (server/what_if.h).
+// access control, HTTP server, the what-if of `gpupool serve` (api/what_if.h).
 
-#include "server/api.h"
+#include "api/api.h"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -14,17 +14,17 @@
 #include <regex>
 #include <thread>
 
-#include "server/access_control.h"
-#include "server/client.h"
-#include "server/http_server.h"
-#include "server/store_metrics.h"
-#include "server/testing/token_minter.h"
-#include "server/what_if.h"
+#include "api/access_control.h"
+#include "api/http_server.h"
+#include "api/testing/token_minter.h"
+#include "api/what_if.h"
+#include "client/client.h"
+#include "metrics/store_metrics.h"
 #include "service/service.h"
 #include "store/store.h"
 #include "test_server.h"
 
-namespace gpupool::server {
+namespace gpupool::api {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -57,7 +57,7 @@ class ApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
     server_ = std::make_unique<TestServer>(MakeDevAuthenticator(), clock_);
-    Client admin = server_->As(kAdmin);
+    client::Client admin = server_->As(kAdmin);
     ASSERT_TRUE(admin.ImportNodes(kNodesYaml).ok());
     auto pool = admin.ShowConfig("POOL", "default");
     ASSERT_TRUE(pool.ok()) << pool.status().ToString();
@@ -110,7 +110,7 @@ double MetricValue(const std::string& page, const std::string& series) {
 }
 
 TEST_F(ApiTest, MetricsShowStoreTransactionsAndGroupCommits) {
-  Client admin = server_->As(kAdmin);
+  client::Client admin = server_->As(kAdmin);
   auto metrics = [&] {
     auto page = Raw("GET", "/metrics", "");
     EXPECT_TRUE(page && page->status == 200);
@@ -142,7 +142,7 @@ TEST_F(ApiTest, MetricsShowStoreTransactionsAndGroupCommits) {
 }
 
 TEST_F(ApiTest, ConfigRoutesWithRevisionsHistoryRollbackAndConflicts) {
-  Client admin = server_->As(kAdmin);
+  client::Client admin = server_->As(kAdmin);
   CreatePool("team-a");
   auto shown = admin.ShowConfig("POOL", "team-a");
   ASSERT_TRUE(shown.ok());
@@ -448,7 +448,7 @@ TEST_F(ApiTest, IdempotencyKeysAreCheckedAndReplayTheFirstSubmission) {
 }
 
 TEST_F(ApiTest, OneAuditRecordPerSubmission) {
-  Client admin = server_->As(kAdmin);
+  client::Client admin = server_->As(kAdmin);
   auto submitted =
       Raw("POST", "/api/pool/default/workflow", kAdmin, kQuickWorkflow, "application/yaml");
   ASSERT_TRUE(submitted);
@@ -485,7 +485,7 @@ TEST_F(ApiTest, AuthenticationAndConfigWritesNeedAdmin) {
   // osmo-default gives nothing beyond health: no role, no pool list.
   EXPECT_EQ(server_->As(kNobody).ListPools().status().code(), StatusCode::kPermissionDenied);
   // Config writes need osmo-admin.
-  Client team = server_->As(kTeam);
+  client::Client team = server_->As(kTeam);
   ASSERT_TRUE(server_->As(kAdmin).SetPoolRole("osmo-team").ok());
   auto write = team.UpdateConfig("POOL", "team-x", default_pool_);
   EXPECT_EQ(write.status().code(), StatusCode::kPermissionDenied);
@@ -497,7 +497,7 @@ TEST_F(ApiTest, AuthenticationAndConfigWritesNeedAdmin) {
 }
 
 TEST_F(ApiTest, Seed001PrefixRuleAndTraversal) {
-  Client admin = server_->As(kAdmin);
+  client::Client admin = server_->As(kAdmin);
   ASSERT_TRUE(admin.SetPoolRole("osmo-team").ok());
   for (const char* pool : {"teamcluster01", "team-cluster-02", "team-gpu-pool", "myteam-cluster-01",
                            "other-team-pool"}) {
@@ -577,7 +577,7 @@ TEST_F(ApiTest, SubmissionAccessIsTheServicesOneDecision) {
 }
 
 TEST_F(ApiTest, WorkflowRoutes) {
-  Client admin = server_->As(kAdmin);
+  client::Client admin = server_->As(kAdmin);
   auto dry = admin.SubmitWorkflow("default", kQuickWorkflow, {}, /*dry_run=*/true);
   ASSERT_TRUE(dry.ok()) << dry.status().ToString();
   EXPECT_EQ((*dry)["pods"].size(), 1u);
@@ -614,14 +614,14 @@ TEST_F(ApiTest, WorkflowRoutes) {
   EXPECT_EQ(cancels, 1) << (*audit).dump();
   EXPECT_EQ(admin.QueryWorkflow("nope-9").status().code(), StatusCode::kNotFound);
   // A user of another team may not read or cancel it (its pool is "default").
-  Client team = server_->As(kTeam);
+  client::Client team = server_->As(kTeam);
   ASSERT_TRUE(admin.SetPoolRole("osmo-team").ok());
   EXPECT_EQ(team.CancelWorkflow((*listed)["workflows"][1]["id"]).status().code(),
             StatusCode::kPermissionDenied);
 }
 
 TEST_F(ApiTest, PoolResourceNodeApplyScheduleAndAuditRoutes) {
-  Client admin = server_->As(kAdmin);
+  client::Client admin = server_->As(kAdmin);
   auto pools = admin.ListPools();
   ASSERT_TRUE(pools.ok());
   EXPECT_EQ((*pools)["pools"][0]["name"], "default");
@@ -667,7 +667,7 @@ TEST_F(ApiTest, PoolResourceNodeApplyScheduleAndAuditRoutes) {
 // POST /api/apply: the CLI's envelope of files gets errors that name the file and the field's
 // line, and writes all files in one transaction; a plain manifest body (curl) still works.
 TEST_F(ApiTest, ApplyEnvelopeOfFilesAndPlainManifests) {
-  Client admin = server_->As(kAdmin);
+  client::Client admin = server_->As(kAdmin);
   const std::string queue_p =
       "apiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: p}\nspec: {priority: 1}\n";
   const std::string bad_q =
@@ -816,7 +816,7 @@ TEST_F(ApiTest, WhatIfInterruptsSpotMachinePoolNodes) {
   std::string scenario = ReadSource("examples/machine-pools/pools.yaml") + "\n---\n" +
                          ReadSource("examples/machine-pools/cluster.yaml");
   ASSERT_NE(scenario.find("ml-training-1"), std::string::npos);
-  Client admin = server_->As(kAdmin);
+  client::Client admin = server_->As(kAdmin);
   auto plain = admin.Schedule(scenario);
   ASSERT_TRUE(plain.ok()) << plain.status().ToString();
   EXPECT_TRUE((*plain)["interruptions"].empty()) << (*plain).dump();
@@ -871,7 +871,7 @@ status:
 )";
 
 TEST_F(ApiTest, SpotInterruptionNoticeForAStoredNode) {
-  Client admin = server_->As(kAdmin);
+  client::Client admin = server_->As(kAdmin);
   Json spot = {{"instance_type", "g4dn.xlarge"}, {"capacity_type", "spot"}, {"max_replicas", 3}};
   auto pool = admin.UpdateConfig("MACHINE_POOL", "gpu-spot", spot);
   ASSERT_TRUE(pool.ok()) << pool.status().ToString();
@@ -1009,4 +1009,4 @@ TEST_F(OidcApiTest, TokensOverHttp) {
 }
 
 }  // namespace
-}  // namespace gpupool::server
+}  // namespace gpupool::api

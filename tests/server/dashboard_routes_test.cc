@@ -7,18 +7,18 @@
 #include <filesystem>
 #include <thread>
 
-#include "server/access_control.h"
-#include "server/api.h"
-#include "server/auth.h"
-#include "server/http_server.h"
-#include "server/ui_routes.h"
-#include "server/view_routes.h"
+#include "api/access_control.h"
+#include "api/api.h"
+#include "api/auth.h"
+#include "api/http_server.h"
+#include "api/ui_routes.h"
+#include "api/view_routes.h"
 #include "service/service.h"
 #include "service/views.h"
 #include "store/store.h"
 #include "webui/assets.h"
 
-namespace gpupool::server {
+namespace gpupool::api {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -71,7 +71,7 @@ class DashboardServer {
   static inline int counter_ = 0;
   SystemClock clock_;
   fs::path dir_;
-  Registry registry_;
+  metrics::Registry registry_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<service::Service> service_;
   std::unique_ptr<service::Views> views_;
@@ -211,4 +211,4 @@ TEST(DashboardRoutes, ViewsNeedATokenAndARoleAndAnswer304WhenUnchanged) {
 }
 
 }  // namespace
-}  // namespace gpupool::server
+}  // namespace gpupool::api

@@ -16,7 +16,7 @@
 #include "common/strings.h"
 #include "test_server.h"
 
-namespace gpupool::server {
+namespace gpupool::api {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -179,7 +179,7 @@ TEST_F(HardeningTest, ConcurrentUnconditionalPutsAllSucceed) {
   std::atomic<int> refused{0};
   std::vector<std::string> errors(2);
   auto writer = [&](int id) {
-    Client client = server_->As(kAdmin);
+    client::Client client = server_->As(kAdmin);
     for (int i = 0; i < kWritesEach; ++i) {
       Json body = default_pool_;
       body["description"] = "writer " + std::to_string(id) + " write " + std::to_string(i);
@@ -240,7 +240,7 @@ TEST_F(HardeningTest, IfMatchIsParsedFully) {
 // The built-in osmo-user role grants every user the pool "default" by name: deleting it by
 // accident left every user nowhere to submit. It takes --force (force=true), which warns.
 TEST_F(HardeningTest, ThePoolARoleGrantsByNameNeedsForceToDelete) {
-  Client admin = server_->As(kAdmin);
+  client::Client admin = server_->As(kAdmin);
   auto refused = admin.DeleteConfig("POOL", "default", false);
   EXPECT_EQ(refused.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(refused.status().message().find("granted by name by role osmo-user"), std::string::npos)
@@ -270,4 +270,4 @@ TEST_F(HardeningTest, MethodNotAllowedComesAfterAuthentication) {
 }
 
 }  // namespace
-}  // namespace gpupool::server
+}  // namespace gpupool::api

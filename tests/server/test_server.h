@@ -11,16 +11,16 @@
 #include <string>
 #include <thread>
 
-#include "server/access_control.h"
-#include "server/api.h"
-#include "server/client.h"
-#include "server/http_server.h"
-#include "server/store_metrics.h"
-#include "server/what_if.h"
+#include "api/access_control.h"
+#include "api/api.h"
+#include "api/http_server.h"
+#include "api/what_if.h"
+#include "client/client.h"
+#include "metrics/store_metrics.h"
 #include "service/service.h"
 #include "store/store.h"
 
-namespace gpupool::server {
+namespace gpupool::api {
 
 namespace fs = std::filesystem;
 
@@ -35,7 +35,7 @@ class TestServer {
     fs::create_directories(dir_);
     store::StoreOptions options;
     options.clock = &clock;
-    options.observe = ObserveStoreTransactions(registry_);
+    options.observe = metrics::ObserveStoreTransactions(registry_);
     auto store = store::OpenStore("sqlite:" + (dir_ / "db").string(), options);
     if (!store.ok()) throw std::runtime_error(store.status().ToString());
     store_ = std::move(*store);
@@ -71,7 +71,7 @@ class TestServer {
     fs::remove_all(dir_);
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  Client As(const std::string& token) const { return Client(url(), token); }
+  client::Client As(const std::string& token) const { return client::Client(url(), token); }
   store::Store& store() { return *store_; }
   // The SQLite file, for tests that write to it behind the store's back (rows an older
   // version may have left).
@@ -82,7 +82,7 @@ class TestServer {
   static inline int counter_ = 0;
   fs::path dir_;
   std::unique_ptr<Authenticator> authenticator_;
-  Registry registry_;
+  metrics::Registry registry_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<service::Service> service_;
   std::unique_ptr<AccessControl> access_;
@@ -91,4 +91,4 @@ class TestServer {
   int port_ = 0;
 };
 
-}  // namespace gpupool::server
+}  // namespace gpupool::api

@@ -15,11 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include "server/http_server.h"
-#include "server/ui_routes.h"
+#include "api/http_server.h"
+#include "api/ui_routes.h"
 #include "webui/assets.h"
 
-namespace gpupool::server {
+namespace gpupool::api {
 namespace {
 
 using Json = nlohmann::ordered_json;
@@ -51,7 +51,7 @@ class UiServer {
   httplib::Client Client() const { return httplib::Client("127.0.0.1", port_); }
 
  private:
-  Registry registry_;
+  metrics::Registry registry_;
   std::unique_ptr<HttpServer> http_;
   std::thread thread_;
   int port_ = 0;
@@ -149,4 +149,4 @@ TEST(UiWithoutDashboard, UiConfigSaysThereIsNoDashboard) {
 }
 
 }  // namespace
-}  // namespace gpupool::server
+}  // namespace gpupool::api

@@ -1,3 +1,0 @@
-#include "cli/app.h"
-
-int main(int argc, char** argv) { return gpupool::cli::RunCli(argc, argv); }

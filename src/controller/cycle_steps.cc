@@ -1,0 +1,365 @@
+// The scheduling loop's steps around the scheduler cycle (controller/scheduling_loop.h, steps 5-7):
+// the snapshot of the cluster and the tasks' pods, the cycle and what it decided (evictions,
+// bindings, reasons), the write-back, the machine pools, and the backend kept in line.
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/kinds.h"
+#include "config/membership.h"
+#include "controller/loop_step.h"
+#include "controller/machine_pools.h"
+#include "model/disruption_budget.h"
+#include "model/k8s.h"
+#include "model/node_pool.h"
+#include "model/queue.h"
+#include "service/service.h"
+
+namespace gpupool::controller {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+// The BACKEND config whose switches (enable_node_pools, ...) apply to the cluster this server
+// schedules: the built-in pool's backend.
+constexpr std::string_view kClusterBackend = config::kDefaultBackend;
+
+// Tells the backend why each task the cycle left pending stays so (every cycle: the backend
+// writes only what changed), and Kills the reported tasks that ended without a launch.
+void ReportPendingTasks(backend::Backend& backend, std::set<std::string>& reported,
+                        const std::vector<store::WorkflowRecord>& workflows,
+                        const TaskPodIndex& pod_index, const scheduler::CycleResult& cycle,
+                        const config::ConfigSet& configs) {
+  std::set<std::string> still_pending;
+  for (const auto& pending : cycle.unschedulable) {
+    auto it = pod_index.find(pending.pod);
+    if (it == pod_index.end()) continue;
+    const auto& wf = workflows[it->second.first];
+    const auto& task = wf.tasks[it->second.second];
+    if (task.status != TaskStatus::kPending) continue;
+    backend::Unschedulable report;
+    report.task_key = TaskKey(wf.id, task);
+    report.task_pod = &task.pod;
+    report.namespace_ = PodNamespace(configs, wf.pool);
+    report.message = pending.reason;
+    backend.ReportUnschedulable(report);
+    still_pending.insert(report.task_key);
+    reported.insert(std::move(report.task_key));
+  }
+  if (reported.size() == still_pending.size()) return;
+  std::unordered_map<std::string, std::string_view> status;  // of the reported tasks
+  for (const auto& wf : workflows) {
+    for (const auto& task : wf.tasks) {
+      std::string key = TaskKey(wf.id, task);
+      if (reported.contains(key)) status[key] = task.status;
+    }
+  }
+  for (auto it = reported.begin(); it != reported.end();) {
+    if (still_pending.contains(*it)) {
+      ++it;
+      continue;
+    }
+    auto found = status.find(*it);
+    std::string_view now =
+        found == status.end() ? ToString(TaskStatus::kCanceled) : std::string_view(found->second);
+    if (now == TaskStatus::kPending) {  // pending and not reported this cycle: the next one says
+      ++it;
+      continue;
+    }
+    // Bound (its launch takes the pod over) or ended (what the backend made for it goes).
+    if (model::IsTerminalTaskText(now)) (void)backend.Kill(*it);
+    it = reported.erase(it);
+  }
+}
+
+}  // namespace
+
+// 5a. The cluster as the scheduler sees it: nodes, queues, node pools, disruption budgets and
+// seed 003's administrator switches (those of BACKEND `default`, the cluster this server runs).
+Status SchedulingLoop::BuildClusterSnapshot(StepState& step) {
+  scheduler::ClusterSnapshot& snapshot = step.snapshot;
+  // NoExecute taints tolerated for tolerationSeconds expire against this step's time.
+  snapshot.now_ms = step.now;
+  for (const auto& node : step.node_records) {
+    auto parsed = model::NodeFromJson(node.object);
+    if (parsed.ok()) snapshot.nodes.push_back(std::move(*parsed));
+  }
+  ASSIGN_OR_RETURN(auto queue_configs, store_.ListConfigs("QUEUE"));
+  for (const auto& record : queue_configs) {
+    auto queue = model::QueueFromJson(record.body, record.name);
+    if (queue.ok()) snapshot.queues.push_back(std::move(*queue));
+  }
+  ASSIGN_OR_RETURN(auto pool_configs, store_.ListConfigs("NODE_POOL"));
+  for (const auto& record : pool_configs) {
+    auto pool = model::NodePoolFromJson(record.body, record.name);
+    if (pool.ok()) snapshot.node_pools.push_back(std::move(*pool));
+  }
+  ASSIGN_OR_RETURN(auto budget_configs, store_.ListConfigs("POD_DISRUPTION_BUDGET"));
+  for (const auto& record : budget_configs) {
+    auto budget = model::PodDisruptionBudgetFromSpec(record.body, record.name);
+    if (budget.ok()) snapshot.disruption_budgets.push_back(std::move(*budget));
+  }
+  if (const config::Backend* cluster = step.configs.FindBackend(kClusterBackend)) {
+    step.settings = {cluster->enable_node_pools, cluster->enable_cpu_quota,
+                     cluster->enable_over_quota};
+  }
+  if (step.settings.node_pools) ReportNodePoolConflicts(snapshot);
+  scheduler::ApplyNodePoolSwitch(step.settings, snapshot.queues, snapshot.node_pools);
+  service::AddImplicitPoolQueues(step.configs, snapshot.nodes, snapshot.node_pools,
+                                 snapshot.queues);
+  return OkStatus();
+}
+
+// 5b. The tasks' pods: bound ones (SCHEDULED, RUNNING) first, then the pending ones in arrival
+// order. A pending pod the scheduler cannot read fails its task.
+void SchedulingLoop::AddTaskPods(StepState& step) {
+  const std::set<std::string> node_backends = config::NodeBackends(step.snapshot.nodes);
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t w = 0; w < step.workflows.size(); ++w) {
+      auto& wf = step.workflows[w];
+      for (size_t t = 0; t < wf.tasks.size(); ++t) {
+        auto& task = wf.tasks[t];
+        const bool bound =
+            task.status == TaskStatus::kRunning || task.status == TaskStatus::kScheduled;
+        if (pass == 0 ? !bound : task.status != TaskStatus::kPending) continue;
+        Json pod = task.pod.is_object() ? task.pod : Json::object();
+        const std::string name = SnapshotPodName(wf.id, t);
+        pod["metadata"]["name"] = name;
+        pod["metadata"]["namespace"] = "default";
+        if (pod["metadata"].contains("labels") &&
+            pod["metadata"]["labels"].contains(scheduler::kGangLabel)) {
+          pod["metadata"]["labels"][scheduler::kGangLabel] = wf.id + "." + task.group;
+        }
+        if (bound) pod["spec"]["nodeName"] = task.node;
+        auto parsed = model::PodSchedulingFromJson(pod);
+        if (!parsed.ok()) {
+          if (!bound) {
+            SetStatus(task, TaskStatus::kFailed, step.now, transitions_);
+            task.message = "pod cannot be scheduled: " + parsed.status().message();
+            step.changed[w] = true;
+          }
+          continue;
+        }
+        step.pod_index[name] = {w, t};
+        if (!bound && !node_backends.empty()) {
+          const config::Pool* pool = step.configs.FindPool(wf.pool);
+          config::ScopePodToBackend(*parsed, pool ? pool->backend : config::kDefaultBackend,
+                                    node_backends);
+        }
+        if (bound) {
+          if (evictions_.Protected(TaskKey(wf.id, task), step.now)) {
+            parsed->priority = std::max(parsed->priority.value_or(0),
+                                        scheduler::kNonPreemptiblePriority);  // being evicted
+          }
+          // The binding time: when it became SCHEDULED (RUNNING: its launch, right after).
+          const int64_t bound_at = task.status == TaskStatus::kRunning && task.started_ms > 0
+                                       ? task.started_ms
+                                       : task.status_changed_ms;
+          if (bound_at > 0) step.snapshot.bound_at_ms[name] = bound_at;
+        }
+        step.snapshot.pods.push_back(std::move(*parsed));
+      }
+    }
+  }
+}
+
+// 5c. The spot drain, the pods handed in, the cycle, and its decisions applied to the tasks.
+void SchedulingLoop::RunCycle(StepState& step, StepStats& stats) {
+  ApplySpotDrain(step, stats);
+  // After the drain, which walks workflow pods only: handed-in pods have no workflow.
+  step.handed_in = AddHandedInPods(backend_, step.pod_index, step.snapshot);
+  evictions_.LeaveOutHeld(step.snapshot);
+  scheduler::ApplyClusterSettings(step.settings, step.snapshot);
+  step.cycle = scheduler_.RunCycle(step.snapshot);
+  ApplyEvictions(step, stats);
+  for (const auto& held : evictions_.HoldBindings(step.cycle, step.snapshot)) {
+    auto it = step.pod_index.find(held.pod);
+    if (it == step.pod_index.end()) continue;
+    auto& task = step.workflows[it->second.first].tasks[it->second.second];
+    std::string message = "placed on node " + held.node +
+                          " once the pods evicted there have left (the cluster is evicting them)";
+    if (task.status == TaskStatus::kPending && task.message != message) {
+      task.message = std::move(message);
+      step.changed[it->second.first] = true;
+    }
+  }
+  for (const auto& binding : step.cycle.bindings) {
+    auto it = step.pod_index.find(binding.pod);
+    if (it == step.pod_index.end()) continue;
+    auto& task = step.workflows[it->second.first].tasks[it->second.second];
+    if (task.status != TaskStatus::kPending) continue;
+    task.node = binding.node;
+    task.message.clear();
+    SetStatus(task, TaskStatus::kScheduled, step.now, transitions_);
+    step.changed[it->second.first] = true;
+    ++stats.bound;
+  }
+  for (const auto& pending : step.cycle.unschedulable) {
+    auto it = step.pod_index.find(pending.pod);
+    if (it == step.pod_index.end()) continue;
+    auto& wf = step.workflows[it->second.first];
+    auto& task = wf.tasks[it->second.second];
+    if (step.evicted_now.contains(TaskKey(wf.id, task))) {
+      continue;  // its message says it was evicted, for this step
+    }
+    if (task.status == TaskStatus::kPending && task.message != pending.reason) {
+      task.message = pending.reason;
+      step.changed[it->second.first] = true;
+    }
+  }
+}
+
+// 6. Each changed workflow written with compare-and-set, its status derived first. A write that
+// loses (a concurrent cancel) undoes this step's launches of that workflow; the next step decides
+// again from the store. A lost lease stops the step.
+Status SchedulingLoop::WriteBack(StepState& step, StepStats& stats) {
+  for (size_t w = 0; w < step.workflows.size(); ++w) {
+    auto& wf = step.workflows[w];
+    const model::WorkflowStatus status = DeriveWorkflowStatus(wf.tasks);
+    if (wf.status != status) {
+      wf.status = ToString(status);
+      step.changed[w] = true;
+    }
+    if (!step.changed[w]) continue;
+    Status written = store_.UpdateWorkflowAsLeader(wf, {options_.lease_name, options_.holder});
+    if (!written.ok()) {
+      ++stats.conflicts;
+      for (const auto& task : wf.tasks) {
+        if (task.status == TaskStatus::kRunning && task.started_ms == step.now) {
+          std::string key = TaskKey(wf.id, task);
+          (void)backend_.Kill(key);
+          launched_.erase(key);
+          step.running_keys.erase(key);
+        }
+      }
+      // kFailedPrecondition: the lease is gone (this server stalled past it); stop here, the
+      // next step finds itself a follower.
+      if (written.code() != StatusCode::kAborted && written.code() != StatusCode::kNotFound) {
+        return written;
+      }
+      continue;
+    }
+    for (const auto& task : wf.tasks) {
+      // Applied: ended, or requeued by an eviction (the attempt's key runs again later).
+      if (model::IsTerminalTaskText(task.status) || task.status == TaskStatus::kPending) {
+        exits_.erase(TaskKey(wf.id, task));
+      }
+    }
+  }
+  return OkStatus();
+}
+
+// 7. Machine pools: launch for what stays pending, mark ready, scale down, interruptions. A
+// failure here (a machine pool naming an instance type the catalog lacks) must not stop the rest
+// of the step: it is reported and counted, and scheduling carries on.
+std::vector<service::MachinePoolEvent> SchedulingLoop::ReconcileMachinePools(const StepState& step,
+                                                                             StepStats& stats) {
+  std::vector<service::MachinePoolEvent> events;
+  if (!options_.machine_pools) return events;
+  auto reconciled = RunMachinePoolStep(
+      store_, step.node_records, autoscaler::AfterCycle(step.snapshot, step.cycle),
+      options_.catalog ? *options_.catalog : autoscaler::Catalog::Builtin(), step.now,
+      options_.provision, {options_.lease_name, options_.holder});
+  if (!reconciled.ok()) {
+    stats.machine_pool_error = reconciled.status().message();
+    step_errors_->Increment({"machine_pools"});
+    return events;
+  }
+  stats.nodes_launched = reconciled->launched;
+  stats.nodes_removed = reconciled->removed;
+  for (const auto& event : reconciled->events) {
+    events.push_back({step.now, event.machine_pool, event.node, event.what});
+  }
+  return events;
+}
+
+// The backend in line with the store: what runs there but is no longer RUNNING (canceled,
+// failed) is killed; the pending tasks' reasons and the handed-in pods' bindings go out.
+void SchedulingLoop::SyncBackend(const StepState& step) {
+  for (auto it = launched_.begin(); it != launched_.end();) {
+    if (!step.running_keys.contains(*it)) {
+      (void)backend_.Kill(*it);
+      it = launched_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  ReportPendingTasks(backend_, reported_, step.workflows, step.pod_index, step.cycle, step.configs);
+  ActOnHandedInPods(backend_, step.handed_in, step.cycle);
+}
+
+// The cycle's victims. A backend that stops them at once (kStopped) has them requeued now and
+// Kill'ed after the step's writes; one that asks the cluster (kInFlight) keeps them running
+// until it answers (controller/evictions.h).
+void SchedulingLoop::ApplyEvictions(StepState& step, StepStats& stats) {
+  for (const auto& eviction : step.cycle.evictions) {
+    auto it = step.pod_index.find(eviction.pod);
+    if (it == step.pod_index.end()) continue;
+    auto& wf = step.workflows[it->second.first];
+    auto& task = wf.tasks[it->second.second];
+    if (task.status != TaskStatus::kRunning && task.status != TaskStatus::kScheduled) continue;
+    std::string key = TaskKey(wf.id, task);
+    const std::string reason(scheduler::EvictionReasonName(eviction.reason));
+    step.changed[it->second.first] = true;
+    if (task.status == TaskStatus::kRunning &&
+        backend_.Evict({key, reason, eviction.message,
+                        eviction.reason != scheduler::EvictionReason::kNoExecute}) ==
+            backend::EvictionStart::kInFlight) {
+      evictions_.Asked(key, task.node, "evicted (" + reason + "): " + eviction.message);
+      task.message = "being evicted (" + reason + "): " + eviction.message;
+      continue;
+    }
+    step.running_keys.erase(key);
+    task.node.clear();
+    task.started_ms = 0;
+    task.message = "evicted (" + reason + "): " + eviction.message;
+    SetStatus(task, TaskStatus::kPending, step.now, transitions_);
+    ++stats.evicted;
+  }
+}
+
+// Spot drain (autoscaler/provisioner.h): a task told to stop on an interrupted node says so in
+// its message; once its grace period has ended (at the latest at the node's deadline) it leaves
+// the node, pending again, before the cycle places it elsewhere.
+void SchedulingLoop::ApplySpotDrain(StepState& step, StepStats& stats) {
+  std::map<std::string, model::PodScheduling*> bound;
+  for (auto& pod : step.snapshot.pods) {
+    if (!pod.node_name.empty()) bound[scheduler::PodKey(pod)] = &pod;
+  }
+  for (const model::Node& node : step.snapshot.nodes) {
+    for (const autoscaler::DrainEntry& entry : autoscaler::DrainEntries(node)) {
+      auto pod = bound.find(entry.pod);
+      auto at = step.pod_index.find(entry.pod);
+      if (!entry.told_ms || pod == bound.end() || pod->second->node_name != node.name ||
+          at == step.pod_index.end()) {
+        continue;
+      }
+      auto& wf = step.workflows[at->second.first];
+      auto& task = wf.tasks[at->second.second];
+      if (task.status != TaskStatus::kRunning && task.status != TaskStatus::kScheduled) continue;
+      if (entry.end_ms > step.now) {
+        const std::string message =
+            "stopping (spot interruption of node " + node.name + "): " + entry.why;
+        if (task.message != message) {
+          task.message = message;
+          step.changed[at->second.first] = true;
+        }
+        continue;
+      }
+      step.running_keys.erase(TaskKey(wf.id, task));
+      task.node.clear();
+      task.started_ms = 0;
+      task.message = "evicted (spot interruption of node " + node.name + "): " + entry.why;
+      SetStatus(task, TaskStatus::kPending, step.now, transitions_);
+      step.changed[at->second.first] = true;
+      ++stats.evicted;
+      pod->second->node_name.clear();
+      step.snapshot.bound_at_ms.erase(entry.pod);
+    }
+  }
+}
+
+}  // namespace gpupool::controller

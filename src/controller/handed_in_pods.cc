@@ -1,0 +1,101 @@
+#include "controller/handed_in_pods.h"
+
+#include <algorithm>
+#include <map>
+
+namespace gpupool::controller {
+
+namespace {
+
+std::string Label(const model::PodScheduling& pod, const char* key) {
+  auto it = pod.labels.find(key);
+  return it == pod.labels.end() ? "" : it->second;
+}
+
+// Gang -> why its pending members wait, for gangs with fewer pods than their gang-min.
+std::map<std::string, std::string> IncompleteGangs(const std::vector<backend::HandedInPod>& pods) {
+  struct Count {
+    int64_t members = 0;
+    int64_t min = 0;
+  };
+  std::map<std::string, Count> gangs;
+  for (const auto& pod : pods) {
+    std::string gang = Label(pod.pod, scheduler::kGangLabel);
+    if (gang.empty()) continue;
+    Count& count = gangs[gang];
+    ++count.members;
+    auto min = scheduler::ParseGangMin(Label(pod.pod, scheduler::kGangMinLabel));
+    if (min.ok()) count.min = std::max(count.min, *min);  // malformed: the scheduler says so
+  }
+  std::map<std::string, std::string> incomplete;
+  for (const auto& [gang, count] : gangs) {
+    if (count.members >= count.min) continue;
+    incomplete[gang] = "waiting for gang " + gang + ": " + std::to_string(count.members) +
+                       " of the " + std::to_string(count.min) + " pods its " +
+                       scheduler::kGangMinLabel + " asks for exist";
+  }
+  return incomplete;
+}
+
+}  // namespace
+
+HandedIn AddHandedInPods(const backend::Backend& backend, const TaskPodIndex& tasks,
+                         scheduler::ClusterSnapshot& snapshot) {
+  HandedIn in;
+  in.pods = backend.HandedInPods();
+  const std::map<std::string, std::string> incomplete = IncompleteGangs(in.pods);
+  for (size_t i = 0; i < in.pods.size(); ++i) {
+    const backend::HandedInPod& pod = in.pods[i];
+    if (!pod.unsupported.empty()) continue;  // stays pending, saying why (ActOnHandedInPods)
+    if (pod.pod.node_name.empty()) {
+      auto waiting = incomplete.find(Label(pod.pod, scheduler::kGangLabel));
+      if (waiting != incomplete.end()) {
+        in.held.emplace_back(i, waiting->second);
+        continue;
+      }
+    }
+    std::string key = scheduler::PodKey(pod.pod);
+    if (tasks.contains(key) || in.by_key.contains(key)) continue;  // a task's name: never
+    in.by_key.emplace(std::move(key), i);
+    snapshot.pods.push_back(pod.pod);
+    if (!pod.pod.node_name.empty()) {  // never a victim: the loop evicts only tasks
+      auto& priority = snapshot.pods.back().priority;
+      priority = std::max(priority.value_or(0), scheduler::kNonPreemptiblePriority);
+    }
+  }
+  return in;
+}
+
+void ActOnHandedInPods(backend::Backend& backend, const HandedIn& in,
+                       const scheduler::CycleResult& cycle) {
+  std::map<std::string, std::vector<backend::PodBinding>> gangs;  // gang (or pod) -> bindings
+  for (const auto& binding : cycle.bindings) {
+    auto it = in.by_key.find(binding.pod);
+    if (it == in.by_key.end()) continue;
+    const backend::HandedInPod& pod = in.pods[it->second];
+    if (!pod.pod.node_name.empty()) continue;
+    auto gang = pod.pod.labels.find(scheduler::kGangLabel);
+    std::string unit = gang != pod.pod.labels.end() ? "gang:" + gang->second : "pod:" + it->first;
+    gangs[unit].push_back({pod.ref, binding.node});
+  }
+  // A refused gang stays pending (nothing of it bound); the next cycle decides again.
+  for (const auto& [unit, bindings] : gangs) (void)backend.BindPods(bindings);
+  auto report = [&](const backend::HandedInPod& pod, const std::string& message) {
+    backend::Unschedulable why;
+    why.pod = pod.ref;
+    why.message = message;
+    backend.ReportUnschedulable(why);
+  };
+  for (const auto& pending : cycle.unschedulable) {
+    auto it = in.by_key.find(pending.pod);
+    if (it != in.by_key.end() && in.pods[it->second].pod.node_name.empty()) {
+      report(in.pods[it->second], pending.reason);
+    }
+  }
+  for (const auto& pod : in.pods) {
+    if (!pod.unsupported.empty()) report(pod, pod.unsupported);
+  }
+  for (const auto& [index, message] : in.held) report(in.pods[index], message);
+}
+
+}  // namespace gpupool::controller

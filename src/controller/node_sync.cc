@@ -1,0 +1,57 @@
+#include "controller/node_sync.h"
+
+#include <iostream>
+
+#include "common/json_text.h"
+
+namespace gpupool::controller {
+
+NodeSync::NodeSync(backend::Backend& backend, store::Store& store, std::chrono::milliseconds period)
+    : backend_(backend), store_(store), period_(period) {}
+
+NodeSync::~NodeSync() { Stop(); }
+
+Result<size_t> NodeSync::SyncOnce() {
+  ASSIGN_OR_RETURN(auto nodes, backend_.ListNodes());
+  std::vector<store::NodeRecord> changed;
+  std::map<std::string, std::string> dumped;
+  for (auto& node : nodes) {
+    std::string name = node["metadata"]["name"].get<std::string>();
+    std::string text = DumpJson(node);  // never throws: this runs on the sync thread
+    auto it = written_.find(name);
+    if (it == written_.end() || it->second != text) changed.push_back({name, std::move(node)});
+    dumped[name] = std::move(text);
+  }
+  if (!changed.empty()) RETURN_IF_ERROR(store_.UpsertNodes(changed, /*replace_all=*/false));
+  written_ = std::move(dumped);
+  return changed.size();
+}
+
+void NodeSync::Start() {
+  thread_ = std::thread([this] {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      lock.unlock();
+      auto synced = SyncOnce();
+      // Said once per distinct failure (a cluster outage would otherwise repeat every period).
+      std::string error = synced.ok() ? "" : synced.status().message();
+      if (error != last_error_ && !error.empty()) {
+        std::cerr << "gpupool: node sync: " << error << std::endl;
+      }
+      last_error_ = error;
+      lock.lock();
+      wake_.wait_for(lock, period_, [this] { return stop_; });
+    }
+  });
+}
+
+void NodeSync::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace gpupool::controller

@@ -1,0 +1,231 @@
+#include "controller/scheduling_loop.h"
+// The loop's life (lease, leadership, the thread) and the leader's step as its named steps:
+// those over tasks are in task_steps.cc, those around the scheduler cycle in cycle_steps.cc.
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <iostream>
+#include <limits>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "common/json_text.h"
+#include "config/kinds.h"
+#include "config/membership.h"
+#include "controller/handed_in_pods.h"
+#include "controller/loop_step.h"
+#include "controller/machine_pools.h"
+#include "controller/task_lifecycle.h"
+#include "controller/workflow_runs.h"
+#include "model/duration.h"
+#include "model/k8s.h"
+#include "model/node_pool.h"
+#include "model/queue.h"
+#include "model/quota_tree.h"
+#include "scheduler/cluster_settings.h"
+
+namespace gpupool::controller {
+
+using Json = nlohmann::ordered_json;
+
+SchedulingLoop::SchedulingLoop(store::Store& store, backend::Backend& backend, const Clock& clock,
+                               metrics::Registry& registry, LoopOptions options)
+    : store_(store),
+      backend_(backend),
+      clock_(clock),
+      options_(std::move(options)),
+      scheduler_(options_.scheduler),
+      evictions_(options_.refused_eviction_backoff_ms) {
+  leader_gauge_ = registry.AddGauge("gpupool_scheduler_leader",
+                                    "1 when this server holds the scheduler lease.");
+  pending_gauge_ = registry.AddGauge("gpupool_pending_pods", "Pods waiting to be scheduled.");
+  running_gauge_ = registry.AddGauge("gpupool_running_pods", "Pods scheduled or running.");
+  fair_share_gauge_ = registry.AddGauge("gpupool_queue_fair_share",
+                                        "Fair share per queue, node pool and resource "
+                                        "(gpu and cpu in milli-units, memory in bytes).",
+                                        {"queue", "node_pool", "resource"});
+  allocated_gauge_ =
+      registry.AddGauge("gpupool_queue_allocated", "Allocation per queue, node pool and resource.",
+                        {"queue", "node_pool", "resource"});
+  deserved_gauge_ = registry.AddGauge("gpupool_queue_deserved",
+                                      "Deserved quota per queue, node pool and resource.",
+                                      {"queue", "node_pool", "resource"});
+  cycle_seconds_ = registry.AddHistogram("gpupool_scheduling_cycle_seconds",
+                                         "Duration of one scheduling step of the leader.", {},
+                                         metrics::LatencyBuckets());
+  transitions_ =
+      registry.AddCounter("gpupool_task_transitions_total",
+                          "Task status transitions made by the scheduling loop.", {"from", "to"});
+  step_errors_ = registry.AddCounter(
+      "gpupool_scheduling_step_errors_total",
+      "Scheduling steps that failed (step) or whose machine-pool part failed (machine_pools).",
+      {"part"});
+}
+
+SchedulingLoop::~SchedulingLoop() { Stop(); }
+
+// Only the leader's view is current: a follower (or a former leader) exports none, so that a sum
+// or max over the servers' /metrics counts the cluster once.
+void SchedulingLoop::ClearLeaderGauges() {
+  pending_gauge_->ReplaceAll({});
+  running_gauge_->ReplaceAll({});
+  fair_share_gauge_->ReplaceAll({});
+  allocated_gauge_->ReplaceAll({});
+  deserved_gauge_->ReplaceAll({});
+}
+
+void SchedulingLoop::Start() {
+  stop_ = false;
+  thread_ = std::thread([this] {
+    std::string last_error;
+    while (!stop_.load()) {
+      auto stats = Step();
+      std::string error = !stats.ok() ? stats.status().message() : stats->machine_pool_error;
+      // Reported once per distinct message, so a lasting fault does not flood the log.
+      if (!error.empty() && error != last_error) {
+        std::cerr << "gpupool serve: scheduling step: " << error << "\n";
+      }
+      last_error = std::move(error);
+      for (int64_t waited = 0; waited < options_.interval_ms && !stop_.load(); waited += 10) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+    }
+  });
+}
+
+// A node carrying the labels of two node pools is scheduled in the first by name (the
+// scheduler's rule); it is logged whenever the set of such nodes changes, never silently.
+void SchedulingLoop::ReportNodePoolConflicts(const scheduler::ClusterSnapshot& snapshot) {
+  std::map<std::string, model::NodePool> pools;
+  for (const auto& pool : snapshot.node_pools) pools[pool.name] = pool;
+  std::string report;
+  for (const auto& node : snapshot.nodes) {
+    auto matches = model::MatchingNodePools(node, pools);
+    if (matches.size() > 1) {
+      report += "gpupool serve: " + model::NodePoolConflictMessage(node.name, matches) + "\n";
+    }
+  }
+  if (report != node_pool_conflicts_ && !report.empty()) std::cerr << report;
+  node_pool_conflicts_ = std::move(report);
+}
+
+void SchedulingLoop::Stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  if (leader_.exchange(false)) (void)store_.ReleaseLease(options_.lease_name, options_.holder);
+}
+
+Result<StepStats> SchedulingLoop::Step() {
+  StepStats stats;
+  int64_t now = clock_.NowMillis();
+  // The lease runs on the database's clock: servers whose clocks disagree still agree on it.
+  auto lease = store_.TryAcquireLease(options_.lease_name, options_.holder, std::nullopt,
+                                      options_.lease_ttl_ms);
+  if (!lease.ok()) {
+    leader_ = false;
+    leader_gauge_->Set({}, 0);
+    ClearLeaderGauges();
+    return lease.status();
+  }
+  if (!*lease) {
+    if (leader_.exchange(false)) {
+      // Lost the lease: forget what we ran; the new leader re-adopts from the store.
+      for (const auto& key : launched_) (void)backend_.Kill(key);
+      launched_.clear();
+      exits_.clear();
+      evictions_.Clear();
+    }
+    adopted_ = false;
+    leader_gauge_->Set({}, 0);
+    ClearLeaderGauges();
+    return stats;
+  }
+  leader_ = true;
+  leader_gauge_->Set({}, 1);
+  stats.leader = true;
+  auto start = std::chrono::steady_clock::now();
+  Status status = LeaderStep(now, stats);
+  cycle_seconds_->Observe(
+      {}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (!status.ok()) {
+    step_errors_->Increment({"step"});
+    return status;
+  }
+  return stats;
+}
+
+// The leader's step, as the named steps of the header's list.
+Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
+  StepState step;
+  step.now = now;
+  RETURN_IF_ERROR(LoadState(step));
+  AdoptRunningTasks(step);                      // 1
+  CollectExits(step);                           // 2
+  AdvanceTasks(step, stats);                    // 2-4: exits, timeouts, launches
+  SettleWorkflows(step);                        // failed workflows stopped, waiting tasks let in
+  evictions_.Prune(step.running_keys, now);     // before the cycle: the pods they held enter it
+  RETURN_IF_ERROR(BuildClusterSnapshot(step));  // 5
+  AddTaskPods(step);
+  RunCycle(step, stats);
+  RETURN_IF_ERROR(WriteBack(step, stats));                                             // 6
+  std::vector<service::MachinePoolEvent> events = ReconcileMachinePools(step, stats);  // 7
+  SyncBackend(step);
+  ExportGauges(step, stats);
+  if (options_.views != nullptr) {
+    PublishStep(now, std::move(step.workflows), step.snapshot, std::move(step.cycle),
+                std::move(events));
+  }
+  return OkStatus();
+}
+
+// The leader's gauges: pending and running tasks, and per queue, node pool and resource the fair
+// share, allocation and deserved quota of the cycle.
+void SchedulingLoop::ExportGauges(const StepState& step, StepStats& stats) {
+  for (const auto& wf : step.workflows) {
+    for (const auto& task : wf.tasks) {
+      if (task.status == TaskStatus::kPending) ++stats.pending;
+      if (task.status == TaskStatus::kRunning || task.status == TaskStatus::kScheduled)
+        ++stats.running;
+    }
+  }
+  pending_gauge_->Set({}, stats.pending);
+  running_gauge_->Set({}, stats.running);
+  static constexpr const char* kResources[] = {"gpu", "cpu", "memory"};
+  std::map<metrics::LabelValues, double> fair, allocated, deserved;
+  for (const auto& share : step.cycle.fair_share) {
+    for (size_t r = 0; r < share.resources.size() && r < 3; ++r) {
+      metrics::LabelValues labels = {share.queue, share.node_pool, kResources[r]};
+      fair[labels] = static_cast<double>(share.resources[r].fair_share);
+      allocated[labels] = static_cast<double>(share.resources[r].allocated);
+      deserved[labels] = static_cast<double>(share.resources[r].deserved);
+    }
+  }
+  fair_share_gauge_->ReplaceAll(std::move(fair));
+  allocated_gauge_->ReplaceAll(std::move(allocated));
+  deserved_gauge_->ReplaceAll(std::move(deserved));
+}
+
+// The step's state for the dashboard: the workflows as written, what the cycle knew, the positions
+// of the pods it left pending.
+void SchedulingLoop::PublishStep(int64_t now, std::vector<store::WorkflowRecord> workflows,
+                                 const scheduler::ClusterSnapshot& snapshot,
+                                 scheduler::CycleResult cycle,
+                                 std::vector<service::MachinePoolEvent> events) {
+  auto insight = std::make_shared<service::SchedulerInsight>();
+  insight->shares = std::move(cycle.fair_share);
+  insight->node_pools = std::move(cycle.node_pools);
+  insight->queues = snapshot.queues;
+  std::set<std::string> pending;
+  for (const auto& pod : cycle.unschedulable) pending.insert(pod.pod);
+  insight->positions = service::RankPendingPods(snapshot.pods, pending);
+  auto state = std::make_shared<service::LiveState>();
+  state->at_ms = now;
+  state->workflows = std::move(workflows);
+  state->insight = std::move(insight);
+  state->events = std::move(events);
+  options_.views->Publish(std::move(state));
+}
+
+}  // namespace gpupool::controller

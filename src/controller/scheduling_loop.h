@@ -1,0 +1,179 @@
+#pragma once
+// The server's scheduling loop. Exactly one server per database runs it: the holder of the leader
+// lease "scheduler" (store::Store::TryAcquireLease on the database's clock, renewed every step; a
+// crashed leader's lease expires after lease_ttl_ms and another server takes over). Each step of
+// the leader:
+//   1. re-adopts RUNNING tasks on the backend when it has just become leader (the sim backend is
+//      deterministic from the stored start time, so nothing is lost across a restart);
+//   2. applies task exits from the backend: the task's exitActions, else the pool's
+//      default_exit_actions, else exit 0 = COMPLETE and anything else = FAIL; COMPLETE ->
+//      COMPLETED, FAIL -> FAILED, RESCHEDULE -> the attempt becomes RESCHEDULED and a new attempt
+//      (retry + 1) is PENDING (at most max_retries times, then FAILED); a workflow with a
+//      backoff_limit (a Job's backoffLimit) retries FAIL the same way until more attempts
+//      failed than the limit (controller/workflow_runs.h);
+//   3. enforces timeouts: PENDING longer than the queue timeout -> FAILED_QUEUE_TIMEOUT, RUNNING
+//      longer than the exec timeout -> killed, FAILED_EXEC_TIMEOUT (workflow `timeout`, else the
+//      pool's default_queue_timeout / default_exec_timeout);
+//      Then WAITING tasks (past their workflow's parallelism) take the places that freed up;
+//   4. launches SCHEDULED tasks on the backend (-> RUNNING) and kills backend tasks whose task is
+//      no longer RUNNING in the store (canceled through the API);
+//   5. runs one scheduler::Scheduler cycle over all nodes, bound pods (SCHEDULED and RUNNING
+//      tasks) and pending pods (in submission order): bindings PENDING -> SCHEDULED (launched
+//      next step), evictions back to PENDING (Backend::Evict; a cluster that decides evictions
+//      itself, kInFlight, keeps the victim RUNNING until it answers, and the pods placed on its
+//      node wait: controller/evictions.h); unschedulable reasons go to the task message
+//      and, after the step's writes, to the backend (Backend::ReportUnschedulable; a reported
+//      task that ends without a launch is Kill'ed, so that what the backend made for it goes).
+//      Pods handed in by others through the backend (Backend::HandedInPods; no workflow in the
+//      store) join the cycle too: the ones it places are bound by Backend::BindPods after the
+//      step's writes (a gang in one command), the others are told why they wait.
+//      The cycle gets the step's time and each bound task's binding time, so a task that
+//      tolerates a node's NoExecute taint only for tolerationSeconds is evicted (reason
+//      NoExecute, back to PENDING) at the first step after its deadline;
+//   6. derives each workflow's status from its tasks and writes every changed workflow with
+//      compare-and-set (a concurrent cancel wins; the loop re-reads next step);
+//   7. reconciles machine pools (controller/machine_pools.h): nodes launched for the pods still
+//      pending, ready after the provisioning delay, removed when empty, spot interruptions.
+//      Before the cycle of step 5, the spot drain's decisions are applied (ApplySpotDrain): a
+//      task told to stop says so in its message, and leaves its node once its grace period ends.
+// The backend is told the store's nodes at the start of every step (Backend::SetKnownNodes).
+// Every decision is persisted before it acts on the backend, so a crash at any point leaves the
+// store consistent: a node is never counted twice, an acknowledged workflow is never lost.
+//
+// Thread contract: Step() must not run concurrently with itself; Start() runs it on a private
+// thread every interval_ms. IsLeader() and the metrics may be read from any thread.
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "autoscaler/provisioner.h"
+#include "backend/backend.h"
+#include "common/clock.h"
+#include "controller/evictions.h"
+#include "controller/handed_in_pods.h"
+#include "controller/task_lifecycle.h"
+#include "metrics/metrics.h"
+#include "scheduler/scheduler.h"
+#include "service/views.h"
+#include "store/store.h"
+
+namespace gpupool::controller {
+
+struct LoopOptions {
+  std::string holder;  // this server's identity for the lease (unique per process)
+  std::string lease_name = "scheduler";
+  int64_t lease_ttl_ms = 5000;
+  int64_t interval_ms = 200;
+  int64_t default_sim_duration_ms = 1000;  // a task without sim_duration
+  int max_retries = 3;                     // RESCHEDULE at most this many times per task
+  // A task whose eviction the cluster refused (a PodDisruptionBudget) is no victim for this long.
+  int64_t refused_eviction_backoff_ms = 30000;
+  scheduler::SchedulerOptions scheduler;
+  // Machine pools (MACHINE_POOL configs): launch, ready, scale down, spot interruptions
+  // (controller/machine_pools.h). Instance types from `catalog` (nullptr: the built-in one).
+  bool machine_pools = true;
+  const autoscaler::Catalog* catalog = nullptr;
+  autoscaler::ProvisionOptions provision;
+  // The dashboard's views: after every step of the leader they receive the step's state (the
+  // unfinished workflows, the cycle's fair shares and queue positions, machine-pool events).
+  // nullptr: none.
+  service::Views* views = nullptr;
+};
+
+struct StepStats {
+  bool leader = false;
+  int bound = 0;
+  int launched = 0;
+  int finished = 0;
+  int timed_out = 0;
+  int evicted = 0;
+  int pending = 0;
+  int running = 0;
+  int conflicts = 0;       // CAS failures (a concurrent write won)
+  int nodes_launched = 0;  // by machine pools
+  int nodes_removed = 0;
+  std::string machine_pool_error;  // why the machine-pool part failed ("" when it did not)
+};
+
+class SchedulingLoop {
+ public:
+  // All references must outlive the loop.
+  SchedulingLoop(store::Store& store, backend::Backend& backend, const Clock& clock,
+                 metrics::Registry& registry, LoopOptions options);
+  ~SchedulingLoop();
+
+  // One step (lease, then the leader's work). Errors are store failures; the loop retries.
+  Result<StepStats> Step();
+
+  void Start();
+  void Stop();  // releases the lease if held
+  bool IsLeader() const { return leader_.load(); }
+
+ private:
+  struct StepState;  // controller/loop_step.h
+
+  Status LeaderStep(int64_t now, StepStats& stats);
+  // The leader's step, in order (task_steps.cc, then cycle_steps.cc).
+  Status LoadState(StepState& step);
+  void AdoptRunningTasks(const StepState& step);
+  void CollectExits(StepState& step);
+  void AdvanceTasks(StepState& step, StepStats& stats);
+  void AdvanceRunningTask(StepState& step, size_t w, store::TaskRecord& task,
+                          std::vector<store::TaskRecord>& added, StepStats& stats);
+  void ApplyExit(const StepState& step, size_t w, store::TaskRecord& task,
+                 const backend::TaskExit& exit, std::vector<store::TaskRecord>& added);
+  void LaunchScheduledTask(StepState& step, size_t w, store::TaskRecord& task, StepStats& stats);
+  void EnforceQueueTimeout(StepState& step, size_t w, store::TaskRecord& task, StepStats& stats);
+  void SettleWorkflows(StepState& step);
+  Status BuildClusterSnapshot(StepState& step);
+  void AddTaskPods(StepState& step);
+  void RunCycle(StepState& step, StepStats& stats);
+  void ApplySpotDrain(StepState& step, StepStats& stats);
+  void ApplyEvictions(StepState& step, StepStats& stats);
+  Status WriteBack(StepState& step, StepStats& stats);
+  std::vector<service::MachinePoolEvent> ReconcileMachinePools(const StepState& step,
+                                                               StepStats& stats);
+  void SyncBackend(const StepState& step);
+  void ExportGauges(const StepState& step, StepStats& stats);
+  void PublishStep(int64_t now, std::vector<store::WorkflowRecord> workflows,
+                   const scheduler::ClusterSnapshot& snapshot, scheduler::CycleResult cycle,
+                   std::vector<service::MachinePoolEvent> events);
+  void ClearLeaderGauges();
+  void ReportNodePoolConflicts(const scheduler::ClusterSnapshot& snapshot);
+
+  store::Store& store_;
+  backend::Backend& backend_;
+  const Clock& clock_;
+  const LoopOptions options_;
+  const scheduler::Scheduler scheduler_;
+
+  std::atomic<bool> leader_{false};
+  bool adopted_ = false;
+  std::set<std::string> launched_;  // backend keys this process launched and saw no exit for
+  std::map<std::string, backend::TaskExit> exits_;  // polled, not yet applied to the store
+  std::string node_pool_conflicts_;                 // the last logged report (loop thread only)
+  std::set<std::string> reported_;  // task keys reported unschedulable, not launched or ended
+  EvictionsInFlight evictions_;     // victims the cluster is evicting (controller/evictions.h)
+
+  metrics::Gauge* leader_gauge_;
+  metrics::Gauge* pending_gauge_;
+  metrics::Gauge* running_gauge_;
+  metrics::Gauge* fair_share_gauge_;
+  metrics::Gauge* allocated_gauge_;
+  metrics::Gauge* deserved_gauge_;
+  metrics::Histogram* cycle_seconds_;
+  metrics::Counter* transitions_;
+  metrics::Counter* step_errors_;
+
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace gpupool::controller

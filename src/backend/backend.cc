@@ -7,6 +7,10 @@
 
 namespace gpupool::backend {
 
+std::string HandedInKey(const PodRef& pod) {
+  return "pod:" + pod.namespace_ + "/" + pod.name + "/" + pod.uid;
+}
+
 Result<LogChunk> Backend::ReadLog(std::string_view key, int64_t offset, int64_t max_bytes) const {
   (void)key;
   (void)offset;

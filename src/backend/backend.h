@@ -13,16 +13,20 @@
 //                    only what changed; the loop calls it every cycle for every pod it leaves
 //                    pending, and Kill for a reported task that ends without being launched;
 //        BindPods    place pods handed in by others (not tasks) on nodes, a gang all together;
-//        Evict       task T is a victim of reclaim, preemption or a NoExecute taint: stopped at
-//                    once (sim, Slurm: the loop Kills it), or asked of the cluster (Kubernetes'
-//                    Eviction API), which may take the pod's grace period or refuse (429: a
-//                    PodDisruptionBudget);
+//        Evict       task T, or a bound pod P handed in, is a victim of reclaim, preemption or (a
+//                    task only) a NoExecute taint: stopped at once (sim, Slurm: the loop Kills
+//                    it), or asked of the cluster (Kubernetes' Eviction API), which may take the
+//                    pod's grace period or refuse (429: a PodDisruptionBudget);
 //   out  Poll        tasks that ended (exit code, reason), or that an eviction asked of the
 //                    cluster stopped (TaskExit::evicted: requeue, not exit actions);
 //        RefusedEvictions  evictions the cluster refused: the task keeps running;
 //        ListNodes   the cluster's nodes;
 //        HandedInPods  pods others created for gpupool to place (pending) or that it placed
-//                    (bound), with no workflow in the store.
+//                    (bound), with no workflow in the store; a victim among them is evicted once
+//                    it is no longer listed;
+//        DisruptionBudgets  the cluster's PodDisruptionBudgets, as its disruption controller
+//                    counts them, and the pods each selects, so that the scheduler picks victims
+//                    a budget allows.
 // The defaults of ReportUnschedulable, BindPods and HandedInPods are for backends where all work
 // comes as workflows and nothing shows a reason (sim, Slurm).
 //
@@ -70,14 +74,27 @@ struct TaskExit {
   bool evicted = false;
 };
 
-// A running task the scheduler evicts (Backend::Evict).
+// A pod gpupool did not create for a task (Kubernetes: a pod with spec.schedulerName gpupool,
+// created by anyone).
+struct PodRef {
+  std::string namespace_;
+  std::string name;
+  std::string uid;
+};
+
+// Where the contract speaks of task keys (TaskEviction, RefusedEviction), a pod handed in is
+// "pod:NAMESPACE/NAME/UID": a pod made again under the same name is another.
+std::string HandedInKey(const PodRef& pod);
+
+// A running task, or a bound pod handed in, that the scheduler evicts (Backend::Evict).
 struct TaskEviction {
-  std::string key;
+  std::string key;      // the task attempt's, or HandedInKey(pod)
   std::string reason;   // scheduler::EvictionReasonName: "reclaim", "preempt", "NoExecute"
   std::string message;  // the scheduler's, e.g. "reclaimed by queue rnd-1 for pod train-3"
   // Reclaim and preemption are voluntary disruptions: a PodDisruptionBudget may refuse them. A
   // NoExecute taint's eviction is not (Kubernetes' taint manager deletes the pod).
   bool voluntary = true;
+  PodRef pod;  // a pod handed in (uid set); empty for a task
 };
 
 enum class EvictionStart {
@@ -92,14 +109,6 @@ struct RefusedEviction {
   std::string reason;  // e.g. "The disruption budget web needs 2 healthy pods and has 2 currently"
 };
 
-// A pod gpupool did not create for a task (Kubernetes: a pod with spec.schedulerName gpupool,
-// created by anyone).
-struct PodRef {
-  std::string namespace_;
-  std::string name;
-  std::string uid;
-};
-
 // Why a task, or a pod handed in, stays pending (Backend::ReportUnschedulable).
 struct Unschedulable {
   std::string task_key;  // a task attempt's key; "" for a pod handed in
@@ -112,13 +121,28 @@ struct Unschedulable {
 };
 
 // A pod handed in by others, as the scheduler reads it: pending (pod.node_name empty) or bound
-// (it holds its node; the loop never picks it as a victim: it evicts only tasks). `unsupported`
+// (it holds its node, and may be a victim of reclaim or preemption as a task is). `unsupported`
 // names what a pending pod asks that gpupool does not evaluate (it must stay pending with that
 // message, never be placed as if the constraint were absent).
 struct HandedInPod {
   PodRef ref;
   model::PodScheduling pod;
   std::string unsupported;
+};
+
+// A policy/v1 PodDisruptionBudget of the cluster (Backend::DisruptionBudgets): its rule, what
+// its status says (the disruption controller counts every pod it selects, gpupool's or not),
+// and the pods it selects that gpupool may evict: tasks by attempt key, pods handed in by
+// HandedInKey.
+struct ClusterDisruptionBudget {
+  std::string namespace_;
+  std::string name;
+  std::string rule;                 // "minAvailable 2", "maxUnavailable 25%"
+  int64_t disruptions_allowed = 0;  // status.disruptionsAllowed
+  int64_t current_healthy = 0;      // status.currentHealthy
+  int64_t desired_healthy = 0;      // status.desiredHealthy
+  int64_t expected_pods = 0;        // status.expectedPods
+  std::vector<std::string> selects;
 };
 
 // One pod handed in, to bind to a node.
@@ -197,12 +221,14 @@ class Backend {
   // bound. Default: kFailedPrecondition (no pods are handed in).
   virtual Status BindPods(const std::vector<PodBinding>& gang);
 
-  // Evicts a running task for the scheduler. kStopped: the loop stops it now as any other task
-  // (Kill) and takes its room as free. kInFlight: the backend asked the cluster, which may take
+  // Evicts a running task, or a bound pod handed in (TaskEviction::pod), for the scheduler.
+  // kStopped: the loop stops a task now as any other (Kill), and takes its room as free. kInFlight: the backend asked the cluster, which may take
   // time (the pod's grace period) or refuse (a PodDisruptionBudget): the task holds its node
   // until Poll reports it with TaskExit::evicted, or RefusedEvictions reports the refusal (it
-  // then keeps running). A Kill meanwhile cancels the eviction (neither is reported). Default:
-  // kStopped, doing nothing (the loop's Kill stops it).
+  // then keeps running). A Kill meanwhile cancels the eviction (neither is reported). A pod
+  // handed in has no exit to report: once evicted it is no longer in HandedInPods (Kubernetes
+  // does not requeue a pod; a Job's or ReplicaSet's controller makes a new one, handed in anew).
+  // Default: kStopped, doing nothing (the loop's Kill stops a task).
   virtual EvictionStart Evict(const TaskEviction& eviction) {
     (void)eviction;
     return EvictionStart::kStopped;
@@ -210,6 +236,10 @@ class Backend {
 
   // Evictions started with kInFlight that the cluster refused since the last call, each once.
   virtual std::vector<RefusedEviction> RefusedEvictions() { return {}; }
+
+  // The cluster's PodDisruptionBudgets that select a task's pod or a pod handed in. Default:
+  // none (gpupool's POD_DISRUPTION_BUDGET configs are the only budgets).
+  virtual std::vector<ClusterDisruptionBudget> DisruptionBudgets() const { return {}; }
 
   // Up to `max_bytes` of the output of attempt `key` (stdout and stderr as the task wrote them)
   // from byte `offset`. kNotFound when the attempt has written nothing (yet); an offset past the

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <string>
 #include <utility>
+#include <unordered_map>
 #include <vector>
 
 #include "config/kinds.h"
@@ -170,22 +171,15 @@ void SchedulingLoop::AddTaskPods(StepState& step) {
 void SchedulingLoop::RunCycle(StepState& step, StepStats& stats) {
   ApplySpotDrain(step, stats);
   // After the drain, which walks workflow pods only: handed-in pods have no workflow.
-  step.handed_in = AddHandedInPods(backend_, step.pod_index, step.snapshot);
+  step.handed_in = AddHandedInPods(
+      std::move(step.handed_in_pods), step.pod_index,
+      [&](const std::string& key) { return evictions_.Protected(key, step.now); }, step.snapshot);
+  AddClusterBudgets(step);
   evictions_.LeaveOutHeld(step.snapshot);
   scheduler::ApplyClusterSettings(step.settings, step.snapshot);
   step.cycle = scheduler_.RunCycle(step.snapshot);
   ApplyEvictions(step, stats);
-  for (const auto& held : evictions_.HoldBindings(step.cycle, step.snapshot)) {
-    auto it = step.pod_index.find(held.pod);
-    if (it == step.pod_index.end()) continue;
-    auto& task = step.workflows[it->second.first].tasks[it->second.second];
-    std::string message = "placed on node " + held.node +
-                          " once the pods evicted there have left (the cluster is evicting them)";
-    if (task.status == TaskStatus::kPending && task.message != message) {
-      task.message = std::move(message);
-      step.changed[it->second.first] = true;
-    }
-  }
+  HoldPlacements(step);
   for (const auto& binding : step.cycle.bindings) {
     auto it = step.pod_index.find(binding.pod);
     if (it == step.pod_index.end()) continue;
@@ -291,13 +285,94 @@ void SchedulingLoop::SyncBackend(const StepState& step) {
   ActOnHandedInPods(backend_, step.handed_in, step.cycle);
 }
 
+// The cluster's PodDisruptionBudgets beside gpupool's configs, over the snapshot's pods they
+// select (the backend matched their selectors against the pods themselves: their namespace and
+// labels on the cluster, which the snapshot's task pods do not carry), with the counts of the
+// cluster's disruption controller, which sees every pod a budget selects.
+void SchedulingLoop::AddClusterBudgets(StepState& step) {
+  std::vector<backend::ClusterDisruptionBudget> budgets = backend_.DisruptionBudgets();
+  if (budgets.empty()) return;
+  std::unordered_map<std::string, std::pair<std::string, std::string>> pods;  // key -> (ns, name)
+  for (const auto& [name, at] : step.pod_index) {
+    const auto& wf = step.workflows[at.first];
+    pods[TaskKey(wf.id, wf.tasks[at.second])] = {"default", name};
+  }
+  for (const auto& [key, index] : step.handed_in.by_key) {
+    const backend::HandedInPod& pod = step.handed_in.pods[index];
+    pods[backend::HandedInKey(pod.ref)] = {pod.pod.namespace_, pod.pod.name};
+  }
+  for (auto& cluster : budgets) {
+    model::PodDisruptionBudget budget;
+    budget.name = cluster.namespace_ + "/" + cluster.name;
+    budget.namespace_ = cluster.namespace_;
+    model::PodDisruptionBudget::Observed& observed = budget.observed.emplace();
+    for (const std::string& key : cluster.selects) {
+      if (auto it = pods.find(key); it != pods.end()) observed.pods.insert(it->second);
+    }
+    if (observed.pods.empty()) continue;
+    observed.rule = std::move(cluster.rule);
+    observed.disruptions_allowed = cluster.disruptions_allowed;
+    observed.current_healthy = cluster.current_healthy;
+    observed.desired_healthy = cluster.desired_healthy;
+    observed.expected_pods = cluster.expected_pods;
+    step.snapshot.disruption_budgets.push_back(std::move(budget));
+  }
+}
+
+// The pods placed where victims are being evicted wait (server/evictions.h), saying so: a task
+// in its message, a pod handed in on the cluster (Backend::ReportUnschedulable).
+void SchedulingLoop::HoldPlacements(StepState& step) {
+  for (const auto& held : evictions_.HoldBindings(step.cycle, step.snapshot)) {
+    std::string message = "placed on node " + held.node +
+                          " once the pods evicted there have left (the cluster is evicting them)";
+    auto it = step.pod_index.find(held.pod);
+    if (it == step.pod_index.end()) {
+      auto in = step.handed_in.by_key.find(held.pod);
+      if (in != step.handed_in.by_key.end()) {
+        step.handed_in.held.emplace_back(in->second, std::move(message));
+      }
+      continue;
+    }
+    auto& task = step.workflows[it->second.first].tasks[it->second.second];
+    if (task.status == TaskStatus::kPending && task.message != message) {
+      task.message = std::move(message);
+      step.changed[it->second.first] = true;
+    }
+  }
+}
+
+// A bound pod handed in that the cycle chose as a victim: asked of the backend, with no task to
+// requeue (once evicted the pod is gone; its owner, if any, makes a new one). A NoExecute taint
+// is the cluster's to enforce on it (Kubernetes' taint manager), not gpupool's.
+void SchedulingLoop::EvictHandedInPod(StepState& step, const scheduler::Eviction& eviction,
+                                      StepStats& stats) {
+  auto it = step.handed_in.by_key.find(eviction.pod);
+  if (it == step.handed_in.by_key.end()) return;
+  const backend::HandedInPod& pod = step.handed_in.pods[it->second];
+  if (pod.pod.node_name.empty() || eviction.reason == scheduler::EvictionReason::kNoExecute) {
+    return;
+  }
+  backend::TaskEviction ask;
+  ask.key = backend::HandedInKey(pod.ref);
+  ask.reason = scheduler::EvictionReasonName(eviction.reason);
+  ask.message = eviction.message;
+  ask.pod = pod.ref;
+  if (backend_.Evict(ask) == backend::EvictionStart::kInFlight) {
+    evictions_.Asked(ask.key, pod.pod.node_name, "");
+  }
+  ++stats.evicted;
+}
+
 // The cycle's victims. A backend that stops them at once (kStopped) has them requeued now and
 // Kill'ed after the step's writes; one that asks the cluster (kInFlight) keeps them running
 // until it answers (controller/evictions.h).
 void SchedulingLoop::ApplyEvictions(StepState& step, StepStats& stats) {
   for (const auto& eviction : step.cycle.evictions) {
     auto it = step.pod_index.find(eviction.pod);
-    if (it == step.pod_index.end()) continue;
+    if (it == step.pod_index.end()) {
+      EvictHandedInPod(step, eviction, stats);
+      continue;
+    }
     auto& wf = step.workflows[it->second.first];
     auto& task = wf.tasks[it->second.second];
     if (task.status != TaskStatus::kRunning && task.status != TaskStatus::kScheduled) continue;

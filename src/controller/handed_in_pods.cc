@@ -39,10 +39,11 @@ std::map<std::string, std::string> IncompleteGangs(const std::vector<backend::Ha
 
 }  // namespace
 
-HandedIn AddHandedInPods(const backend::Backend& backend, const TaskPodIndex& tasks,
+HandedIn AddHandedInPods(std::vector<backend::HandedInPod> pods, const TaskPodIndex& tasks,
+                         const std::function<bool(const std::string&)>& protect,
                          scheduler::ClusterSnapshot& snapshot) {
   HandedIn in;
-  in.pods = backend.HandedInPods();
+  in.pods = std::move(pods);
   const std::map<std::string, std::string> incomplete = IncompleteGangs(in.pods);
   for (size_t i = 0; i < in.pods.size(); ++i) {
     const backend::HandedInPod& pod = in.pods[i];
@@ -58,8 +59,8 @@ HandedIn AddHandedInPods(const backend::Backend& backend, const TaskPodIndex& ta
     if (tasks.contains(key) || in.by_key.contains(key)) continue;  // a task's name: never
     in.by_key.emplace(std::move(key), i);
     snapshot.pods.push_back(pod.pod);
-    if (!pod.pod.node_name.empty()) {  // never a victim: the loop evicts only tasks
-      auto& priority = snapshot.pods.back().priority;
+    if (!pod.pod.node_name.empty() && protect(backend::HandedInKey(pod.ref))) {
+      auto& priority = snapshot.pods.back().priority;  // being evicted, or refused lately
       priority = std::max(priority.value_or(0), scheduler::kNonPreemptiblePriority);
     }
   }

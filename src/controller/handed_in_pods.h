@@ -9,6 +9,7 @@
 //
 // Thread contract: the scheduling loop's thread.
 
+#include <functional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -29,12 +30,14 @@ struct HandedIn {
   std::vector<std::pair<size_t, std::string>> held;
 };
 
-// Adds the backend's pods handed in to `snapshot`. Kept out, and said why: those asking what
+// Adds `pods` (the backend's pods handed in) to `snapshot`. A bound one for which `protect`
+// (its HandedInKey) is true enters non-preemptible. Kept out, and said why: those asking what
 // gpupool does not evaluate, and the members of a gang of which fewer pods exist than its
 // gpupool.io/gang-min (pods handed in arrive one by one: a Job's third pod may come a cycle
 // after its first two, and the scheduler, which reads a gang-min above the gang's size as "the
 // whole gang", would place the first two). A name a task's pod has is never taken.
-HandedIn AddHandedInPods(const backend::Backend& backend, const TaskPodIndex& tasks,
+HandedIn AddHandedInPods(std::vector<backend::HandedInPod> pods, const TaskPodIndex& tasks,
+                         const std::function<bool(const std::string&)>& protect,
                          scheduler::ClusterSnapshot& snapshot);
 
 // Binds what `cycle` placed of them and reports why the others stay pending.

@@ -36,7 +36,8 @@ struct SchedulingLoop::StepState {
   scheduler::ClusterSnapshot snapshot;
   scheduler::ClusterSettings settings;
   TaskPodIndex pod_index;  // snapshot pod name -> (workflow, task)
-  HandedIn handed_in;
+  std::vector<backend::HandedInPod> handed_in_pods;  // as the backend listed them this step
+  HandedIn handed_in;                                // those of them in the cycle
   scheduler::CycleResult cycle;
 };
 

@@ -165,7 +165,8 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   CollectExits(step);                           // 2
   AdvanceTasks(step, stats);                    // 2-4: exits, timeouts, launches
   SettleWorkflows(step);                        // failed workflows stopped, waiting tasks let in
-  evictions_.Prune(step.running_keys, now);     // before the cycle: the pods they held enter it
+  step.handed_in_pods = backend_.HandedInPods();
+  PruneEvictions(step);                         // before the cycle: the pods they held enter it
   RETURN_IF_ERROR(BuildClusterSnapshot(step));  // 5
   AddTaskPods(step);
   RunCycle(step, stats);
@@ -178,6 +179,16 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
                 std::move(events));
   }
   return OkStatus();
+}
+
+// Evictions in flight end with their victims: a task no longer RUNNING (evicted, ended,
+// canceled), a pod handed in no longer bound (evicted: gone).
+void SchedulingLoop::PruneEvictions(const StepState& step) {
+  std::set<std::string> holding = step.running_keys;
+  for (const auto& pod : step.handed_in_pods) {
+    if (!pod.pod.node_name.empty()) holding.insert(backend::HandedInKey(pod.ref));
+  }
+  evictions_.Prune(holding, step.now);
 }
 
 // The leader's gauges: pending and running tasks, and per queue, node pool and resource the fair

@@ -26,7 +26,10 @@
 //      task that ends without a launch is Kill'ed, so that what the backend made for it goes).
 //      Pods handed in by others through the backend (Backend::HandedInPods; no workflow in the
 //      store) join the cycle too: the ones it places are bound by Backend::BindPods after the
-//      step's writes (a gang in one command), the others are told why they wait.
+//      step's writes (a gang in one command), the others are told why they wait; bound ones
+//      may be victims (Backend::Evict, then gone once evicted: nothing to requeue).
+//      The cluster's PodDisruptionBudgets (Backend::DisruptionBudgets) join gpupool's
+//      POD_DISRUPTION_BUDGET configs, so that the cycle picks victims a budget allows.
 //      The cycle gets the step's time and each bound task's binding time, so a task that
 //      tolerates a node's NoExecute taint only for tolerationSeconds is evicted (reason
 //      NoExecute, back to PENDING) at the first step after its deadline;
@@ -132,11 +135,15 @@ class SchedulingLoop {
   void LaunchScheduledTask(StepState& step, size_t w, store::TaskRecord& task, StepStats& stats);
   void EnforceQueueTimeout(StepState& step, size_t w, store::TaskRecord& task, StepStats& stats);
   void SettleWorkflows(StepState& step);
+  void PruneEvictions(const StepState& step);
   Status BuildClusterSnapshot(StepState& step);
   void AddTaskPods(StepState& step);
   void RunCycle(StepState& step, StepStats& stats);
   void ApplySpotDrain(StepState& step, StepStats& stats);
+  void AddClusterBudgets(StepState& step);
   void ApplyEvictions(StepState& step, StepStats& stats);
+  void EvictHandedInPod(StepState& step, const scheduler::Eviction& eviction, StepStats& stats);
+  void HoldPlacements(StepState& step);
   Status WriteBack(StepState& step, StepStats& stats);
   std::vector<service::MachinePoolEvent> ReconcileMachinePools(const StepState& step,
                                                                StepStats& stats);

@@ -83,6 +83,10 @@ int64_t Scaled(const IntOrPercent& v, int64_t total) {
 std::string IntOrPercent::ToString() const { return std::to_string(value) + (percent ? "%" : ""); }
 
 bool PodDisruptionBudget::Selects(const PodScheduling& pod) const {
+  if (observed) {
+    return observed->pods.contains(
+        {pod.namespace_.empty() ? std::string("default") : pod.namespace_, pod.name});
+  }
   if (!selector || pod.namespace_ != namespace_) return false;
   return MatchesLabelSelector(*selector, pod.labels);
 }
@@ -94,6 +98,7 @@ int64_t PodDisruptionBudget::DesiredHealthy(int64_t expected) const {
 }
 
 std::string PodDisruptionBudget::Rule() const {
+  if (observed && !observed->rule.empty()) return observed->rule;
   if (min_available) return "minAvailable " + min_available->ToString();
   if (max_unavailable) return "maxUnavailable " + max_unavailable->ToString();
   return "no limit";
@@ -258,8 +263,16 @@ DisruptionBudgets::DisruptionBudgets(std::span<const PodDisruptionBudget> budget
       if (!pods[i].node_name.empty()) ++entry.healthy;
     }
     if (entry.members.empty()) continue;
-    const int64_t expected = static_cast<int64_t>(entry.members.size());
-    entry.allowed = std::max<int64_t>(0, entry.healthy - budget.DesiredHealthy(expected));
+    if (budget.observed) {
+      entry.healthy = budget.observed->current_healthy;
+      entry.expected = budget.observed->expected_pods;
+      entry.desired = budget.observed->desired_healthy;
+      entry.allowed = std::max<int64_t>(0, budget.observed->disruptions_allowed);
+    } else {
+      entry.expected = static_cast<int64_t>(entry.members.size());
+      entry.desired = budget.DesiredHealthy(entry.expected);
+      entry.allowed = std::max<int64_t>(0, entry.healthy - entry.desired);
+    }
     for (int m : entry.members) by_pod_[m].push_back(static_cast<int>(entries_.size()));
     entries_.push_back(std::move(entry));
   }
@@ -283,12 +296,11 @@ std::optional<std::string> DisruptionBudgets::Blocks(std::span<const int> evicti
       }
     }
     if (gone_count + evicting_count <= entry.allowed) continue;
-    const int64_t expected = static_cast<int64_t>(entry.members.size());
     const int64_t left = std::max<int64_t>(0, entry.allowed - gone_count);
     return "PodDisruptionBudget " + entry.budget->name + " (" + entry.budget->Rule() + ") allows " +
            std::to_string(left) + " more disruption" + (left == 1 ? "" : "s") + ": " +
-           std::to_string(entry.healthy - gone_count) + " of " + std::to_string(expected) +
-           " pods healthy, " + std::to_string(entry.budget->DesiredHealthy(expected)) + " needed";
+           std::to_string(entry.healthy - gone_count) + " of " + std::to_string(entry.expected) +
+           " pods healthy, " + std::to_string(entry.desired) + " needed";
   }
   return std::nullopt;
 }

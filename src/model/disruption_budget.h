@@ -23,9 +23,11 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -52,6 +54,19 @@ struct PodDisruptionBudget {
   std::optional<std::vector<NodeSelectorRequirement>> selector;
   std::optional<IntOrPercent> min_available;
   std::optional<IntOrPercent> max_unavailable;
+  // A cluster's budget, as its API server shows it: the pods it selects (namespace, name) and
+  // its status as the cluster's disruption controller counted it, over every pod it selects,
+  // also those no scheduler snapshot holds. Set, they replace the selector and the counting over
+  // the cycle's pods.
+  struct Observed {
+    std::set<std::pair<std::string, std::string>> pods;
+    std::string rule;  // "minAvailable 2"
+    int64_t disruptions_allowed = 0;
+    int64_t current_healthy = 0;
+    int64_t desired_healthy = 0;
+    int64_t expected_pods = 0;
+  };
+  std::optional<Observed> observed;
 
   bool Selects(const PodScheduling& pod) const;
   // The pods that must stay healthy when `expected` pods are selected (percentages round up).
@@ -101,6 +116,8 @@ class DisruptionBudgets {
     std::vector<int> members;
     int64_t healthy = 0;
     int64_t allowed = 0;  // disruptionsAllowed before any eviction
+    int64_t expected = 0;
+    int64_t desired = 0;
   };
   std::span<const PodScheduling> pods_;
   std::vector<Entry> entries_;

@@ -110,9 +110,11 @@ KubernetesBackend::KubernetesBackend(KubernetesOptions options,
       unschedulable_(std::make_unique<UnschedulableWriter>(*client_, options_.event_repeat)) {}
 
 KubernetesBackend::~KubernetesBackend() {
+  if (budgets_) budgets_->Stop();
   if (pods_) pods_->Stop();
   if (nodes_) nodes_->Stop();
   // The client's thread goes first, while what its callbacks use (the maps, the writer) lives.
+  budgets_.reset();
   pods_.reset();
   nodes_.reset();
   client_.reset();
@@ -137,9 +139,13 @@ Result<std::unique_ptr<KubernetesBackend>> KubernetesBackend::Open(KubernetesOpt
           .on_update = [self](const kube::ObjectPtr&,
                               const kube::ObjectPtr& pod) { self->OnPod(pod, false); },
           .on_delete = [self](const kube::ObjectPtr& pod) { self->OnPod(pod, true); }});
+  backend->budgets_ = std::make_unique<kube::Informer>(
+      *self->client_, kube::InformerOptions{.path = "/apis/policy/v1/poddisruptionbudgets"});
   backend->nodes_->Start();
   backend->pods_->Start();
-  for (kube::Informer* informer : {backend->nodes_.get(), backend->pods_.get()}) {
+  backend->budgets_->Start();
+  for (kube::Informer* informer :
+       {backend->nodes_.get(), backend->pods_.get(), backend->budgets_.get()}) {
     if (!informer->WaitForSync(backend->options_.sync_timeout)) {
       return UnavailableError("kubernetes backend: no answer from " + config.server + " (" +
                               config.source + "): " + informer->Stats().last_error);

@@ -33,8 +33,8 @@
 //              reads them (queue from gpupool.io/queue, else "default"; gangs from gpupool.io/gang
 //              scoped to the namespace, and gpupool.io/gang-min): pending ones (with the feature
 //              gpupool does not evaluate, when they ask one), and bound ones, which hold their
-//              node and are never chosen as victims (gpupool evicts only tasks). Their node's
-//              capacity is not reduced for them (ListNodes): the scheduler counts them as pods.
+//              node and may be victims (Evict). Their node's capacity is not reduced for them
+//              (ListNodes): the scheduler counts them as pods.
 //   BindPods   binds pods handed in through pods/binding (their UIDs in the bodies), a gang in
 //              one command: refused whole when one of them is no longer pending here or a node
 //              is unknown; sent, each pod counts as bound on its node until the informer shows
@@ -47,14 +47,24 @@
 //              FailedScheduling Event "Binding rejected: ..." on the refused pod, a Warning
 //              Event GangPartlyBound on each member bound, a line in the server's log. The
 //              members still pending are placed by the next cycles (kube_backend_handed_in.cc).
-//   Evict      a victim of reclaim or preemption: the DisruptionTarget=True condition
+//   Evict      a victim of reclaim or preemption, a task's pod or a pod handed in (its UID as
+//              the scheduler saw it): the DisruptionTarget=True condition
 //              (PreemptionByScheduler) by a status patch, then POST pods/NAME/eviction (policy/v1,
 //              the pod's UID as precondition), in the background (kInFlight). The task holds
-//              its node until the informer shows the pod gone, then Poll reports it evicted. A
+//              its node until the informer shows the pod gone, then Poll reports it evicted (a
+//              pod handed in is then no longer in HandedInPods: Kubernetes does not requeue a
+//              pod; a Job's or ReplicaSet's controller makes a new one, handed in anew). A
 //              429 (a PodDisruptionBudget allows no disruption now) or any other refusal leaves
 //              the pod running: its DisruptionTarget goes back to False and RefusedEvictions
 //              reports the API server's reason. A NoExecute eviction is not voluntary: the pod
 //              is deleted (DeletionByTaintManager), as Kubernetes' taint manager does.
+//   DisruptionBudgets  the cluster's policy/v1 PodDisruptionBudgets (an informer: list + watch),
+//              each with its status as the cluster's disruption controller wrote it
+//              (disruptionsAllowed, currentHealthy, desiredHealthy, expectedPods; a budget whose
+//              status is missing or older than its spec allows none, as the eviction subresource
+//              then refuses) and the bound pods gpupool may evict that its selector picks in its
+//              namespace (no selector: none; `{}`: all), matched against the pods' own labels
+//              (kube_backend_budgets.cc).
 //   ReadLog    a task attempt's output is its pod's log: GET pods/NAME/log (the container named
 //              by annotation kubectl.kubernetes.io/default-container, else the first), with
 //              limitBytes = offset + max_bytes + 1 read from the start (kube_backend_logs.cc).
@@ -116,6 +126,7 @@ class KubernetesBackend final : public Backend {
   Status BindPods(const std::vector<PodBinding>& gang) override;
   EvictionStart Evict(const TaskEviction& eviction) override;
   std::vector<RefusedEviction> RefusedEvictions() override;
+  std::vector<ClusterDisruptionBudget> DisruptionBudgets() const override;
   Result<LogChunk> ReadLog(std::string_view key, int64_t offset, int64_t max_bytes) const override;
 
  private:
@@ -156,6 +167,10 @@ class KubernetesBackend final : public Backend {
   // Eviction steps (kube_backend_evictions.cc), on the client's thread.
   void MarkDisruptionTarget(const std::shared_ptr<EvictionOp>& op);
   void SendEviction(const std::shared_ptr<EvictionOp>& op);
+  EvictionStart EvictHandedIn(const TaskEviction& eviction);
+  // The eviction state `op` belongs to (a task's or a pod's), nullptr when it is stale (the task
+  // killed or ended, the pod gone, another eviction since). Under mu_.
+  Eviction* EvictionStateOf(const EvictionOp& op);
   void EvictionAccepted(const EvictionOp& op);
   void EvictionRefused(const EvictionOp& op, const std::string& reason);
   // Bindings of pods handed in (kube_backend_handed_in.cc), on the client's thread.
@@ -167,6 +182,7 @@ class KubernetesBackend final : public Backend {
   std::unique_ptr<kube::Client> client_;
   std::unique_ptr<kube::Informer> nodes_;
   std::unique_ptr<kube::Informer> pods_;
+  std::unique_ptr<kube::Informer> budgets_;  // policy/v1 PodDisruptionBudgets
   std::unique_ptr<UnschedulableWriter> unschedulable_;
 
   mutable std::mutex mu_;
@@ -187,6 +203,12 @@ class KubernetesBackend final : public Backend {
   // Evictions the cluster refused, not yet reported; the pods of task attempts, by key.
   std::vector<RefusedEviction> refused_;
   uint64_t next_eviction_id_ = 1;
+  // Evictions of pods handed in, by UID (the informer forgets them with the pod).
+  struct PodEviction {
+    Eviction state = Eviction::kNone;
+    uint64_t id = 0;
+  };
+  std::map<std::string, PodEviction, std::less<>> pod_evictions_;
   std::map<std::string, AttemptPod, std::less<>> attempt_pods_;
   kube::EventRecorder events_;  // the client's thread only: Events beside FailedScheduling
 };

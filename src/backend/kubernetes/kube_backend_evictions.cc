@@ -30,9 +30,36 @@ struct KubernetesBackend::EvictionOp {
   kube::ObjectRef pod;
   TaskEviction eviction;
   bool marked = false;  // the DisruptionTarget condition was written
+  bool handed_in = false;
 };
 
+// A pod handed in: bound (by the informer or a binding of ours), and its UID the one the
+// scheduler saw. Gone, or another pod under its name: nothing holds the room (kStopped).
+EvictionStart KubernetesBackend::EvictHandedIn(const TaskEviction& eviction) {
+  auto op = std::make_shared<EvictionOp>();
+  {
+    std::lock_guard lock(mu_);
+    auto it = handed_in_.find(eviction.pod.uid);
+    if (it == handed_in_.end() ||
+        (it->second.pod.node_name.empty() && !binding_.contains(eviction.pod.uid))) {
+      return EvictionStart::kStopped;
+    }
+    PodEviction& state = pod_evictions_[eviction.pod.uid];
+    if (state.state != Eviction::kNone) return EvictionStart::kInFlight;
+    state.state = Eviction::kAsked;
+    state.id = next_eviction_id_++;
+    op->key = eviction.key;
+    op->id = state.id;
+    op->pod = {eviction.pod.namespace_, eviction.pod.name, eviction.pod.uid};
+    op->eviction = eviction;
+    op->handed_in = true;
+  }
+  client_->Post([this, op] { MarkDisruptionTarget(op); });
+  return EvictionStart::kInFlight;
+}
+
 EvictionStart KubernetesBackend::Evict(const TaskEviction& eviction) {
+  if (!eviction.pod.uid.empty()) return EvictHandedIn(eviction);
   auto op = std::make_shared<EvictionOp>();
   {
     std::lock_guard lock(mu_);
@@ -110,24 +137,31 @@ void KubernetesBackend::SendEviction(const std::shared_ptr<EvictionOp>& op) {
                 });
 }
 
+KubernetesBackend::Eviction* KubernetesBackend::EvictionStateOf(const EvictionOp& op) {
+  if (op.handed_in) {
+    auto it = pod_evictions_.find(op.pod.uid);
+    return it != pod_evictions_.end() && it->second.id == op.id ? &it->second.state : nullptr;
+  }
+  auto it = running_.find(op.key);
+  return it != running_.end() && it->second.eviction_id == op.id ? &it->second.eviction : nullptr;
+}
+
 void KubernetesBackend::EvictionAccepted(const EvictionOp& op) {
   std::lock_guard lock(mu_);
-  auto it = running_.find(op.key);
-  if (it != running_.end() && it->second.eviction_id == op.id &&
-      it->second.eviction == Eviction::kAsked) {
-    it->second.eviction = Eviction::kAccepted;
-  }
+  Eviction* state = EvictionStateOf(op);
+  if (state != nullptr && *state == Eviction::kAsked) *state = Eviction::kAccepted;
 }
 
 void KubernetesBackend::EvictionRefused(const EvictionOp& op, const std::string& reason) {
   {
     std::lock_guard lock(mu_);
-    auto it = running_.find(op.key);
-    if (it == running_.end() || it->second.eviction_id != op.id ||
-        it->second.eviction != Eviction::kAsked) {
-      return;  // killed, or already gone
+    Eviction* state = EvictionStateOf(op);
+    if (state == nullptr || *state != Eviction::kAsked) return;  // killed, or already gone
+    if (op.handed_in) {
+      pod_evictions_.erase(op.pod.uid);  // asked again if a later cycle chooses it
+    } else {
+      *state = Eviction::kNone;
     }
-    it->second.eviction = Eviction::kNone;
     refused_.push_back({op.key, reason});
   }
   if (!op.marked) return;
@@ -146,7 +180,10 @@ std::vector<RefusedEviction> KubernetesBackend::RefusedEvictions() {
   std::lock_guard lock(mu_);
   std::vector<RefusedEviction> refused;
   for (auto& entry : refused_) {
-    if (running_.contains(entry.key)) refused.push_back(std::move(entry));
+    // A pod handed in is reported while the informer still has it; the loop forgets the rest.
+    if (running_.contains(entry.key) || entry.key.starts_with("pod:")) {
+      refused.push_back(std::move(entry));
+    }
   }
   refused_.clear();
   return refused;

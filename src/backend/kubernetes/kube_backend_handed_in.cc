@@ -37,6 +37,7 @@ void KubernetesBackend::OnHandedIn(const Json& pod, bool deleted) {
     handed_in_.erase(ref.uid);
     binding_.erase(ref.uid);
     others_.erase(ref.uid);
+    pod_evictions_.erase(ref.uid);
     return;
   }
   auto work = kube::PendingFromApi(pod, {});

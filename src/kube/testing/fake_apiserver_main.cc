@@ -28,6 +28,7 @@
 #include "codec/yaml_reader.h"
 #include "common/clock.h"
 #include "common/strings.h"
+#include "kube/testing/fake_disruption.h"
 #include "kube/testing/fake_server.h"
 #include "model/input_file.h"
 
@@ -160,6 +161,8 @@ Status Serve(gpupool::kube::fake::ObjectStore& store, Flags& f,
   PodLogs logs;
   Kubelet kubelet(store, logs, io, f.kubelet, now_ms);
   kubelet.Start();
+  DisruptionController disruption(store, io);
+  disruption.Start();
   FakeApi api(store, kubelet, logs, now_ms);
   if (!f.rbac_file.empty()) {
     ASSIGN_OR_RETURN(ClusterRole role, ClusterRole::Load(f.rbac_file));

@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "common/strings.h"
 #include "kube/testing/fake_api_internal.h"
+#include "kube/testing/fake_disruption.h"
 #include "kube/testing/fake_patch.h"
 
 namespace gpupool::kube::fake {
@@ -79,14 +80,9 @@ ApiResponse FakeApi::Evict(const Target& target, const ApiRequest& request) {
   }
   // Finished and not-yet-healthy pods are evicted without asking a budget.
   if (phase != "Succeeded" && phase != "Failed" && HealthyPod(pod)) {
-    model::Labels labels = ObjectLabels(pod);
-    auto budget_selector = [](const Json& pdb) {
-      return LabelSelectorFromJson(Field(Field(pdb, "spec"), "selector"), "spec.selector");
-    };
+    const model::Labels labels = ObjectLabels(pod);
     auto budgets = store_.Select(ResourceId("poddisruptionbudgets"), [&](const Json& pdb) {
-      if (MetadataField(pdb, "namespace") != target.namespace_) return false;
-      auto selector = budget_selector(pdb);
-      return selector.ok() && selector->Matches(labels);
+      return MetadataField(pdb, "namespace") == target.namespace_ && BudgetSelects(pdb, labels);
     });
     if (budgets.size() > 1) {
       return StatusResponse(500, "InternalError",
@@ -94,26 +90,13 @@ ApiResponse FakeApi::Evict(const Target& target, const ApiRequest& request) {
                             "subresource does not support.");
     }
     if (budgets.size() == 1) {
-      const Json& pdb = *budgets[0];
-      auto selector = budget_selector(pdb);
-      auto covered = store_.Select(target.resource, [&](const Json& p) {
-        return MetadataField(p, "namespace") == target.namespace_ &&
-               selector->Matches(ObjectLabels(p)) && PodPhase(p) != "Succeeded" &&
-               PodPhase(p) != "Failed";
-      });
-      int64_t expected = static_cast<int64_t>(covered.size());
-      int64_t healthy = 0;
-      for (const auto& p : covered) healthy += HealthyPod(*p) ? 1 : 0;
-      const Json& spec = Field(pdb, "spec");
-      int64_t desired = spec.contains("minAvailable")
-                            ? Scaled(spec["minAvailable"], expected)
-                            : expected - Scaled(spec.value("maxUnavailable", Json(0)), expected);
-      if (healthy - desired <= 0) {
-        std::string name = MetadataField(pdb, "name");
-        Json cause = {
-            {"reason", "DisruptionBudget"},
-            {"message", "The disruption budget " + name + " needs " + std::to_string(desired) +
-                            " healthy pods and has " + std::to_string(healthy) + " currently"}};
+      const BudgetCount count = CountBudget(store_, *budgets[0]);
+      if (count.allowed() <= 0) {
+        std::string name = MetadataField(*budgets[0], "name");
+        Json cause = {{"reason", "DisruptionBudget"},
+                      {"message", "The disruption budget " + name + " needs " +
+                                      std::to_string(count.desired) + " healthy pods and has " +
+                                      std::to_string(count.healthy) + " currently"}};
         return StatusResponse(429, "TooManyRequests",
                               "Cannot evict pod as it would violate the pod's disruption budget.",
                               {{"causes", Json::array({cause})}});

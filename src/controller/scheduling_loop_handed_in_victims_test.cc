@@ -64,9 +64,8 @@ class VictimBackend final : public testing::SimBackendBase {
 };
 
 // A 4-cpu pod of `queue` handed in, bound to `node` ("" = pending).
-backend::HandedInPod Pod(const std::string& name, const std::string& queue,
-                         const std::string& node, int32_t priority = 0,
-                         const std::string& gang = "") {
+backend::HandedInPod Pod(const std::string& name, const std::string& queue, const std::string& node,
+                         int32_t priority = 0, const std::string& gang = "") {
   backend::HandedInPod pod;
   pod.ref = {"team", name, "uid-" + name};
   pod.pod.name = name;
@@ -117,9 +116,9 @@ TEST_F(HandedInVictimsTest, BoundPodsHandedInAreVictimsByTheSchedulersRules) {
   struct Case {
     std::string name;
     int borrower_deserved;
-    std::vector<backend::HandedInPod> pods;   // bound ones, then the pending one ("claim")
-    std::vector<std::string> victims;         // evictions asked, by pod name
-    std::string reason;                       // of every eviction asked
+    std::vector<backend::HandedInPod> pods;  // bound ones, then the pending one ("claim")
+    std::vector<std::string> victims;        // evictions asked, by pod name
+    std::string reason;                      // of every eviction asked
   };
   const std::vector<Case> cases = {
       {"an owner reclaims from a pod over its queue's quota",
@@ -193,8 +192,8 @@ TEST_F(HandedInVictimsTest, ARefusedEvictionLeavesThePodRunningAndNoVictimForAWh
                          Pod("claim", "owner", "")};
   Step();
   ASSERT_EQ(AskedNames(), std::vector<std::string>{"b1"});
-  backend_->refused.push_back(
-      {backend_->asked[0].key, "blocked by a PodDisruptionBudget: The disruption budget b needs 1 "
+  backend_->refused.push_back({backend_->asked[0].key,
+                               "blocked by a PodDisruptionBudget: The disruption budget b needs 1 "
                                "healthy pods and has 1 currently"});
   Step();
   // b1 is protected now: the next cycle takes b2 instead.

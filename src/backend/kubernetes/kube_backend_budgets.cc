@@ -69,8 +69,8 @@ std::vector<ClusterDisruptionBudget> KubernetesBackend::DisruptionBudgets() cons
     if (budget.selects.empty()) continue;
     const Json status = pdb->value("status", Json::object());
     const int64_t generation = pdb->value("/metadata/generation"_json_pointer, int64_t{0});
-    const bool counted = status.contains("disruptionsAllowed") &&
-                         Count(status, "observedGeneration") >= generation;
+    const bool counted =
+        status.contains("disruptionsAllowed") && Count(status, "observedGeneration") >= generation;
     // Not counted yet (or not since the spec changed): the eviction subresource refuses.
     budget.disruptions_allowed = counted ? Count(status, "disruptionsAllowed") : 0;
     budget.current_healthy = Count(status, "currentHealthy");

@@ -236,6 +236,89 @@ TEST_F(KubeBackendTest, EvictionsGoThroughTheEvictionApiAndItsBudgets) {
   EXPECT_EQ(backend_->Evict({"wf/g/none/0", "reclaim", "", true}), EvictionStart::kStopped);
 }
 
+// A pod handed in, bound, under a PodDisruptionBudget: the budget shows in DisruptionBudgets with
+// the fake disruption controller's counts and the pod it selects (so the scheduler can pass it
+// over); evicted anyway, the eviction is refused (429) and reported, the pod marked
+// DisruptionTarget and unmarked. Once the budget is gone, the eviction goes through and the pod
+// is gone: no longer handed in (nothing requeues a bare pod).
+TEST_F(KubeBackendTest, APodHandedInIsEvictedThroughTheEvictionApiAndItsBudgets) {
+  Json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata",
+       {{"name", "web-0"},
+        {"labels", {{"app", "web"}}},
+        {"annotations", {{"fake.gpupool.io/run-ms", "3600000"}}}}},
+      {"spec",
+       {{"schedulerName", "gpupool"}, {"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+  auto created = kube_->Call({"POST", "/api/v1/namespaces/team/pods", pod.dump()});
+  ASSERT_TRUE(created.ok() && created->ok()) << (created.ok() ? created->body : "");
+  PodRef ref;
+  ASSERT_TRUE(Eventually([&] {
+    for (const auto& in : backend_->HandedInPods()) ref = in.ref;
+    return !ref.uid.empty();
+  }));
+  ASSERT_TRUE(backend_->BindPods({{ref, "nori"}}).ok());
+  ASSERT_TRUE(
+      Eventually([&] { return Condition(GetPod("team", "web-0"), "Ready")["status"] == "True"; }));
+  Json pdb = {{"apiVersion", "policy/v1"},
+              {"kind", "PodDisruptionBudget"},
+              {"metadata", {{"name", "web"}, {"namespace", "team"}}},
+              {"spec", {{"minAvailable", 1}, {"selector", {{"matchLabels", {{"app", "web"}}}}}}}};
+  Fake("POST", "admin",
+       {{"method", "POST"},
+        {"path", "/apis/policy/v1/namespaces/team/poddisruptionbudgets"},
+        {"body", pdb}});
+  std::vector<ClusterDisruptionBudget> budgets;
+  ASSERT_TRUE(Eventually([&] {
+    budgets = backend_->DisruptionBudgets();
+    return budgets.size() == 1 && budgets[0].current_healthy == 1;
+  }));
+  EXPECT_EQ(budgets[0].namespace_, "team");
+  EXPECT_EQ(budgets[0].name, "web");
+  EXPECT_EQ(budgets[0].rule, "minAvailable 1");
+  EXPECT_EQ(budgets[0].disruptions_allowed, 0);
+  EXPECT_EQ(budgets[0].desired_healthy, 1);
+  EXPECT_EQ(budgets[0].expected_pods, 1);
+  EXPECT_EQ(budgets[0].selects, std::vector<std::string>{HandedInKey(ref)});
+
+  TaskEviction eviction;
+  eviction.key = HandedInKey(ref);
+  eviction.reason = "reclaim";
+  eviction.message = "reclaimed by queue owner for pod team/claim";
+  eviction.pod = ref;
+  ASSERT_EQ(backend_->Evict(eviction), EvictionStart::kInFlight);
+  std::vector<RefusedEviction> refused;
+  ASSERT_TRUE(Eventually([&] {
+    refused = backend_->RefusedEvictions();
+    return !refused.empty();
+  }));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].key, eviction.key);
+  EXPECT_EQ(refused[0].reason,
+            "blocked by a PodDisruptionBudget: The disruption budget web needs 1 healthy pods and "
+            "has 1 currently");
+  Json seen;
+  ASSERT_TRUE(Eventually([&] {
+    seen = GetPod("team", "web-0");
+    return Condition(seen, "DisruptionTarget")["status"] == "False";
+  })) << seen.dump(2);
+  EXPECT_EQ(seen["status"]["phase"], "Running");
+
+  Fake(
+      "POST", "admin",
+      {{"method", "DELETE"}, {"path", "/apis/policy/v1/namespaces/team/poddisruptionbudgets/web"}});
+  ASSERT_TRUE(Eventually([&] { return backend_->DisruptionBudgets().empty(); }));
+  ASSERT_EQ(backend_->Evict(eviction), EvictionStart::kInFlight);
+  ASSERT_TRUE(Eventually(
+      [&] { return GetPod("team", "web-0").empty() && backend_->HandedInPods().empty(); }));
+  EXPECT_TRUE(backend_->RefusedEvictions().empty());
+  Json requests = Fake("GET", "stats")["requests"];
+  EXPECT_EQ(requests["create pods/eviction"], 2) << requests.dump();
+  // Gone: nothing holds a room, nothing to ask.
+  EXPECT_EQ(backend_->Evict(eviction), EvictionStart::kStopped);
+}
+
 // A gang's bindings are separate requests: one refused after the others went through is not
 // dropped silently. The others stay bound (Kubernetes cannot unbind, and pods gpupool does not
 // own are not deleted to undo it), the refused pod gets a FailedScheduling Event "Binding

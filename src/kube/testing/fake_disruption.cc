@@ -28,8 +28,8 @@ BudgetCount CountBudget(const ObjectStore& store, const Json& pdb) {
   if (spec.contains("minAvailable")) {
     count.desired = Scaled(spec["minAvailable"], count.expected);
   } else if (spec.contains("maxUnavailable")) {
-    count.desired = std::max<int64_t>(0, count.expected - Scaled(spec["maxUnavailable"],
-                                                                 count.expected));
+    count.desired =
+        std::max<int64_t>(0, count.expected - Scaled(spec["maxUnavailable"], count.expected));
   }
   return count;
 }

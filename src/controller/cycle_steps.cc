@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <string>
-#include <utility>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "config/kinds.h"
@@ -299,7 +299,8 @@ void SchedulingLoop::AddClusterBudgets(StepState& step) {
   }
   for (const auto& [key, index] : step.handed_in.by_key) {
     const backend::HandedInPod& pod = step.handed_in.pods[index];
-    pods[backend::HandedInKey(pod.ref)] = {pod.pod.namespace_, pod.pod.name};
+    const std::string& ns = pod.pod.namespace_.empty() ? "default" : pod.pod.namespace_;
+    pods[backend::HandedInKey(pod.ref)] = {ns, pod.pod.name};
   }
   for (auto& cluster : budgets) {
     model::PodDisruptionBudget budget;

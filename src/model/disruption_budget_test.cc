@@ -183,5 +183,45 @@ TEST(DisruptionBudgetTest, BlocksCountWhatIsAlreadyGone) {
             "healthy, 1 needed");
 }
 
+// A cluster's budget (observed): the pods it selects are named, not matched by the selector
+// here, and its counts are its status's (the cluster's disruption controller also counts pods no
+// snapshot holds), so one disruption allowed over three healthy pods of which the snapshot knows
+// two.
+TEST(DisruptionBudgetTest, AnObservedBudgetUsesTheClustersSelectionAndCounts) {
+  std::vector<PodScheduling> pods(3);
+  for (int i = 0; i < 3; ++i) {
+    pods[i].name = "p" + std::to_string(i);
+    pods[i].namespace_ = i == 2 ? "other" : "team";
+    pods[i].node_name = "n";
+  }
+  PodDisruptionBudget budget;
+  budget.name = "team/web";
+  budget.namespace_ = "team";
+  budget.observed =
+      PodDisruptionBudget::Observed{{{"team", "p0"}, {"team", "p1"}}, "minAvailable 2", 1, 3, 2, 3};
+  std::vector<PodDisruptionBudget> budgets = {budget};
+  DisruptionBudgets ledger(budgets, pods);
+  EXPECT_EQ(ledger.BudgetsOf(0).size(), 1u);
+  EXPECT_TRUE(ledger.BudgetsOf(2).empty()) << "not named: not selected";
+  auto none_gone = [](int) { return false; };
+  struct Case {
+    std::string name;
+    std::vector<int> evicting;
+    bool blocked;
+  };
+  std::vector<Case> cases = {
+      {"one: the status allows it", {0}, false},
+      {"two: more than the status allows", {0, 1}, true},
+      {"a pod it does not name", {2}, false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    EXPECT_EQ(ledger.Blocks(c.evicting, none_gone).has_value(), c.blocked);
+  }
+  EXPECT_EQ(ledger.Blocks(std::vector<int>{0, 1}, none_gone).value_or(""),
+            "PodDisruptionBudget team/web (minAvailable 2) allows 1 more disruption: 3 of 3 pods "
+            "healthy, 2 needed");
+}
+
 }  // namespace
 }  // namespace gpupool::model

@@ -16,7 +16,7 @@ class HandedInVictimsTest : public KubernetesBackendTest {
   void ApplyQueues() {
     const std::string queues =
         "apiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: owner}\nspec:\n  resources:\n"
-        "    default:\n      nvidia.com/gpu: {deserved: 2}\n---\n"
+        "    default:\n      gpu: {deserved: 2}\n---\n"
         "apiVersion: gpupool.io/v1\nkind: Queue\nmetadata: {name: borrower}\nspec: {}\n";
     auto res = http_->Post("/api/apply", queues, "application/yaml");
     ASSERT_TRUE(res && res->status == 200) << (res ? res->body : "no answer");

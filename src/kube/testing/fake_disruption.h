@@ -15,6 +15,7 @@
 //
 // Thread contract: safe from any thread; the work runs on the io_context's threads.
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <mutex>
 #include <set>

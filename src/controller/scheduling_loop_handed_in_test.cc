@@ -160,11 +160,14 @@ TEST_F(HandedInTest, PodsHandedInAreBoundAGangTogetherOrNotAtAll) {
   }
 }
 
-// A pod handed in and bound holds its node's room: a task that needs it waits.
+// A pod handed in and bound holds its node's room: a task that needs it waits (the pods are
+// non-preemptible here, so that the task cannot make room by preempting them:
+// scheduling_loop_handed_in_victims_test.cc has them as victims).
 TEST_F(HandedInTest, ABoundPodHandedInUsesItsNode) {
   auto big = [](const std::string& name, const std::string& node) {
     backend::HandedInPod pod = HandedIn(name, "4");
     pod.pod.node_name = node;
+    pod.pod.priority = scheduler::kNonPreemptiblePriority;
     return pod;
   };
   backend_->handed_in = {big("on-n1", "n1"), big("on-n2", "n2")};

@@ -85,6 +85,7 @@ class HandedInVictimsTest : public testing::LoopFixture<VictimBackend> {
  protected:
   // Two 4-cpu nodes; queue "owner" deserves 4 cpu, "borrower" `borrower_deserved`.
   void StartWithQueues(int borrower_deserved) {
+    loop_.reset();  // a case before: the loop goes before the store it uses
     LoopOptions loop;
     loop.refused_eviction_backoff_ms = 30'000;
     Start({CpuNode("n1", "4"), CpuNode("n2", "4")}, loop);

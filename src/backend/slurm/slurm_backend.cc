@@ -24,10 +24,6 @@ std::string OsUser() {
 // How often the worker asks Slurm for job changes when nothing is queued.
 constexpr std::chrono::milliseconds kPollPeriod{200};
 
-// Commands are gathered until none came for kGatherQuiet, for at most kGatherAtMost.
-constexpr std::chrono::milliseconds kGatherQuiet{50};
-constexpr std::chrono::milliseconds kGatherAtMost{1000};
-
 // Connections that submit a burst of jobs side by side (slurmrestd served 286 submissions/s on
 // one connection and 740/s on eight on a 2-core machine).
 constexpr int kSubmitConnections = 4;
@@ -209,16 +205,6 @@ void SlurmBackend::Work() {
   std::unique_lock lock(mu_);
   while (!stop_) {
     wake_.wait_for(lock, kPollPeriod, [this] { return stop_ || !commands_.empty(); });
-    if (stop_) break;
-    // A scheduling step launches its tasks one call at a time: gather them until none came for
-    // a moment, so that they go to Slurm as one burst (one listing, parallel submissions)
-    // rather than a listing per handful.
-    const auto gather_until = std::chrono::steady_clock::now() + kGatherAtMost;
-    for (size_t seen = 0; !stop_ && !commands_.empty() && commands_.size() != seen &&
-                          std::chrono::steady_clock::now() < gather_until;) {
-      seen = commands_.size();
-      wake_.wait_for(lock, kGatherQuiet, [&] { return stop_ || commands_.size() != seen; });
-    }
     if (stop_) break;
     std::deque<Command> commands;
     commands.swap(commands_);

@@ -30,7 +30,7 @@ jobs=${JOBS:-2000}
 timeout_s=${TIMEOUT_S:-900}
 batch=${BATCH:-100}
 read -r -a halves <<<"${HALVES:-slurm gpupool}"
-serve=${GPUPOOL_SERVE:-$root/build/src/server/gpupool-serve}
+serve=${GPUPOOL_SERVE:-$root/build/src/app/gpupool-serve}
 auth="Authorization: Bearer dev:bench:osmo-admin"
 placed_metric='gpupool_task_transitions_total{from="PENDING",to="SCHEDULED"}'
 sizes=("$@")

@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Slurm alone on a loopback cluster: how fast Slurm's own scheduler (backfill, tuned) starts a
-# stream of one-GPU jobs. The Slurm half of the gpupool-vs-Slurm benchmark (docs/SLURM.md).
+# gpupool vs Slurm on one loopback cluster, one after the other, the same stream of jobs.
 #
 #   scripts/bench-slurm.sh [NODES...]        # default: 200 1000
-#   JOBS=2000 TIMEOUT_S=900 scripts/bench-slurm.sh 200
+#   JOBS=2000 TIMEOUT_S=900 BATCH=100 HALVES="slurm gpupool" scripts/bench-slurm.sh 200
 #
-# For each cluster size: start a cluster of NODES nodes x 8 A100s (scripts/slurm-test-cluster.sh,
-# no slurmrestd), print the scheduler settings, then
-#   1. the cost of one scheduling decision without a launch: 50 x `sbatch --test-only` on the
-#      idle cluster, slurmctld's mean REQUEST_JOB_WILL_RUN time from sdiag;
-#   2. the stream: JOBS one-GPU jobs as one array (`sbatch --array=1-JOBS --gres=gpu:1
-#      --wrap 'exec sleep 1000'`), counted as started from slurmctld's log (polling squeue would
-#      load slurmctld), until all that fit have started (min(JOBS, 8 x NODES)) or TIMEOUT_S;
-#   3. figures: time until all started, started per second, sdiag's main and backfill cycles,
-#      GPUs allocated at the end (sinfo GresUsed), slurmctld's CPU seconds over the stream.
+# For each cluster size, each half on a fresh cluster of NODES nodes x 8 A100s
+# (scripts/slurm-test-cluster.sh), Slurm's scheduler settings printed:
+#   Slurm alone: the cost of one scheduling decision without a launch (50 x `sbatch --test-only`
+#     on the idle cluster, slurmctld's mean REQUEST_JOB_WILL_RUN time from sdiag); then JOBS
+#     one-GPU jobs as one array (`sbatch --array=1-JOBS --gres=gpu:1 --wrap 'exec sleep 1000'`),
+#     Slurm's backfill scheduler places them.
+#   gpupool: `gpupool-serve serve --backend slurm:URL` on slurmrestd (JWT), the same JOBS one-GPU
+#     jobs as workflows of BATCH independent tasks POSTed by 4 connections at once
+#     (scripts/bench/submit-stream.py); gpupool decides and submits each job with its node.
+# Both halves count a job as started from slurmctld's log (polling squeue would load slurmctld),
+# until all that fit have started (min(JOBS, 8 x NODES)) or TIMEOUT_S, and print: time until all
+# started (from the submission's start), started per second, GPUs allocated at the end (sinfo
+# GresUsed), CPU seconds over the stream (slurmctld; gpupool and slurmrestd in the gpupool half),
+# sdiag's cycles, and for gpupool its placements and the time of its scheduling steps (/metrics:
+# gpupool_task_transitions_total PENDING->SCHEDULED, gpupool_scheduling_cycle_seconds).
 # Then cancel everything and stop the cluster. Needs root and about 3 MB per slurmd + 2 MB per
 # running job (1,000 nodes and 2,000 jobs: ~7 GB). Numbers include the real launch cost
 # (slurmstepd + a process per job); run nothing else meanwhile.
@@ -23,6 +28,11 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cluster="$root/scripts/slurm-test-cluster.sh"
 jobs=${JOBS:-2000}
 timeout_s=${TIMEOUT_S:-900}
+batch=${BATCH:-100}
+read -r -a halves <<<"${HALVES:-slurm gpupool}"
+serve=${GPUPOOL_SERVE:-$root/build/src/app/gpupool-serve}
+auth="Authorization: Bearer dev:bench:osmo-admin"
+placed_metric='gpupool_task_transitions_total{from="PENDING",to="SCHEDULED"}'
 sizes=("$@")
 if [ ${#sizes[@]} -eq 0 ]; then sizes=(200 1000); fi
 
@@ -42,21 +52,56 @@ gpus_allocated() {
     END { print total + 0 }'
 }
 
-run_size() {
-  local nodes=$1 dir
+# Starts a fresh cluster of $1 nodes (slurmrestd too when $2 = 1) and prints Slurm's settings.
+start_cluster() {
+  local nodes=$1 rest=$2 dir t0=$SECONDS
   dir=$(mktemp -d "${TMPDIR:-/tmp}/gpupool-bench-slurm.XXXXXX")
-  echo "== Slurm alone: $nodes nodes x 8 GPUs, $jobs one-GPU jobs =="
-  local t0=$SECONDS
-  SLURM_TEST_REST=0 nice -n 0 "$cluster" start "$nodes" "$dir" >/dev/null
-  echo "cluster up in $((SECONDS - t0)) s"
+  SLURM_TEST_REST=$rest nice -n 0 "$cluster" start "$nodes" "$dir" >/dev/null
+  echo "cluster up in $((SECONDS - t0)) s (load: $(load))"
   current_dir=$dir
   # shellcheck disable=SC1091
   source "$dir/env"
   scontrol show config | grep -E '^(SchedulerType|SchedulerParameters|SelectType|SelectTypeParameters|DefMemPerCPU) ' |
     sed 's/^/setting: /'
+}
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# Waits until $2 jobs have started since the log held $1 starts, or TIMEOUT_S; sets `count`.
+wait_started() {
+  local before=$1 expected=$2 log="$current_dir/log/slurmctld.log"
+  local deadline=$((SECONDS + timeout_s))
+  count=0
+  while [ "$SECONDS" -lt "$deadline" ]; do
+    count=$(($(started_count "$log") - before))
+    if [ "$count" -ge "$expected" ]; then break; fi
+    sleep 0.5
+  done
+}
+
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+
+print_stream_figures() {  # count expected start end nodes
+  local wall
+  wall=$(elapsed "$3" "$4")
+  echo "started: $1 of $2 in $wall s ($(awk -v c="$1" -v w="$wall" 'BEGIN { printf "%.1f", c / w }') jobs/s; load: $(load))"
+  echo "GPUs allocated at the end: $(gpus_allocated) of $(($5 * 8))"
+}
+
+print_sdiag() {
+  sdiag | awk '/^Main schedule statistics/,/^Backfilling stats/ { if ($0 ~ /Total cycles|Mean cycle|Mean depth cycle|Last cycle/) print "sdiag main: " $0 }
+               /^Backfilling stats/,/^Latency/ { if ($0 ~ /Total backfilled jobs \(since last slurm start\)|Total cycles|Mean cycle|Last depth cycle:/) print "sdiag backfill: " $0 }' |
+    sed 's/  */ /g'
+}
+
+# Slurm alone: the jobs as one array in the partition; Slurm's scheduler places them.
+slurm_half() {
+  local nodes=$1
+  echo "== Slurm alone: $nodes nodes x 8 GPUs, $jobs one-GPU jobs =="
+  start_cluster "$nodes" 0
   local ctld log
-  ctld=$(cat "$dir/run/slurmctld.bgpid")
-  log="$dir/log/slurmctld.log"
+  ctld=$(cat "$current_dir/run/slurmctld.bgpid")
+  log="$current_dir/log/slurmctld.log"
 
   # 1. One decision without a launch.
   sdiag --reset >/dev/null
@@ -65,36 +110,130 @@ run_size() {
   done
   local will_run
   will_run=$(sdiag | awk '/REQUEST_JOB_WILL_RUN/ { for (i = 1; i <= NF; i++) if ($i ~ /^ave_time:/) { sub("ave_time:", "", $i); print $i } }')
-  echo "test-only decision (REQUEST_JOB_WILL_RUN mean): ${will_run:-?} us"
+  echo "test-only decision (REQUEST_JOB_WILL_RUN mean): ${will_run:-?} us ($(awk -v u="${will_run:-0}" 'BEGIN { printf "%.0f", (u > 0 ? 1e6 / u : 0) }') decisions/s)"
 
   # 2. The stream.
   local expected=$((nodes * 8))
   if [ "$jobs" -lt "$expected" ]; then expected=$jobs; fi
-  local before cpu0 start now count=0
+  local before cpu0 start now
   before=$(started_count "$log")
   sdiag --reset >/dev/null
   cpu0=$(cpu_seconds "$ctld")
+  echo "stream starts (load: $(load))"
   start=$(date +%s.%N)
   sbatch --array="1-$jobs" -p gpu --gres=gpu:1 -o /dev/null --wrap 'exec sleep 1000' >/dev/null
-  local deadline=$((SECONDS + timeout_s))
-  while [ "$SECONDS" -lt "$deadline" ]; do
-    count=$(($(started_count "$log") - before))
-    if [ "$count" -ge "$expected" ]; then break; fi
-    sleep 0.5
-  done
+  wait_started "$before" "$expected"
   now=$(date +%s.%N)
-  local cpu1
-  cpu1=$(cpu_seconds "$ctld")
-  local wall
-  wall=$(awk -v a="$start" -v b="$now" 'BEGIN { printf "%.1f", b - a }')
-  echo "started: $count of $expected in $wall s ($(awk -v c="$count" -v w="$wall" 'BEGIN { printf "%.1f", c / w }') jobs/s)"
-  echo "GPUs allocated at the end: $(gpus_allocated) of $((nodes * 8))"
-  echo "slurmctld CPU over the stream: $(awk -v a="$cpu0" -v b="$cpu1" 'BEGIN { printf "%.1f", b - a }') s"
-  sdiag | awk '/^Main schedule statistics/,/^Backfilling stats/ { if ($0 ~ /Total cycles|Mean cycle|Mean depth cycle|Last cycle/) print "sdiag main: " $0 }
-               /^Backfilling stats/,/^Latency/ { if ($0 ~ /Total backfilled jobs \(since last slurm start\)|Total cycles|Mean cycle|Last depth cycle:/) print "sdiag backfill: " $0 }' |
-    sed 's/  */ /g'
+  echo "slurmctld CPU over the stream: $(elapsed "$cpu0" "$(cpu_seconds "$ctld")") s"
+  print_stream_figures "$count" "$expected" "$start" "$now" "$nodes"
+  print_sdiag
   stop_current
   echo
+}
+
+metric() {  # sum of the samples of metric $2 (a line prefix) in the exposition file $1
+  awk -v m="$2" 'index($0, m) == 1 { s += $NF } END { printf "%.6f", s + 0 }' "$1"
+}
+
+scrape() { curl -sf -H "$auth" "http://127.0.0.1:$gp_port/metrics" >"$1"; }
+
+# gpupool: the same jobs through gpupool's server, which decides and submits each job to Slurm
+# with the node it chose (slurmrestd, JWT).
+gpupool_half() {
+  local nodes=$1
+  echo "== gpupool on Slurm: $nodes nodes x 8 GPUs, $jobs one-GPU jobs =="
+  start_cluster "$nodes" 1
+  local dir=$current_dir ctld restd log
+  ctld=$(cat "$dir/run/slurmctld.bgpid")
+  # slurmrestd runs under runuser: its child is the daemon.
+  restd=$(pgrep -P "$(cat "$dir/run/slurmrestd.bgpid")" || cat "$dir/run/slurmrestd.bgpid")
+  log="$dir/log/slurmctld.log"
+  scontrol token username="$GPUPOOL_SLURM_USER" lifespan=$((timeout_s + 3600)) >"$dir/jwt"
+  gp_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  env -u SLURM_JWT "$serve" serve --listen "127.0.0.1:$gp_port" --db "sqlite:$dir/gpupool.db" \
+    --auth dev --backend "slurm:$GPUPOOL_SLURM_URL" --slurm-jwt-file "$dir/jwt" \
+    --slurm-user "$GPUPOOL_SLURM_USER" --slurm-output-dir "$GPUPOOL_SLURM_JOBS_DIR" \
+    >"$dir/log/gpupool.log" 2>&1 &
+  gp_pid=$!
+  local deadline=$((SECONDS + 120)) imported=0
+  while [ "$imported" != "$nodes" ]; do
+    if [ "$SECONDS" -ge "$deadline" ] || ! kill -0 "$gp_pid" 2>/dev/null; then
+      echo "gpupool did not import the $nodes nodes (log: $dir/log/gpupool.log)" >&2
+      tail -n 20 "$dir/log/gpupool.log" >&2
+      return 1
+    fi
+    sleep 0.5
+    imported=$(curl -sf -H "$auth" "http://127.0.0.1:$gp_port/api/nodes" 2>/dev/null |
+      python3 -c 'import json, sys; print(len(json.load(sys.stdin)["items"]))' 2>/dev/null || echo 0)
+  done
+  echo "gpupool serving on 127.0.0.1:$gp_port with the $nodes nodes, $(interval_setting)"
+
+  local expected=$((nodes * 8))
+  if [ "$jobs" -lt "$expected" ]; then expected=$jobs; fi
+  local before cpu_gp0 cpu_ctld0 cpu_restd0 start now submitted
+  before=$(started_count "$log")
+  sdiag --reset >/dev/null
+  scrape "$dir/metrics.before"
+  cpu_gp0=$(cpu_seconds "$gp_pid")
+  cpu_ctld0=$(cpu_seconds "$ctld")
+  cpu_restd0=$(cpu_seconds "$restd")
+  echo "stream starts (load: $(load))"
+  submitted=$(python3 "$root/scripts/bench/submit-stream.py" --port "$gp_port" --jobs "$jobs" \
+    --batch "$batch" --threads 4)
+  start=$(echo "$submitted" | python3 -c 'import json, sys; print(json.load(sys.stdin)["first_request"])')
+  echo "submitted: $submitted"
+  # The decisions: the placement cycles from before the first submission until every job that
+  # fits was placed (scraped every 0.1 s; the idle cycles in between cost a millisecond each).
+  local deadline_placed=$((SECONDS + timeout_s)) placed_now=0
+  while [ "${placed_now%.*}" -lt "$expected" ] && [ "$SECONDS" -lt "$deadline_placed" ]; do
+    sleep 0.1
+    scrape "$dir/metrics.placed"
+    placed_now=$(elapsed "$(metric "$dir/metrics.before" "$placed_metric")" \
+      "$(metric "$dir/metrics.placed" "$placed_metric")")
+  done
+  local decision_cycles decision_cpu
+  decision_cycles=$(elapsed "$(metric "$dir/metrics.before" gpupool_placement_cycle_cpu_seconds_count)" \
+    "$(metric "$dir/metrics.placed" gpupool_placement_cycle_cpu_seconds_count)")
+  decision_cpu=$(awk -v a="$(metric "$dir/metrics.before" gpupool_placement_cycle_cpu_seconds_sum)" \
+    -v b="$(metric "$dir/metrics.placed" gpupool_placement_cycle_cpu_seconds_sum)" 'BEGIN { printf "%.4f", b - a }')
+  echo "gpupool decisions: $placed_now placed by $decision_cycles placement cycles using $decision_cpu s of CPU ($(awk -v p="$placed_now" -v s="$decision_cpu" 'BEGIN { printf "%.0f", (s > 0 ? p / s : 0) }') placements per CPU second)"
+  wait_started "$before" "$expected"
+  now=$(date +%s.%N)
+  echo "CPU over the stream: gpupool $(elapsed "$cpu_gp0" "$(cpu_seconds "$gp_pid")") s, slurmctld $(elapsed "$cpu_ctld0" "$(cpu_seconds "$ctld")") s, slurmrestd $(elapsed "$cpu_restd0" "$(cpu_seconds "$restd")") s"
+  print_stream_figures "$count" "$expected" "$start" "$now" "$nodes"
+  scrape "$dir/metrics.after"
+  local placed steps step_s
+  placed=$(elapsed "$(metric "$dir/metrics.before" "$placed_metric")" \
+    "$(metric "$dir/metrics.after" "$placed_metric")")
+  steps=$(elapsed "$(metric "$dir/metrics.before" gpupool_scheduling_cycle_seconds_count)" \
+    "$(metric "$dir/metrics.after" gpupool_scheduling_cycle_seconds_count)")
+  step_s=$(awk -v a="$(metric "$dir/metrics.before" gpupool_scheduling_cycle_seconds_sum)" \
+    -v b="$(metric "$dir/metrics.after" gpupool_scheduling_cycle_seconds_sum)" 'BEGIN { printf "%.3f", b - a }')
+  local cycle_cpu
+  cycle_cpu=$(awk -v a="$(metric "$dir/metrics.before" gpupool_placement_cycle_cpu_seconds_sum)" \
+    -v b="$(metric "$dir/metrics.after" gpupool_placement_cycle_cpu_seconds_sum)" 'BEGIN { printf "%.4f", b - a }')
+  echo "gpupool over the whole stream: $placed placed; $steps scheduling steps taking $step_s s (wall) in all, their placement cycles $cycle_cpu s of CPU"
+  print_sdiag
+  stop_gpupool
+  stop_current
+  echo
+}
+
+interval_setting() { echo "scheduling step period 200ms (default), node sync 5s (default)"; }
+
+gp_pid=""
+gp_port=""
+stop_gpupool() {
+  if [ -n "$gp_pid" ]; then
+    kill "$gp_pid" 2>/dev/null || true
+    wait "$gp_pid" 2>/dev/null || true
+    gp_pid=""
+  fi
+}
+
+run_size() {
+  local half
+  for half in "${halves[@]}"; do "${half}_half" "$1"; done
 }
 
 current_dir=""
@@ -107,6 +246,6 @@ stop_current() {  # cancels the jobs, stops the cluster by PID, deletes its dire
     current_dir=""
   fi
 }
-trap stop_current EXIT
+trap 'stop_gpupool; stop_current' EXIT
 
 for size in "${sizes[@]}"; do run_size "$size"; done

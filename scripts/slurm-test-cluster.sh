@@ -69,11 +69,15 @@ missing_packages() {
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # A base port such that base..base+count-1 are all free; random, so that clusters of several
-# users on one machine do not collide.
+# users on one machine do not collide. Below the kernel's ephemeral range: a port there may be
+# the local end of some outgoing connection, which no listener shows but which makes bind fail.
 free_port_range() {
-  local count=$1 base offset ok
+  local count=$1 base offset ok ephemeral
+  ephemeral=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+  local low=10000 span=$((ephemeral - 10000 - count))
+  [ "$span" -gt 0 ] || die "no room for $count ports below the ephemeral range ($ephemeral)"
   for _ in $(seq 1 50); do
-    base=$((20000 + RANDOM % (40000 - count)))
+    base=$((low + RANDOM % span))
     ok=1
     for ((offset = 0; offset < count; offset++)); do
       if ! port_free $((base + offset)); then

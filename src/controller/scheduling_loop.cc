@@ -55,6 +55,11 @@ SchedulingLoop::SchedulingLoop(store::Store& store, backend::Backend& backend, c
   cycle_seconds_ = registry.AddHistogram("gpupool_scheduling_cycle_seconds",
                                          "Duration of one scheduling step of the leader.", {},
                                          metrics::LatencyBuckets());
+  placement_cpu_seconds_ = registry.AddHistogram(
+      "gpupool_placement_cycle_cpu_seconds",
+      "CPU time of the scheduler's placement cycle within a step (the decisions alone, without "
+      "the store's reads and writes around them).",
+      {}, metrics::LatencyBuckets());
   transitions_ =
       registry.AddCounter("gpupool_task_transitions_total",
                           "Task status transitions made by the scheduling loop.", {"from", "to"});

@@ -176,6 +176,7 @@ class SchedulingLoop {
   metrics::Gauge* allocated_gauge_;
   metrics::Gauge* deserved_gauge_;
   metrics::Histogram* cycle_seconds_;
+  metrics::Histogram* placement_cpu_seconds_;
   metrics::Counter* transitions_;
   metrics::Counter* step_errors_;
 

@@ -1,6 +1,8 @@
 #include "slurm/cluster.h"
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 
 namespace gpupool::slurm {
 namespace {
@@ -22,8 +24,9 @@ bool Ended(const SlurmJob& job) { return OutcomeOf(job).phase == JobPhase::kEnde
 
 }  // namespace
 
-SlurmCluster::SlurmCluster(std::shared_ptr<RestClient> client, ClusterOptions options)
-    : client_(std::move(client)), options_(std::move(options)) {
+SlurmCluster::SlurmCluster(std::shared_ptr<RestClient> client, ClusterOptions options,
+                           std::vector<std::shared_ptr<RestClient>> submitters)
+    : client_(std::move(client)), submitters_(std::move(submitters)), options_(std::move(options)) {
   if (options_.submit.comment.empty()) options_.submit.comment = "gpupool";
 }
 
@@ -43,7 +46,10 @@ bool SlurmCluster::SlurmRecentlyUnreachable() const {
 }
 
 Status SlurmCluster::RefreshJobsLocked() {
+  const auto asked = std::chrono::steady_clock::now();
   auto answer = client_->GetJobs(jobs_since_);
+  listed_at_ = std::chrono::steady_clock::now();
+  listing_took_ = listed_at_ - asked;
   if (!answer.ok() && answer.status().code() == StatusCode::kUnavailable) {
     unreachable_until_ = std::chrono::steady_clock::now() + kUnreachablePause;
   }
@@ -140,7 +146,7 @@ Result<std::vector<Json>> SlurmCluster::Nodes() {
   return out;
 }
 
-Status SlurmCluster::SubmitLocked(const std::string& key, Task& task) {
+Result<JobSubmission> SlurmCluster::SubmissionLocked(const std::string& key, const Task& task) {
   ASSIGN_OR_RETURN(auto submission, Check(task.run));
   if (!submission) {
     RETURN_IF_ERROR(RefreshNodes());
@@ -149,24 +155,93 @@ Status SlurmCluster::SubmitLocked(const std::string& key, Task& task) {
   if (!submission) {
     return InvalidArgumentError("Slurm has no node \"" + task.run.node + "\" for task " + key);
   }
-  ASSIGN_OR_RETURN(task.job_id, client_->SubmitJob(*submission));
+  return std::move(*submission);
+}
+
+Status SlurmCluster::SubmitLocked(const std::string& key, Task& task) {
+  ASSIGN_OR_RETURN(JobSubmission submission, SubmissionLocked(key, task));
+  ASSIGN_OR_RETURN(task.job_id, client_->SubmitJob(submission));
   return OkStatus();
 }
 
+std::vector<Result<int64_t>> SlurmCluster::SubmitAllLocked(
+    const std::vector<JobSubmission>& submissions) {
+  std::vector<Result<int64_t>> ids(submissions.size(),
+                                   UnavailableError("not submitted: Slurm stopped answering"));
+  // Each connection submits the next job not taken yet; once Slurm stops answering, no one takes
+  // another (each attempt would take seconds): those wait for Poll.
+  std::atomic<size_t> next{0};
+  std::atomic<bool> unreachable{false};
+  auto submit = [&](RestClient& client) {
+    for (size_t i = next++; i < submissions.size() && !unreachable; i = next++) {
+      ids[i] = client.SubmitJob(submissions[i]);
+      if (!ids[i].ok() && ids[i].status().code() == StatusCode::kUnavailable) unreachable = true;
+    }
+  };
+  const size_t threads = std::min(submitters_.size(), submissions.size());
+  if (threads <= 1) {
+    submit(submitters_.empty() ? *client_ : *submitters_.front());
+  } else {
+    std::vector<std::jthread> workers;
+    workers.reserve(threads);
+    for (size_t t = 0; t < threads; ++t) workers.emplace_back([&, t] { submit(*submitters_[t]); });
+  }
+  if (unreachable) unreachable_until_ = std::chrono::steady_clock::now() + kUnreachablePause;
+  return ids;
+}
+
+Status SlurmCluster::ListUnlessUnreachableLocked() {
+  if (SlurmRecentlyUnreachable()) return UnavailableError("Slurm did not answer a moment ago");
+  // The listing is fresh (304 when nothing changed), so a job submitted for a key by an earlier
+  // process is found rather than submitted again.
+  return RefreshJobsLocked();
+}
+
 Status SlurmCluster::Run(const TaskRun& run, bool adopt) {
+  return RunAll({RunRequest{run, adopt}}).front();
+}
+
+std::vector<Status> SlurmCluster::RunAll(const std::vector<RunRequest>& requests) {
   std::lock_guard lock(mu_);
+  std::vector<Status> out(requests.size());
+  std::optional<Status> listed;   // listed once, before the first task that needs it
+  std::vector<size_t> submitted;  // indexes of the requests to submit now
+  std::vector<JobSubmission> submissions;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const RunRequest& request = requests[i];
+    if (tasks_.contains(request.run.key)) continue;
+    if (!listed) listed = ListUnlessUnreachableLocked();
+    bool submit = false;
+    out[i] = TrackLocked(request.run, request.adopt, *listed, submit);
+    if (!out[i].ok() || !submit) continue;
+    auto submission = SubmissionLocked(request.run.key, tasks_.at(request.run.key));
+    if (!submission.ok()) {
+      tasks_.erase(request.run.key);
+      out[i] = submission.status();
+      continue;
+    }
+    submitted.push_back(i);
+    submissions.push_back(std::move(*submission));
+  }
+  std::vector<Result<int64_t>> ids = SubmitAllLocked(submissions);
+  for (size_t n = 0; n < submitted.size(); ++n) {
+    const std::string& key = requests[submitted[n]].run.key;
+    if (ids[n].ok()) {
+      tasks_.at(key).job_id = *ids[n];
+    } else if (ids[n].status().code() != StatusCode::kUnavailable) {
+      tasks_.erase(key);  // refused by Slurm
+      out[submitted[n]] = ids[n].status();
+    }  // else: waits for Poll, which first looks for a job of its name
+  }
+  return out;
+}
+
+Status SlurmCluster::TrackLocked(const TaskRun& run, bool adopt, const Status& listed,
+                                 bool& submit) {
   if (tasks_.contains(run.key)) return OkStatus();
   to_cancel_.erase(run.key);
   Task task;
   task.run = run;
-  // Slurm did not answer a moment ago: the task waits for Poll to submit it.
-  if (SlurmRecentlyUnreachable()) {
-    tasks_.emplace(run.key, std::move(task));
-    return OkStatus();
-  }
-  // The listing is fresh (304 when nothing changed), so a job submitted for this key by an
-  // earlier process is found rather than submitted again.
-  Status listed = RefreshJobsLocked();
   if (listed.ok()) {
     // A cancelled job of the key was stopped (gpupool evicted the task, which then keeps its
     // key): a new launch runs it again. An adopted task keeps even a cancelled job.
@@ -185,11 +260,8 @@ Status SlurmCluster::Run(const TaskRun& run, bool adopt) {
   } else if (listed.code() != StatusCode::kUnavailable) {
     return listed;
   }
-  if (listed.ok()) {
-    Status submitted = SubmitLocked(run.key, task);
-    if (!submitted.ok() && submitted.code() != StatusCode::kUnavailable) return submitted;
-  }
-  // Submitted, or waiting for Slurm to answer (Poll submits it then).
+  // Submitted now, or (Slurm did not answer a moment ago) waiting for Poll to submit it.
+  submit = listed.ok();
   tasks_.emplace(run.key, std::move(task));
   return OkStatus();
 }
@@ -219,6 +291,9 @@ Result<std::vector<TaskEvent>> SlurmCluster::Poll() {
   std::lock_guard lock(mu_);
   std::vector<TaskEvent> events;
   if (tasks_.empty() && to_cancel_.empty()) return events;
+  const auto pause = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+      listing_took_ * options_.listing_pace);
+  if (std::chrono::steady_clock::now() < listed_at_ + pause) return events;
   RETURN_IF_ERROR(RefreshJobsLocked());
 
   for (auto it = to_cancel_.begin(); it != to_cancel_.end();) {

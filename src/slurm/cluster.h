@@ -45,6 +45,12 @@ namespace gpupool::slurm {
 struct ClusterOptions {
   NodeOptions nodes;
   SubmitOptions submit;  // comment "" becomes "gpupool"
+  // Poll lists the jobs again only once `listing_pace` times as long as the last listing took
+  // has passed since it (0: at every call). A full listing of a few thousand jobs costs
+  // slurmrestd a tenth of a second of CPU; with 4, polling takes at most a fifth of its time
+  // and slurmctld's, however many jobs there are, and an unchanged cluster (304) is still
+  // asked often.
+  double listing_pace = 0;
 };
 
 struct TaskEvent {
@@ -63,7 +69,10 @@ struct TaskEvent {
 
 class SlurmCluster {
  public:
-  SlurmCluster(std::shared_ptr<RestClient> client, ClusterOptions options);
+  // `submitters`: further connections to the same slurmrestd, each used by one thread to submit
+  // the jobs of a burst (RunAll) side by side; none: `client` submits them one after another.
+  SlurmCluster(std::shared_ptr<RestClient> client, ClusterOptions options,
+               std::vector<std::shared_ptr<RestClient>> submitters = {});
 
   // Checks the API version and credentials, loads nodes, partitions and jobs. Returns the Slurm
   // release.
@@ -74,6 +83,15 @@ class SlurmCluster {
   // `adopt`: the task was running under an earlier gpupool process; find its job, never submit.
   // A job that cannot be found is reported by the next Poll() as ended and lost.
   Status Run(const TaskRun& run, bool adopt);
+  struct RunRequest {
+    TaskRun run;
+    bool adopt = false;
+  };
+  // Run for each request, with one job listing before them all instead of one per task (a
+  // burst of launches costs one GET /jobs, a full listing whenever anything changed: megabytes
+  // at a few thousand jobs), then the submissions, side by side on the `submitters`
+  // connections. One status per request, in order.
+  std::vector<Status> RunAll(const std::vector<RunRequest>& requests);
   // Unknown keys are ignored (the task may have ended already).
   Status Stop(const std::string& key);
   // The submission Run() would make, from the cached nodes, without asking Slurm: InvalidArgument
@@ -97,11 +115,21 @@ class SlurmCluster {
   };
 
   Status RefreshJobsLocked();
+  // Run's bookkeeping once the listing was refreshed (`listed`: its outcome): tracks the task,
+  // adopting its job if one exists; `submit` is set when its job is to be submitted now.
+  Status TrackLocked(const TaskRun& run, bool adopt, const Status& listed, bool& submit);
+  Result<JobSubmission> SubmissionLocked(const std::string& key, const Task& task);
+  // The new jobs' ids, in order; Unavailable for those not submitted because Slurm stopped
+  // answering (it then counts as recently unreachable).
+  std::vector<Result<int64_t>> SubmitAllLocked(const std::vector<JobSubmission>& submissions);
+  // RefreshJobsLocked, unless Slurm did not answer a moment ago.
+  Status ListUnlessUnreachableLocked();
   Status RefreshNodes();
   Status SubmitLocked(const std::string& key, Task& task);
   bool SlurmRecentlyUnreachable() const;
 
   const std::shared_ptr<RestClient> client_;
+  const std::vector<std::shared_ptr<RestClient>> submitters_;
   ClusterOptions options_;
 
   mutable std::mutex mu_;
@@ -109,6 +137,8 @@ class SlurmCluster {
   // gpupool's jobs in slurmctld's last listing, by id, and the newest id per attempt key.
   std::map<int64_t, SlurmJob> jobs_;
   std::map<std::string, int64_t> job_by_key_;
+  std::chrono::steady_clock::time_point listed_at_{};  // when the last listing ended
+  std::chrono::steady_clock::duration listing_took_{};
   int64_t jobs_since_ = 0;             // for update_time: the newest past time the listing showed
   int64_t max_job_id_ = 0;             // the largest id in the last listing (of any user)
   std::map<std::string, Task> tasks_;  // by attempt key

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "slurm/fake_slurmrestd.h"
 
 namespace gpupool::slurm {
@@ -171,6 +173,117 @@ TEST_F(ClusterTest, SubmissionsWaitForAnUnreachableSlurm) {
   ASSERT_EQ(state_->submissions.size(), 1u);
   EXPECT_TRUE(Poll().empty());
   EXPECT_EQ(state_->submissions.size(), 1u);
+}
+
+int Count(const std::vector<std::string>& requests, const std::string& part) {
+  int n = 0;
+  for (const auto& request : requests) n += request.find(part) != std::string::npos;
+  return n;
+}
+
+TEST_F(ClusterTest, RunAllListsJobsOnceForABurstAndStillAdopts) {
+  // A job an earlier gpupool submitted for b: found in the one listing, not submitted again.
+  state_->AddJob(Json{{"name", "wf/g/b/0"},
+                      {"comment", "gpupool"},
+                      {"job_state", "RUNNING"},
+                      {"exit_code", 0},
+                      {"nodes", "gpu0004"},
+                      {"start_time", state_->now}});
+  state_->requests.clear();
+  std::vector<SlurmCluster::RunRequest> runs = {{{"wf/g/a/0", "gpu0004", Pod(1), 600}},
+                                                {{"wf/g/b/0", "gpu0004", Pod(1), 600}},
+                                                {{"wf/g/c/0", "gpu0003", Pod(1), 600}},
+                                                {{"wf/g/a/0", "gpu0004", Pod(1), 600}},
+                                                {{"wf/g/d/0", "nosuchnode", Pod(1), 600}}};
+  std::vector<Status> statuses = cluster_->RunAll(runs);
+  ASSERT_EQ(statuses.size(), 5u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_TRUE(statuses[i].ok()) << i << statuses[i].message();
+  EXPECT_EQ(statuses[4].code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Count(state_->requests, "GET /slurm/v0.0.38/jobs"), 1);
+  ASSERT_EQ(state_->submissions.size(), 2u);  // a and c; b adopted, a once
+  EXPECT_EQ(state_->submissions[0]["job"]["name"], "wf/g/a/0");
+  EXPECT_EQ(state_->submissions[1]["job"]["name"], "wf/g/c/0");
+  EXPECT_EQ(cluster_->Tracked(), 3u);
+  // Run for one task still lists before it submits.
+  state_->requests.clear();
+  ASSERT_TRUE(cluster_->Run({"wf/g/e/0", "gpu0004", Pod(1), 600}, false).ok());
+  EXPECT_EQ(Count(state_->requests, "GET /slurm/v0.0.38/jobs"), 1);
+}
+
+TEST_F(ClusterTest, ABurstStopsSubmittingWhenSlurmStopsAnswering) {
+  state_->down_after_submits = 1;
+  std::vector<SlurmCluster::RunRequest> runs = {{{"wf/g/a/0", "gpu0004", Pod(1), 600}},
+                                                {{"wf/g/b/0", "gpu0004", Pod(1), 600}},
+                                                {{"wf/g/c/0", "gpu0004", Pod(1), 600}}};
+  for (const Status& status : cluster_->RunAll(runs)) EXPECT_TRUE(status.ok()) << status.message();
+  // b's submission failed (tried twice: the client's attempts); c was not tried.
+  EXPECT_EQ(state_->refused, 2);
+  EXPECT_EQ(state_->submissions.size(), 1u);
+  EXPECT_EQ(cluster_->Tracked(), 3u);
+  state_->down = false;
+  state_->down_after_submits = 0;
+  EXPECT_TRUE(Poll().empty());  // b and c submitted now, each once
+  ASSERT_EQ(state_->submissions.size(), 3u);
+  EXPECT_EQ(state_->submissions[1]["job"]["name"], "wf/g/b/0");
+  EXPECT_EQ(state_->submissions[2]["job"]["name"], "wf/g/c/0");
+  EXPECT_TRUE(Poll().empty());
+  EXPECT_EQ(state_->submissions.size(), 3u);
+}
+
+TEST_F(ClusterTest, ABurstIsSubmittedOverSeveralConnectionsEachJobOnce) {
+  auto client = [&] {
+    ClientOptions options;
+    options.user = "nobody";
+    options.token = TokenSource::Fixed("t");
+    return std::make_shared<RestClient>(*ParseEndpoint("http://127.0.0.1:6820"),
+                                        std::make_unique<FakeSlurmRest>(state_), options);
+  };
+  cluster_ = std::make_unique<SlurmCluster>(client(), ClusterOptions{},
+                                            std::vector{client(), client(), client()});
+  ASSERT_TRUE(cluster_->Connect().ok());
+  std::vector<SlurmCluster::RunRequest> runs;
+  for (int i = 0; i < 40; ++i) {
+    runs.push_back(
+        {{"wf/g/t" + std::to_string(i) + "/0", i % 2 ? "gpu0003" : "gpu0004", Pod(1), 600}});
+  }
+  runs.push_back({{"wf/g/bad/0", "nosuchnode", Pod(1), 600}});
+  std::vector<Status> statuses = cluster_->RunAll(runs);
+  for (int i = 0; i < 40; ++i) EXPECT_TRUE(statuses[i].ok()) << statuses[i].message();
+  EXPECT_EQ(statuses[40].code(), StatusCode::kInvalidArgument);
+  ASSERT_EQ(state_->submissions.size(), 40u);
+  std::set<std::string> names;
+  for (const auto& submission : state_->submissions) names.insert(submission["job"]["name"]);
+  EXPECT_EQ(names.size(), 40u);
+  EXPECT_EQ(cluster_->Tracked(), 40u);
+  // Each task holds its own job: every start is reported under the key the job was named after.
+  for (auto& [id, job] : state_->jobs)
+    state_->SetState(id, "RUNNING", 0, job["requested_node"].get<std::string>());
+  auto events = Poll();
+  ASSERT_EQ(events.size(), 40u);
+  for (const auto& event : events) {
+    EXPECT_EQ(event.kind, TaskEvent::Kind::kStarted);
+    EXPECT_EQ(state_->jobs.at(event.job_id)["name"], event.key);
+  }
+  EXPECT_EQ(state_->submissions.size(), 40u);
+}
+
+TEST_F(ClusterTest, PollListsNoSoonerThanTheLastListingsCostAllows) {
+  state_->requests.clear();
+  ClusterOptions options;
+  options.listing_pace = 1e6;  // a listing of the fake takes microseconds: seconds of pause
+  ClientOptions client_options;
+  client_options.user = "nobody";
+  client_options.token = TokenSource::Fixed("t");
+  cluster_ = std::make_unique<SlurmCluster>(
+      std::make_shared<RestClient>(*ParseEndpoint("http://127.0.0.1:6820"),
+                                   std::make_unique<FakeSlurmRest>(state_), client_options),
+      options);
+  ASSERT_TRUE(cluster_->Connect().ok());
+  ASSERT_TRUE(cluster_->Run({"wf/g/a/0", "gpu0004", Pod(1), 600}, false).ok());
+  state_->SetState(JobOf("wf/g/a/0"), "RUNNING", 0, "gpu0004");
+  size_t before = state_->requests.size();
+  EXPECT_TRUE(Poll().empty());  // not asked: the start is reported by a later poll
+  EXPECT_EQ(state_->requests.size(), before);
 }
 
 TEST_F(ClusterTest, RefusedTasksFailRun) {

@@ -4,7 +4,8 @@
 // ScriptedTransport answers each request with the next scripted outcome and records requests.
 // FakeSlurmRest is a small in-memory slurmrestd: nodes and partitions from testdata/, jobs that
 // tests submit, move through states and cancel; /jobs honours update_time with 304 like
-// slurmctld; `down` makes every request fail to connect.
+// slurmctld; `down` makes every request fail to connect (`down_after_submits`: from the
+// submission after that many on).
 
 #include <deque>
 #include <map>
@@ -78,6 +79,8 @@ class FakeSlurmRest final : public HttpTransport {
     std::vector<Json> submissions;      // the bodies of POST /job/submit
     std::vector<std::string> requests;  // "METHOD target"
     int cancels = 0;
+    int refused = 0;                // requests that failed because it was down
+    size_t down_after_submits = 0;  // > 0: goes down once this many jobs were submitted
 
     // Adds a job (as another user would) and returns its id.
     int64_t AddJob(Json job) {
@@ -111,6 +114,7 @@ class FakeSlurmRest final : public HttpTransport {
     std::lock_guard lock(state_->mu);
     HttpOutcome outcome;
     if (state_->down) {
+      ++state_->refused;
       outcome.error = UnavailableError("connection refused");
       return outcome;
     }
@@ -148,6 +152,10 @@ class FakeSlurmRest final : public HttpTransport {
                                        {"start_time", state_->now + 1000}});
       // The node it asked for, kept aside until it runs.
       state_->jobs[id]["requested_node"] = job.value("nodelist", "");
+      if (state_->down_after_submits > 0 &&
+          state_->submissions.size() >= state_->down_after_submits) {
+        state_->down = true;
+      }
       return Reply(outcome, 200, Json{{"job_id", id}, {"errors", Json::array()}});
     }
     if (target.starts_with(prefix + "/job/") && request.method == "DELETE") {

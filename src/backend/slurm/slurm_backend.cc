@@ -24,6 +24,13 @@ std::string OsUser() {
 // How often the worker asks Slurm for job changes when nothing is queued.
 constexpr std::chrono::milliseconds kPollPeriod{200};
 
+// Connections that submit a burst of jobs side by side (slurmrestd served 286 submissions/s on
+// one connection and 740/s on eight on a 2-core machine).
+constexpr int kSubmitConnections = 4;
+
+// Polls list the jobs at most a fifth of the time (slurm::ClusterOptions::listing_pace).
+constexpr double kListingPace = 4;
+
 }  // namespace
 
 Result<std::unique_ptr<SlurmBackend>> SlurmBackend::Open(std::string_view url,
@@ -35,14 +42,22 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::Open(std::string_view url,
   // slurmrestd takes about 9 s to say that slurmctld does not answer: one retry, and the
   // worker's next round tries again.
   client_options.max_attempts = 2;
-  auto client = std::make_shared<slurm::RestClient>(
-      endpoint, slurm::MakeBeastTransport(endpoint, slurm::HttpTimeouts{}),
-      std::move(client_options));
+  auto connect = [&] {
+    return std::make_shared<slurm::RestClient>(
+        endpoint, slurm::MakeBeastTransport(endpoint, slurm::HttpTimeouts{}), client_options);
+  };
+  auto client = connect();
+  // A burst of launches is submitted over several connections at once: slurmrestd serves
+  // requests in parallel, and one job per round trip is what limits a serial stream.
+  std::vector<std::shared_ptr<slurm::RestClient>> submitters;
+  for (int i = 0; i < kSubmitConnections; ++i) submitters.push_back(connect());
   slurm::ClusterOptions cluster_options;
   cluster_options.submit.output_dir =
       options.slurm_output_dir.empty() ? "/tmp" : options.slurm_output_dir;
   cluster_options.submit.partition = options.slurm_partition;
-  auto cluster = std::make_unique<slurm::SlurmCluster>(client, std::move(cluster_options));
+  cluster_options.listing_pace = kListingPace;
+  auto cluster = std::make_unique<slurm::SlurmCluster>(client, std::move(cluster_options),
+                                                       std::move(submitters));
   auto release = cluster->Connect();
   if (!release.ok()) return release.status().WithContext("slurm backend");
   auto backend = std::make_unique<SlurmBackend>(std::move(cluster));
@@ -158,6 +173,34 @@ void SlurmBackend::Report(const Status& status) {
   last_error_ = status.ok() ? "" : status.message();
 }
 
+std::vector<TaskExit> SlurmBackend::Execute(const std::deque<Command>& commands) {
+  std::vector<TaskExit> exits;
+  // Consecutive runs go to Slurm together (one job listing for the lot); a stop between them
+  // keeps its place, so a task stopped and launched again is cancelled before it is resubmitted.
+  std::vector<slurm::SlurmCluster::RunRequest> runs;
+  auto flush_runs = [&] {
+    std::vector<Status> statuses = cluster_->RunAll(runs);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      // Run keeps a task whose submission must wait for Slurm and submits it on a later Poll;
+      // an error here is Slurm refusing the task for good.
+      if (!statuses[i].ok()) {
+        exits.push_back({runs[i].run.key, 1, 0, "refused by Slurm: " + statuses[i].message()});
+      }
+    }
+    runs.clear();
+  };
+  for (const Command& command : commands) {
+    if (command.stop) {
+      flush_runs();
+      (void)cluster_->Stop(command.run.key);  // retried by the cluster's Poll when it failed
+    } else {
+      runs.push_back({command.run, command.adopt});
+    }
+  }
+  flush_runs();
+  return exits;
+}
+
 void SlurmBackend::Work() {
   std::unique_lock lock(mu_);
   while (!stop_) {
@@ -166,16 +209,7 @@ void SlurmBackend::Work() {
     std::deque<Command> commands;
     commands.swap(commands_);
     lock.unlock();
-    std::vector<TaskExit> exits;
-    for (const Command& command : commands) {
-      Status status = command.stop ? cluster_->Stop(command.run.key)
-                                   : cluster_->Run(command.run, command.adopt);
-      // Run keeps a task whose submission must wait for Slurm and submits it on a later Poll;
-      // an error here is Slurm refusing the task for good.
-      if (!status.ok() && !command.stop) {
-        exits.push_back({command.run.key, 1, 0, "refused by Slurm: " + status.message()});
-      }
-    }
+    std::vector<TaskExit> exits = Execute(commands);
     auto events = cluster_->Poll();
     Report(events.status());
     if (events.ok()) {

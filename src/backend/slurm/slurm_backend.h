@@ -66,6 +66,8 @@ class SlurmBackend final : public Backend {
     bool adopt = false;
   };
   void Work();
+  // Runs the commands in order, consecutive runs together; returns the runs Slurm refused.
+  std::vector<TaskExit> Execute(const std::deque<Command>& commands);
   void Report(const Status& status);
 
   std::unique_ptr<slurm::SlurmCluster> cluster_;

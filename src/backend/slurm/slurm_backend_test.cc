@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <thread>
 
 #include "slurm/fake_slurmrestd.h"
@@ -85,6 +86,33 @@ TEST_F(SlurmBackendTest, LaunchSubmitsAndPollReportsTheExitOnce) {
   EXPECT_EQ(exits[0].reason, "FAILED");
   EXPECT_EQ(backend_->RunningCount(), 0u);
   EXPECT_EQ(state_->submissions.size(), 1u);
+}
+
+TEST_F(SlurmBackendTest, ABurstOfLaunchesAndAKillAmongThemEachReachSlurmOnce) {
+  // A step's launches, a kill among them and the killed task launched again (evicted and placed
+  // anew): every task gets one job, the killed one's first job is cancelled before its second.
+  for (int i = 0; i < 30; ++i) {
+    TaskLaunch launch{"wf/g/t" + std::to_string(i) + "/0", i % 2 ? "gpu0003" : "gpu0004"};
+    launch.pod = Pod();
+    ASSERT_TRUE(backend_->Launch(launch).ok());
+  }
+  ASSERT_TRUE(backend_->Kill("wf/g/t7/0").ok());
+  TaskLaunch again{"wf/g/t7/0", "gpu0003"};
+  again.pod = Pod();
+  ASSERT_TRUE(backend_->Launch(again).ok());
+  EXPECT_EQ(backend_->RunningCount(), 30u);
+  auto live_jobs = [&] {
+    std::lock_guard lock(state_->mu);
+    std::map<std::string, int> live;
+    for (const auto& [id, job] : state_->jobs) {
+      if (job["job_state"] != "CANCELLED") ++live[job["name"].get<std::string>()];
+    }
+    return live;
+  };
+  ASSERT_TRUE(WaitFor([&] { return live_jobs().size() == 30u; }));
+  for (const auto& [name, count] : live_jobs()) EXPECT_EQ(count, 1) << name;
+  std::lock_guard lock(state_->mu);
+  EXPECT_LE(state_->submissions.size(), 31u);  // t7 twice at most: once before its kill
 }
 
 TEST_F(SlurmBackendTest, WhatSlurmCannotRunFailsAtLaunch) {

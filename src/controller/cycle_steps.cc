@@ -331,7 +331,7 @@ void SchedulingLoop::AddClusterBudgets(StepState& step) {
   }
 }
 
-// The pods placed where victims are being evicted wait (server/evictions.h), saying so: a task
+// The pods placed where victims are being evicted wait (controller/evictions.h), saying so: a task
 // in its message, a pod handed in on the cluster (Backend::ReportUnschedulable).
 void SchedulingLoop::HoldPlacements(StepState& step) {
   for (const auto& held : evictions_.HoldBindings(step.cycle, step.snapshot)) {

@@ -222,13 +222,14 @@ class Backend {
   virtual Status BindPods(const std::vector<PodBinding>& gang);
 
   // Evicts a running task, or a bound pod handed in (TaskEviction::pod), for the scheduler.
-  // kStopped: the loop stops a task now as any other (Kill), and takes its room as free. kInFlight: the backend asked the cluster, which may take
-  // time (the pod's grace period) or refuse (a PodDisruptionBudget): the task holds its node
-  // until Poll reports it with TaskExit::evicted, or RefusedEvictions reports the refusal (it
-  // then keeps running). A Kill meanwhile cancels the eviction (neither is reported). A pod
-  // handed in has no exit to report: once evicted it is no longer in HandedInPods (Kubernetes
-  // does not requeue a pod; a Job's or ReplicaSet's controller makes a new one, handed in anew).
-  // Default: kStopped, doing nothing (the loop's Kill stops a task).
+  // kStopped: the loop stops a task now as any other (Kill), and takes its room as free. kInFlight:
+  // the backend asked the cluster, which may take time (the pod's grace period) or refuse (a
+  // PodDisruptionBudget): the task holds its node until Poll reports it with TaskExit::evicted, or
+  // RefusedEvictions reports the refusal (it then keeps running). A Kill meanwhile cancels the
+  // eviction (neither is reported). A pod handed in has no exit to report: once evicted it is no
+  // longer in HandedInPods (Kubernetes does not requeue a pod; a Job's or ReplicaSet's controller
+  // makes a new one, handed in anew). Default: kStopped, doing nothing (the loop's Kill stops a
+  // task).
   virtual EvictionStart Evict(const TaskEviction& eviction) {
     (void)eviction;
     return EvictionStart::kStopped;

@@ -166,10 +166,10 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   StepState step;
   step.now = now;
   RETURN_IF_ERROR(LoadState(step));
-  AdoptRunningTasks(step);                      // 1
-  CollectExits(step);                           // 2
-  AdvanceTasks(step, stats);                    // 2-4: exits, timeouts, launches
-  SettleWorkflows(step);                        // failed workflows stopped, waiting tasks let in
+  AdoptRunningTasks(step);    // 1
+  CollectExits(step);         // 2
+  AdvanceTasks(step, stats);  // 2-4: exits, timeouts, launches
+  SettleWorkflows(step);      // failed workflows stopped, waiting tasks let in
   step.handed_in_pods = backend_.HandedInPods();
   PruneEvictions(step);                         // before the cycle: the pods they held enter it
   RETURN_IF_ERROR(BuildClusterSnapshot(step));  // 5

@@ -97,12 +97,18 @@ units=("${units[@]/#/$root/}")
 # The compile commands of a clang configuration of the project (configured, never built): clang-tidy
 # is clang, and the flags gcc gets differ (Asio's coroutines are switched on by hand for clang,
 # gcc's precompiled header is unreadable to clang).
-if [ ! -f "$build_dir/compile_commands.json" ]; then
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DGPUPOOL_PCH=OFF \
-    -DGPUPOOL_WITH_WEB=OFF >/dev/null
-fi
+# Configured every time (a few seconds when nothing changed): compile commands from an older tree
+# lack the files added or moved since, and run-clang-tidy skips a file it has no command for.
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DGPUPOOL_PCH=OFF \
+  -DGPUPOOL_WITH_WEB=OFF >/dev/null
 tidy_db=$build_dir
+for unit in "${units[@]}"; do
+  if ! grep -qF "\"file\": \"$unit\"" "$tidy_db/compile_commands.json"; then
+    echo "lint: $unit has no compile command in $tidy_db: it would not be checked" >&2
+    exit 1
+  fi
+done
 
 echo "lint: clang-tidy over ${#units[@]} files of src/ ($jobs jobs)"
 

@@ -2,9 +2,8 @@
 // the snapshot of the cluster and the tasks' pods, the cycle and what it decided (evictions,
 // bindings, reasons), the write-back, the machine pools, and the backend kept in line.
 
-#include <time.h>
-
 #include <algorithm>
+#include <ctime>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -317,7 +316,10 @@ void SchedulingLoop::AddClusterBudgets(StepState& step) {
     model::PodDisruptionBudget budget;
     budget.name = cluster.namespace_ + "/" + cluster.name;
     budget.namespace_ = cluster.namespace_;
-    model::PodDisruptionBudget::Observed& observed = budget.observed.emplace();
+    // Assigned, not emplace()d: clang 14 does not see the nested struct as default-constructible
+    // inside std::optional's constraints (its member initialisers), and refuses emplace().
+    budget.observed = model::PodDisruptionBudget::Observed{};
+    model::PodDisruptionBudget::Observed& observed = *budget.observed;
     for (const std::string& key : cluster.selects) {
       if (auto it = pods.find(key); it != pods.end()) observed.pods.insert(it->second);
     }

@@ -201,7 +201,9 @@ TEST(ViewCacheTest, PodsTakenOverDecideAsResolvedAfresh) {
     EXPECT_EQ(views.builds(), 1);
     // Ids that shrink along the pods stop matching at the first pod that left: slower, not
     // different.
-    if (c.takes_over) EXPECT_GT(views.PodsTakenOver(), 50);
+    if (c.takes_over) {
+      EXPECT_GT(views.PodsTakenOver(), 50);
+    }
   }
 }
 

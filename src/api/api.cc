@@ -6,7 +6,6 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "api/path.h"
 #include "client/client.h"
 #include "codec/json_reader.h"
 #include "common/strings.h"

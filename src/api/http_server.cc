@@ -7,10 +7,10 @@
 #include <optional>
 
 #include "api/http_transport.h"
-#include "api/path.h"
 #include "api/status_to_http.h"
 #include "common/safe_text.h"
 #include "common/strings.h"
+#include "config/access.h"
 
 namespace gpupool::api {
 namespace {
@@ -150,7 +150,7 @@ std::string AllowHeader(const std::vector<std::string>& methods) { return Join(m
 std::optional<Reply> HttpServer::Dispatch(Exchange& exchange) {
   const HttpMessage& message = *exchange.message;
   RouteRequest& route_request = exchange.request;
-  auto path = NormalizePath(message.target);
+  auto path = config::NormalizeRequestPath(message.target);
   if (!path.ok()) return ErrorReply(path.status());
   route_request.path = *path;
   if (Status text = CheckRequestText(message); !text.ok()) return ErrorReply(text);

@@ -15,8 +15,8 @@
 #include <mutex>
 #include <thread>
 
-#include "api/path.h"
 #include "client/client.h"
+#include "config/access.h"
 
 namespace gpupool::api {
 namespace {
@@ -529,7 +529,7 @@ TEST(PathTest, Normalizes) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.in);
-    auto out = NormalizePath(c.in);
+    auto out = config::NormalizeRequestPath(c.in);
     if (c.out.empty()) {
       EXPECT_FALSE(out.ok());
     } else {

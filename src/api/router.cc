@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "api/http_server.h"
-#include "api/path.h"
+#include "config/access.h"
 
 namespace gpupool::api {
 
@@ -11,7 +11,7 @@ void Router::Add(std::string method, std::string pattern, RouteHandler handler,
                  RouteOptions options) {
   Route route;
   route.method = std::move(method);
-  for (auto segment : PathSegments(pattern)) route.segments.emplace_back(segment);
+  for (auto segment : config::PathSegments(pattern)) route.segments.emplace_back(segment);
   route.pattern = std::move(pattern);
   route.handler = std::move(handler);
   route.options = std::move(options);
@@ -25,7 +25,7 @@ void Router::AddAsync(std::string method, std::string pattern, AsyncRouteHandler
 }
 
 Router::Match Router::Find(std::string_view method, std::string_view path) const {
-  std::vector<std::string_view> segments = PathSegments(path);
+  std::vector<std::string_view> segments = config::PathSegments(path);
   Match best;
   int best_exact = -1;
   for (const Route& route : routes_) {

@@ -16,18 +16,6 @@ Status Refused(std::string_view path, std::string_view why) {
                               "\" is refused: " + std::string(why));
 }
 
-std::vector<std::string_view> Segments(std::string_view path) {
-  std::vector<std::string_view> out;
-  size_t pos = 0;
-  while (pos < path.size()) {
-    size_t slash = path.find('/', pos);
-    if (slash == std::string_view::npos) slash = path.size();
-    if (slash > pos) out.push_back(path.substr(pos, slash - pos));
-    pos = slash + 1;
-  }
-  return out;
-}
-
 std::string_view LegacyPattern(std::string_view path, bool* deny) {
   if (StartsWith(path, "http:")) path.remove_prefix(5);
   *deny = StartsWith(path, "!");
@@ -101,6 +89,18 @@ std::string_view WithoutQuery(std::string_view path) {
 
 }  // namespace
 
+std::vector<std::string_view> PathSegments(std::string_view path) {
+  std::vector<std::string_view> out;
+  size_t pos = 0;
+  while (pos < path.size()) {
+    size_t slash = path.find('/', pos);
+    if (slash == std::string_view::npos) slash = path.size();
+    if (slash > pos) out.push_back(path.substr(pos, slash - pos));
+    pos = slash + 1;
+  }
+  return out;
+}
+
 Result<std::string> NormalizeRequestPath(std::string_view raw) {
   std::string_view path = WithoutQuery(raw);
   if (IsAlreadyNormal(path)) return std::string(path);
@@ -141,7 +141,7 @@ Result<std::string> NormalizeRequestPathFully(std::string_view raw) {
     return Refused(raw, "it is not valid UTF-8 once decoded (byte " + bad->ByteText() + ")");
   }
   std::vector<std::string_view> stack;
-  for (std::string_view seg : Segments(decoded)) {
+  for (std::string_view seg : PathSegments(decoded)) {
     if (seg == ".") continue;
     if (seg == "..") {
       if (stack.empty()) return Refused(raw, "it escapes the root with \"..\"");
@@ -257,7 +257,7 @@ bool ResourceMatches(std::string_view pattern, std::string_view resource) {
 ResolvedAction ResolveAction(std::string_view method, std::string_view normalized_path,
                              std::optional<std::string_view> workflow_pool) {
   std::string m = ToLower(method);
-  std::vector<std::string_view> s = Segments(normalized_path);
+  std::vector<std::string_view> s = PathSegments(normalized_path);
   auto at = [&](size_t i) { return i < s.size() ? s[i] : std::string_view(); };
   if (s.size() == 1 && (s[0] == "healthz" || s[0] == "readyz" || s[0] == "metrics")) {
     return {"system:Health", ""};

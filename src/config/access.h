@@ -52,8 +52,12 @@ inline constexpr std::string_view kAdminRole = "osmo-admin";
 inline constexpr std::string_view kDefaultRole = "osmo-default";
 inline constexpr std::string_view kPoolRolePrefix = "osmo-";
 
-// The normalised path, or InvalidArgument explaining why it is refused.
+// The normalised path, or InvalidArgument explaining why it is refused. Routing and access
+// control both call it, so they always agree on a path.
 Result<std::string> NormalizeRequestPath(std::string_view raw);
+// A path's segments, empty ones skipped: "/a/b" -> {"a", "b"}; "/" -> {}. The views point into
+// `path`. Routing splits its patterns and the normalised paths with it, as access control does.
+std::vector<std::string_view> PathSegments(std::string_view path);
 namespace internal {
 // NormalizeRequestPath without its shortcut for paths that are already normal (for tests).
 Result<std::string> NormalizeRequestPathFully(std::string_view raw);

@@ -73,8 +73,10 @@ endfunction()
 # precompiled for the whole build, one for the libraries and one for the tests, and every target
 # reuses its kind's (REUSE_FROM): precompiling them once per target cost ~7 s of CPU each, 40
 # times over (docs/BENCHMARKS.md, "Build time"). A reused header is valid only for the same
-# compiler flags, so the owners below get the same options and definitions as the targets that
-# reuse them; a target with flags of its own precompiles its own (gpupool_own_precompiled_header).
+# compiler options, so the owners below get the options of the targets that reuse them, and no
+# macro definitions (GCC refuses a header built with a macro the user does not define; one the
+# user defines and the header never reads is fine); a target with options of its own
+# precompiles its own (gpupool_own_precompiled_header).
 # Only headers of packages and of the standard library go here: a project header would make
 # every file rebuild when it changes.
 set(GPUPOOL_PCH_HEADERS <algorithm> <functional> <map> <memory> <optional> <string> <string_view>
@@ -103,7 +105,6 @@ function(gpupool_pch_owner kind out_var)
     target_link_libraries(${owner} PRIVATE nlohmann_json::nlohmann_json)
     if(kind STREQUAL "TEST")
       target_link_libraries(${owner} PRIVATE GTest::gmock GTest::gtest)
-      gpupool_test_definitions(${owner})
       gpupool_test_optimization(${owner})
       target_precompile_headers(${owner} PRIVATE ${GPUPOOL_PCH_TEST_HEADERS})
     else()

@@ -1,7 +1,8 @@
 # gpupool-serve --backend kubernetes against the fake API server (both real processes on loopback
 # ports): workflows become pods that gpupool creates, binds and sees end.
 if(TARGET gpupool_app AND TARGET gpupool-fake-apiserver)
-  add_executable(gpupool_kube_e2e_test kube/kube_e2e_test.cc kube/kube_victims_e2e_test.cc)
+  add_executable(gpupool_kube_e2e_test kube/kube_e2e_test.cc kube/kube_victims_e2e_test.cc
+                 kube/kube_machine_pools_e2e_test.cc)
   target_link_libraries(gpupool_kube_e2e_test PRIVATE gpupool_kube_fake gpupool_scheduler
                         PkgConfig::HTTPLIB GTest::gtest_main)
   target_compile_definitions(gpupool_kube_e2e_test PRIVATE

@@ -147,7 +147,7 @@ struct ServeSettings {
   std::pair<std::string, int> listen;
   int64_t lease_ttl_ms = 0, interval_ms = 0, provision_delay_ms = 0, scale_down_after_ms = 0;
   int64_t node_sync_ms = 0, kube_event_repeat_ms = 0, eviction_backoff_ms = 0;
-  int64_t history_interval_ms = 0;
+  int64_t history_interval_ms = 0, machine_pool_interval_ms = 0;
   scheduler::PlacementPolicy placement{};
 };
 
@@ -163,6 +163,8 @@ Result<ServeSettings> ParseSettings(const ServeOptions& o) {
   ASSIGN_OR_RETURN(s.kube_event_repeat_ms, ParseMillis(o.kube_event_repeat, "--kube-event-repeat"));
   ASSIGN_OR_RETURN(s.eviction_backoff_ms, ParseMillis(o.eviction_backoff, "--eviction-backoff"));
   ASSIGN_OR_RETURN(s.history_interval_ms, ParseMillis(o.history_interval, "--history-interval"));
+  ASSIGN_OR_RETURN(s.machine_pool_interval_ms,
+                   ParseMillis(o.machine_pool_interval, "--machine-pool-interval"));
   if (s.history_interval_ms < 1000) {
     return InvalidArgumentError("--history-interval \"" + o.history_interval +
                                 "\": expected at least 1s");
@@ -221,8 +223,11 @@ std::unique_ptr<controller::SchedulingLoop> MakeSchedulingLoop(
   loop_options.provision.scale_down_after_ms = settings.scale_down_after_ms;
   loop_options.provision.scheduler = loop_options.scheduler;
   loop_options.views = &views;
-  // Machine pools launch simulated nodes; a real cluster's come through its own machinery.
+  // Machine pools launch simulated nodes on the simulated cluster; on Kubernetes a pool with a
+  // scale_target has its MachineSet or MachineDeployment scaled, and the cluster makes the nodes.
   loop_options.machine_pools = backend.Kind() == "sim";
+  loop_options.scaled_machine_pools = backend.Kind() == "kubernetes";
+  loop_options.scale_interval_ms = settings.machine_pool_interval_ms;
   return std::make_unique<controller::SchedulingLoop>(store, backend, clock, registry,
                                                       loop_options);
 }
@@ -457,6 +462,11 @@ void AddSchedulingOptions(CLI::App* serve, ServeOptions* options) {
   serve
       ->add_option("--scale-down-after", options->scale_down_after,
                    "how long a machine-pool node stays empty before it is removed")
+      ->capture_default_str();
+  serve
+      ->add_option("--machine-pool-interval", options->machine_pool_interval,
+                   "how often machine pools with a scale_target are rescaled (kubernetes "
+                   "backend; cluster-autoscaler's scan interval)")
       ->capture_default_str();
   serve
       ->add_option("--history-interval", options->history_interval,

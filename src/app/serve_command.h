@@ -77,6 +77,7 @@ struct ServeOptions {
   std::string catalog;
   std::string provision_delay = "60s";
   std::string scale_down_after = "10m";
+  std::string machine_pool_interval = "10s";
   // The dashboard: how often the leader samples allocation for its charts (24 hours are kept,
   // at most 2,880 samples), and the UI's OIDC client (authorization code with PKCE in the
   // browser): its client id, scopes and which token it sends to the API.

@@ -24,6 +24,19 @@ Status Backend::BindPods(const std::vector<PodBinding>& gang) {
   return FailedPreconditionError("the " + std::string(Kind()) + " backend has no pods handed in");
 }
 
+Result<int32_t> Backend::ReadReplicas(const model::ScaleTarget& target) {
+  return FailedPreconditionError("the " + std::string(Kind()) + " backend scales no " +
+                                 model::DescribeScaleTarget(target) +
+                                 ": machine pools with a scale_target need the kubernetes backend");
+}
+
+Status Backend::SetReplicas(const model::ScaleTarget& target, int32_t replicas,
+                            const std::vector<std::string>& remove_nodes) {
+  (void)replicas;
+  (void)remove_nodes;
+  return ReadReplicas(target).status();
+}
+
 Result<std::unique_ptr<Backend>> OpenBackend(std::string_view spec, const BackendOptions& options) {
   if (spec == "kubernetes") return OpenKubernetesBackend(options.kubernetes);
   if (StartsWith(spec, "sim:")) {

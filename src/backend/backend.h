@@ -43,6 +43,7 @@
 
 #include "common/status.h"
 #include "model/k8s.h"
+#include "model/scale_target.h"
 
 namespace gpupool::backend {
 
@@ -247,6 +248,17 @@ class Backend {
   // end gives an empty chunk. A backend that keeps no output (the simulated cluster runs no
   // processes) answers kFailedPrecondition saying so. May be called from any thread.
   virtual Result<LogChunk> ReadLog(std::string_view key, int64_t offset, int64_t max_bytes) const;
+
+  // Machine pools whose nodes the cluster makes (a MACHINE_POOL's scale_target: a MachineSet or a
+  // MachineDeployment, model/scale_target.h). ReadReplicas answers the target's spec.replicas;
+  // SetReplicas first marks the Machine of each of `remove_nodes` for deletion (so that the
+  // cluster's machine controller removes those and not others), then sets spec.replicas, both
+  // through the API (the scale subresource). kFailedPrecondition when a node to remove does not
+  // name its Machine (nothing is changed then). Default: kFailedPrecondition (a simulated cluster's
+  // machine pools are simulated by the scheduling loop itself; Slurm has no machine pools).
+  virtual Result<int32_t> ReadReplicas(const model::ScaleTarget& target);
+  virtual Status SetReplicas(const model::ScaleTarget& target, int32_t replicas,
+                             const std::vector<std::string>& remove_nodes);
 };
 
 // Opens a backend from its command-line spec: "sim:CLUSTER_FILE" (a file or a directory of

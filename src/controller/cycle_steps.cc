@@ -262,6 +262,7 @@ Status SchedulingLoop::WriteBack(StepState& step, StepStats& stats) {
 std::vector<service::MachinePoolEvent> SchedulingLoop::ReconcileMachinePools(const StepState& step,
                                                                              StepStats& stats) {
   std::vector<service::MachinePoolEvent> events;
+  if (options_.scaled_machine_pools) return ScaleMachinePools(step, stats);
   if (!options_.machine_pools) return events;
   auto reconciled = RunMachinePoolStep(
       store_, step.node_records, autoscaler::AfterCycle(step.snapshot, step.cycle),
@@ -275,6 +276,25 @@ std::vector<service::MachinePoolEvent> SchedulingLoop::ReconcileMachinePools(con
   stats.nodes_launched = reconciled->launched;
   stats.nodes_removed = reconciled->removed;
   for (const auto& event : reconciled->events) {
+    events.push_back({step.now, event.machine_pool, event.node, event.what});
+  }
+  return events;
+}
+
+// 7, where the cluster makes the nodes: replicas of the pools' MachineSets or MachineDeployments.
+std::vector<service::MachinePoolEvent> SchedulingLoop::ScaleMachinePools(const StepState& step,
+                                                                         StepStats& stats) {
+  std::vector<service::MachinePoolEvent> events;
+  auto scaled =
+      scaled_pools_.Step(store_, backend_, autoscaler::AfterCycle(step.snapshot, step.cycle),
+                         options_.catalog ? *options_.catalog : autoscaler::Catalog::Builtin(),
+                         step.now, options_.provision);
+  if (!scaled.ok()) {
+    stats.machine_pool_error = scaled.status().message();
+    step_errors_->Increment({"machine_pools"});
+    return events;
+  }
+  for (const auto& event : *scaled) {
     events.push_back({step.now, event.machine_pool, event.node, event.what});
   }
   return events;

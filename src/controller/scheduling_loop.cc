@@ -37,7 +37,8 @@ SchedulingLoop::SchedulingLoop(store::Store& store, backend::Backend& backend, c
       clock_(clock),
       options_(std::move(options)),
       scheduler_(options_.scheduler),
-      evictions_(options_.refused_eviction_backoff_ms) {
+      evictions_(options_.refused_eviction_backoff_ms),
+      scaled_pools_(options_.scale_interval_ms) {
   leader_gauge_ = registry.AddGauge("gpupool_scheduler_leader",
                                     "1 when this server holds the scheduler lease.");
   pending_gauge_ = registry.AddGauge("gpupool_pending_pods", "Pods waiting to be scheduled.");

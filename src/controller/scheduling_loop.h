@@ -61,6 +61,7 @@
 #include "common/clock.h"
 #include "controller/evictions.h"
 #include "controller/handed_in_pods.h"
+#include "controller/scaled_machine_pools.h"
 #include "controller/task_lifecycle.h"
 #include "metrics/metrics.h"
 #include "scheduler/scheduler.h"
@@ -82,6 +83,11 @@ struct LoopOptions {
   // Machine pools (MACHINE_POOL configs): launch, ready, scale down, spot interruptions
   // (controller/machine_pools.h). Instance types from `catalog` (nullptr: the built-in one).
   bool machine_pools = true;
+  // Machine pools the cluster makes (a MACHINE_POOL with a scale_target; the Kubernetes backend):
+  // replicas read and set through the backend at most every `scale_interval_ms`
+  // (controller/scaled_machine_pools.h). Not with `machine_pools`.
+  bool scaled_machine_pools = false;
+  int64_t scale_interval_ms = 10'000;  // cluster-autoscaler's scan interval
   const autoscaler::Catalog* catalog = nullptr;
   autoscaler::ProvisionOptions provision;
   // The dashboard's views: after every step of the leader they receive the step's state (the
@@ -147,6 +153,7 @@ class SchedulingLoop {
   Status WriteBack(StepState& step, StepStats& stats);
   std::vector<service::MachinePoolEvent> ReconcileMachinePools(const StepState& step,
                                                                StepStats& stats);
+  std::vector<service::MachinePoolEvent> ScaleMachinePools(const StepState& step, StepStats& stats);
   void SyncBackend(const StepState& step);
   void ExportGauges(const StepState& step, StepStats& stats);
   void PublishStep(int64_t now, std::vector<store::WorkflowRecord> workflows,
@@ -166,8 +173,9 @@ class SchedulingLoop {
   std::set<std::string> launched_;  // backend keys this process launched and saw no exit for
   std::map<std::string, backend::TaskExit> exits_;  // polled, not yet applied to the store
   std::string node_pool_conflicts_;                 // the last logged report (loop thread only)
-  std::set<std::string> reported_;  // task keys reported unschedulable, not launched or ended
-  EvictionsInFlight evictions_;     // victims the cluster is evicting (controller/evictions.h)
+  std::set<std::string> reported_;   // task keys reported unschedulable, not launched or ended
+  EvictionsInFlight evictions_;      // victims the cluster is evicting (controller/evictions.h)
+  ScaledMachinePools scaled_pools_;  // machine pools the cluster makes (loop thread only)
 
   metrics::Gauge* leader_gauge_;
   metrics::Gauge* pending_gauge_;

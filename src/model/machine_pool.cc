@@ -277,9 +277,9 @@ void ApplySeedDefaults(bool has_min, bool has_max, MachinePool& pool) {
 }  // namespace
 
 std::span<const std::string_view> MachinePoolFields() {
-  static constexpr std::string_view kFields[] = {"description",  "instance_type", "capacity_type",
-                                                 "min_replicas", "max_replicas",  "labels",
-                                                 "taints",       "max_price",     "disk_size"};
+  static constexpr std::string_view kFields[] = {
+      "description", "instance_type", "capacity_type", "min_replicas", "max_replicas",
+      "labels",      "taints",        "max_price",     "disk_size",    "scale_target"};
   return kFields;
 }
 
@@ -329,6 +329,8 @@ Result<MachinePool> MachinePoolFromJson(const Json& body, std::string_view name,
       has_max_price = true;
     } else if (key == "disk_size") {
       ASSIGN_OR_RETURN(pool.disk_size_gib, IntValue(value, path, 1, 16384));
+    } else if (key == "scale_target") {
+      ASSIGN_OR_RETURN(pool.scale_target, ScaleTargetFromJson(value, path));
     } else {
       return UnknownField(path, key, kFields);
     }
@@ -367,6 +369,7 @@ Json MachinePoolToJson(const MachinePool& pool) {
   }
   if (pool.max_price_micros) body["max_price"] = FormatPriceMicros(*pool.max_price_micros);
   if (pool.disk_size_gib > 0) body["disk_size"] = pool.disk_size_gib;
+  if (pool.scale_target) body["scale_target"] = ScaleTargetToJson(*pool.scale_target);
   return body;
 }
 

@@ -7,7 +7,9 @@
 //   {"instance_type": "g4dn.xlarge", "capacity_type": "spot", "min_replicas": 0,
 //    "max_replicas": 3, "labels": {"ml-framework": "pytorch"},
 //    "taints": [{"key": "workload-type", "value": "batch", "effect": "NoSchedule"}],
-//    "max_price": "0.40", "disk_size": 500, "description": "..."}
+//    "max_price": "0.40", "disk_size": 500, "description": "...",
+//    "scale_target": {"api_version": "machine.openshift.io/v1beta1", "kind": "MachineSet",
+//                     "namespace": "openshift-machine-api", "name": "gpu-a"}}
 // A taint may name its effect `effect` (Kubernetes) or `schedule_type` (the ROSA/OCM API and the
 // seed's HCL), not both. Without a `taints` field, a GPU spot pool gets the seed's default taints
 // `nvidia.com/gpu=true:NoSchedule` and `spot=true:PreferNoSchedule`; an explicit list (also an
@@ -28,6 +30,7 @@
 
 #include "common/status.h"
 #include "model/k8s.h"
+#include "model/scale_target.h"
 
 namespace gpupool::model {
 
@@ -93,6 +96,9 @@ struct MachinePool {
   bool taints_given = false;  // the body had a `taints` field
   std::optional<int64_t> max_price_micros;  // spot only; nullopt = the on-demand price
   int32_t disk_size_gib = 0;                // 0 = the default root volume (300 GiB, as ROSA)
+  // On the Kubernetes backend: the MachineSet or MachineDeployment that makes the pool's nodes
+  // (model/scale_target.h). The sim backend simulates the pool's nodes with or without it.
+  std::optional<ScaleTarget> scale_target;
 
   friend bool operator==(const MachinePool&, const MachinePool&) = default;
 };

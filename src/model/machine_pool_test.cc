@@ -112,6 +112,25 @@ TEST(MachinePoolTest, RejectsBadBodiesWithTheFieldPath) {
       {R"({"instance_type": "m5.xlarge", "max_replicas": 3, "disk_size": 0})",
        "p.disk_size: 0 is out of range"},
       {R"([])", "p: expected an object, got array"},
+      {R"({"instance_type": "m5.xlarge", "max_replicas": 3,
+           "scale_target": {"api_version": "apps/v1", "kind": "Deployment",
+                            "namespace": "a", "name": "b"}})",
+       "p.scale_target: apps/v1 Deployment is not a resource gpupool scales; expected "
+       "machine.openshift.io/v1beta1 MachineSet or cluster.x-k8s.io/v1beta1 MachineDeployment"},
+      {R"({"instance_type": "m5.xlarge", "max_replicas": 3,
+           "scale_target": {"api_version": "cluster.x-k8s.io/v1beta1",
+                            "kind": "MachineDeployment", "namespace": "a"}})",
+       "p.scale_target.name: required"},
+      {R"({"instance_type": "m5.xlarge", "max_replicas": 3,
+           "scale_target": {"api_version": "cluster.x-k8s.io/v1beta1",
+                            "kind": "MachineDeployment", "namespace": "Team_A", "name": "b"}})",
+       "p.scale_target.namespace: \"Team_A\" is not a Kubernetes name"},
+      {R"({"instance_type": "m5.xlarge", "max_replicas": 3,
+           "scale_target": {"api_version": "cluster.x-k8s.io/v1beta1", "kind":
+                            "MachineDeployment", "namespace": "a", "name": "b", "nam": "c"}})",
+       "p.scale_target.nam: unknown field (did you mean \"name\"?)"},
+      {R"({"instance_type": "m5.xlarge", "max_replicas": 3, "scale_target": "gpu-a"})",
+       "p.scale_target: expected an object with api_version, kind, namespace and name"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.body);
@@ -213,6 +232,46 @@ TEST(MachinePoolTest, ManifestRoundTrips) {
   Json wrong_kind = manifest;
   wrong_kind["kind"] = "NodePool";
   EXPECT_FALSE(MachinePoolFromManifest(wrong_kind).ok());
+}
+
+// A pool on the Kubernetes backend names the MachineSet or MachineDeployment that makes its nodes;
+// the body round-trips and the target gives the API paths gpupool calls.
+TEST(MachinePoolTest, ScaleTargetsDecodeRoundTripAndNameTheirPaths) {
+  struct Case {
+    const char* target;
+    const char* object_path;
+    const char* machine_path;
+    const char* delete_annotation;
+  };
+  const Case cases[] = {
+      {R"({"api_version": "machine.openshift.io/v1beta1", "kind": "MachineSet",
+           "namespace": "openshift-machine-api", "name": "gpu-a"})",
+       "/apis/machine.openshift.io/v1beta1/namespaces/openshift-machine-api/machinesets/gpu-a",
+       "/apis/machine.openshift.io/v1beta1/namespaces/openshift-machine-api/machines/gpu-a-x1",
+       "machine.openshift.io/delete-machine"},
+      {R"({"api_version": "cluster.x-k8s.io/v1beta1", "kind": "MachineDeployment",
+           "namespace": "capi", "name": "md-0"})",
+       "/apis/cluster.x-k8s.io/v1beta1/namespaces/capi/machinedeployments/md-0",
+       "/apis/cluster.x-k8s.io/v1beta1/namespaces/capi/machines/gpu-a-x1",
+       "cluster.x-k8s.io/delete-machine"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.target);
+    Json body = {{"instance_type", "g5.xlarge"}, {"max_replicas", 4}};
+    body["scale_target"] = J(c.target);
+    auto pool = MachinePoolFromJson(body, "gpu-a");
+    ASSERT_TRUE(pool.ok()) << pool.status().message();
+    ASSERT_TRUE(pool->scale_target.has_value());
+    const ScaleTarget& target = *pool->scale_target;
+    EXPECT_EQ(ScaleTargetPath(target), c.object_path);
+    EXPECT_EQ(MachinePath(target, target.namespace_name, "gpu-a-x1"), c.machine_path);
+    ASSERT_NE(FindScalableKind(target), nullptr);
+    EXPECT_EQ(FindScalableKind(target)->delete_machine_annotation, c.delete_annotation);
+    EXPECT_EQ(MachinePoolToJson(*pool)["scale_target"], J(c.target));
+    auto again = MachinePoolFromJson(MachinePoolToJson(*pool), "gpu-a");
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(*again, *pool);
+  }
 }
 
 TEST(InstanceCatalogTest, DecodesAndRejects) {

@@ -128,6 +128,9 @@ class KubernetesBackend final : public Backend {
   std::vector<RefusedEviction> RefusedEvictions() override;
   std::vector<ClusterDisruptionBudget> DisruptionBudgets() const override;
   Result<LogChunk> ReadLog(std::string_view key, int64_t offset, int64_t max_bytes) const override;
+  Result<int32_t> ReadReplicas(const model::ScaleTarget& target) override;
+  Status SetReplicas(const model::ScaleTarget& target, int32_t replicas,
+                     const std::vector<std::string>& remove_nodes) override;
 
  private:
   // An eviction of the task's pod: asked (the condition or the eviction in flight), then

@@ -86,6 +86,8 @@ const std::vector<ResourceType>& Resources() {
       {"coordination.k8s.io", "v1", "leases", "Lease", true, false, false},
       {"machine.openshift.io", "v1beta1", "machinesets", "MachineSet", true, true, true},
       {"cluster.x-k8s.io", "v1beta1", "machinedeployments", "MachineDeployment", true, true, true},
+      {"machine.openshift.io", "v1beta1", "machines", "Machine", true, true, false},
+      {"cluster.x-k8s.io", "v1beta1", "machines", "Machine", true, true, false},
   };
   return kResources;
 }
@@ -100,12 +102,18 @@ int FindResource(std::string_view group, std::string_view version, std::string_v
   return -1;
 }
 
-int ResourceId(std::string_view plural) {
+int ResourceId(std::string_view name) {
   const auto& all = Resources();
+  int by_plural = -1;
+  int plural_matches = 0;
   for (size_t i = 0; i < all.size(); ++i) {
-    if (all[i].plural == plural) return static_cast<int>(i);
+    if (all[i].QualifiedName() == name) return static_cast<int>(i);
+    if (all[i].plural == name) {
+      by_plural = static_cast<int>(i);
+      ++plural_matches;
+    }
   }
-  return -1;
+  return plural_matches == 1 ? by_plural : -1;
 }
 
 std::string_view EventTypeName(EventType type) {
@@ -465,7 +473,7 @@ Json ObjectStore::Dump() const {
   std::lock_guard lock(mu_);
   Json dump = {{"revision", revision_}, {"objects", Json::object()}};
   for (size_t r = 0; r < objects_.size(); ++r) {
-    Json& items = dump["objects"][Resources()[r].plural];
+    Json& items = dump["objects"][Resources()[r].QualifiedName()];
     items = Json::array();
     for (const auto& [key, stored] : objects_[r]) items.push_back(*stored.object);
   }
@@ -478,9 +486,9 @@ Status ObjectStore::Load(const Json& dump) {
     return InvalidArgumentError("state file: expected {revision, objects}");
   }
   std::lock_guard lock(mu_);
-  for (const auto& [plural, items] : dump["objects"].items()) {
-    int r = ResourceId(plural);
-    if (r < 0 || !items.is_array()) return InvalidArgumentError("state file: objects." + plural);
+  for (const auto& [name, items] : dump["objects"].items()) {
+    int r = ResourceId(name);
+    if (r < 0 || !items.is_array()) return InvalidArgumentError("state file: objects." + name);
     for (const Json& object : items) {
       std::string key = ObjectKey(Resources()[r], NamespaceOf(object), NameOf(object));
       objects_[r][key] = Seal(object);

@@ -46,12 +46,17 @@ struct ResourceType {
   bool scale_subresource = false;  // spec.replicas through /scale
 
   std::string ApiVersion() const { return group.empty() ? version : group + "/" + version; }
+  // "plural.group" as kubectl names a resource ("machines.cluster.x-k8s.io"); the plural alone
+  // for the core group.
+  std::string QualifiedName() const { return group.empty() ? plural : plural + "." + group; }
 };
 
 // The resources the fake serves (index = resource id).
 const std::vector<ResourceType>& Resources();
 int FindResource(std::string_view group, std::string_view version, std::string_view plural);
-int ResourceId(std::string_view plural);  // by plural alone; the names are unique here
+// By qualified name, or by plural alone when only one group serves it ("pods", but not
+// "machines", which two groups serve). -1 when unknown or ambiguous.
+int ResourceId(std::string_view name);
 
 struct StoredObject {
   std::shared_ptr<const Json> object;

@@ -1,11 +1,14 @@
 // gpupool-fake-apiserver: a Kubernetes API server for tests and benchmarks (fake_server.h,
 // fake_api.h). It serves nodes loaded from files (and copies of them, for scale), pods, events,
-// PodDisruptionBudgets, Leases and scalable machine sets, over TLS with a bearer token; with
-// --kubelet it also runs the pods bound to its nodes (fake_kubelet.h).
+// PodDisruptionBudgets, Leases, and machine sets with their Machines, over TLS with a bearer
+// token; with --kubelet it also runs the pods bound to its nodes (fake_kubelet.h). Its machine
+// controller (fake_machines.h) makes and deletes the Machines and Nodes of OpenShift MachineSets
+// and Cluster API MachineDeployments as their replicas change; a new Machine's Node is Ready
+// after --machine-provision-delay-ms (default 1000; 0: at once).
 //
 //   gpupool-fake-apiserver --cert server.crt --key server.key --token-file token
 //       --nodes data/edgexr-k8s-node-json --node-count 5000 --kubelet --port-file port
-//       [--rbac deploy/kubernetes/clusterrole.yaml]
+//       [--rbac deploy/kubernetes/clusterrole.yaml] [--machine-provision-delay-ms 1000]
 //
 // It prints "listening on https://HOST:PORT" and writes the port to --port-file once ready.
 // SIGTERM or SIGINT stops it; with --state-file, the objects and the revision are written there
@@ -29,6 +32,7 @@
 #include "common/clock.h"
 #include "common/strings.h"
 #include "kube/testing/fake_disruption.h"
+#include "kube/testing/fake_machines.h"
 #include "kube/testing/fake_server.h"
 #include "model/input_file.h"
 
@@ -107,6 +111,7 @@ struct Flags {
   gpupool::kube::fake::ServerOptions server;
   gpupool::kube::fake::KubeletOptions kubelet;
   gpupool::kube::fake::StoreOptions store;
+  gpupool::kube::fake::MachineOptions machines;
   std::string token_file, port_file, state_file, rbac_file;
   std::vector<std::string> node_paths;
   int node_count = 0;
@@ -134,6 +139,10 @@ void AddFlags(CLI::App& app, Flags& f) {
   app.add_option("--kubelet-start-ms", f.kubelet.start_ms, "bound to Running")
       ->capture_default_str();
   app.add_option("--kubelet-run-ms", f.kubelet.run_ms, "default run time")->capture_default_str();
+  app.add_option("--machine-provision-delay-ms", f.machines.provision_delay_ms,
+                 "a Machine the machine controller makes -> its Node Ready (0: at once)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--threads", f.threads, "I/O threads")->capture_default_str();
 }
 
@@ -163,6 +172,8 @@ Status Serve(gpupool::kube::fake::ObjectStore& store, Flags& f,
   kubelet.Start();
   DisruptionController disruption(store, io);
   disruption.Start();
+  MachineController machines(store, io, f.machines, now_ms);
+  machines.Start();
   FakeApi api(store, kubelet, logs, now_ms);
   if (!f.rbac_file.empty()) {
     ASSIGN_OR_RETURN(ClusterRole role, ClusterRole::Load(f.rbac_file));

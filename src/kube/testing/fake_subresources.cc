@@ -187,13 +187,12 @@ ApiResponse FakeApi::Scale(const Target& target, const ApiRequest& request) {
     }
     replicas = spec["replicas"].get<int64_t>();
   }
+  // status.replicas is the machine controller's (fake_machines.h), once it has made or deleted
+  // the machines.
   Result<StoredObject> object = replicas
                                     ? store_.Update(target.resource, target.namespace_, target.name,
                                                     [&](Json& o) {
                                                       o["spec"]["replicas"] = *replicas;
-                                                      // The fake's machine controller: the machines
-                                                      // exist at once.
-                                                      o["status"]["replicas"] = *replicas;
                                                       return OkStatus();
                                                     })
                                     : store_.Get(target.resource, target.namespace_, target.name);

@@ -36,6 +36,26 @@ TEST(ClusterRoleTest, TheDeploymentsRoleGrantsWhatTheBackendDoesAndNothingElse) 
       {{"create", "", "pods/exec", "p"}, false},
       {{"get", "", "secrets", "s"}, false},
       {{"create", "apps", "pods", ""}, false},  // the group counts
+      // Machine pools: the scale subresource of the pool's set, and the Machine of a node it
+      // removes annotated for deletion.
+      {{"get", "machine.openshift.io", "machinesets/scale", "s"}, true},
+      {{"patch", "machine.openshift.io", "machinesets/scale", "s"}, true},
+      {{"update", "machine.openshift.io", "machinesets/scale", "s"}, true},
+      {{"get", "cluster.x-k8s.io", "machinedeployments/scale", "d"}, true},
+      {{"patch", "cluster.x-k8s.io", "machinedeployments/scale", "d"}, true},
+      {{"update", "cluster.x-k8s.io", "machinedeployments/scale", "d"}, true},
+      {{"get", "machine.openshift.io", "machines", "m"}, true},
+      {{"list", "machine.openshift.io", "machines", ""}, true},
+      {{"patch", "machine.openshift.io", "machines", "m"}, true},
+      {{"get", "cluster.x-k8s.io", "machines", "m"}, true},
+      {{"list", "cluster.x-k8s.io", "machines", ""}, true},
+      {{"patch", "cluster.x-k8s.io", "machines", "m"}, true},
+      {{"patch", "machine.openshift.io", "machinesets", "s"}, false},  // the scale only
+      {{"get", "cluster.x-k8s.io", "machinedeployments", "d"}, false},
+      {{"get", "cluster.x-k8s.io", "machinesets/scale", "s"}, false},  // the group counts
+      {{"delete", "machine.openshift.io", "machines", "m"}, false},    // the controller deletes
+      {{"create", "cluster.x-k8s.io", "machines", ""}, false},
+      {{"watch", "cluster.x-k8s.io", "machines", ""}, false},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.request.verb + " " + c.request.group + "/" + c.request.resource);

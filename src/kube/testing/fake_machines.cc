@@ -187,8 +187,12 @@ void MachineController::Sync(const SetKey& key) {
     return true;
   });
   if (!set.ok()) return;
-  const Json& spec = Field(*set->object, "spec");
-  const int64_t replicas = spec.is_object() ? spec.value("replicas", int64_t{1}) : 1;
+  // Absent, both APIs default it to 1; a value that is no integer counts as 0 here (a real
+  // API server refuses it), as the fake must not throw on a client's odd write.
+  const Json& given = Field(Field(*set->object, "spec"), "replicas");
+  const int64_t replicas = given.is_null()             ? 1
+                           : given.is_number_integer() ? given.get<int64_t>()
+                                                       : 0;
   const int64_t have = static_cast<int64_t>(machines.size());
   int64_t created = 0;
   if (have < replicas) created = CreateMachines(flavour, *set->object, replicas - have);

@@ -42,7 +42,8 @@ bool IsQualifiedNamePart(std::string_view s) {
   return true;
 }
 
-// DNS-1123 subdomain: lowercase alphanumerics, '-' and '.', alphanumeric at both ends, <= 253.
+}  // namespace
+
 bool IsDnsSubdomain(std::string_view s) {
   if (s.empty() || s.size() > 253) return false;
   auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
@@ -52,8 +53,6 @@ bool IsDnsSubdomain(std::string_view s) {
   }
   return true;
 }
-
-}  // namespace
 
 bool IsQualifiedName(std::string_view name) {
   size_t slash = name.find('/');

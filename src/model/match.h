@@ -80,6 +80,9 @@ bool MatchesNodeSelectorAndAffinity(const PodScheduling& pod, const Node& node);
 // Sum of weights of the preferred terms that match (zero-weight and empty terms skipped).
 int64_t PreferredAffinityScore(const NodeAffinity& affinity, const Node& node);
 
+// DNS-1123 subdomain, as Kubernetes requires of object names: lowercase alphanumerics, '-' and
+// '.', alphanumeric at both ends, at most 253 characters.
+bool IsDnsSubdomain(std::string_view s);
 // Label key syntax: optional DNS-subdomain prefix and '/', then a name of at most 63
 // alphanumerics, '-', '_', '.' starting and ending with an alphanumeric.
 bool IsQualifiedName(std::string_view name);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/strings.h"
+#include "model/match.h"
 
 namespace gpupool::model {
 namespace {
@@ -18,24 +19,12 @@ constexpr std::array<ScalableKind, 2> kScalableKinds = {{
      "cluster.x-k8s.io/delete-machine", "cluster.x-k8s.io/machine", false},
 }};
 
-// A DNS-1123 subdomain, as Kubernetes requires of namespace and object names (namespaces are
-// the stricter labels, but the API server checks that itself).
-bool IsDnsName(std::string_view name) {
-  if (name.empty() || name.size() > 253) return false;
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  if (!alnum(name.front()) || !alnum(name.back())) return false;
-  for (char c : name) {
-    if (!alnum(c) && c != '-' && c != '.') return false;
-  }
-  return true;
-}
-
 Result<std::string> RequiredName(const Json& value, const std::string& path, bool dns_name) {
   if (!value.is_string() || value.get<std::string>().empty()) {
     return InvalidArgumentError(path + ": expected a non-empty string");
   }
   std::string text = value.get<std::string>();
-  if (dns_name && !IsDnsName(text)) {
+  if (dns_name && !IsDnsSubdomain(text)) {
     return InvalidArgumentError(path + ": \"" + text +
                                 "\" is not a Kubernetes name (lower-case letters, digits, '-' and "
                                 "'.', starting and ending with a letter or digit)");

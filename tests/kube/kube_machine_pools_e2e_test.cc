@@ -56,7 +56,8 @@ class MachinePoolsTest : public KubernetesBackendTest {
   Json Node(const std::string& name) {
     auto res = kube_->Call({"GET", "/api/v1/nodes"});
     if (!res.ok() || !res->ok()) return Json();
-    for (const Json& node : res->Json()["items"]) {
+    const Json listed = res->Json();
+    for (const Json& node : listed["items"]) {
       if (node["metadata"]["name"] == name) return node;
     }
     return Json();
@@ -65,7 +66,7 @@ class MachinePoolsTest : public KubernetesBackendTest {
 
 TEST_F(MachinePoolsTest, APendingWorkflowScalesTheMachineSetUpAndAnEmptyNodeScalesItDown) {
   serve_args_.insert(serve_args_.end(),
-                     {"--machine-pool-interval", "100ms", "--scale-down-after", "2s"});
+                     {"--machine-pool-interval", "100ms", "--scale-down-after", "3s"});
   StartServe();
   CreateMachineSet();
   auto pool = http_->Put("/api/configs/MACHINE_POOL/v100", R"({
@@ -81,19 +82,24 @@ TEST_F(MachinePoolsTest, APendingWorkflowScalesTheMachineSetUpAndAnEmptyNodeScal
   resources:
     default: {cpu: 4, memory: 16Gi, storage: 1Gi, gpu: 4}
   tasks:
-  - {name: t, image: busybox, sim_duration: 2s}
+  - {name: t, image: busybox, sim_duration: 3s}
 )");
   ASSERT_FALSE(id.empty());
   EXPECT_TRUE(Eventually([&] { return Replicas() == 1; })) << serve_->Log();
 
-  Json workflow = WaitFor(id, {"COMPLETED", "FAILED", "CANCELED"});
-  ASSERT_EQ(workflow["status"], "COMPLETED") << workflow.dump(2);
-  const std::string node_name = workflow["tasks"][0]["node"].get<std::string>();
+  // The task runs on the node the MachineSet brought: in the pool by its label, and naming its
+  // Machine as the controller's nodes do.
+  Json task = WaitTask(id, [](const Json& t) { return t["status"] == "RUNNING"; });
+  ASSERT_TRUE(task.is_object());
+  const std::string node_name = task["node"].get<std::string>();
   Json node = Node(node_name);
   ASSERT_TRUE(node.is_object()) << node_name;
   EXPECT_EQ(node["metadata"]["labels"]["node.kubernetes.io/machinepool"], "v100");
   EXPECT_EQ(node["metadata"]["annotations"]["machine.openshift.io/machine"],
             "openshift-machine-api/" + node_name);
+  Json workflow = WaitFor(id, {"COMPLETED", "FAILED", "CANCELED"});
+  ASSERT_EQ(workflow["status"], "COMPLETED") << workflow.dump(2);
+  EXPECT_EQ(workflow["tasks"][0]["node"], node_name);
   EXPECT_EQ(Replicas(), 1) << "asked once: the coming node stood in for the pending task";
 
   // Empty for 2 s: its Machine marked, replicas back to zero, node and Machine gone.

@@ -61,7 +61,9 @@ Json NodeLinkAnnotations(bool openshift, const std::string& namespace_,
 
 // status.capacity from the annotations cluster-autoscaler reads to scale a set from zero.
 Json Capacity(bool openshift, const Json& set) {
-  Json capacity = Json::object();
+  // Every kubelet reports its root volume; neither API says its size without a provider spec, so
+  // the fake gives ROSA's default root volume (a Cluster API annotation may say otherwise).
+  Json capacity = {{"ephemeral-storage", "300Gi"}};
   auto copy = [&](const char* annotation, const std::string& resource, const std::string& suffix) {
     std::string value = Annotation(set, annotation);
     if (!value.empty()) capacity[resource] = value + suffix;

@@ -57,7 +57,11 @@ std::vector<Flavour> Flavours() {
        {{"machine.openshift.io/vCPU", "16"},
         {"machine.openshift.io/memoryMb", "65536"},
         {"machine.openshift.io/GPU", "2"}},
-       {{"cpu", "16"}, {"memory", "65536Mi"}, {"nvidia.com/gpu", "2"}, {"pods", "110"}},
+       {{"ephemeral-storage", "300Gi"},
+        {"cpu", "16"},
+        {"memory", "65536Mi"},
+        {"nvidia.com/gpu", "2"},
+        {"pods", "110"}},
        [ns](const std::string& machine) {
          return Json{{"machine.openshift.io/machine", ns + "/" + machine}};
        }},
@@ -69,7 +73,11 @@ std::vector<Flavour> Flavours() {
        {{"capacity.cluster-autoscaler.kubernetes.io/cpu", "16"},
         {"capacity.cluster-autoscaler.kubernetes.io/memory", "64Gi"},
         {"capacity.cluster-autoscaler.kubernetes.io/gpu-count", "2"}},
-       {{"cpu", "16"}, {"memory", "64Gi"}, {"nvidia.com/gpu", "2"}, {"pods", "110"}},
+       {{"ephemeral-storage", "300Gi"},
+        {"cpu", "16"},
+        {"memory", "64Gi"},
+        {"nvidia.com/gpu", "2"},
+        {"pods", "110"}},
        [ns](const std::string& machine) {
          return Json{{"cluster.x-k8s.io/machine", machine},
                      {"cluster.x-k8s.io/cluster-namespace", ns}};

@@ -9,7 +9,8 @@
 include(GoogleTest)
 
 function(gpupool_module)
-  cmake_parse_arguments(M "" "NAME" "SOURCES;DEPS;PUBLIC_LIBS;PRIVATE_LIBS" ${ARGN})
+  cmake_parse_arguments(M "OWN_PRECOMPILED_HEADER" "NAME" "SOURCES;DEPS;PUBLIC_LIBS;PRIVATE_LIBS"
+                        ${ARGN})
   add_library(gpupool_${M_NAME} STATIC ${M_SOURCES})
   target_include_directories(gpupool_${M_NAME} PUBLIC ${PROJECT_SOURCE_DIR}/src)
   foreach(dep IN LISTS M_DEPS)
@@ -17,7 +18,11 @@ function(gpupool_module)
   endforeach()
   target_link_libraries(gpupool_${M_NAME} PUBLIC ${M_PUBLIC_LIBS} PRIVATE ${M_PRIVATE_LIBS})
   gpupool_warnings(gpupool_${M_NAME})
-  gpupool_precompile(gpupool_${M_NAME} LIBRARY)
+  if(M_OWN_PRECOMPILED_HEADER)
+    gpupool_own_precompiled_header(gpupool_${M_NAME} LIBRARY)
+  else()
+    gpupool_precompile(gpupool_${M_NAME} LIBRARY)
+  endif()
 endfunction()
 
 function(gpupool_module_test)
@@ -126,12 +131,12 @@ function(gpupool_precompile target kind)
 endfunction()
 
 # For a target compiled with flags of its own (a reused header must have been built with the same
-# ones, or clang refuses it): its own precompiled header instead of the shared one.
+# ones, or clang refuses it): its own precompiled header instead of the shared one
+# (gpupool_module's OWN_PRECOMPILED_HEADER).
 function(gpupool_own_precompiled_header target kind)
   if(NOT GPUPOOL_PCH)
     return()
   endif()
-  set_target_properties(${target} PROPERTIES PRECOMPILE_HEADERS_REUSE_FROM "")
   if(kind STREQUAL "TEST")
     target_precompile_headers(${target} PRIVATE ${GPUPOOL_PCH_TEST_HEADERS})
   else()

@@ -64,7 +64,7 @@ scheduler::ClusterSnapshot PlanningSnapshot(const scheduler::ClusterSnapshot& af
   }
   snapshot.nodes = std::move(kept);
   for (model::PodScheduling& pod : snapshot.pods) {
-    if (gone.count(pod.node_name) != 0) pod.node_name.clear();
+    if (gone.contains(pod.node_name)) pod.node_name.clear();
   }
   for (const ScaledPool& scaled : pools) {
     const model::InstanceType* type = catalog.Find(scaled.pool.instance_type);
@@ -91,7 +91,7 @@ void PlanScaleDown(const AutoscaleResult& simulated, const std::vector<ScaledPoo
     ReplicaChange change{
         scaled.pool.name, *scaled.pool.scale_target, scaled.replicas, scaled.replicas, {}, ""};
     for (const ScaleDown& down : simulated.scale_down) {
-      if (down.machine_pool != scaled.pool.name || nodes.ready.count(down.node) == 0) continue;
+      if (down.machine_pool != scaled.pool.name || !nodes.ready.contains(down.node)) continue;
       auto seen = empty_since.find(down.node);
       const int64_t since = seen == empty_since.end() ? now_ms : seen->second;
       plan.empty_since[down.node] = since;

@@ -87,11 +87,11 @@ Json Capacity(bool openshift, const Json& set) {
 }
 
 Json NodeLabels(bool openshift, const Json& set, const std::string& node) {
-  const Json& template_ = Field(Field(set, "spec"), "template");
+  const Json& set_template = Field(Field(set, "spec"), "template");
   Json labels = Json::object();
-  const Json& given = Field(Field(Field(template_, "spec"), "metadata"), "labels");
+  const Json& given = Field(Field(Field(set_template, "spec"), "metadata"), "labels");
   if (given.is_object()) labels = given;
-  const Json& machine_labels = Field(Field(template_, "metadata"), "labels");
+  const Json& machine_labels = Field(Field(set_template, "metadata"), "labels");
   if (!openshift && machine_labels.is_object()) {
     for (const auto& [key, value] : machine_labels.items()) {
       for (const char* domain : kCapiNodeLabelDomains) {
@@ -223,16 +223,16 @@ void MachineController::Sync(const SetKey& key) {
 }
 
 int64_t MachineController::CreateMachines(const Flavour& flavour, const Json& set, int64_t count) {
-  const std::string namespace_ = MetadataField(set, "namespace");
+  const std::string set_namespace = MetadataField(set, "namespace");
   const std::string set_name = MetadataField(set, "name");
   const ResourceType& set_type = Resources()[flavour.sets];
-  const Json& template_ = Field(Field(set, "spec"), "template");
-  Json labels = Field(Field(template_, "metadata"), "labels");
+  const Json& set_template = Field(Field(set, "spec"), "template");
+  Json labels = Field(Field(set_template, "metadata"), "labels");
   if (!labels.is_object()) labels = Json::object();
   labels[flavour.owner_label] = set_name;
   const std::string cluster = StringAt(Field(set, "spec"), "clusterName");
   if (!flavour.openshift && !cluster.empty()) labels["cluster.x-k8s.io/cluster-name"] = cluster;
-  Json spec = Field(template_, "spec");
+  Json spec = Field(set_template, "spec");
   if (!spec.is_object()) spec = Json::object();
   Json owner = {
       {"apiVersion", set_type.ApiVersion()}, {"kind", set_type.kind}, {"name", set_name},
@@ -240,12 +240,12 @@ int64_t MachineController::CreateMachines(const Flavour& flavour, const Json& se
   int64_t created = 0;
   for (int64_t i = 0; i < count; ++i) {
     Json machine = {{"metadata",
-                     {{"name", NewMachineName(flavour, namespace_, set_name)},
+                     {{"name", NewMachineName(flavour, set_namespace, set_name)},
                       {"labels", labels},
                       {"ownerReferences", Json::array({owner})}}},
                     {"spec", spec},
                     {"status", {{"phase", "Provisioning"}}}};
-    auto stored = store_.Create(flavour.machines, namespace_, std::move(machine));
+    auto stored = store_.Create(flavour.machines, set_namespace, std::move(machine));
     if (!stored.ok()) continue;  // the name was taken meanwhile: the next sync makes another
     creation_order_[MetadataField(*stored->object, "uid")] = ++created_;
     StartProvisioning(flavour, *stored->object);
@@ -272,11 +272,11 @@ void MachineController::StartProvisioning(const Flavour& flavour, const Json& ma
   if (!provisioning_.insert(uid).second) return;
   auto timer = std::make_shared<boost::asio::steady_timer>(strand_);
   timer->expires_after(std::chrono::milliseconds(options_.provision_delay_ms));
-  timer->async_wait([this, timer, &flavour, namespace_ = MetadataField(machine, "namespace"),
+  timer->async_wait([this, timer, &flavour, machine_namespace = MetadataField(machine, "namespace"),
                      name = MetadataField(machine, "name"),
                      uid](const boost::system::error_code& ec) {
     provisioning_.erase(uid);
-    if (!ec) Provision(flavour, namespace_, name, uid);
+    if (!ec) Provision(flavour, machine_namespace, name, uid);
   });
 }
 
@@ -308,10 +308,10 @@ void MachineController::Provision(const Flavour& flavour, const std::string& nam
 Json MachineController::NodeFor(const Flavour& flavour, const Json& set,
                                 const Json& machine) const {
   const std::string name = MetadataField(machine, "name");
-  const std::string namespace_ = MetadataField(machine, "namespace");
+  const std::string machine_namespace = MetadataField(machine, "namespace");
   const std::string now = FormatTimestamp(now_ms_());
   Json capacity = Capacity(flavour.openshift, set);
-  Json spec = {{"providerID", "fake://" + namespace_ + "/" + name}};
+  Json spec = {{"providerID", "fake://" + machine_namespace + "/" + name}};
   const Json& taints = Field(Field(Field(Field(set, "spec"), "template"), "spec"), "taints");
   if (taints.is_array() && !taints.empty()) spec["taints"] = taints;
   Json ready = {{"type", "Ready"},
@@ -323,7 +323,7 @@ Json MachineController::NodeFor(const Flavour& flavour, const Json& set,
   return {{"metadata",
            {{"name", name},
             {"labels", NodeLabels(flavour.openshift, set, name)},
-            {"annotations", NodeLinkAnnotations(flavour.openshift, namespace_, name)}}},
+            {"annotations", NodeLinkAnnotations(flavour.openshift, machine_namespace, name)}}},
           {"spec", std::move(spec)},
           {"status",
            {{"capacity", capacity},
@@ -336,19 +336,19 @@ Json MachineController::NodeFor(const Flavour& flavour, const Json& set,
 }
 
 void MachineController::DeleteMachine(const Flavour& flavour, const Json& machine) {
-  const std::string namespace_ = MetadataField(machine, "namespace");
+  const std::string machine_namespace = MetadataField(machine, "namespace");
   const std::string name = MetadataField(machine, "name");
   const std::string uid = MetadataField(machine, "uid");
   const std::string now = FormatTimestamp(now_ms_());
   // Marked first, as a real Machine carries its deletionTimestamp while its node is drained.
-  (void)store_.Update(flavour.machines, namespace_, name, [&](Json& m) {
+  (void)store_.Update(flavour.machines, machine_namespace, name, [&](Json& m) {
     if (MetadataField(m, "uid") != uid) return AbortedError("replaced");
     if (!m["metadata"].contains("deletionTimestamp")) m["metadata"]["deletionTimestamp"] = now;
     m["status"]["phase"] = "Deleting";
     return OkStatus();
   });
   DeleteNodeOf(flavour, machine);
-  (void)store_.Remove(flavour.machines, namespace_, name, uid);
+  (void)store_.Remove(flavour.machines, machine_namespace, name, uid);
   creation_order_.erase(uid);
 }
 

@@ -285,6 +285,7 @@ std::vector<service::MachinePoolEvent> SchedulingLoop::ReconcileMachinePools(con
 std::vector<service::MachinePoolEvent> SchedulingLoop::ScaleMachinePools(const StepState& step,
                                                                          StepStats& stats) {
   std::vector<service::MachinePoolEvent> events;
+  if (!scaled_pools_.Due(step.now)) return events;  // AfterCycle copies the whole snapshot
   auto scaled =
       scaled_pools_.Step(store_, backend_, autoscaler::AfterCycle(step.snapshot, step.cycle),
                          options_.catalog ? *options_.catalog : autoscaler::Catalog::Builtin(),

@@ -23,7 +23,7 @@ Result<std::vector<autoscaler::NodeEvent>> ScaledMachinePools::Step(
     const autoscaler::Catalog& catalog, int64_t now_ms,
     const autoscaler::ProvisionOptions& options) {
   std::vector<autoscaler::NodeEvent> events;
-  if (ran_ && now_ms - last_ms_ < interval_ms_) return events;
+  if (!Due(now_ms)) return events;
   ran_ = true;
   last_ms_ = now_ms;
   ASSIGN_OR_RETURN(auto pools, LoadMachinePools(store, catalog));

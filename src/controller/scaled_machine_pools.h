@@ -28,6 +28,10 @@ class ScaledMachinePools {
  public:
   explicit ScaledMachinePools(int64_t interval_ms) : interval_ms_(interval_ms) {}
 
+  // Whether a pass is due at `now_ms`: the first one, then once per interval. The caller asks
+  // before building the cluster after the cycle, which a pass needs and the other steps do not.
+  bool Due(int64_t now_ms) const { return !ran_ || now_ms - last_ms_ >= interval_ms_; }
+
   // One pass when the interval has passed since the last (else nothing). The events say what
   // was set ("replicas 0 -> 1 (pending pods)"); an error (a machine pool the catalog cannot
   // build, the API refusing) stops this pass only, after what was already set.

@@ -285,8 +285,10 @@ start_cluster() {
   trap 'on_start_exit $?' EXIT
 
   local ctld_port slurmd_base rest_port=""
-  ctld_port=$(free_port_range 1)
-  slurmd_base=$(free_port_range "$count")
+  # One range for slurmctld and the slurmds: two ranges picked apart could overlap, as neither
+  # port is bound yet when the second is picked ("slurmctld is talking with itself").
+  ctld_port=$(free_port_range $((count + 1)))
+  slurmd_base=$((ctld_port + 1))
   write_configs "$DIR" "$count" "$ctld_port" "$slurmd_base"
   make_fake_devices "$DIR" "$count"
   dd if=/dev/urandom of="$DIR/etc/jwt_hs256.key" bs=32 count=1 status=none

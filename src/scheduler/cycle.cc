@@ -90,24 +90,30 @@ bool Cycle::PlaceJobInPool(const Job& job, int pool, std::string& reason) {
     return false;
   }
   const bool single = job.gang < 0;
+  // A job of one pending pod (a single pod, or a gang's last pending member) holds no capacity
+  // of its own while it searches, so its failures are remembered as a single pod's are.
+  const bool lone = job.pods.size() == 1;
   const size_t checkpoint = state_.Checkpoint();
   std::vector<int> gang_nodes;
   int placed = 0;
   std::string first_failure;
   for (int pod : job.pods) {
     const PodState& p = state_.pod(pod);
-    if (single) {
+    std::string why;
+    const std::string* known = nullptr;
+    if (lone) {
       StaticList& list = view_.Static(p.signature, pool, *p.pod);
-      if (const std::string* known = reasons_.Remembered(p, pool, list)) {
+      known = reasons_.Remembered(p, pool, list);
+      if (known != nullptr && single) {
         reason = *known;
         return false;
       }
+      if (known != nullptr) why = *known;
     }
-    std::string why;
     int device = -1;
-    const int node = FindNodeOrWhy(job, p, pool, gang_nodes, &device, why);
+    const int node = known != nullptr ? -1 : FindNodeOrWhy(job, p, pool, gang_nodes, &device, why);
     if (node < 0) {
-      if (single) reasons_.Remember(p, pool, why);
+      if (lone && known == nullptr) reasons_.Remember(p, pool, why);
       if (first_failure.empty()) first_failure = p.key + ": " + why;
       state_.SetReason(pod, why);
       // A gang that needs every remaining pod cannot succeed any more.
@@ -147,9 +153,9 @@ int Cycle::FindNodeOrWhy(const Job& job, const PodState& p, int pool,
   const int node = search_->FindNode(p, pool, list, gang_nodes, device);
   if (node >= 0) return node;
   why = reasons_.Explain(p, pool, list);
-  // Only single pods are remembered: a gang's pods fail while its earlier pods hold capacity
-  // that a rollback gives back.
-  if (job.gang < 0) UnschedulableReasons::RememberNotFitting(p, list);
+  // Only lone pods are remembered: a gang's later pods fail while its earlier pods hold
+  // capacity that a rollback gives back.
+  if (job.pods.size() == 1) UnschedulableReasons::RememberNotFitting(p, list);
   return -1;
 }
 

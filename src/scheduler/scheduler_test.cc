@@ -132,6 +132,30 @@ TEST(SchedulerTest, GangAllOrNothing) {
   EXPECT_NE(p->reason.find("gang train"), std::string::npos) << p->reason;
 }
 
+// A gang's only pending pod holds no capacity while it searches: it shares the failure memory
+// of single pods of its shape (one search per shape, not per pod), and still says it is a gang.
+TEST(SchedulerTest, LoneGangPodsReuseTheReasonOfTheirShape) {
+  ClusterSnapshot s;
+  s.nodes = {NodeBuilder("n1").Gpus(2).Build(), NodeBuilder("n2").Gpus(8).Build()};
+  s.pods = {PodBuilder("single").Gpus(4).Created("2026-01-01T00:00:01Z").Build(),
+            PodBuilder("a0").Gpus(4).Gang("a").Created("2026-01-01T00:00:02Z").Build(),
+            PodBuilder("b0").Gpus(4).Gang("b").Created("2026-01-01T00:00:03Z").Build(),
+            PodBuilder("c0").Gpus(4).Gang("c").Created("2026-01-01T00:00:04Z").Build()};
+  CycleResult r = Decide(s);
+  // Two of the four fit n2; the other two find n2 full and n1 too small.
+  ASSERT_EQ(r.bindings.size(), 2u);
+  EXPECT_NE(FindBinding(r, "single"), nullptr);
+  EXPECT_NE(FindBinding(r, "a0"), nullptr);
+  const std::string why = "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.";
+  for (const char* gang : {"b", "c"}) {
+    const PendingPod* p = FindPending(r, std::string(gang) + "0");
+    ASSERT_NE(p, nullptr) << gang;
+    EXPECT_EQ(p->reason, "gang " + std::string(gang) +
+                             ": 0 of 1 pending pods fit, gang-min 1 needs 1; " + gang +
+                             "0: " + why);
+  }
+}
+
 TEST(SchedulerTest, GangMinPlacesAtLeastMin) {
   ClusterSnapshot s;
   s.nodes = {NodeBuilder("n1").Gpus(4).Build(), NodeBuilder("n2").Gpus(4).Build()};

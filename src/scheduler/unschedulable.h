@@ -10,11 +10,11 @@
 // "Too many pods"), e.g. "0/12 nodes are available: 8 node(s) had untolerated taint
 // {nvidia.com/gpu: true}, 4 Insufficient nvidia.com/gpu.".
 //
-// Memory of failures, for single pods only (a gang's pod fails while its earlier pods hold
-// capacity that a rollback gives back): the reason per (signature, node pool, shape), recounted
-// from the pool's change log only when the pool changed since; and per static list the shapes
-// that found no node, so a later pod asking at least as much of everything is known not to fit
-// (while the allocate phase runs, capacity only shrinks).
+// Memory of failures, for lone pods only (a single pod, or a gang's only pending pod: a gang's
+// later pod fails while its earlier pods hold capacity that a rollback gives back): the reason per
+// (signature, node pool, shape), recounted from the pool's change log only when the pool changed
+// since; and per static list the shapes that found no node, so a later pod asking at least as much
+// of everything is known not to fit (while the allocate phase runs, capacity only shrinks).
 //
 // FitsEmptyNode: whether any candidate could host the pod once empty (its allocatable and GPU
 // devices), for PlacementOutcome::kInfeasible; kept per (signature, node pool, shape), and one

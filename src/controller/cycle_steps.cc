@@ -91,10 +91,7 @@ Status SchedulingLoop::BuildClusterSnapshot(StepState& step) {
   scheduler::ClusterSnapshot& snapshot = step.snapshot;
   // NoExecute taints tolerated for tolerationSeconds expire against this step's time.
   snapshot.now_ms = step.now;
-  for (const auto& node : step.node_records) {
-    auto parsed = model::NodeFromJson(node.object);
-    if (parsed.ok()) snapshot.nodes.push_back(std::move(*parsed));
-  }
+  snapshot.nodes = step.nodes->read;  // a copy: the step and the cycle add to it
   ASSIGN_OR_RETURN(auto queue_configs, store_.ListConfigs("QUEUE"));
   for (const auto& record : queue_configs) {
     auto queue = model::QueueFromJson(record.body, record.name);
@@ -133,34 +130,37 @@ void SchedulingLoop::AddTaskPods(StepState& step) {
         const bool bound =
             task.status == TaskStatus::kRunning || task.status == TaskStatus::kScheduled;
         if (pass == 0 ? !bound : task.status != TaskStatus::kPending) continue;
-        Json pod = task.pod.is_object() ? task.pod : Json::object();
         const std::string name = SnapshotPodName(wf.id, t);
-        pod["metadata"]["name"] = name;
-        pod["metadata"]["namespace"] = "default";
-        if (pod["metadata"].contains("labels") &&
-            pod["metadata"]["labels"].contains(scheduler::kGangLabel)) {
-          pod["metadata"]["labels"][scheduler::kGangLabel] = wf.id + "." + task.group;
-        }
-        if (bound) pod["spec"]["nodeName"] = task.node;
-        auto parsed = model::PodSchedulingFromJson(pod);
-        if (!parsed.ok()) {
+        const Result<model::PodScheduling>& read = memo_.TaskPod(wf, t, step.changed[w], [&] {
+          Json pod = task.pod.is_object() ? task.pod : Json::object();
+          pod["metadata"]["name"] = name;
+          pod["metadata"]["namespace"] = "default";
+          if (pod["metadata"].contains("labels") &&
+              pod["metadata"]["labels"].contains(scheduler::kGangLabel)) {
+            pod["metadata"]["labels"][scheduler::kGangLabel] = wf.id + "." + task.group;
+          }
+          if (bound) pod["spec"]["nodeName"] = task.node;
+          return model::PodSchedulingFromJson(pod);
+        });
+        if (!read.ok()) {
           if (!bound) {
             SetStatus(task, TaskStatus::kFailed, step.now, transitions_);
-            task.message = "pod cannot be scheduled: " + parsed.status().message();
+            task.message = "pod cannot be scheduled: " + read.status().message();
             step.changed[w] = true;
           }
           continue;
         }
+        model::PodScheduling pod = *read;  // a copy: this step adds to it
         step.pod_index[name] = {w, t};
         if (!bound && !node_backends.empty()) {
           const config::Pool* pool = step.configs.FindPool(wf.pool);
-          config::ScopePodToBackend(*parsed, pool ? pool->backend : config::kDefaultBackend,
+          config::ScopePodToBackend(pod, pool ? pool->backend : config::kDefaultBackend,
                                     node_backends);
         }
         if (bound) {
           if (evictions_.Protected(TaskKey(wf.id, task), step.now)) {
-            parsed->priority = std::max(parsed->priority.value_or(0),
-                                        scheduler::kNonPreemptiblePriority);  // being evicted
+            pod.priority = std::max(pod.priority.value_or(0),
+                                    scheduler::kNonPreemptiblePriority);  // being evicted
           }
           // The binding time: when it became SCHEDULED (RUNNING: its launch, right after).
           const int64_t bound_at = task.status == TaskStatus::kRunning && task.started_ms > 0
@@ -168,7 +168,7 @@ void SchedulingLoop::AddTaskPods(StepState& step) {
                                        : task.status_changed_ms;
           if (bound_at > 0) step.snapshot.bound_at_ms[name] = bound_at;
         }
-        step.snapshot.pods.push_back(std::move(*parsed));
+        step.snapshot.pods.push_back(std::move(pod));
       }
     }
   }
@@ -264,10 +264,11 @@ std::vector<service::MachinePoolEvent> SchedulingLoop::ReconcileMachinePools(con
   std::vector<service::MachinePoolEvent> events;
   if (options_.scaled_machine_pools) return ScaleMachinePools(step, stats);
   if (!options_.machine_pools) return events;
-  auto reconciled = RunMachinePoolStep(
-      store_, step.node_records, autoscaler::AfterCycle(step.snapshot, step.cycle),
-      options_.catalog ? *options_.catalog : autoscaler::Catalog::Builtin(), step.now,
-      options_.provision, {options_.lease_name, options_.holder});
+  auto reconciled =
+      RunMachinePoolStep(store_, step.nodes->records,
+                         [&] { return autoscaler::AfterCycle(step.snapshot, step.cycle); },
+                         options_.catalog ? *options_.catalog : autoscaler::Catalog::Builtin(),
+                         step.now, options_.provision, {options_.lease_name, options_.holder});
   if (!reconciled.ok()) {
     stats.machine_pool_error = reconciled.status().message();
     step_errors_->Increment({"machine_pools"});

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -24,9 +25,9 @@ struct SchedulingLoop::StepState {
   // Loaded at the start (LoadState).
   std::vector<store::WorkflowRecord> workflows;  // the unfinished ones, oldest first
   config::ConfigSet configs;
-  std::vector<store::NodeRecord> node_records;
-  std::vector<RunPolicy> policies;  // per workflow: timeouts, exit actions
-  std::vector<RunLimits> limits;    // per workflow: parallelism, backoff limit
+  std::shared_ptr<const StepMemo::Nodes> nodes;  // the store's, and the scheduler's reading
+  std::vector<RunPolicy> policies;               // per workflow: timeouts, exit actions
+  std::vector<RunLimits> limits;                 // per workflow: parallelism, backoff limit
   // Written by the steps.
   std::vector<bool> changed;                    // per workflow: to be written back
   std::set<std::string> running_keys;           // tasks that stay RUNNING on the backend

@@ -42,7 +42,7 @@ Result<std::vector<model::MachinePool>> LoadMachinePools(store::Store& store,
 
 Result<MachinePoolStep> RunMachinePoolStep(store::Store& store,
                                            const std::vector<store::NodeRecord>& nodes_as_read,
-                                           const scheduler::ClusterSnapshot& after_cycle,
+                                           const AfterCycleFn& after_cycle,
                                            const autoscaler::Catalog& catalog, int64_t now_ms,
                                            const autoscaler::ProvisionOptions& options,
                                            const store::Store::LeaseFence& fence) {
@@ -50,7 +50,7 @@ Result<MachinePoolStep> RunMachinePoolStep(store::Store& store,
   ASSIGN_OR_RETURN(auto pools, LoadMachinePools(store, catalog));
   if (pools.empty()) return step;
   ASSIGN_OR_RETURN(autoscaler::ProvisionDecision decision,
-                   autoscaler::Reconcile(after_cycle, pools, catalog, now_ms, options));
+                   autoscaler::Reconcile(after_cycle(), pools, catalog, now_ms, options));
   Status written = store.ChangeNodesIfUnchanged(NodeChanges(decision, nodes_as_read), &fence);
   if (written.code() == StatusCode::kAborted) {
     step.stale = true;  // a node changed during the step (an interruption notice, an import)

@@ -9,6 +9,7 @@
 // Thread contract: functions are free; they use the store's own thread safety.
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -30,15 +31,18 @@ struct MachinePoolStep {
   std::vector<autoscaler::NodeEvent> events;
 };
 
-// One reconciliation after the loop's scheduling cycle (`after_cycle`: autoscaler::AfterCycle of
-// the snapshot built from `nodes_as_read`). Node writes are a compare-and-set against
+using AfterCycleFn = std::function<scheduler::ClusterSnapshot()>;
+
+// One reconciliation after the loop's scheduling cycle (`after_cycle` makes autoscaler::AfterCycle
+// of the snapshot built from `nodes_as_read`; called only when there are machine pools, as it
+// copies the whole snapshot). Node writes are a compare-and-set against
 // `nodes_as_read` (Store::ChangeNodesIfUnchanged), so a node changed meanwhile (a spot
 // interruption notice, an import) is never overwritten with the step's older view, and they are
 // fenced by the leader's lease: a loop that lost its lease launches and removes nothing
 // (kFailedPrecondition). Does nothing when there are no machine pools.
 Result<MachinePoolStep> RunMachinePoolStep(store::Store& store,
                                            const std::vector<store::NodeRecord>& nodes_as_read,
-                                           const scheduler::ClusterSnapshot& after_cycle,
+                                           const AfterCycleFn& after_cycle,
                                            const autoscaler::Catalog& catalog, int64_t now_ms,
                                            const autoscaler::ProvisionOptions& options,
                                            const store::Store::LeaseFence& fence);

@@ -142,6 +142,7 @@ Result<StepStats> SchedulingLoop::Step() {
       launched_.clear();
       exits_.clear();
       evictions_.Clear();
+      memo_.Clear();
     }
     adopted_ = false;
     leader_gauge_->Set({}, 0);

@@ -62,6 +62,7 @@
 #include "controller/evictions.h"
 #include "controller/handed_in_pods.h"
 #include "controller/scaled_machine_pools.h"
+#include "controller/step_memo.h"
 #include "controller/task_lifecycle.h"
 #include "metrics/metrics.h"
 #include "scheduler/scheduler.h"
@@ -176,6 +177,7 @@ class SchedulingLoop {
   std::set<std::string> reported_;   // task keys reported unschedulable, not launched or ended
   EvictionsInFlight evictions_;      // victims the cluster is evicting (controller/evictions.h)
   ScaledMachinePools scaled_pools_;  // machine pools the cluster makes (loop thread only)
+  StepMemo memo_;                    // workflows and their pods read by earlier steps
 
   metrics::Gauge* leader_gauge_;
   metrics::Gauge* pending_gauge_;

@@ -17,12 +17,14 @@ Status SchedulingLoop::LoadState(StepState& step) {
   store::WorkflowFilter filter;
   filter.unfinished_only = true;
   filter.limit = 0;
+  filter.known = memo_.Known();
   ASSIGN_OR_RETURN(step.workflows, store_.ListWorkflows(filter));
+  memo_.KeepWorkflows(step.workflows);
   ASSIGN_OR_RETURN(step.configs, service::LoadConfigSet(store_));
   // The backend runs tasks on the nodes the store knows (imported, or launched by machine pools).
-  ASSIGN_OR_RETURN(step.node_records, store_.ListNodes());
+  ASSIGN_OR_RETURN(step.nodes, memo_.LoadNodes(store_));
   std::vector<std::string> node_names;
-  for (const auto& record : step.node_records) node_names.push_back(record.name);
+  for (const auto& record : step.nodes->records) node_names.push_back(record.name);
   backend_.SetKnownNodes(node_names);
   step.changed.assign(step.workflows.size(), false);
   for (const auto& wf : step.workflows) {

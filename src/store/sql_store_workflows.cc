@@ -100,6 +100,15 @@ Result<TaskRecord> TaskFromRow(const SqlRow& row) {
   return task;
 }
 
+// The record `known` holds for the workflow of `row` (kWorkflowColumns) when it is at the stored
+// version; nullptr otherwise.
+const WorkflowRecord* KnownAtVersion(const std::unordered_map<std::string, WorkflowRecord>* known,
+                                     const SqlRow& row) {
+  if (known == nullptr) return nullptr;
+  auto it = known->find(row.Text(0));
+  return it != known->end() && it->second.version == row.Int(7) ? &it->second : nullptr;
+}
+
 // Shared WHERE clause of ListWorkflows' two queries.
 std::string WorkflowWhere(const WorkflowFilter& filter, SqlParams& params) {
   std::string where = " WHERE 1 = 1";
@@ -248,18 +257,24 @@ Result<std::vector<WorkflowRecord>> SqlStore::ListWorkflows(const WorkflowFilter
     ASSIGN_OR_RETURN(auto rows, db.Query(workflows_sql, params));
     std::vector<WorkflowRecord> workflows;
     workflows.reserve(rows.size());
+    // Position of each workflow whose tasks are still to be read (not copied from `known`).
     std::unordered_map<std::string, size_t> index;
     for (const SqlRow& row : rows) {
+      if (const WorkflowRecord* held = KnownAtVersion(filter.known, row)) {
+        workflows.push_back(*held);
+        continue;
+      }
       ASSIGN_OR_RETURN(WorkflowRecord workflow, WorkflowFromRow(row));
       index.emplace(workflow.id, workflows.size());
       workflows.push_back(std::move(workflow));
     }
-    if (workflows.empty()) return workflows;
+    if (index.empty()) return workflows;
     ASSIGN_OR_RETURN(auto task_rows, db.Query(tasks_sql, params));
     for (const SqlRow& row : task_rows) {
+      auto it = index.find(row.Text(0));  // the workflow_id column: checked before parsing
+      if (it == index.end()) continue;
       ASSIGN_OR_RETURN(TaskRecord task, TaskFromRow(row));
-      auto it = index.find(task.workflow_id);
-      if (it != index.end()) workflows[it->second].tasks.push_back(std::move(task));
+      workflows[it->second].tasks.push_back(std::move(task));
     }
     return workflows;
   });

@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "common/clock.h"
@@ -129,6 +130,10 @@ struct WorkflowFilter {
     std::string id;
   };
   std::optional<Position> after;
+  // Records the caller already holds, by id (the scheduling loop's, from its last step): a
+  // workflow whose stored version equals its record's is copied from there instead of parsed
+  // again. Sound because every write of a workflow, its tasks included, bumps its version.
+  const std::unordered_map<std::string, WorkflowRecord>* known = nullptr;
 };
 
 struct AuditRecord {

@@ -383,6 +383,37 @@ TYPED_TEST(StoreContractTest, WorkflowCompareAndSet) {
   EXPECT_EQ(s.UpdateWorkflow(missing).code(), StatusCode::kNotFound);
 }
 
+// ListWorkflows with `known` copies a held record whose version is the stored one, and reads a
+// workflow written since (or not held) from the store, its tasks once.
+TYPED_TEST(StoreContractTest, ListWorkflowsReusesKnownRecordsAtTheirVersion) {
+  Store& s = this->store();
+  for (const char* id : {"wf-1", "wf-2", "wf-3"}) {
+    ASSERT_TRUE(s.CreateWorkflow(MakeWorkflow(id, "p", "u", "PENDING", 1)).ok());
+  }
+  auto first = s.ListWorkflows({});
+  ASSERT_TRUE(first.ok());
+  std::unordered_map<std::string, WorkflowRecord> known;
+  for (const auto& w : *first) known.emplace(w.id, w);
+  // A mark only a copy of the held record carries: the store never wrote it.
+  known.at("wf-1").name = "held";
+  known.at("wf-2").name = "held";
+  WorkflowRecord update = *s.GetWorkflow("wf-2");
+  update.tasks[0].node = "n1";
+  ASSERT_TRUE(s.UpdateWorkflow(update).ok());  // version 2: the held copy is stale
+
+  auto again = s.ListWorkflows({.known = &known});
+  ASSERT_TRUE(again.ok());
+  ASSERT_EQ(again->size(), 3u);
+  EXPECT_EQ(again->at(0).name, "held");
+  EXPECT_EQ(again->at(1).name, first->at(1).name);
+  EXPECT_EQ(again->at(1).version, 2);
+  EXPECT_EQ(again->at(2).name, first->at(2).name);  // not held: read
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_EQ(again->at(i).tasks.size(), first->at(i).tasks.size()) << i;
+  }
+  EXPECT_EQ(again->at(1).tasks[0].node, "n1");
+}
+
 // A workflow update and its audit record commit together: a stale update appends no record.
 TYPED_TEST(StoreContractTest, WorkflowUpdateWithAuditIsOneTransaction) {
   Store& s = this->store();

@@ -1,0 +1,45 @@
+#include "controller/step_memo.h"
+
+#include <string_view>
+#include <unordered_set>
+
+namespace gpupool::controller {
+
+void StepMemo::KeepWorkflows(const std::vector<store::WorkflowRecord>& loaded) {
+  std::unordered_set<std::string_view> ids;
+  ids.reserve(loaded.size());
+  for (const auto& wf : loaded) {
+    ids.insert(wf.id);
+    auto [it, inserted] = held_.try_emplace(wf.id);
+    // A record copied from the memo by the store is already held at its version.
+    if (inserted || it->second.version != wf.version) it->second = wf;
+  }
+  // `ids` views the loaded records' ids, which outlive this loop; erased entries are the memo's.
+  std::erase_if(held_, [&](const auto& entry) { return !ids.contains(entry.first); });
+  std::erase_if(pods_, [&](const auto& entry) { return !ids.contains(entry.first); });
+}
+
+Result<std::shared_ptr<const StepMemo::Nodes>> StepMemo::LoadNodes(store::Store& store) {
+  // The generation first: nodes written after it make the next step list them again.
+  ASSIGN_OR_RETURN(store::Store::Generations generations, store.GetGenerations());
+  if (nodes_ != nullptr && generations.nodes == nodes_generation_) return nodes_;
+  auto nodes = std::make_shared<Nodes>();
+  ASSIGN_OR_RETURN(nodes->records, store.ListNodes());
+  nodes->read.reserve(nodes->records.size());
+  for (const auto& record : nodes->records) {
+    auto node = model::NodeFromJson(record.object);
+    if (node.ok()) nodes->read.push_back(std::move(*node));
+  }
+  nodes_ = std::move(nodes);
+  nodes_generation_ = generations.nodes;
+  return nodes_;
+}
+
+void StepMemo::Clear() {
+  held_.clear();
+  pods_.clear();
+  nodes_.reset();
+  nodes_generation_ = -1;
+}
+
+}  // namespace gpupool::controller

@@ -1,0 +1,93 @@
+#pragma once
+// StepMemo: what the scheduling loop's leader keeps from one step for the next, so that a step
+// parses only what changed since. Every step reads every unfinished workflow with its tasks; at
+// 10,000 of them, parsing their stored JSON again (the spec, each task's pod) and reading each pod
+// for the scheduler took half of a step's CPU (docs/BENCHMARKS.md, "The scheduling loop's step").
+//
+// Unchanged means "at the same stored version": every write of a workflow, its tasks included,
+// bumps its version (store::WorkflowRecord), so a record held at the stored version is what the
+// store would return. The records are kept as loaded, before the step changes them; a workflow the
+// step changes is written back at version + 1 and read again at the next step.
+//
+// The nodes likewise: listed and read again only when the store's node generation moved
+// (Store::GetGenerations), which every committed node write does, also by other processes.
+//
+// Thread contract: the scheduling loop's thread only.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "model/k8s.h"
+#include "store/store.h"
+
+namespace gpupool::controller {
+
+class StepMemo {
+ public:
+  // The records the store may copy instead of parsing (store::WorkflowFilter::known).
+  const std::unordered_map<std::string, store::WorkflowRecord>* Known() const { return &held_; }
+
+  // Keeps the workflows as just loaded (before the step changes them) for the next step, and
+  // forgets those no longer loaded (finished, or gone).
+  void KeepWorkflows(const std::vector<store::WorkflowRecord>& loaded);
+
+  // The scheduler's reading of task `t` of `wf` as `read` makes it (`bound`: the task holds a
+  // node), made once per stored version of the workflow and kept while the task's status and
+  // node are those it was made for. `changed`: the step changed the workflow since it was loaded,
+  // so the stored version no longer describes it: `read` runs and nothing is kept.
+  template <typename Read>
+  const Result<model::PodScheduling>& TaskPod(const store::WorkflowRecord& wf, size_t t,
+                                              bool changed, Read&& read);
+
+  // The store's nodes (sorted by name) and the scheduler's reading of those it can read, as of
+  // a node generation at least as new as the one read before them.
+  struct Nodes {
+    std::vector<store::NodeRecord> records;
+    std::vector<model::Node> read;
+  };
+  Result<std::shared_ptr<const Nodes>> LoadNodes(store::Store& store);
+
+  // Forgets everything (the loop lost the lead: another leader writes meanwhile).
+  void Clear();
+
+ private:
+  struct Pod {
+    int64_t version = -1;  // of the workflow it was read at; -1: none yet
+    std::string status;
+    std::string node;
+    Result<model::PodScheduling> read = model::PodScheduling{};
+  };
+
+  std::unordered_map<std::string, store::WorkflowRecord> held_;    // by workflow id
+  std::unordered_map<std::string, std::vector<Pod>> pods_;         // by workflow id, by task
+  Result<model::PodScheduling> scratch_ = model::PodScheduling{};  // TaskPod when not kept
+  std::shared_ptr<const Nodes> nodes_;
+  int64_t nodes_generation_ = -1;  // of nodes_
+};
+
+template <typename Read>
+const Result<model::PodScheduling>& StepMemo::TaskPod(const store::WorkflowRecord& wf, size_t t,
+                                                      bool changed, Read&& read) {
+  if (changed) {
+    scratch_ = read();
+    return scratch_;
+  }
+  std::vector<Pod>& pods = pods_[wf.id];
+  if (pods.size() < wf.tasks.size()) pods.resize(wf.tasks.size());
+  Pod& pod = pods[t];
+  const store::TaskRecord& task = wf.tasks[t];
+  if (pod.version != wf.version || pod.status != task.status || pod.node != task.node) {
+    pod.read = read();
+    pod.version = wf.version;
+    pod.status = task.status;
+    pod.node = task.node;
+  }
+  return pod.read;
+}
+
+}  // namespace gpupool::controller

@@ -1,0 +1,107 @@
+#include "controller/step_memo.h"
+
+#include <gtest/gtest.h>
+
+namespace gpupool::controller {
+namespace {
+
+store::WorkflowRecord Workflow(const std::string& id, int64_t version) {
+  store::WorkflowRecord wf;
+  wf.id = id;
+  wf.version = version;
+  store::TaskRecord task;
+  task.name = "train";
+  task.status = "PENDING";
+  wf.tasks = {task, task};
+  wf.tasks[1].name = "eval";
+  return wf;
+}
+
+// Counts the reads TaskPod asked for; each read names the pod after the count.
+struct CountingRead {
+  int* reads;
+  Result<model::PodScheduling> operator()() const {
+    model::PodScheduling pod;
+    pod.name = "read-" + std::to_string(++*reads);
+    return pod;
+  }
+};
+
+TEST(StepMemoTest, KeepsTheLoadedWorkflowsAndForgetsTheOthers) {
+  StepMemo memo;
+  memo.KeepWorkflows({Workflow("a", 1), Workflow("b", 1)});
+  ASSERT_EQ(memo.Known()->size(), 2u);
+  memo.KeepWorkflows({Workflow("b", 3), Workflow("c", 1)});
+  const auto& known = *memo.Known();
+  EXPECT_EQ(known.size(), 2u);
+  EXPECT_FALSE(known.contains("a"));  // finished: no longer loaded
+  EXPECT_EQ(known.at("b").version, 3);
+  memo.Clear();
+  EXPECT_TRUE(memo.Known()->empty());
+}
+
+TEST(StepMemoTest, ReadsATaskPodOncePerVersionStatusAndNode) {
+  StepMemo memo;
+  int reads = 0;
+  store::WorkflowRecord wf = Workflow("a", 1);
+  memo.KeepWorkflows({wf});
+  EXPECT_EQ(memo.TaskPod(wf, 0, false, CountingRead{&reads})->name, "read-1");
+  EXPECT_EQ(memo.TaskPod(wf, 0, false, CountingRead{&reads})->name, "read-1");  // kept
+  EXPECT_EQ(memo.TaskPod(wf, 1, false, CountingRead{&reads})->name, "read-2");  // its own
+  wf.tasks[0].status = "SCHEDULED";
+  wf.tasks[0].node = "n1";
+  EXPECT_EQ(memo.TaskPod(wf, 0, false, CountingRead{&reads})->name, "read-3");
+  wf.version = 2;
+  EXPECT_EQ(memo.TaskPod(wf, 0, false, CountingRead{&reads})->name, "read-4");
+  EXPECT_EQ(memo.TaskPod(wf, 0, false, CountingRead{&reads})->name, "read-4");
+  // Changed by the step: read each time and not kept.
+  EXPECT_EQ(memo.TaskPod(wf, 0, true, CountingRead{&reads})->name, "read-5");
+  EXPECT_EQ(memo.TaskPod(wf, 0, false, CountingRead{&reads})->name, "read-4");
+  // A workflow no longer loaded takes its pods along.
+  memo.KeepWorkflows({});
+  EXPECT_EQ(memo.TaskPod(wf, 0, false, CountingRead{&reads})->name, "read-6");
+}
+
+TEST(StepMemoTest, KeepsAPodTheSchedulerCannotRead) {
+  StepMemo memo;
+  store::WorkflowRecord wf = Workflow("a", 1);
+  int reads = 0;
+  auto bad = [&]() -> Result<model::PodScheduling> {
+    ++reads;
+    return InvalidArgumentError("spec.containers: expected an array");
+  };
+  EXPECT_FALSE(memo.TaskPod(wf, 0, false, bad).ok());
+  EXPECT_EQ(memo.TaskPod(wf, 0, false, bad).status().message(),
+            "spec.containers: expected an array");
+  EXPECT_EQ(reads, 1);
+}
+
+// The nodes are listed again only after a node write, and a node the scheduler cannot read is
+// kept as a record (the backend knows it) but not read.
+TEST(StepMemoTest, ListsTheNodesAgainOnlyAfterANodeWrite) {
+  store::StoreOptions options;
+  auto opened = store::OpenStore(":memory:", options);
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  store::Store& store = **opened;
+  auto node = [](const std::string& name) {
+    return store::NodeRecord{name, nlohmann::ordered_json{{"metadata", {{"name", name}}}}};
+  };
+  ASSERT_TRUE(store.UpsertNodes({node("n1")}, true).ok());
+  StepMemo memo;
+  auto first = memo.LoadNodes(store);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ((*first)->records.size(), 1u);
+  ASSERT_EQ((*first)->read.size(), 1u);
+  EXPECT_EQ((*first)->read[0].name, "n1");
+  EXPECT_EQ(memo.LoadNodes(store)->get(), first->get());  // nothing written: the same
+  store::NodeRecord unreadable{"n2", nlohmann::ordered_json{{"metadata", "not an object"}}};
+  ASSERT_TRUE(store.UpsertNodes({unreadable}, false).ok());
+  auto second = memo.LoadNodes(store);
+  ASSERT_TRUE(second.ok());
+  EXPECT_NE(second->get(), first->get());
+  EXPECT_EQ((*second)->records.size(), 2u);
+  EXPECT_EQ((*second)->read.size(), 1u);
+}
+
+}  // namespace
+}  // namespace gpupool::controller

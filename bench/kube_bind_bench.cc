@@ -73,6 +73,7 @@ void Pipeline(kube::Client& client, Run& run, int i, const std::vector<std::stri
                    {"image", "busybox"},
                    {"resources", {{"requests", {{"cpu", "100m"}}}}}}}}}}};
   auto finish = [&run, start, next](const Status& status) {
+    next();  // first: once the last pipeline is counted, Measure returns and `next` is gone
     {
       std::lock_guard lock(run.mu);
       ++run.finished;
@@ -84,7 +85,6 @@ void Pipeline(kube::Client& client, Run& run, int i, const std::vector<std::stri
       }
     }
     run.done_cv.notify_all();
-    next();
   };
   const std::string node = nodes[static_cast<size_t>(i) % nodes.size()];
   client.Send({"POST", "/api/v1/namespaces/bench/pods", pod.dump()},

@@ -4,17 +4,12 @@
 // ClusterRole) and the real `gpupool-serve --backend kubernetes`, both child processes on free
 // loopback ports; helpers to submit, read pods and conditions, and wait (bounded polls).
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <regex>
 #include <set>
 #include <thread>
 
@@ -22,67 +17,12 @@
 #include "kube/testing/fake_process.h"
 #include "model/input_file.h"
 #include "scheduler/scheduler.h"
-
-extern char** environ;
+#include "serve_process.h"
 
 namespace gpupool::kube_e2e {
 
 using Json = nlohmann::ordered_json;
 constexpr char kAdmin[] = "Bearer dev:kube-e2e:osmo-admin";
-
-template <typename Condition>
-bool Eventually(Condition condition, std::chrono::seconds bound = std::chrono::seconds(90)) {
-  auto deadline = std::chrono::steady_clock::now() + bound;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return condition();
-}
-
-// `gpupool-serve` as a child process; its port from the line it prints once listening.
-class ServeProcess {
- public:
-  ServeProcess(const std::string& dir, std::vector<std::string> args) : log_(dir + "/serve.log") {
-    args.insert(args.begin(), GPUPOOL_SERVE_BINARY);
-    std::vector<char*> argv;
-    for (auto& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    if (posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
-    std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
-    Eventually(
-        [&] {
-          auto text = model::ReadFile(log_);
-          std::smatch match;
-          if (text.ok() && std::regex_search(*text, match, listening)) port_ = std::stoi(match[1]);
-          return port_ > 0 || waitpid(pid_, nullptr, WNOHANG) == pid_;
-        },
-        std::chrono::seconds(60));
-  }
-  ~ServeProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      waitpid(pid_, nullptr, 0);
-    }
-  }
-  int port() const { return port_; }
-  std::string Log() const { return model::ReadFile(log_).value(); }
-  void Kill9() {
-    kill(pid_, SIGKILL);
-    waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-
- private:
-  std::string log_;
-  pid_t pid_ = -1;
-  int port_ = 0;
-};
 
 class KubernetesBackendTest : public ::testing::Test {
  protected:

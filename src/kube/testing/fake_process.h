@@ -34,6 +34,7 @@ class FakeApiServerProcess {
   RestConfig Config() const;
   int port() const { return port_; }
   const std::string& dir() const { return dir_; }
+  pid_t pid() const { return pid_; }  // -1 when stopped
   // Writes a kubeconfig for the fake (token, or the client certificate) and returns its path.
   Result<std::string> WriteKubeconfig(bool client_certificate) const;
 

@@ -1,0 +1,7 @@
+# Pods created -> bound by gpupool-serve on the fake API server at 5,000 nodes
+# (bench/kube_schedule_bench.cc; docs/benchmarks/kubernetes.md). The scenario is the scale test's.
+if(TARGET gpupool_kube_scale)
+  add_executable(gpupool-kube-schedule-bench ${CMAKE_CURRENT_SOURCE_DIR}/kube_schedule_bench.cc)
+  target_link_libraries(gpupool-kube-schedule-bench PRIVATE gpupool_kube_scale CLI11::CLI11)
+  gpupool_warnings(gpupool-kube-schedule-bench)
+endif()

@@ -436,6 +436,12 @@ void SchedulingLoop::ApplyEvictions(StepState& step, StepStats& stats) {
 // its message; once its grace period has ended (at the latest at the node's deadline) it leaves
 // the node, pending again, before the cycle places it elsewhere.
 void SchedulingLoop::ApplySpotDrain(StepState& step, StepStats& stats) {
+  // Most steps have no node being drained: then the pods need no index.
+  if (std::none_of(
+          step.snapshot.nodes.begin(), step.snapshot.nodes.end(),
+          [](const model::Node& node) { return !autoscaler::DrainEntries(node).empty(); })) {
+    return;
+  }
   std::map<std::string, model::PodScheduling*> bound;
   for (auto& pod : step.snapshot.pods) {
     if (!pod.node_name.empty()) bound[scheduler::PodKey(pod)] = &pod;

@@ -44,8 +44,9 @@ class StepMemo {
   const Result<model::PodScheduling>& TaskPod(const store::WorkflowRecord& wf, size_t t,
                                               bool changed, Read&& read);
 
-  // The store's nodes (sorted by name) and the scheduler's reading of those it can read, as of
-  // a node generation at least as new as the one read before them.
+  // The store's nodes (sorted by name) and the scheduler's reading of those it can read (their
+  // model::Node::raw holding spec.taints only), as of a node generation at least as new as the one
+  // read before them.
   struct Nodes {
     std::vector<store::NodeRecord> records;
     std::vector<model::Node> read;

@@ -36,7 +36,7 @@ class NodeSync {
   backend::Backend& backend_;
   store::Store& store_;
   const std::chrono::milliseconds period_;
-  std::map<std::string, std::string> written_;  // name -> the object last written (dumped)
+  std::map<std::string, nlohmann::ordered_json> written_;  // name -> the object last written
   std::string last_error_;
 
   std::mutex mu_;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -35,6 +36,7 @@ constexpr size_t kMaxViolations = 20;
 double ProcessCpuSeconds(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  if (text.find(')') == std::string::npos) return 0;  // no such process (any more)
   // Fields after the command (which may hold spaces): state is the 3rd, utime and stime the
   // 14th and 15th.
   std::istringstream rest(text.substr(text.rfind(')') + 2));
@@ -238,7 +240,12 @@ std::vector<std::string> CheckPlacement(const std::vector<kube::ObjectPtr>& pods
       continue;
     }
     if (pod->node_name.empty()) {
-      violate(name + ": not bound");
+      // With gpupool's reason when it gave one (PodScheduled=False).
+      std::string why;
+      for (const Json& condition : json.value("/status/conditions"_json_pointer, Json::array())) {
+        if (condition.value("type", "") == "PodScheduled") why = condition.value("message", "");
+      }
+      violate(name + ": not bound" + (why.empty() ? "" : ": " + why));
       continue;
     }
     auto node = by_name.find(pod->node_name);
@@ -281,6 +288,56 @@ std::string Tail(const std::string& text, size_t bytes) {
   return text.size() <= bytes ? text : text.substr(text.size() - bytes);
 }
 
+// Pods bound, first creation to last binding, and creation -> binding percentiles.
+void AddTimings(Timeline& timeline, SteadyClock::time_point start, ScaleReport& report) {
+  std::vector<double> latency_ms;
+  SteadyClock::time_point last = start;
+  {
+    std::lock_guard lock(timeline.mu);
+    report.bound = timeline.bound_count;
+    for (size_t i = 0; i < timeline.bound.size(); ++i) {
+      if (timeline.bound[i] == SteadyClock::time_point{}) continue;
+      latency_ms.push_back(
+          std::chrono::duration<double, std::milli>(timeline.bound[i] - timeline.created[i])
+              .count());
+      last = std::max(last, timeline.bound[i]);
+    }
+  }
+  report.seconds = std::chrono::duration<double>(last - start).count();
+  report.p50_ms = Percentile(latency_ms, 0.50);
+  report.p99_ms = Percentile(latency_ms, 0.99);
+  report.max_ms = Percentile(latency_ms, 1.0);
+}
+
+// Whether the server on `port` holds the scheduling lease (its gpupool_scheduler_leader gauge).
+bool IsLeader(int port) {
+  httplib::Client http("127.0.0.1", port);
+  http.set_read_timeout(10);
+  auto res = http.Get("/metrics");
+  return res && res->status == 200 &&
+         res->body.find("\ngpupool_scheduler_leader 1") != std::string::npos;
+}
+
+// Failover: once a third of the pods are bound, kills whichever server leads (SIGKILL).
+void KillTheLeaderMidStream(Timeline& timeline, int pods, const std::vector<ServeProcess*>& servers,
+                            ScaleReport& report) {
+  {
+    std::unique_lock lock(timeline.mu);
+    if (!timeline.cv.wait_for(lock, std::chrono::seconds(120),
+                              [&] { return timeline.bound_count >= pods / 3; })) {
+      return;
+    }
+    report.bound_at_kill = timeline.bound_count;
+  }
+  for (ServeProcess* server : servers) {
+    if (IsLeader(server->port())) {
+      server->Kill9();
+      report.leader_killed = true;
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 Result<ScaleReport> RunScaleScenario(const ScaleOptions& options) {
@@ -310,6 +367,12 @@ Result<ScaleReport> RunScaleScenario(const ScaleOptions& options) {
   if (!WaitForGpupoolNodes(serve.port(), options.nodes, gpu_nodes)) {
     return UnavailableError("gpupool did not see the nodes:\n" + Tail(serve.Log(), 4000));
   }
+  // Failover: a second server on the same store, started once the first leads.
+  std::unique_ptr<ServeProcess> standby;
+  if (options.failover) {
+    standby = std::make_unique<ServeProcess>(fake->dir(), args, "standby.log");
+    if (standby->port() <= 0) return UnavailableError("the second gpupool-serve did not start");
+  }
 
   Timeline timeline;
   timeline.created.resize(options.pods);
@@ -324,41 +387,34 @@ Result<ScaleReport> RunScaleScenario(const ScaleOptions& options) {
     return UnavailableError("the pod informer did not sync");
   }
 
+  ScaleReport report;
+  report.nodes = options.nodes;
+  report.created = options.pods;
   const double serve_cpu = ProcessCpuSeconds(serve.pid());
   const double fake_cpu = ProcessCpuSeconds(fake->pid());
   const double client_cpu = SelfCpuSeconds();
   const auto start = SteadyClock::now();
+  std::thread killer;
+  if (standby != nullptr) {
+    killer = std::thread([&] {
+      KillTheLeaderMidStream(timeline, options.pods, {&serve, standby.get()}, report);
+    });
+  }
   CreatePods(*client, timeline, options.pods, gpu_nodes, options.in_flight, options.rate);
   {
     std::unique_lock lock(timeline.mu);
-    if (!timeline.first_error.empty()) return InternalError("create pods: " + timeline.first_error);
     timeline.cv.wait_until(lock, start + options.bound,
                            [&] { return timeline.bound_count == options.pods; });
   }
-
-  ScaleReport report;
-  report.serve_cpu_s = ProcessCpuSeconds(serve.pid()) - serve_cpu;
+  if (killer.joinable()) killer.join();
+  if (!timeline.first_error.empty()) return InternalError("create pods: " + timeline.first_error);
+  // The CPU of the first server (of the one left, after a failover it did not survive).
+  const bool first_alive = serve.pid() > 0;
+  report.serve_cpu_s =
+      first_alive ? ProcessCpuSeconds(serve.pid()) - serve_cpu : ProcessCpuSeconds(standby->pid());
   report.fake_cpu_s = ProcessCpuSeconds(fake->pid()) - fake_cpu;
   report.client_cpu_s = SelfCpuSeconds() - client_cpu;
-  report.nodes = options.nodes;
-  report.created = options.pods;
-  std::vector<double> latency_ms;
-  SteadyClock::time_point last = start;
-  {
-    std::lock_guard lock(timeline.mu);
-    report.bound = timeline.bound_count;
-    for (int i = 0; i < options.pods; ++i) {
-      if (timeline.bound[i] == SteadyClock::time_point{}) continue;
-      latency_ms.push_back(
-          std::chrono::duration<double, std::milli>(timeline.bound[i] - timeline.created[i])
-              .count());
-      last = std::max(last, timeline.bound[i]);
-    }
-  }
-  report.seconds = std::chrono::duration<double>(last - start).count();
-  report.p50_ms = Percentile(latency_ms, 0.50);
-  report.p99_ms = Percentile(latency_ms, 0.99);
-  report.max_ms = Percentile(latency_ms, 1.0);
+  AddTimings(timeline, start, report);
 
   auto stats = client->Call({"GET", "/_fake/stats"});
   if (stats.ok() && stats->ok()) {
@@ -372,7 +428,7 @@ Result<ScaleReport> RunScaleScenario(const ScaleOptions& options) {
   report.violations = CheckPlacement(pod_informer.List(), node_informer.List());
   node_informer.Stop();
   pod_informer.Stop();
-  report.serve_log = Tail(serve.Log(), 4000);
+  report.serve_log = Tail((first_alive ? serve : *standby).Log(), 4000);
   return report;
 }
 

@@ -30,7 +30,10 @@ struct ScaleOptions {
   int rate = 0;          // creations per second (open loop); 0: as fast as `in_flight` allows
   int fake_threads = 2;  // the fake API server's
   std::vector<std::string> serve_flags;  // added to gpupool-serve's (e.g. --interval)
-  std::chrono::seconds bound{300};       // for all pods to be bound
+  // Two gpupool-serve on one store (one leads, by its lease); the leader is killed with SIGKILL
+  // once a third of the pods are bound, and the other takes over.
+  bool failover = false;
+  std::chrono::seconds bound{300};  // for all pods to be bound
 };
 
 struct ScaleReport {
@@ -43,8 +46,10 @@ struct ScaleReport {
   double serve_cpu_s = 0;                     // gpupool-serve over the run (its start-up excluded)
   double fake_cpu_s = 0;                      // the fake API server over the run
   double client_cpu_s = 0;                    // this process: creations and the informer
-  std::vector<std::string> violations;        // the pod-by-pod checks that failed (at most 20)
-  std::string serve_log;                      // the end of gpupool-serve's log, for failures
+  bool leader_killed = false;  // failover: whether it happened, and the pods bound by then
+  int bound_at_kill = 0;
+  std::vector<std::string> violations;  // the pod-by-pod checks that failed (at most 20)
+  std::string serve_log;                // the end of gpupool-serve's log, for failures
 };
 
 // The pod-by-pod checks over pods and nodes as the API server holds them (at most 20 violations,

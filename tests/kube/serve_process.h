@@ -33,7 +33,10 @@ bool Eventually(Condition condition, std::chrono::seconds bound = std::chrono::s
 // `gpupool-serve` as a child process; its port from the line it prints once listening.
 class ServeProcess {
  public:
-  ServeProcess(const std::string& dir, std::vector<std::string> args) : log_(dir + "/serve.log") {
+  // Its output goes to `dir`/`log_name`.
+  ServeProcess(const std::string& dir, std::vector<std::string> args,
+               const std::string& log_name = "serve.log")
+      : log_(dir + "/" + log_name) {
     args.insert(args.begin(), GPUPOOL_SERVE_BINARY);
     std::vector<char*> argv;
     for (auto& arg : args) argv.push_back(arg.data());

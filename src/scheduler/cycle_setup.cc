@@ -62,7 +62,11 @@ class SetupBuilder {
     }
     MatchKeptPods();
     BuildQueues();
-    if (!QueuesAsKept()) kept_.assign(kept_.size(), -1);
+    if (!QueuesAsKept()) {
+      // Kept pods and bindings name queues by index.
+      kept_.assign(kept_.size(), -1);
+      memo_.bindings.Clear();
+    }
     BuildPods();
     BuildGangs();
     return std::move(setup_);
@@ -98,13 +102,16 @@ void SetupBuilder::MatchKeptPods() {
   const std::vector<uint64_t>& ids = snapshot_.pod_ids;
   const std::vector<uint64_t>& kept_ids = memo_.pod_ids;
   kept_.assign(snapshot_.pods.size(), -1);
-  if (ids.size() != snapshot_.pods.size() || kept_ids.size() != memo_.pods.size()) return;
+  if (ids.size() != snapshot_.pods.size() || kept_ids.size() != memo_.pods.size() ||
+      memo_.pod_gangs.size() != memo_.pods.size()) {
+    return;
+  }
   size_t k = 0;
   for (size_t i = 0; i < ids.size() && k < kept_ids.size(); ++i) {
     if (ids[i] == 0) continue;
     while (k < kept_ids.size() && kept_ids[k] < ids[i]) ++k;
     if (k < kept_ids.size() && kept_ids[k] == ids[i]) {
-      if (memo_.pods[k].gang < 0) kept_[i] = static_cast<int>(k);
+      if (memo_.pod_gangs[k] < 0) kept_[i] = static_cast<int>(k);
       ++k;
     }
   }
@@ -115,7 +122,7 @@ void SetupBuilder::MatchKeptPods() {
 // queue would be -1, and the default queue exists whenever a pod is in it.
 bool SetupBuilder::UsesDefaultQueue(int index) const {
   if (kept_[index] >= 0) {
-    const int queue = memo_.pods[kept_[index]].queue;
+    const int queue = memo_.pod_queues[kept_[index]];
     return queue >= 0 && memo_.queues[queue].first == kDefaultQueue;
   }
   const model::PodScheduling& pod = snapshot_.pods[index];
@@ -324,9 +331,13 @@ void SetupBuilder::TakeOver(PodState& kept, PodState& p, int index) {
   ++memo_.taken_over;
   p.pod = &snapshot_.pods[index];
   p.arrival = index;
-  p.node = -1;
-  p.devices.clear();
-  p.bound_initially = false;
+  // A pod bound before the last cycle still has the node and devices binding gave it (an
+  // eviction keeps them): binding takes them over with its node (CycleState::BindAll), or binds
+  // the node's pods again and sets them anew.
+  const bool bound = p.binding_node >= 0 && p.bound_initially;
+  p.node = bound ? p.binding_node : -1;
+  if (!bound) p.devices.clear();
+  p.bound_initially = bound;
   p.evicted = false;
   p.placed_now = false;
   p.placed_pool = -1;
@@ -351,6 +362,11 @@ void SetupBuilder::BuildPods() {
     pods.resize(n);
   }
   std::vector<PodState>& from = in_place ? pods : memo_.pods;
+  setup_.binding_nodes.resize(n);
+  setup_.taken_over.resize(n);
+  setup_.pod_queues.resize(n);
+  setup_.pod_gangs.assign(n, -1);
+  bool any_created = false;
   for (int i = 0; i < n; ++i) {
     if (kept_[i] >= 0) {
       TakeOver(from[kept_[i]], pods[i], i);
@@ -358,10 +374,14 @@ void SetupBuilder::BuildPods() {
       if (in_place) pods[i] = PodState();
       BuildPod(i, pods[i]);
     }
+    setup_.binding_nodes[i] = pods[i].binding_node;
+    setup_.taken_over[i] = kept_[i] >= 0;
+    setup_.pod_queues[i] = pods[i].queue;
+    any_created |= pods[i].created_ms.has_value();
   }
   pods.resize(n);
   memo_.ForgetPods();
-  RankByAge();
+  if (any_created) RankByAge();  // else snapshot order, as BuildPod and TakeOver set it
 }
 
 // Age order (PodState::arrival): by metadata.creationTimestamp, older first; pods without one
@@ -371,13 +391,10 @@ void SetupBuilder::RankByAge() {
   std::vector<PodState>& pods = setup_.pods;
   std::vector<std::pair<int64_t, int>> order;  // (creation time or max, snapshot index)
   order.reserve(pods.size());
-  bool any = false;
   for (size_t i = 0; i < pods.size(); ++i) {
     const std::optional<int64_t>& created = pods[i].created_ms;
-    any |= created.has_value();
     order.emplace_back(created.value_or(std::numeric_limits<int64_t>::max()), static_cast<int>(i));
   }
-  if (!any) return;  // snapshot order, as BuildPod set it
   std::sort(order.begin(), order.end());
   for (size_t rank = 0; rank < order.size(); ++rank) {
     pods[order[rank].second].arrival = static_cast<int>(rank);
@@ -400,6 +417,7 @@ void SetupBuilder::BuildGangs() {
       gangs.min.push_back(0);
     }
     p.gang = it->second;
+    setup_.pod_gangs[i] = p.gang;
     gangs.members[p.gang].push_back(static_cast<int>(i));
   }
   for (size_t g = 0; g < gangs.members.size(); ++g) {
@@ -441,24 +459,31 @@ CycleSetup BuildCycleSetup(const ClusterSnapshot& snapshot, ClusterView& view, S
   return setup;
 }
 
-void KeepPods(const ClusterSnapshot& snapshot, std::span<const QueueState> queues,
-              std::vector<PodState> pods, SetupMemo& memo) {
+void KeepPods(const ClusterSnapshot& snapshot, CycleSetup& setup, std::vector<PodState> pods,
+              SetupMemo& memo) {
   if (snapshot.pod_ids.size() != pods.size()) {
     memo.ForgetPods();
     return;
   }
   memo.pods = std::move(pods);
   memo.pod_ids = snapshot.pod_ids;
+  memo.pod_queues = std::move(setup.pod_queues);
+  memo.pod_gangs = std::move(setup.pod_gangs);
   memo.queues.clear();
-  for (const QueueState& q : queues) memo.queues.emplace_back(q.name, q.has_children);
+  for (const QueueState& q : setup.queues) memo.queues.emplace_back(q.name, q.has_children);
 }
 
 void BindPods(CycleState& state) {
-  for (int i = 0; i < state.NumPods(); ++i) {
-    // Unbound, or bound to a node outside the snapshot: not ours to account.
-    const int node = state.pod(i).binding_node;
-    if (node >= 0) state.Bind(i, node);
-  }
+  // Unbound, or bound to a node outside the snapshot (-1): not ours to account.
+  std::vector<int> binding_nodes;
+  binding_nodes.reserve(state.NumPods());
+  for (const PodState& p : state.pods()) binding_nodes.push_back(p.binding_node);
+  state.BindAll(binding_nodes, {}, {}, nullptr);
+}
+
+void BindPods(CycleState& state, const CycleSetup& setup, const ClusterSnapshot& snapshot,
+              SetupMemo& memo) {
+  state.BindAll(setup.binding_nodes, setup.taken_over, snapshot.pod_ids, &memo.bindings);
 }
 
 int RunningMembers(const CycleState& state, const Gangs& gangs, int gang) {
@@ -470,7 +495,8 @@ int RunningMembers(const CycleState& state, const Gangs& gangs, int gang) {
 std::vector<Job> BuildJobs(const CycleState& state, const Gangs& gangs) {
   std::vector<Job> jobs;
   std::vector<int> gang_job(gangs.members.size(), -1);
-  for (int i = 0; i < state.NumPods(); ++i) {
+  // Pods bound before the cycle are on their node or evicted.
+  for (int i : state.Unbound()) {
     const PodState& p = state.pod(i);
     if (p.node >= 0 || p.evicted || !p.error.empty()) continue;
     if (p.gang < 0) {
@@ -524,13 +550,16 @@ std::vector<int64_t> QueueDemand(const CycleState& state) {
       d = SaturatingAdd(d, p.quota[r]);
     }
   };
-  for (const PodState& p : state.pods()) {
-    if (p.queue < 0) continue;
-    if (p.node >= 0) {
-      add(p, state.view().node(p.node).pool);
-    } else if (p.error.empty()) {
-      for (int pool : p.pools) add(p, pool);
+  // Pods on a node: what they hold there, as the table counts it.
+  for (int q = 0; q < quota.NumQueues(); ++q) {
+    for (int pool = 0; pool < quota.NumPools(); ++pool) {
+      for (int r = 0; r < kQ; ++r) demand[quota.At(q, pool, r)] = quota.OwnAllocated(q, pool, r);
     }
+  }
+  for (int pod : state.PodsOffNodes()) {
+    const PodState& p = state.pod(pod);
+    if (p.queue < 0 || !p.error.empty()) continue;
+    for (int pool : p.pools) add(p, pool);
   }
   return demand;
 }

@@ -283,6 +283,7 @@ class ViewCache {
   SetupMemo& memo() { return *memo_; }
   int64_t builds() const { return builds_; }  // how many times it was built (tests, benches)
   int64_t PodsTakenOver() const;              // by the setups since it was last built (tests)
+  int64_t NodesTakenOver() const;  // nodes whose binding was taken over, likewise (tests)
 
  private:
   std::unique_ptr<ClusterView> view_;

@@ -44,7 +44,8 @@ CycleResult Cycle::Run() {
   blocked_evictions_ = reclaimer.TakeBlocked();
   CycleResult result = Collect();
   if (memo_ != nullptr) {
-    KeepPods(snapshot_, setup_, state_.TakePods(), *memo_);
+    const std::vector<int> changed = state_.PodsMaybeChanged();
+    KeepPods(snapshot_, setup_, state_.TakePods(), changed, *memo_);
     memo_->bindings.node_pods = state_.TakeNodePods();
   }
   return result;

@@ -54,7 +54,12 @@ struct SetupMemo {
   // children) they were resolved against.
   std::vector<PodState> pods;
   std::vector<uint64_t> pod_ids;
-  std::vector<int> pod_queues, pod_gangs;  // their PodState::queue and gang
+  // Their PodState::binding_node, queue and gang, and whether they have a creation time.
+  std::vector<int> binding_nodes, pod_queues, pod_gangs;
+  std::vector<char> pod_created;
+  // The snapshot's pods they point to (PodState::pod): where the vector was.
+  const model::PodScheduling* snapshot_pods = nullptr;
+  bool arrival_is_index = false;  // PodState::arrival is each pod's index
   std::vector<std::pair<std::string, bool>> queues;
   int64_t taken_over = 0;  // pods taken over so far (tests)
   // What binding left on each node (CycleState::BindAll), for the same queues as `queues`.
@@ -63,8 +68,11 @@ struct SetupMemo {
   void ForgetPods() {
     pods.clear();
     pod_ids.clear();
+    binding_nodes.clear();
     pod_queues.clear();
     pod_gangs.clear();
+    pod_created.clear();
+    snapshot_pods = nullptr;
   }
 };
 
@@ -78,6 +86,8 @@ struct CycleSetup {
   std::vector<int> pod_queues;          // PodState::queue
   std::vector<int> pod_gangs;           // PodState::gang
   std::vector<char> taken_over;         // 1: taken over from the last cycle (SetupMemo)
+  std::vector<char> pod_created;        // 1: PodState::created_ms is set
+  bool arrival_is_index = false;        // no pod has a creation time
   std::unique_ptr<SetupMemo> own_memo;  // when the caller gave none
 };
 
@@ -86,9 +96,10 @@ struct CycleSetup {
 CycleSetup BuildCycleSetup(const ClusterSnapshot& snapshot, ClusterView& view,
                            SetupMemo* memo = nullptr);
 
-// After a cycle: its pods, for the next cycle's setup to take over.
+// After a cycle: its pods, for the next cycle's setup to take over, with what the cycle changed
+// of the pods in `changed` (CycleState::PodsMaybeChanged) reset.
 void KeepPods(const ClusterSnapshot& snapshot, CycleSetup& setup, std::vector<PodState> pods,
-              SetupMemo& memo);
+              std::span<const int> changed, SetupMemo& memo);
 
 // Pods bound before the cycle to a node of the snapshot take their capacity there, in snapshot
 // order (devices: the lowest fully free for whole GPUs, best fit for fractions), even if that

@@ -41,7 +41,7 @@ void CycleState::BuildPoolLayout() {
     for (size_t i = 0; i < nodes.size(); ++i) fit.name_rank[i] = view_.node(nodes[i]).name_rank;
     fit.ranks_ascending = std::is_sorted(fit.name_rank.begin(), fit.name_rank.end());
   }
-  for (int node = 0; node < view_.NumNodes(); ++node) SyncPoolFit(node);
+  // The columns are filled once binding is done (BindAll).
 }
 
 bool CycleState::GpuFits(const PodState& p, int node, int* device) const {
@@ -211,6 +211,7 @@ void CycleState::BindAll(std::span<const int> binding_nodes, std::span<const cha
     for (int pod : rest) Bind(pod, node);
     if (keeping) Keep(node, pod_ids, kept->nodes[node]);
   }
+  for (int node = 0; node < nodes; ++node) SyncPoolFit(node);
 }
 
 // How many of the node's bound pods (node_pods_, in snapshot order) binding left in `kept`:
@@ -232,24 +233,25 @@ void CycleState::RestoreNode(int node, const KeptNode& kept) {
   std::copy(kept.device_free.begin(), kept.device_free.end(), view_.Devices(node));
   v.full_free = kept.full_free;
   v.max_device_free = kept.max_device_free;
-  SyncPoolFit(node);
   for (const KeptNode::Quota& q : kept.quota) {
     quota_.Add(q.queue, v.pool, q.amounts, q.preemptible, +1);
   }
   bound_preemptible_[v.pool] += kept.bound_preemptible;
 }
 
-// The kept pods of the restored nodes on their node, with the devices Bind gave them: one pass
-// in snapshot order (a pass per node would jump about the pods), over the pods resolved afresh.
+// The kept pods of the restored nodes that were resolved afresh (not taken over with their node
+// and devices: gang members, pods whose ids came out of order) on their node, with the devices
+// Bind gave them. Most pods were taken over: only the others are looked at.
 void CycleState::RestorePods(std::span<const int> binding_nodes, std::span<const char> taken_over,
                              std::span<const int> kept_pods, const KeptBindings& kept) {
-  std::vector<int> seen(view_.NumNodes(), 0);
   for (int i = 0; i < NumPods(); ++i) {
     const int node = binding_nodes[i];
-    if (node < 0 || seen[node] >= kept_pods[node]) continue;
+    if (node < 0 || (!taken_over.empty() && taken_over[i]) || kept_pods[node] <= 0) continue;
+    const std::vector<int>& on_node = node_pods_[node];
+    const int at =
+        static_cast<int>(std::lower_bound(on_node.begin(), on_node.end(), i) - on_node.begin());
+    if (at >= kept_pods[node]) continue;  // bound after the kept pods
     const KeptNode& k = kept.nodes[node];
-    const int at = seen[node]++;
-    if (!taken_over.empty() && taken_over[i]) continue;  // as kept already
     PodState& p = pods_[i];
     p.node = node;
     p.bound_initially = true;
@@ -306,6 +308,12 @@ std::vector<int> CycleState::PodsOffNodes() const {
   }
   off.insert(off.end(), l, left.end());
   return off;
+}
+
+std::vector<int> CycleState::PodsMaybeChanged() const {
+  std::vector<int> changed = unbound_;
+  changed.insert(changed.end(), left_.begin(), left_.end());
+  return changed;
 }
 
 void CycleState::ComputeFairShares(std::span<const int64_t> demand) {

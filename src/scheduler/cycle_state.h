@@ -77,7 +77,7 @@ struct KeptBindings {
 
 class CycleState {
  public:
-  // `queues` must outlive the state (binding records name the queue).
+  // `queues` must outlive the state (binding records name the queue). BindAll comes first.
   CycleState(ClusterView& view, std::span<const QueueState> queues, QuotaTable quota,
              std::vector<PodState> pods);
   CycleState(const CycleState&) = delete;
@@ -126,6 +126,9 @@ class CycleState {
   const std::vector<int>& Unbound() const { return unbound_; }
   // Pods on no node now, in snapshot order: unbound ones not placed and bound ones evicted.
   std::vector<int> PodsOffNodes() const;
+  // The pods whose placement fields may differ from what binding set: those not bound before
+  // the cycle and those that left their node (in no particular order, maybe repeated).
+  std::vector<int> PodsMaybeChanged() const;
   // Running pods bound before the cycle that are preemptible, on the nodes of `pool`.
   int BoundPreemptible(int pool) const { return bound_preemptible_[pool]; }
   // Fair shares of every queue from their demand (QueueDemand) and the pools' capacity.

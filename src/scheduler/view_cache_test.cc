@@ -4,6 +4,7 @@
 #include <ostream>
 
 #include "scheduler/cluster_view.h"
+#include "scheduler/cycle.h"
 #include "scheduler/cycle_setup.h"
 #include "scheduler/cycle_state.h"
 #include "scheduler/quota_table.h"
@@ -225,6 +226,7 @@ struct Bound {
   std::vector<int> pod_node;
   std::vector<std::vector<int>> pod_devices;
   std::vector<char> bound_initially;
+  std::vector<std::string> reset;  // what a cycle changes and the next one must start without
   std::vector<int64_t> allocated, allocated_np, own;  // every (queue, pool, resource)
   std::vector<int> bound_preemptible;                 // by pool
   std::vector<int> unbound, off_nodes;
@@ -259,6 +261,9 @@ Bound Observe(const CycleState& state) {
     b.pod_node.push_back(p.node);
     b.pod_devices.push_back(p.node >= 0 ? p.devices : std::vector<int>());
     b.bound_initially.push_back(p.bound_initially);
+    b.reset.push_back(std::to_string(p.arrival) + " " + std::to_string(p.evicted) +
+                      std::to_string(p.placed_now) + " " + std::to_string(p.placed_pool) + " " +
+                      std::to_string(p.last_node) + " " + p.evict_message + "|" + p.reason);
   }
   const QuotaTable& quota = state.quota();
   for (int q = 0; q < quota.NumQueues(); ++q) {
@@ -278,10 +283,12 @@ Bound Observe(const CycleState& state) {
   return b;
 }
 
-// Binding that takes nodes over from the last cycle (KeptBindings) leaves exactly what binding
-// every pod afresh leaves: across arrivals, bindings, completions (nodes whose pods left), a
-// new resource (the view's dimensions change), evictions the caller did not apply (the pods are
-// still bound, same ids) and an eviction rolled back (its pod back on its exact devices).
+// Binding that takes nodes over from the last cycle (KeptBindings), with pods taken over from
+// it (SetupMemo), leaves exactly what binding every pod afresh leaves: across whole cycles
+// (placements, reasons), arrivals, bindings, completions (nodes whose pods left), a new
+// resource (the view's dimensions change), pods with a creation time coming and going,
+// evictions the caller did not apply (the pods are still bound, same ids) and an eviction
+// rolled back (its pod back on its exact devices).
 TEST(ViewCacheTest, KeptBindingsBindAsFromScratch) {
   SchedulerOptions options;
   options.percentage_of_nodes_to_score = 100;
@@ -290,8 +297,9 @@ TEST(ViewCacheTest, KeptBindingsBindAsFromScratch) {
   ClusterSnapshot& s = caller.snapshot();
   ClusterView view(s.nodes, s.node_pools);
   SetupMemo memo;
+  s.pods.reserve(1000);  // the vector stays put: unchanged pods are then not even read
   int64_t checked_pods = 0;
-  for (int cycle = 0; cycle < 12; ++cycle) {
+  for (int cycle = 0; cycle < 16; ++cycle) {
     SCOPED_TRACE(cycle);
     caller.Arrive(cycle);
     if (cycle == 5) {
@@ -301,10 +309,27 @@ TEST(ViewCacheTest, KeptBindingsBindAsFromScratch) {
       built.requests["example.com/fpga"] = model::Quantity::FromUnits(1);
       caller.Add(std::move(built));
     }
-    if (cycle >= 2) caller.Complete(2);
+    if (cycle == 3) {  // pods ranked by creation time, for a while
+      model::PodScheduling built = PodBuilder("dated").Cpu("1").Queue("team").Build();
+      built.creation_timestamp = "2026-01-01T00:00:00Z";
+      caller.Add(std::move(built));
+    }
+    if (cycle == 9) {
+      for (size_t i = 0; i < s.pods.size(); ++i) {
+        if (s.pods[i].name != "dated") continue;
+        s.pods.erase(s.pods.begin() + static_cast<std::ptrdiff_t>(i));
+        s.pod_ids.erase(s.pod_ids.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+    }
+    if (cycle % 4 == 3) caller.Complete(3);
     s.now_ms += 600'000;
 
     ASSERT_TRUE(view.ResetForCycle(s.nodes));
+    if (cycle % 2 == 0) {
+      // A whole cycle on the kept view: what it changes of its pods must not reach the next.
+      caller.Apply(Cycle(options, s, &view, &memo).Run());
+      continue;
+    }
     CycleSetup setup = BuildCycleSetup(s, view, &memo);
     CycleState kept(view, setup.queues, QuotaTable::Resolve(setup.queues, view),
                     std::move(setup.pods));
@@ -329,7 +354,8 @@ TEST(ViewCacheTest, KeptBindingsBindAsFromScratch) {
       if (cycle % 2 == 1) kept.EvictNow(i, EvictionReason::kNoExecute, "test");
       break;
     }
-    KeepPods(s, setup, kept.TakePods(), memo);
+    const std::vector<int> changed = kept.PodsMaybeChanged();
+    KeepPods(s, setup, kept.TakePods(), changed, memo);
     memo.bindings.node_pods = kept.TakeNodePods();
     caller.Apply(scheduler.RunCycle(s));
   }

@@ -253,7 +253,7 @@ Json PodDisruptionBudgetToSpec(const PodDisruptionBudget& budget) {
 
 DisruptionBudgets::DisruptionBudgets(std::span<const PodDisruptionBudget> budgets,
                                      std::span<const PodScheduling> pods)
-    : pods_(pods), by_pod_(pods.size()) {
+    : pods_(pods), by_pod_(budgets.empty() ? 0 : pods.size()) {
   for (const PodDisruptionBudget& budget : budgets) {
     Entry entry;
     entry.budget = &budget;
@@ -278,8 +278,14 @@ DisruptionBudgets::DisruptionBudgets(std::span<const PodDisruptionBudget> budget
   }
 }
 
+const std::vector<int>& DisruptionBudgets::BudgetsOf(int pod) const {
+  static const std::vector<int> kNone;
+  return by_pod_.empty() ? kNone : by_pod_[pod];
+}
+
 std::optional<std::string> DisruptionBudgets::Blocks(std::span<const int> evicting,
                                                      const std::function<bool(int)>& gone) const {
+  if (entries_.empty()) return std::nullopt;
   std::set<int> touched;
   for (int pod : evicting) touched.insert(by_pod_[pod].begin(), by_pod_[pod].end());
   const std::set<int> evicting_set(evicting.begin(), evicting.end());

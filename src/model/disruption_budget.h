@@ -108,7 +108,7 @@ class DisruptionBudgets {
   std::optional<std::string> Blocks(std::span<const int> evicting,
                                     const std::function<bool(int)>& gone) const;
   // The budgets that select pod `i` (indexes into the constructor's list).
-  const std::vector<int>& BudgetsOf(int pod) const { return by_pod_[pod]; }
+  const std::vector<int>& BudgetsOf(int pod) const;
 
  private:
   struct Entry {
@@ -121,7 +121,7 @@ class DisruptionBudgets {
   };
   std::span<const PodScheduling> pods_;
   std::vector<Entry> entries_;
-  std::vector<std::vector<int>> by_pod_;
+  std::vector<std::vector<int>> by_pod_;  // empty without budgets: a cycle builds one per run
 };
 
 }  // namespace gpupool::model

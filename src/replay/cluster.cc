@@ -183,13 +183,15 @@ int ReplayCluster::JobOfPod(const std::string& pod) const {
   return at < 0 ? -1 : info_[at].job;
 }
 
-bool ReplayCluster::HasNoExecuteTaint() const {
-  for (const model::Node& node : snapshot_.nodes) {
-    for (const model::Taint& t : node.taints) {
-      if (t.effect == model::TaintEffect::kNoExecute) return true;
-    }
+bool ReplayCluster::HasNoExecuteTaint() {
+  if (!no_execute_) {
+    no_execute_ = std::any_of(snapshot_.nodes.begin(), snapshot_.nodes.end(), [](const auto& n) {
+      return std::any_of(n.taints.begin(), n.taints.end(), [](const model::Taint& t) {
+        return t.effect == model::TaintEffect::kNoExecute;
+      });
+    });
   }
-  return false;
+  return *no_execute_;
 }
 
 const model::Node* ReplayCluster::FindNode(const std::string& name) const {
@@ -202,6 +204,7 @@ const model::Node* ReplayCluster::FindNode(const std::string& name) const {
 void ReplayCluster::UpsertNode(model::Node node) {
   nodes_stale_ = true;
   hourly_.reset();
+  no_execute_.reset();
   ++snapshot_.nodes_generation;  // the scheduler's kept view is stale too
   for (model::Node& existing : snapshot_.nodes) {
     if (existing.name == node.name) {
@@ -215,6 +218,7 @@ void ReplayCluster::UpsertNode(model::Node node) {
 void ReplayCluster::RemoveNode(const std::string& name) {
   nodes_stale_ = true;
   hourly_.reset();
+  no_execute_.reset();
   ++snapshot_.nodes_generation;  // the scheduler's kept view is stale too
   std::erase_if(snapshot_.nodes, [&](const model::Node& n) { return n.name == name; });
 }

@@ -68,7 +68,7 @@ class ReplayCluster {
   int JobOfPod(const std::string& pod) const;
   int pending_pods() const { return pending_pods_; }
 
-  bool HasNoExecuteTaint() const;
+  bool HasNoExecuteTaint();  // kept until the nodes change
   const model::Node* FindNode(const std::string& name) const;
   void UpsertNode(model::Node node);
   void RemoveNode(const std::string& name);
@@ -119,6 +119,7 @@ class ReplayCluster {
   std::unordered_map<std::string, int> node_index_;
   bool nodes_stale_ = true;
   std::optional<std::map<std::string, int64_t>> hourly_;  // nullopt: the nodes changed
+  std::optional<bool> no_execute_;                        // nullopt: the nodes changed
   std::vector<TaskShape> shapes_;
 };
 

@@ -25,7 +25,11 @@ Cycle::Cycle(const SchedulerOptions& options, const ClusterSnapshot& snapshot, C
 }
 
 CycleResult Cycle::Run() {
-  BindPods(state_);
+  if (memo_ != nullptr) {
+    BindPods(state_, setup_, snapshot_, *memo_);
+  } else {
+    BindPods(state_);
+  }
   no_execute_deadlines_ = EvictNoExecute(state_, setup_.gangs, snapshot_);
   jobs_ = BuildJobs(state_, setup_.gangs);
   state_.ComputeFairShares(QueueDemand(state_));
@@ -39,7 +43,11 @@ CycleResult Cycle::Run() {
   reclaimer.Run(jobs_, failed_jobs_);
   blocked_evictions_ = reclaimer.TakeBlocked();
   CycleResult result = Collect();
-  if (memo_ != nullptr) KeepPods(snapshot_, setup_.queues, state_.TakePods(), *memo_);
+  if (memo_ != nullptr) {
+    const std::vector<int> changed = state_.PodsMaybeChanged();
+    KeepPods(snapshot_, setup_, state_.TakePods(), changed, *memo_);
+    memo_->bindings.node_pods = state_.TakeNodePods();
+  }
   return result;
 }
 
@@ -212,9 +220,8 @@ std::vector<char> Cycle::InfeasiblePods() {
 
 void Cycle::CollectPending(CycleResult& result) {
   const std::vector<char> infeasible = InfeasiblePods();
-  for (int i = 0; i < state_.NumPods(); ++i) {
+  for (int i : state_.PodsOffNodes()) {
     const PodState& p = state_.pod(i);
-    if (p.node >= 0) continue;
     std::string reason;
     PlacementOutcome outcome = PlacementOutcome::kUnschedulable;
     if (p.evicted) {

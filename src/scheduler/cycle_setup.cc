@@ -62,7 +62,11 @@ class SetupBuilder {
     }
     MatchKeptPods();
     BuildQueues();
-    if (!QueuesAsKept()) kept_.assign(kept_.size(), -1);
+    if (!QueuesAsKept()) {
+      // Kept pods and bindings name queues by index.
+      kept_.assign(kept_.size(), -1);
+      memo_.bindings.Clear();
+    }
     BuildPods();
     BuildGangs();
     return std::move(setup_);
@@ -86,7 +90,8 @@ class SetupBuilder {
   ClusterView& view_;
   SetupMemo& memo_;
   CycleSetup setup_;
-  std::vector<int> kept_;  // per pod: the index in memo_.pods of the pod it takes over, or -1
+  std::vector<int> kept_;        // per pod: the index in memo_.pods of the pod it takes over, or -1
+  int kept_default_queue_ = -2;  // the default queue's index in memo_.queues, -2 when none
   std::unordered_map<std::string, int> queue_index_;
   std::unordered_map<std::string, int32_t> fractions_;  // by gpupool.io/gpu-fraction value
 };
@@ -98,13 +103,17 @@ void SetupBuilder::MatchKeptPods() {
   const std::vector<uint64_t>& ids = snapshot_.pod_ids;
   const std::vector<uint64_t>& kept_ids = memo_.pod_ids;
   kept_.assign(snapshot_.pods.size(), -1);
-  if (ids.size() != snapshot_.pods.size() || kept_ids.size() != memo_.pods.size()) return;
+  if (ids.size() != snapshot_.pods.size() || kept_ids.size() != memo_.pods.size() ||
+      memo_.pod_gangs.size() != memo_.pods.size() ||
+      memo_.binding_nodes.size() != memo_.pods.size()) {
+    return;
+  }
   size_t k = 0;
   for (size_t i = 0; i < ids.size() && k < kept_ids.size(); ++i) {
     if (ids[i] == 0) continue;
     while (k < kept_ids.size() && kept_ids[k] < ids[i]) ++k;
     if (k < kept_ids.size() && kept_ids[k] == ids[i]) {
-      if (memo_.pods[k].gang < 0) kept_[i] = static_cast<int>(k);
+      if (memo_.pod_gangs[k] < 0) kept_[i] = static_cast<int>(k);
       ++k;
     }
   }
@@ -114,10 +123,7 @@ void SetupBuilder::MatchKeptPods() {
 // says so by the queue it was resolved to: had it named another queue that does not exist, its
 // queue would be -1, and the default queue exists whenever a pod is in it.
 bool SetupBuilder::UsesDefaultQueue(int index) const {
-  if (kept_[index] >= 0) {
-    const int queue = memo_.pods[kept_[index]].queue;
-    return queue >= 0 && memo_.queues[queue].first == kDefaultQueue;
-  }
+  if (kept_[index] >= 0) return memo_.pod_queues[kept_[index]] == kept_default_queue_;
   const model::PodScheduling& pod = snapshot_.pods[index];
   auto it = pod.labels.find(QueueLabelKey());
   return it == pod.labels.end() || it->second == kDefaultQueue;
@@ -147,6 +153,10 @@ void SetupBuilder::BuildQueues() {
     if (queue_index_.contains(q->name)) continue;  // duplicates: first wins
     queue_index_[q->name] = static_cast<int>(queues.size());
     queues.push_back({q->name, q, -1, q->priority, false});
+  }
+  kept_default_queue_ = -2;  // no queue (-1 is a pod's unknown queue)
+  for (size_t q = 0; q < memo_.queues.size(); ++q) {
+    if (memo_.queues[q].first == kDefaultQueue) kept_default_queue_ = static_cast<int>(q);
   }
   bool need_default = false;
   for (size_t i = 0; i < snapshot_.pods.size() && !need_default; ++i) {
@@ -317,16 +327,14 @@ void SetupBuilder::BuildPod(int index, PodState& p) {
           .first->second;
 }
 
-// The kept pod, as BuildPod would resolve it again (same spec, queues and view), with what a
-// cycle changes reset as in a new PodState. Its vectors and strings keep their capacity.
-void SetupBuilder::TakeOver(PodState& kept, PodState& p, int index) {
-  if (&p != &kept) p = std::move(kept);
-  ++memo_.taken_over;
-  p.pod = &snapshot_.pods[index];
-  p.arrival = index;
-  p.node = -1;
-  p.devices.clear();
-  p.bound_initially = false;
+// What a cycle changes of a pod, as a new PodState has it, except that a pod bound before the
+// cycle keeps the node and devices binding gave it (an eviction keeps them): the next binding
+// takes them over with its node (CycleState::BindAll), or binds the node's pods again.
+void ResetPlacement(PodState& p) {
+  const bool bound = p.binding_node >= 0 && p.bound_initially;
+  p.node = bound ? p.binding_node : -1;
+  if (!bound) p.devices.clear();
+  p.bound_initially = bound;
   p.evicted = false;
   p.placed_now = false;
   p.placed_pool = -1;
@@ -334,6 +342,21 @@ void SetupBuilder::TakeOver(PodState& kept, PodState& p, int index) {
   p.evict_message.clear();
   p.last_node = -1;
   p.reason.clear();
+}
+
+// The kept pod, as BuildPod would resolve it again (same spec, queues and view), with what a
+// cycle changes already reset (KeepPods did, for the pods the cycle changed). Its vectors and
+// strings keep their capacity. A pod in its own place, in the same snapshot vector, is not even
+// read: most of a replay's pods run through many cycles unchanged.
+void SetupBuilder::TakeOver(PodState& kept, PodState& p, int index) {
+  ++memo_.taken_over;
+  const model::PodScheduling* pod = &snapshot_.pods[index];
+  if (&p == &kept && memo_.snapshot_pods == snapshot_.pods.data() && memo_.arrival_is_index) {
+    return;
+  }
+  if (&p != &kept) p = std::move(kept);
+  p.pod = pod;
+  p.arrival = index;
 }
 
 // The pods, in the kept vector itself when no pod comes from a later place than its own there
@@ -351,17 +374,34 @@ void SetupBuilder::BuildPods() {
     pods.resize(n);
   }
   std::vector<PodState>& from = in_place ? pods : memo_.pods;
+  setup_.binding_nodes.resize(n);
+  setup_.taken_over.resize(n);
+  setup_.pod_created.resize(n);
+  setup_.pod_queues.resize(n);
+  setup_.pod_gangs.assign(n, -1);
+  bool any_created = false;
   for (int i = 0; i < n; ++i) {
-    if (kept_[i] >= 0) {
-      TakeOver(from[kept_[i]], pods[i], i);
+    const int k = kept_[i];
+    setup_.taken_over[i] = k >= 0;
+    if (k >= 0) {
+      TakeOver(from[k], pods[i], i);
+      // What the setup notes of each pod, from the kept notes (not from the pod: see TakeOver).
+      setup_.binding_nodes[i] = memo_.binding_nodes[k];
+      setup_.pod_queues[i] = memo_.pod_queues[k];
+      setup_.pod_created[i] = memo_.pod_created[k];
     } else {
       if (in_place) pods[i] = PodState();
       BuildPod(i, pods[i]);
+      setup_.binding_nodes[i] = pods[i].binding_node;
+      setup_.pod_queues[i] = pods[i].queue;
+      setup_.pod_created[i] = pods[i].created_ms.has_value();
     }
+    any_created |= setup_.pod_created[i] != 0;
   }
   pods.resize(n);
   memo_.ForgetPods();
-  RankByAge();
+  if (any_created) RankByAge();  // else snapshot order, as BuildPod and TakeOver set it
+  setup_.arrival_is_index = !any_created;
 }
 
 // Age order (PodState::arrival): by metadata.creationTimestamp, older first; pods without one
@@ -371,13 +411,10 @@ void SetupBuilder::RankByAge() {
   std::vector<PodState>& pods = setup_.pods;
   std::vector<std::pair<int64_t, int>> order;  // (creation time or max, snapshot index)
   order.reserve(pods.size());
-  bool any = false;
   for (size_t i = 0; i < pods.size(); ++i) {
     const std::optional<int64_t>& created = pods[i].created_ms;
-    any |= created.has_value();
     order.emplace_back(created.value_or(std::numeric_limits<int64_t>::max()), static_cast<int>(i));
   }
-  if (!any) return;  // snapshot order, as BuildPod set it
   std::sort(order.begin(), order.end());
   for (size_t rank = 0; rank < order.size(); ++rank) {
     pods[order[rank].second].arrival = static_cast<int>(rank);
@@ -400,6 +437,7 @@ void SetupBuilder::BuildGangs() {
       gangs.min.push_back(0);
     }
     p.gang = it->second;
+    setup_.pod_gangs[i] = p.gang;
     gangs.members[p.gang].push_back(static_cast<int>(i));
   }
   for (size_t g = 0; g < gangs.members.size(); ++g) {
@@ -441,24 +479,36 @@ CycleSetup BuildCycleSetup(const ClusterSnapshot& snapshot, ClusterView& view, S
   return setup;
 }
 
-void KeepPods(const ClusterSnapshot& snapshot, std::span<const QueueState> queues,
-              std::vector<PodState> pods, SetupMemo& memo) {
+void KeepPods(const ClusterSnapshot& snapshot, CycleSetup& setup, std::vector<PodState> pods,
+              std::span<const int> changed, SetupMemo& memo) {
   if (snapshot.pod_ids.size() != pods.size()) {
     memo.ForgetPods();
     return;
   }
+  for (int pod : changed) ResetPlacement(pods[pod]);
   memo.pods = std::move(pods);
   memo.pod_ids = snapshot.pod_ids;
+  memo.snapshot_pods = snapshot.pods.data();
+  memo.arrival_is_index = setup.arrival_is_index;
+  memo.binding_nodes = std::move(setup.binding_nodes);
+  memo.pod_queues = std::move(setup.pod_queues);
+  memo.pod_gangs = std::move(setup.pod_gangs);
+  memo.pod_created = std::move(setup.pod_created);
   memo.queues.clear();
-  for (const QueueState& q : queues) memo.queues.emplace_back(q.name, q.has_children);
+  for (const QueueState& q : setup.queues) memo.queues.emplace_back(q.name, q.has_children);
 }
 
 void BindPods(CycleState& state) {
-  for (int i = 0; i < state.NumPods(); ++i) {
-    // Unbound, or bound to a node outside the snapshot: not ours to account.
-    const int node = state.pod(i).binding_node;
-    if (node >= 0) state.Bind(i, node);
-  }
+  // Unbound, or bound to a node outside the snapshot (-1): not ours to account.
+  std::vector<int> binding_nodes;
+  binding_nodes.reserve(state.NumPods());
+  for (const PodState& p : state.pods()) binding_nodes.push_back(p.binding_node);
+  state.BindAll(binding_nodes, {}, {}, nullptr);
+}
+
+void BindPods(CycleState& state, const CycleSetup& setup, const ClusterSnapshot& snapshot,
+              SetupMemo& memo) {
+  state.BindAll(setup.binding_nodes, setup.taken_over, snapshot.pod_ids, &memo.bindings);
 }
 
 int RunningMembers(const CycleState& state, const Gangs& gangs, int gang) {
@@ -470,7 +520,8 @@ int RunningMembers(const CycleState& state, const Gangs& gangs, int gang) {
 std::vector<Job> BuildJobs(const CycleState& state, const Gangs& gangs) {
   std::vector<Job> jobs;
   std::vector<int> gang_job(gangs.members.size(), -1);
-  for (int i = 0; i < state.NumPods(); ++i) {
+  // Pods bound before the cycle are on their node or evicted.
+  for (int i : state.Unbound()) {
     const PodState& p = state.pod(i);
     if (p.node >= 0 || p.evicted || !p.error.empty()) continue;
     if (p.gang < 0) {
@@ -524,13 +575,16 @@ std::vector<int64_t> QueueDemand(const CycleState& state) {
       d = SaturatingAdd(d, p.quota[r]);
     }
   };
-  for (const PodState& p : state.pods()) {
-    if (p.queue < 0) continue;
-    if (p.node >= 0) {
-      add(p, state.view().node(p.node).pool);
-    } else if (p.error.empty()) {
-      for (int pool : p.pools) add(p, pool);
+  // Pods on a node: what they hold there, as the table counts it.
+  for (int q = 0; q < quota.NumQueues(); ++q) {
+    for (int pool = 0; pool < quota.NumPools(); ++pool) {
+      for (int r = 0; r < kQ; ++r) demand[quota.At(q, pool, r)] = quota.OwnAllocated(q, pool, r);
     }
+  }
+  for (int pod : state.PodsOffNodes()) {
+    const PodState& p = state.pod(pod);
+    if (p.queue < 0 || !p.error.empty()) continue;
+    for (int pool : p.pools) add(p, pool);
   }
   return demand;
 }

@@ -29,13 +29,13 @@
 #include <utility>
 #include <vector>
 
+#include "scheduler/cycle_state.h"
 #include "scheduler/cycle_types.h"
 #include "scheduler/scheduler.h"
 
 namespace gpupool::scheduler {
 
 class ClusterView;
-class CycleState;
 
 // What the setups of one view's cycles share (a ViewCache keeps it with the view; a cycle without
 // one has its own): parsed gpupool.io/node-pool values, shape numbers, and the last cycle's pods.
@@ -54,12 +54,25 @@ struct SetupMemo {
   // children) they were resolved against.
   std::vector<PodState> pods;
   std::vector<uint64_t> pod_ids;
+  // Their PodState::binding_node, queue and gang, and whether they have a creation time.
+  std::vector<int> binding_nodes, pod_queues, pod_gangs;
+  std::vector<char> pod_created;
+  // The snapshot's pods they point to (PodState::pod): where the vector was.
+  const model::PodScheduling* snapshot_pods = nullptr;
+  bool arrival_is_index = false;  // PodState::arrival is each pod's index
   std::vector<std::pair<std::string, bool>> queues;
   int64_t taken_over = 0;  // pods taken over so far (tests)
+  // What binding left on each node (CycleState::BindAll), for the same queues as `queues`.
+  KeptBindings bindings;
 
   void ForgetPods() {
     pods.clear();
     pod_ids.clear();
+    binding_nodes.clear();
+    pod_queues.clear();
+    pod_gangs.clear();
+    pod_created.clear();
+    snapshot_pods = nullptr;
   }
 };
 
@@ -67,6 +80,14 @@ struct CycleSetup {
   std::vector<QueueState> queues;
   std::vector<PodState> pods;
   Gangs gangs;
+  // Fields of every pod, parallel to `pods`, for the passes that read one field of each: a
+  // PodState spans several cache lines, and a replay's cycles have thousands of pods.
+  std::vector<int> binding_nodes;       // PodState::binding_node
+  std::vector<int> pod_queues;          // PodState::queue
+  std::vector<int> pod_gangs;           // PodState::gang
+  std::vector<char> taken_over;         // 1: taken over from the last cycle (SetupMemo)
+  std::vector<char> pod_created;        // 1: PodState::created_ms is set
+  bool arrival_is_index = false;        // no pod has a creation time
   std::unique_ptr<SetupMemo> own_memo;  // when the caller gave none
 };
 
@@ -75,14 +96,19 @@ struct CycleSetup {
 CycleSetup BuildCycleSetup(const ClusterSnapshot& snapshot, ClusterView& view,
                            SetupMemo* memo = nullptr);
 
-// After a cycle: its pods, for the next cycle's setup to take over.
-void KeepPods(const ClusterSnapshot& snapshot, std::span<const QueueState> queues,
-              std::vector<PodState> pods, SetupMemo& memo);
+// After a cycle: its pods, for the next cycle's setup to take over, with what the cycle changed
+// of the pods in `changed` (CycleState::PodsMaybeChanged) reset.
+void KeepPods(const ClusterSnapshot& snapshot, CycleSetup& setup, std::vector<PodState> pods,
+              std::span<const int> changed, SetupMemo& memo);
 
 // Pods bound before the cycle to a node of the snapshot take their capacity there, in snapshot
 // order (devices: the lowest fully free for whole GPUs, best fit for fractions), even if that
 // over-commits the node.
 void BindPods(CycleState& state);
+// The same, taking over from `memo` the nodes whose bound pods did not change (by
+// snapshot.pod_ids) since the last cycle on the view, and keeping this cycle's there.
+void BindPods(CycleState& state, const CycleSetup& setup, const ClusterSnapshot& snapshot,
+              SetupMemo& memo);
 
 // The jobs of the pods still pending in `state`, in snapshot order of their first pod.
 std::vector<Job> BuildJobs(const CycleState& state, const Gangs& gangs);

@@ -23,6 +23,7 @@ void CycleState::BuildPoolLayout() {
   pool_slot_.assign(view_.NumNodes(), -1);
   pool_offset_.assign(pools, 0);
   pool_fit_.assign(pools, {});
+  bound_preemptible_.assign(pools, 0);
   int pool_offset = 0;
   for (int pool = 0; pool < pools; ++pool) {
     const std::vector<int>& nodes = view_.PoolNodes(pool);
@@ -40,7 +41,7 @@ void CycleState::BuildPoolLayout() {
     for (size_t i = 0; i < nodes.size(); ++i) fit.name_rank[i] = view_.node(nodes[i]).name_rank;
     fit.ranks_ascending = std::is_sorted(fit.name_rank.begin(), fit.name_rank.end());
   }
-  for (int node = 0; node < view_.NumNodes(); ++node) SyncPoolFit(node);
+  // The columns are filled once binding is done (BindAll).
 }
 
 bool CycleState::GpuFits(const PodState& p, int node, int* device) const {
@@ -132,6 +133,7 @@ void CycleState::Apply(int pod, int node, int device, const std::vector<int>* ex
   node_pods_[node].push_back(pod);
   SyncPoolFit(node);
   quota_.Add(p.queue, v.pool, p.quota, p.preemptible, +1);
+  if (p.bound_initially && p.preemptible) ++bound_preemptible_[v.pool];
 }
 
 void CycleState::Remove(int pod) {
@@ -150,6 +152,8 @@ void CycleState::Remove(int pod) {
   }
   UpdateMaxDeviceFree(node);
   quota_.Add(p.queue, v.pool, p.quota, p.preemptible, -1);
+  if (p.bound_initially && p.preemptible) --bound_preemptible_[v.pool];
+  if (p.bound_initially) left_.push_back(pod);
   std::erase(node_pods_[node], pod);
   SyncPoolFit(node);
   // Keep p.devices so a rollback can restore the exact devices.
@@ -162,6 +166,154 @@ void CycleState::Bind(int pod, int node) {
   GpuFits(pods_[pod], node, &device);
   pods_[pod].bound_initially = true;
   Apply(pod, node, device);
+}
+
+void CycleState::BindAll(std::span<const int> binding_nodes, std::span<const char> taken_over,
+                         std::span<const uint64_t> pod_ids, KeptBindings* kept) {
+  const int nodes = view_.NumNodes();
+  if (kept != nullptr && static_cast<int>(kept->node_pods.size()) == nodes) {
+    node_pods_.swap(kept->node_pods);
+    for (std::vector<int>& on_node : node_pods_) on_node.clear();
+  }
+  for (int i = 0; i < NumPods(); ++i) {
+    const int node = binding_nodes[i];
+    if (node >= 0) {
+      node_pods_[node].push_back(i);
+    } else {
+      unbound_.push_back(i);
+    }
+  }
+  if (kept != nullptr &&
+      (pod_ids.size() != pods_.size() || static_cast<int>(kept->nodes.size()) != nodes ||
+       kept->dims != view_.Dims())) {
+    kept->nodes.assign(pod_ids.size() == pods_.size() ? nodes : 0, KeptNode());
+    kept->dims = view_.Dims();
+  }
+  const bool keeping = kept != nullptr && !kept->nodes.empty();
+  // Per node: how many of its first bound pods the kept state holds (-1: it holds other pods).
+  std::vector<int> kept_pods(nodes, -1);
+  for (int node = 0; node < nodes && keeping; ++node) {
+    kept_pods[node] = KeptPrefix(node, pod_ids, kept->nodes[node]);
+    if (kept_pods[node] > 0) {
+      RestoreNode(node, kept->nodes[node]);
+      ++kept->nodes_taken_over;
+    }
+  }
+  if (keeping) RestorePods(binding_nodes, taken_over, kept_pods, *kept);
+  // The nodes' other pods are bound as BindPods binds them, after the kept ones.
+  std::vector<int> rest;
+  for (int node = 0; node < nodes; ++node) {
+    std::vector<int>& on_node = node_pods_[node];
+    const size_t from = static_cast<size_t>(std::max(kept_pods[node], 0));
+    if (kept_pods[node] >= 0 && on_node.size() == from) continue;  // as kept
+    rest.assign(on_node.begin() + static_cast<std::ptrdiff_t>(from), on_node.end());
+    on_node.resize(from);
+    for (int pod : rest) Bind(pod, node);
+    if (keeping) Keep(node, pod_ids, kept->nodes[node]);
+  }
+  for (int node = 0; node < nodes; ++node) SyncPoolFit(node);
+}
+
+// How many of the node's bound pods (node_pods_, in snapshot order) binding left in `kept`:
+// all of kept's pods, when they begin the node's list; else -1.
+int CycleState::KeptPrefix(int node, std::span<const uint64_t> pod_ids,
+                           const KeptNode& kept) const {
+  const std::vector<int>& on_node = node_pods_[node];
+  if (!kept.valid || kept.pod_ids.size() > on_node.size()) return -1;
+  for (size_t k = 0; k < kept.pod_ids.size(); ++k) {
+    if (pod_ids[on_node[k]] != kept.pod_ids[k]) return -1;
+  }
+  return static_cast<int>(kept.pod_ids.size());
+}
+
+// The node as binding its kept pods left it (it was empty, as ResetForCycle left it).
+void CycleState::RestoreNode(int node, const KeptNode& kept) {
+  NodeView& v = view_.node(node);
+  std::copy(kept.free.begin(), kept.free.end(), &view_.Free(node, 0));
+  std::copy(kept.device_free.begin(), kept.device_free.end(), view_.Devices(node));
+  v.full_free = kept.full_free;
+  v.max_device_free = kept.max_device_free;
+  for (const KeptNode::Quota& q : kept.quota) {
+    quota_.Add(q.queue, v.pool, q.amounts, q.preemptible, +1);
+  }
+  bound_preemptible_[v.pool] += kept.bound_preemptible;
+}
+
+// The kept pods of the restored nodes that were resolved afresh (not taken over with their node
+// and devices: gang members, pods whose ids came out of order) on their node, with the devices
+// Bind gave them. Most pods were taken over: only the others are looked at.
+void CycleState::RestorePods(std::span<const int> binding_nodes, std::span<const char> taken_over,
+                             std::span<const int> kept_pods, const KeptBindings& kept) {
+  for (int i = 0; i < NumPods(); ++i) {
+    const int node = binding_nodes[i];
+    if (node < 0 || (!taken_over.empty() && taken_over[i]) || kept_pods[node] <= 0) continue;
+    const std::vector<int>& on_node = node_pods_[node];
+    const int at =
+        static_cast<int>(std::lower_bound(on_node.begin(), on_node.end(), i) - on_node.begin());
+    if (at >= kept_pods[node]) continue;  // bound after the kept pods
+    const KeptNode& k = kept.nodes[node];
+    PodState& p = pods_[i];
+    p.node = node;
+    p.bound_initially = true;
+    p.devices.assign(k.devices.begin() + (at == 0 ? 0 : k.device_end[at - 1]),
+                     k.devices.begin() + k.device_end[at]);
+  }
+}
+
+void CycleState::Keep(int node, std::span<const uint64_t> pod_ids, KeptNode& kept) const {
+  const NodeView& v = view_.node(node);
+  const std::vector<int>& on_node = node_pods_[node];
+  kept.valid = true;
+  kept.pod_ids.clear();
+  kept.devices.clear();
+  kept.device_end.clear();
+  kept.quota.clear();
+  kept.bound_preemptible = 0;
+  for (int pod : on_node) {
+    const PodState& p = pods_[pod];
+    kept.valid &= pod_ids[pod] != 0;  // 0: not tracked, so never the same pod again
+    kept.pod_ids.push_back(pod_ids[pod]);
+    kept.devices.insert(kept.devices.end(), p.devices.begin(), p.devices.end());
+    kept.device_end.push_back(static_cast<int>(kept.devices.size()));
+    if (p.preemptible) ++kept.bound_preemptible;
+    if (p.queue < 0) continue;
+    auto q = std::find_if(kept.quota.begin(), kept.quota.end(), [&](const KeptNode::Quota& e) {
+      return e.queue == p.queue && e.preemptible == p.preemptible;
+    });
+    if (q == kept.quota.end()) q = kept.quota.insert(q, {p.queue, p.preemptible, {}});
+    for (int r = 0; r < kQ; ++r) q->amounts[r] = SaturatingAdd(q->amounts[r], p.quota[r]);
+  }
+  const int64_t* free = &view_.Free(node, 0);
+  kept.free.assign(free, free + view_.Dims());
+  const int32_t* devices = view_.Devices(node);
+  kept.device_free.assign(devices, devices + v.gpu_devices);
+  kept.full_free = v.full_free;
+  kept.max_device_free = v.max_device_free;
+}
+
+std::vector<int> CycleState::PodsOffNodes() const {
+  std::vector<int> left;
+  for (int pod : left_) {
+    if (pods_[pod].node < 0) left.push_back(pod);
+  }
+  std::sort(left.begin(), left.end());
+  left.erase(std::unique(left.begin(), left.end()), left.end());
+  std::vector<int> off;
+  off.reserve(unbound_.size() + left.size());
+  auto l = left.begin();
+  for (int pod : unbound_) {
+    if (pods_[pod].node >= 0) continue;
+    for (; l != left.end() && *l < pod; ++l) off.push_back(*l);
+    off.push_back(pod);
+  }
+  off.insert(off.end(), l, left.end());
+  return off;
+}
+
+std::vector<int> CycleState::PodsMaybeChanged() const {
+  std::vector<int> changed = unbound_;
+  changed.insert(changed.end(), left_.begin(), left_.end());
+  return changed;
 }
 
 void CycleState::ComputeFairShares(std::span<const int64_t> demand) {

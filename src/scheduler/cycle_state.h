@@ -16,6 +16,12 @@
 // and the columns the fit check reads per node pool (PoolFit), stored by a node's position in
 // ClusterView::PoolNodes (its pool slot: pools one after the other).
 //
+// Binding can take over what the last cycle on the same view left on each node (KeptBindings):
+// a node's state after binding depends only on its bound pods, in snapshot order, so a node whose
+// pods are those of the last cycle (by ClusterSnapshot::pod_ids), or those followed by more,
+// starts from the kept state; any other node is bound afresh. A replay's cycle then costs the
+// nodes that changed, not its ~8,000 bound pods.
+//
 // Thread contract: one cycle, one thread.
 
 #include <cstdint>
@@ -40,9 +46,38 @@ struct PoolFit {
   bool ranks_ascending = false;  // name_rank grows with the position (nodes listed by name)
 };
 
+// What binding left on one node: kept across the cycles of one view (SetupMemo).
+struct KeptNode {
+  bool valid = false;             // false: nothing kept (or a pod without an id)
+  std::vector<uint64_t> pod_ids;  // the bound pods, in snapshot order
+  std::vector<int> devices;       // their PodState::devices, one after the other
+  std::vector<int> device_end;    // per pod: the end of its devices in `devices`
+  std::vector<int64_t> free;      // ClusterView::Free by dimension
+  std::vector<int32_t> device_free;
+  int full_free = 0;
+  int32_t max_device_free = 0;
+  struct Quota {
+    int queue = -1;
+    bool preemptible = true;
+    QuotaVector amounts{};
+  };
+  std::vector<Quota> quota;  // the pods' quota summed by (queue, preemptible)
+  int bound_preemptible = 0;
+};
+
+// Binding's result on every node of a view, valid for the view's dimensions and the queues the
+// pods were resolved against (the setup clears it when those change).
+struct KeptBindings {
+  std::vector<KeptNode> nodes;              // by node; empty: nothing kept
+  int dims = 0;                             // ClusterView::Dims() they were kept with
+  int64_t nodes_taken_over = 0;             // nodes whose state was taken over so far (tests)
+  std::vector<std::vector<int>> node_pods;  // the last cycle's lists, reused for their capacity
+  void Clear() { nodes.clear(); }
+};
+
 class CycleState {
  public:
-  // `queues` must outlive the state (binding records name the queue).
+  // `queues` must outlive the state (binding records name the queue). BindAll comes first.
   CycleState(ClusterView& view, std::span<const QueueState> queues, QuotaTable quota,
              std::vector<PodState> pods);
   CycleState(const CycleState&) = delete;
@@ -77,6 +112,25 @@ class CycleState {
 
   // Setup: `pod`, bound before the cycle to `node` (not undoable).
   void Bind(int pod, int node);
+  // Setup: every pod bound before the cycle (`binding_nodes`, parallel to the pods: their
+  // PodState::binding_node) as Bind in snapshot order would bind them. With `kept`, a node whose
+  // bound pods (by `pod_ids`, parallel to the pods) begin with those kept there is taken over
+  // from it, and `kept` then holds this cycle's binding; nullptr: every node bound afresh. The
+  // pods marked in `taken_over` (parallel to the pods, or empty) still hold the node and devices
+  // the kept binding gave them (SetupMemo): on a node taken over, they are not set again.
+  void BindAll(std::span<const int> binding_nodes, std::span<const char> taken_over,
+               std::span<const uint64_t> pod_ids, KeptBindings* kept);
+  // The pods on each node, for the next cycle's BindAll to reuse (the state is done with then).
+  std::vector<std::vector<int>> TakeNodePods() { return std::move(node_pods_); }
+  // Pods that were not bound before the cycle (PodState::binding_node -1), in snapshot order.
+  const std::vector<int>& Unbound() const { return unbound_; }
+  // Pods on no node now, in snapshot order: unbound ones not placed and bound ones evicted.
+  std::vector<int> PodsOffNodes() const;
+  // The pods whose placement fields may differ from what binding set: those not bound before
+  // the cycle and those that left their node (in no particular order, maybe repeated).
+  std::vector<int> PodsMaybeChanged() const;
+  // Running pods bound before the cycle that are preemptible, on the nodes of `pool`.
+  int BoundPreemptible(int pool) const { return bound_preemptible_[pool]; }
   // Fair shares of every queue from their demand (QueueDemand) and the pools' capacity.
   void ComputeFairShares(std::span<const int64_t> demand);
   // Evicts a bound pod at once (NoExecute; not undoable) and records the eviction.
@@ -118,6 +172,13 @@ class CycleState {
   void UpdateMaxDeviceFree(int node);
   void SyncPoolFit(int node);
   void BuildPoolLayout();
+  // BindAll's parts: how many of the node's bound pods (node_pods_) `kept` holds, when they
+  // start the list (else -1); the kept state put back (node, then pods); the node's state kept.
+  int KeptPrefix(int node, std::span<const uint64_t> pod_ids, const KeptNode& kept) const;
+  void RestoreNode(int node, const KeptNode& kept);
+  void RestorePods(std::span<const int> binding_nodes, std::span<const char> taken_over,
+                   std::span<const int> kept_pods, const KeptBindings& kept);
+  void Keep(int node, std::span<const uint64_t> pod_ids, KeptNode& kept) const;
 
   ClusterView& view_;
   const std::span<const QueueState> queues_;
@@ -135,6 +196,9 @@ class CycleState {
   std::vector<int> pool_slot_;      // node -> its pool's offset + pool_position_
   std::vector<int> pool_offset_;    // pool -> slot of its first node
   std::vector<PoolFit> pool_fit_;
+  std::vector<int> bound_preemptible_;  // by pool
+  std::vector<int> unbound_;            // Unbound()
+  std::vector<int> left_;  // pods bound before the cycle that left their node (may repeat)
 };
 
 }  // namespace gpupool::scheduler

@@ -119,11 +119,17 @@ std::vector<NoExecuteDeadline> EvictNoExecute(CycleState& state, const Gangs& ga
   std::vector<NoExecuteDeadline> deadlines;
   std::vector<int> deadline_pods;  // the pod of each deadline
   std::set<int> broken_gangs;
-  for (int i = 0; i < state.NumPods(); ++i) {
+  // Most nodes carry no NoExecute taint: nothing to look up for their pods. The pods of those
+  // that do (all bound before the cycle: nothing is placed yet), in snapshot order.
+  std::vector<int> pods;
+  for (int n = 0; n < state.view().NumNodes(); ++n) {
+    if (!state.view().node(n).no_execute) continue;
+    pods.insert(pods.end(), state.NodePods(n).begin(), state.NodePods(n).end());
+  }
+  std::sort(pods.begin(), pods.end());
+  for (int i : pods) {
     const PodState& p = state.pod(i);
     if (!p.bound_initially || p.node < 0) continue;
-    // Most nodes carry no NoExecute taint: nothing to look up for their pods.
-    if (!state.view().node(p.node).no_execute) continue;
     const model::Node& node = *state.view().node(p.node).node;
     std::optional<int64_t> bound_at;
     auto bound = snapshot.bound_at_ms.find(p.key);

@@ -39,6 +39,7 @@ QuotaTable::QuotaTable(std::span<const QueueState> queues, int pools) : pools_(p
   fair_share_.assign(n, 0);
   allocated_.assign(n, 0);
   allocated_np_.assign(n, 0);
+  own_allocated_.assign(n, 0);
 }
 
 QuotaTable QuotaTable::Resolve(std::span<const QueueState> queues, const ClusterView& view) {
@@ -94,6 +95,12 @@ void QuotaTable::ComputeFairShares(std::span<const int64_t> demand,
 }
 
 void QuotaTable::Add(int queue, int pool, const QuotaVector& amounts, bool preemptible, int sign) {
+  if (queue >= 0) {
+    for (int r = 0; r < kQ; ++r) {
+      int64_t& own = own_allocated_[At(queue, pool, r)];
+      own = SaturatingAdd(own, sign * amounts[r]);
+    }
+  }
   for (int q = queue; q >= 0; q = parent_[q]) {
     for (int r = 0; r < kQ; ++r) {
       int64_t& allocated = allocated_[At(q, pool, r)];

@@ -46,6 +46,8 @@ class QuotaTable {
   int64_t AllocatedNonPreemptible(int q, int pool, int r) const {
     return allocated_np_[At(q, pool, r)];
   }
+  // What the queue's own pods hold (Allocated without its children's).
+  int64_t OwnAllocated(int q, int pool, int r) const { return own_allocated_[At(q, pool, r)]; }
 
   void Set(int q, int pool, int r, const model::ResourceQuota& quota, bool applies);
   // Fair share of every queue in every node pool and resource: `demand` holds each queue's own
@@ -65,7 +67,8 @@ class QuotaTable {
   int pools_ = 0;
   std::vector<int> parent_;
   std::vector<int64_t> priority_;
-  std::vector<int64_t> deserved_, limit_, weight_, demand_, fair_share_, allocated_, allocated_np_;
+  std::vector<int64_t> deserved_, limit_, weight_, demand_, fair_share_, allocated_, allocated_np_,
+      own_allocated_;
   std::vector<char> applies_;
 };
 

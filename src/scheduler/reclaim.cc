@@ -78,10 +78,8 @@ void Reclaimer::Run(std::span<const Job> jobs, const std::vector<int>& failed) {
   if (!options_.enable_reclaim && !options_.enable_preempt) return;
   // Running preemptible pods per pool: without any, there is nothing to evict.
   std::vector<int> victims_in_pool(view_.NumPools(), 0);
-  for (const PodState& p : state_.pods()) {
-    if (p.bound_initially && p.node >= 0 && p.preemptible) {
-      ++victims_in_pool[view_.node(p.node).pool];
-    }
+  for (int pool = 0; pool < view_.NumPools(); ++pool) {
+    victims_in_pool[pool] = state_.BoundPreemptible(pool);
   }
   for (int j : failed) {
     const Job& job = jobs[j];

@@ -161,6 +161,7 @@ ViewCache::ViewCache() : memo_(std::make_unique<SetupMemo>()) {}
 ViewCache::~ViewCache() = default;
 
 int64_t ViewCache::PodsTakenOver() const { return memo_->taken_over; }
+int64_t ViewCache::NodesTakenOver() const { return memo_->bindings.nodes_taken_over; }
 
 ClusterView& ViewCache::ViewFor(const ClusterSnapshot& snapshot) {
   if (view_ != nullptr && snapshot.nodes_generation != 0 &&

@@ -21,15 +21,11 @@ std::vector<store::Store::NodeChange> NodeChanges(const autoscaler::ProvisionDec
   std::vector<store::Store::NodeChange> changes;
   for (const auto& node : decision.upserts) {
     std::optional<nlohmann::ordered_json> as_read_object = expected(node.name);
-    if (as_read_object) {
-      // The loop's nodes keep only a part of the object as read (StepMemo::LoadNodes): the
-      // fields gpupool does not model (addresses, conditions, ...) are written back from it.
-      model::Node whole = node;
-      whole.raw = *as_read_object;
-      changes.push_back({node.name, std::move(as_read_object), model::NodeToJson(whole)});
-      continue;
-    }
-    changes.push_back({node.name, std::move(as_read_object), model::NodeToJson(node)});
+    // The loop's nodes keep only a part of the object as read (StepMemo::LoadNodes): the fields
+    // gpupool does not model (addresses, conditions, ...) are written back from it.
+    model::Node whole = node;
+    if (as_read_object) whole.raw = *as_read_object;
+    changes.push_back({node.name, std::move(as_read_object), model::NodeToJson(whole)});
   }
   for (const auto& name : decision.deletes) {
     if (auto object = expected(name)) changes.push_back({name, std::move(object), std::nullopt});

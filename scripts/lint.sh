@@ -100,7 +100,7 @@ units=("${units[@]/#/$root/}")
 # Configured every time (a few seconds when nothing changed): compile commands from an older tree
 # lack the files added or moved since, and run-clang-tidy skips a file it has no command for.
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DGPUPOOL_PCH=OFF \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DGPUPOOL_PCH=OFF -DGPUPOOL_UNITY_BUILD=OFF \
   -DGPUPOOL_WITH_WEB=OFF >/dev/null
 tidy_db=$build_dir
 for unit in "${units[@]}"; do

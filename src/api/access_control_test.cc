@@ -6,7 +6,7 @@
 #include "store/store.h"
 
 namespace gpupool::api {
-namespace {
+namespace access_control_test {
 
 // A role that may list pools, written straight into the store (as another server would).
 Status PutRole(store::Store& store, std::optional<int64_t> expected = std::nullopt) {
@@ -53,5 +53,5 @@ TEST(AccessControlTest, SeesOtherWritersAfterMaxAgeAndOwnWritesAtOnce) {
   EXPECT_TRUE(allowed());
 }
 
-}  // namespace
+}  // namespace access_control_test
 }  // namespace gpupool::api

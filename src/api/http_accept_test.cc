@@ -18,7 +18,7 @@
 #include "api/http_server.h"
 
 namespace gpupool::api {
-namespace {
+namespace http_accept_test {
 
 class OneRouteServer {
  public:
@@ -161,5 +161,5 @@ TEST(HttpAcceptTest, DefaultCapLeavesDescriptorsForTheRest) {
   EXPECT_EQ(EffectiveMaxConnections(chosen), 7);
 }
 
-}  // namespace
+}  // namespace http_accept_test
 }  // namespace gpupool::api

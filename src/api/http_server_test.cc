@@ -19,7 +19,7 @@
 #include "config/access.h"
 
 namespace gpupool::api {
-namespace {
+namespace http_server_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -588,5 +588,5 @@ TEST_F(HttpServerTest, ServeReturnsOnlyOnceAsyncRequestsAreAnswered) {
   thread_ = std::thread([] {});  // for TearDown
 }
 
-}  // namespace
+}  // namespace http_server_test
 }  // namespace gpupool::api

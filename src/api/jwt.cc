@@ -15,8 +15,6 @@
 
 namespace gpupool::api {
 
-using Json = nlohmann::json;
-
 struct KeySet::Key {
   enum class Type { kRsa, kEc };
   Type type;
@@ -44,7 +42,7 @@ Result<EVP_PKEY*> FromParams(const char* type, OSSL_PARAM* params) {
   return pkey;
 }
 
-Result<std::string> RequiredB64(const Json& jwk, const char* field) {
+Result<std::string> RequiredB64(const nlohmann::json& jwk, const char* field) {
   if (!jwk.contains(field) || !jwk[field].is_string()) {
     return InvalidArgumentError(std::string("JWK without string field \"") + field + "\"");
   }
@@ -54,7 +52,7 @@ Result<std::string> RequiredB64(const Json& jwk, const char* field) {
   return bytes;
 }
 
-Result<EVP_PKEY*> RsaFromJwk(const Json& jwk) {
+Result<EVP_PKEY*> RsaFromJwk(const nlohmann::json& jwk) {
   ASSIGN_OR_RETURN(std::string n, RequiredB64(jwk, "n"));
   ASSIGN_OR_RETURN(std::string e, RequiredB64(jwk, "e"));
   BnPtr bn_n(BN_bin2bn(reinterpret_cast<const unsigned char*>(n.data()), n.size(), nullptr));
@@ -70,15 +68,16 @@ Result<EVP_PKEY*> RsaFromJwk(const Json& jwk) {
 }
 
 // A member that must be a string when present: "" when absent, nullopt when of another type
-// (Json::value would throw; a JWKS comes from a file or an identity provider, not from us).
-std::optional<std::string> OptionalString(const Json& object, const char* field) {
+// (nlohmann::json::value would throw; a JWKS comes from a file or an identity provider, not from
+// us).
+std::optional<std::string> OptionalString(const nlohmann::json& object, const char* field) {
   auto it = object.find(field);
   if (it == object.end()) return std::string();
   if (!it->is_string()) return std::nullopt;
   return it->get<std::string>();
 }
 
-Result<EVP_PKEY*> EcFromJwk(const Json& jwk) {
+Result<EVP_PKEY*> EcFromJwk(const nlohmann::json& jwk) {
   if (OptionalString(jwk, "crv") != "P-256") {
     return InvalidArgumentError("EC JWK: only crv P-256 is supported");
   }
@@ -121,10 +120,10 @@ bool VerifySha256(EVP_PKEY* pkey, std::string_view message, std::string_view sig
   return ok;
 }
 
-Result<Json> DecodeJsonPart(std::string_view part, const char* what) {
+Result<nlohmann::json> DecodeJsonPart(std::string_view part, const char* what) {
   auto bytes = Base64UrlDecode(part);
   if (!bytes.ok()) return UnauthenticatedError(std::string("malformed token: ") + what);
-  Json value = Json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json value = nlohmann::json::parse(*bytes, nullptr, /*allow_exceptions=*/false);
   if (!value.is_object()) {
     return UnauthenticatedError(std::string("malformed token: ") + what + " is not a JSON object");
   }
@@ -132,8 +131,8 @@ Result<Json> DecodeJsonPart(std::string_view part, const char* what) {
 }
 
 // Follows a dotted claim path; nullptr when absent.
-const Json* FindClaim(const Json& claims, std::string_view path) {
-  const Json* current = &claims;
+const nlohmann::json* FindClaim(const nlohmann::json& claims, std::string_view path) {
+  const nlohmann::json* current = &claims;
   for (const std::string& part : Split(path, '.')) {
     if (!current->is_object()) return nullptr;
     auto it = current->find(part);
@@ -143,7 +142,7 @@ const Json* FindClaim(const Json& claims, std::string_view path) {
   return current;
 }
 
-Result<int64_t> NumericClaim(const Json& claims, const char* name, bool required) {
+Result<int64_t> NumericClaim(const nlohmann::json& claims, const char* name, bool required) {
   auto it = claims.find(name);
   if (it == claims.end()) {
     if (required) return UnauthenticatedError(std::string("token has no \"") + name + "\" claim");
@@ -224,13 +223,13 @@ std::vector<const KeySet::Key*> KeySet::All() const {
 }
 
 Result<KeySet> KeySet::FromJwks(std::string_view jwks_text) {
-  Json doc = Json::parse(jwks_text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json doc = nlohmann::json::parse(jwks_text, nullptr, /*allow_exceptions=*/false);
   if (!doc.is_object() || !doc.contains("keys") || !doc["keys"].is_array()) {
     return InvalidArgumentError("JWKS: expected a JSON object with a \"keys\" array");
   }
   KeySet set;
   for (size_t i = 0; i < doc["keys"].size(); ++i) {
-    const Json& jwk = doc["keys"][i];
+    const nlohmann::json& jwk = doc["keys"][i];
     std::string where = "JWKS keys[" + std::to_string(i) + "]";
     if (!jwk.is_object()) return InvalidArgumentError(where + ": expected an object");
     std::optional<std::string> kty = OptionalString(jwk, "kty");
@@ -335,15 +334,15 @@ bool JwtVerifier::Refresh() const {
 namespace {
 
 // iss, aud, exp and nbf (with the allowed clock skew) against the options.
-Status CheckClaims(const Json& claims, const JwtOptions& options, int64_t now_seconds) {
-  if (!claims.contains("iss") || claims["iss"] != Json(options.issuer)) {
+Status CheckClaims(const nlohmann::json& claims, const JwtOptions& options, int64_t now_seconds) {
+  if (!claims.contains("iss") || claims["iss"] != nlohmann::json(options.issuer)) {
     return UnauthenticatedError("token issuer \"" +
                                 (claims.contains("iss") ? DumpJson(claims["iss"]) : "") +
                                 "\" is not \"" + options.issuer + "\"");
   }
   bool audience_ok = false;
   if (claims.contains("aud")) {
-    const Json& aud = claims["aud"];
+    const nlohmann::json& aud = claims["aud"];
     if (aud.is_string()) audience_ok = aud.get<std::string>() == options.audience;
     if (aud.is_array()) {
       for (const auto& a : aud)
@@ -364,17 +363,17 @@ Status CheckClaims(const Json& claims, const JwtOptions& options, int64_t now_se
 }
 
 // The user (the user claim, else sub) and the roles (an array, or a comma-separated string).
-Result<Identity> IdentityOf(const Json& claims, const JwtOptions& options) {
+Result<Identity> IdentityOf(const nlohmann::json& claims, const JwtOptions& options) {
   Identity identity;
   for (const char* claim : {options.user_claim.c_str(), "sub"}) {
-    const Json* user = FindClaim(claims, claim);
+    const nlohmann::json* user = FindClaim(claims, claim);
     if (user != nullptr && user->is_string() && !user->get<std::string>().empty()) {
       identity.user = user->get<std::string>();
       break;
     }
   }
   if (identity.user.empty()) return UnauthenticatedError("token names no user (sub)");
-  if (const Json* roles = FindClaim(claims, options.roles_claim); roles != nullptr) {
+  if (const nlohmann::json* roles = FindClaim(claims, options.roles_claim); roles != nullptr) {
     if (roles->is_array()) {
       for (const auto& role : *roles) {
         if (role.is_string()) identity.roles.push_back(role.get<std::string>());
@@ -390,7 +389,7 @@ Result<Identity> IdentityOf(const Json& claims, const JwtOptions& options) {
 
 }  // namespace
 
-Status JwtVerifier::VerifySignature(std::string_view token, const Json& header) const {
+Status JwtVerifier::VerifySignature(std::string_view token, const nlohmann::json& header) const {
   const size_t dot2 = token.rfind('.');
   std::string alg =
       header.contains("alg") && header["alg"].is_string() ? header["alg"].get<std::string>() : "";
@@ -448,9 +447,10 @@ Result<Identity> JwtVerifier::Verify(std::string_view token) const {
   if (dot2 == std::string_view::npos || token.find('.', dot2 + 1) != std::string_view::npos) {
     return UnauthenticatedError("malformed token: expected header.payload.signature");
   }
-  ASSIGN_OR_RETURN(Json header, DecodeJsonPart(token.substr(0, dot1), "header"));
+  ASSIGN_OR_RETURN(nlohmann::json header, DecodeJsonPart(token.substr(0, dot1), "header"));
   RETURN_IF_ERROR(VerifySignature(token, header));
-  ASSIGN_OR_RETURN(Json claims, DecodeJsonPart(token.substr(dot1 + 1, dot2 - dot1 - 1), "payload"));
+  ASSIGN_OR_RETURN(nlohmann::json claims,
+                   DecodeJsonPart(token.substr(dot1 + 1, dot2 - dot1 - 1), "payload"));
   RETURN_IF_ERROR(CheckClaims(claims, options_, clock_.NowMillis() / 1000));
   return IdentityOf(claims, options_);
 }

@@ -10,7 +10,7 @@
 #include "api/testing/token_minter.h"
 
 namespace gpupool::api {
-namespace {
+namespace jwt_test {
 
 using Json = nlohmann::json;
 using testing::SigningKey;
@@ -183,6 +183,7 @@ TEST_F(JwtTest, LoadsJwksFromLoopbackUrl) {
   EXPECT_EQ(missing.status().code(), StatusCode::kUnavailable);
 }
 
+// Over 80 lines: one scenario whose steps build on each other, told in order.
 TEST_F(JwtTest, RefetchesTheJwksOnUnknownKeyIdsRateLimitedAndWhenOld) {
   // An identity provider over loopback whose JWKS the test rotates.
   httplib::Server idp;
@@ -321,5 +322,5 @@ TEST(DevAuthTest, ParsesBearerDevTokens) {
   }
 }
 
-}  // namespace
+}  // namespace jwt_test
 }  // namespace gpupool::api

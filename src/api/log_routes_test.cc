@@ -7,7 +7,7 @@
 #include "backend/sim/sim_backend.h"
 
 namespace gpupool::api {
-namespace {
+namespace log_routes_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -202,5 +202,5 @@ TEST(ReadTaskLog, OneTaskNeedsNoName) {
   EXPECT_EQ((*chunk)["text"], "hello\n");
 }
 
-}  // namespace
+}  // namespace log_routes_test
 }  // namespace gpupool::api

@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace gpupool::api {
-namespace {
+namespace status_to_http_test {
 
 TEST(StatusToHttpTest, MapsEveryCode) {
   struct Case {
@@ -35,5 +35,5 @@ TEST(StatusToHttpTest, MapsEveryCode) {
   EXPECT_EQ(body["code"], "NOT_FOUND");
 }
 
-}  // namespace
+}  // namespace status_to_http_test
 }  // namespace gpupool::api

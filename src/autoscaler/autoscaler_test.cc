@@ -5,7 +5,7 @@
 #include "scheduler/scenario.h"
 
 namespace gpupool::autoscaler {
-namespace {
+namespace autoscaler_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -441,5 +441,5 @@ TEST(AutoscalerTest, SameInputSamePlan) {
   EXPECT_EQ(Simulated(text).json.dump(), Simulated(text).json.dump());
 }
 
-}  // namespace
+}  // namespace autoscaler_test
 }  // namespace gpupool::autoscaler

@@ -7,7 +7,7 @@
 #include "scheduler/scenario.h"
 
 namespace gpupool::autoscaler {
-namespace {
+namespace provisioner_test {
 
 constexpr int64_t kMinute = 60'000;
 
@@ -347,5 +347,5 @@ TEST(ProvisionerTest, OnlySpotMachinePoolNodesGetNotices) {
             StatusCode::kFailedPrecondition);
 }
 
-}  // namespace
+}  // namespace provisioner_test
 }  // namespace gpupool::autoscaler

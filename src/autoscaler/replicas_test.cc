@@ -5,7 +5,7 @@
 #include "scheduler/scenario.h"
 
 namespace gpupool::autoscaler {
-namespace {
+namespace replicas_test {
 
 constexpr int64_t kNow = 1'800'000'000'000;
 constexpr int64_t kMinute = 60'000;
@@ -71,6 +71,7 @@ Result<ReplicaPlan> Plan(const Step& step) {
                       step.empty_since, kNow, options);
 }
 
+// Over 80 lines only by its table of cases, one per row.
 TEST(PlanReplicasTest, AsksForWhatPendingPodsNeedOnceAndRemovesWhatStaysEmpty) {
   struct Case {
     const char* what;
@@ -180,5 +181,5 @@ TEST(PlanReplicasTest, RefusesAPoolWithoutScaleTarget) {
   EXPECT_NE(plan.status().message().find("no scale_target"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace replicas_test
 }  // namespace gpupool::autoscaler

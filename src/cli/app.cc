@@ -30,10 +30,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
-constexpr int kExitUsage = 2;
-
 std::string OsUser() {
   if (const char* u = std::getenv("USER"); u != nullptr && *u != '\0') return u;
   if (const passwd* pw = getpwuid(getuid()); pw != nullptr) return pw->pw_name;

@@ -19,6 +19,11 @@
 
 namespace gpupool::cli {
 
+// gpupool's exit codes: done, failed, and a command line it could not parse.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
 // Everything the parsed command line says.
 struct Options {
   std::string db;

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::cli {
-namespace {
+namespace format_test {
 
 TEST(TableTest, AlignsColumns) {
   Table t({"NODE", "GPU"});
@@ -45,5 +45,5 @@ TEST(FormatTest, OutputFormats) {
             "{\n  \"b\": 1,\n  \"a\": 2\n}\n");
 }
 
-}  // namespace
+}  // namespace format_test
 }  // namespace gpupool::cli

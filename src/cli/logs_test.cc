@@ -19,7 +19,7 @@
 #include "client/client.h"
 
 namespace gpupool::cli {
-namespace {
+namespace logs_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -503,5 +503,5 @@ TEST(WorkflowLogsCommand, FlagsOutputAndExitCodes) {
   }
 }
 
-}  // namespace
+}  // namespace logs_test
 }  // namespace gpupool::cli

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "autoscaler/autoscaler.h"
+#include "cli/commands.h"
 #include "common/strings.h"
 #include "model/duration.h"
 #include "replay/engine.h"
@@ -20,9 +21,6 @@
 
 namespace gpupool::cli {
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitFailure = 1;
 
 // A one-line progress bar on stderr, redrawn at most ten times a second, only on a terminal.
 class ProgressBar {

@@ -5,7 +5,7 @@
 #include "codec/json_reader.h"
 
 namespace gpupool::codec {
-namespace {
+namespace field_path_test {
 
 using nlohmann::ordered_json;
 
@@ -19,5 +19,5 @@ TEST(FieldPathTest, BuildsPaths) {
   EXPECT_EQ(JsonTypeName(ordered_json(1.5)), "number");
 }
 
-}  // namespace
+}  // namespace field_path_test
 }  // namespace gpupool::codec

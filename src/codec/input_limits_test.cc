@@ -10,7 +10,7 @@
 #include "common/limits.h"
 
 namespace gpupool::codec {
-namespace {
+namespace input_limits_test {
 
 using nlohmann::ordered_json;
 
@@ -110,5 +110,5 @@ TEST(NumberRangeTest, NumbersNoDoubleHoldsAreRefusedWithTheirPosition) {
   EXPECT_EQ((*fine)[0].value["c"], 18446744073709551616.0);
 }
 
-}  // namespace
+}  // namespace input_limits_test
 }  // namespace gpupool::codec

@@ -6,7 +6,7 @@
 #include "common/strings.h"
 
 namespace gpupool::codec {
-namespace {
+namespace json_reader_test {
 
 using nlohmann::ordered_json;
 using testing::kSeed000A100;
@@ -75,5 +75,5 @@ TEST(ParseJsonTest, KeepsKeyOrder) {
   EXPECT_EQ(parsed->dump(), R"({"z":1,"a":{"y":2,"b":3},"m":[1,"x"]})");
 }
 
-}  // namespace
+}  // namespace json_reader_test
 }  // namespace gpupool::codec

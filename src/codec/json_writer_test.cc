@@ -11,7 +11,7 @@
 #include "codec/json_reader.h"
 
 namespace gpupool::codec {
-namespace {
+namespace json_writer_test {
 
 using nlohmann::ordered_json;
 
@@ -133,5 +133,5 @@ TEST(DumpCompactTest, MatchesNlohmannDumpOnRandomDocuments) {
   }
 }
 
-}  // namespace
+}  // namespace json_writer_test
 }  // namespace gpupool::codec

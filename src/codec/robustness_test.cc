@@ -12,7 +12,7 @@
 #include "codec/yaml_writer.h"
 
 namespace gpupool::codec {
-namespace {
+namespace robustness_test {
 
 using nlohmann::ordered_json;
 using testing::kSeed000A100;
@@ -78,5 +78,5 @@ TEST(RobustnessTest, MutatedInputsNeverThrowOrCrash) {
   EXPECT_GT(parsed_ok, 0);
 }
 
-}  // namespace
+}  // namespace robustness_test
 }  // namespace gpupool::codec

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::codec {
-namespace {
+namespace source_map_test {
 
 TEST(JsonSourceMapTest, FindsFieldsByPointerAndPath) {
   const char* text = R"({
@@ -78,5 +78,5 @@ TEST(PositionOfOffsetTest, CountsLinesAndCharacters) {
   }
 }
 
-}  // namespace
+}  // namespace source_map_test
 }  // namespace gpupool::codec

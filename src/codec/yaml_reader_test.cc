@@ -5,7 +5,7 @@
 #include "codec/test_util.h"
 
 namespace gpupool::codec {
-namespace {
+namespace yaml_reader_test {
 
 using nlohmann::ordered_json;
 using testing::kSeed000A100;
@@ -305,5 +305,5 @@ TEST(ParseJsonOrYamlTest, ChoosesByContent) {
       << broken.status().message();
 }
 
-}  // namespace
+}  // namespace yaml_reader_test
 }  // namespace gpupool::codec

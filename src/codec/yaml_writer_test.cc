@@ -5,7 +5,7 @@
 #include "codec/yaml_reader.h"
 
 namespace gpupool::codec {
-namespace {
+namespace yaml_writer_test {
 
 using nlohmann::ordered_json;
 
@@ -140,5 +140,5 @@ TEST(ToYamlTest, RoundTripsScalarsAndOddKeys) {
   }
 }
 
-}  // namespace
+}  // namespace yaml_writer_test
 }  // namespace gpupool::codec

@@ -9,7 +9,7 @@
 #include "common/table.h"
 
 namespace gpupool {
-namespace {
+namespace safe_text_test {
 
 TEST(SafeTextTest, ToValidUtf8ReplacesEachBadByte) {
   struct Case {
@@ -102,5 +102,5 @@ TEST(TableTest, CellsAreMadeSafeAndAligned) {
             "d\xC3\xA9    ok                3\n");  // é takes one column
 }
 
-}  // namespace
+}  // namespace safe_text_test
 }  // namespace gpupool

@@ -5,7 +5,7 @@
 #include "common/strings.h"
 
 namespace gpupool {
-namespace {
+namespace status_test {
 
 Result<int> ParsePositive(int v) {
   if (v <= 0) return InvalidArgumentError("not positive: " + std::to_string(v));
@@ -97,5 +97,5 @@ TEST(StringsTest, SplitJoinTrim) {
   EXPECT_EQ(Trim("  x y \n"), "x y");
 }
 
-}  // namespace
+}  // namespace status_test
 }  // namespace gpupool

@@ -13,6 +13,11 @@ std::string_view Trim(std::string_view text);
 bool StartsWith(std::string_view text, std::string_view prefix);
 bool EndsWith(std::string_view text, std::string_view suffix);
 std::string ToLower(std::string_view text);
+// `text` in double quotes, as error messages name a value: queue "a".
+std::string Quoted(std::string_view text);
+
+// '0'-'9' only, whatever the locale (std::isdigit reads it, and takes an int).
+constexpr bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
 
 // The value of one hexadecimal digit (either case), or -1.
 int HexDigitValue(char c);

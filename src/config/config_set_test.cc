@@ -8,7 +8,7 @@
 #include "config/test_util.h"
 
 namespace gpupool::config {
-namespace {
+namespace config_set_test {
 
 using testing::ExpectError;
 using testing::J;
@@ -233,5 +233,5 @@ TEST(ConfigSetTest, PoolVerboseJson) {
   EXPECT_EQ((*v)["backend"], "b");
 }
 
-}  // namespace
+}  // namespace config_set_test
 }  // namespace gpupool::config

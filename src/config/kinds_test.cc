@@ -13,7 +13,7 @@
 #include "model/queue.h"
 
 namespace gpupool::config {
-namespace {
+namespace kinds_test {
 
 using testing::ExpectError;
 using testing::J;
@@ -562,6 +562,7 @@ TEST(SplitConfigFileTest, BodyFieldsAreTheDecodersFields) {
             std::string::npos);
 }
 
+// Over 80 lines only by its table of cases, one per row.
 TEST(SplitConfigFileTest, Shapes) {
   struct Case {
     std::string name;
@@ -729,5 +730,5 @@ TEST(SplitConfigFileTest, Shapes) {
   }
 }
 
-}  // namespace
+}  // namespace kinds_test
 }  // namespace gpupool::config

@@ -15,7 +15,7 @@
 #include "model/node_import.h"
 
 namespace gpupool::config {
-namespace {
+namespace membership_test {
 
 using testing::J;
 
@@ -322,5 +322,5 @@ TEST(MembershipTest, SelectorSemantics) {
           .ok());
 }
 
-}  // namespace
+}  // namespace membership_test
 }  // namespace gpupool::config

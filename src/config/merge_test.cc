@@ -5,7 +5,7 @@
 #include "config/test_util.h"
 
 namespace gpupool::config {
-namespace {
+namespace merge_test {
 
 using testing::ExpectError;
 using testing::J;
@@ -151,5 +151,5 @@ TEST(MergeTest, RenderPlatformTemplateNamesTheTemplate) {
   EXPECT_EQ((*rendered)["spec"]["containers"][0]["image"], "x");
 }
 
-}  // namespace
+}  // namespace merge_test
 }  // namespace gpupool::config

@@ -12,7 +12,7 @@
 #include "config/variables.h"
 
 namespace gpupool::config {
-namespace {
+namespace robustness_test {
 
 using testing::J;
 
@@ -47,6 +47,7 @@ void ForEachMutation(const Json& doc, const std::function<void(const Json&)>& vi
   for (const Json& r : replacements) visit(r);  // the whole document
 }
 
+// Over 80 lines only by its fixtures: one document of every config kind, each field set.
 TEST(RobustnessTest, DecodersNeverThrow) {
   ConfigSet builtins = BuiltinConfigs();
   Json pool = J(R"({"name": "p", "description": "d", "backend": "b", "default_platform": "a",
@@ -131,5 +132,5 @@ TEST(RobustnessTest, DecodersNeverThrow) {
   EXPECT_GT(decoded, 100);  // the sweep did decode many variants successfully
 }
 
-}  // namespace
+}  // namespace robustness_test
 }  // namespace gpupool::config

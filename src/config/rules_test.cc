@@ -5,7 +5,7 @@
 #include "config/test_util.h"
 
 namespace gpupool::config {
-namespace {
+namespace rules_test {
 
 using testing::ExpectError;
 using testing::J;
@@ -118,6 +118,7 @@ TEST(RulesTest, NodeTokens) {
   EXPECT_EQ(NodeTokens(MakeNode("b", "4", "16Gi", std::nullopt)).at("K8_GPU"), "0");
 }
 
+// Over 80 lines only by its table of cases, one per row.
 TEST(RulesTest, ValidateTask) {
   std::vector<NamedRule> rules = Rules("gpu_training_validation", R"([
     {"operator": "GE", "left_operand": "{{USER_GPU}}", "right_operand": "1",
@@ -266,5 +267,5 @@ TEST(RulesTest, BadRulesAreErrorsNotCrashes) {
   }
 }
 
-}  // namespace
+}  // namespace rules_test
 }  // namespace gpupool::config

@@ -14,7 +14,7 @@
 #include "config/merge.h"
 
 namespace gpupool::config {
-namespace {
+namespace seeds_test {
 
 std::string TestData(const std::string& rel) {
   return std::string(GPUPOOL_SOURCE_DIR) + "/src/config/testdata/" + rel;
@@ -148,5 +148,5 @@ TEST(SeedFixturesTest, Seed000PoolReferencesResolve) {
   EXPECT_FALSE(CheckAccess(roles, "GET", "/api/pool/shared_simulation_training_pool", set).ok());
 }
 
-}  // namespace
+}  // namespace seeds_test
 }  // namespace gpupool::config

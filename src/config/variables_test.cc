@@ -5,7 +5,7 @@
 #include "config/test_util.h"
 
 namespace gpupool::config {
-namespace {
+namespace variables_test {
 
 using testing::ExpectError;
 using testing::J;
@@ -192,5 +192,5 @@ TEST(VariablesTest, VariableText) {
   }
 }
 
-}  // namespace
+}  // namespace variables_test
 }  // namespace gpupool::config

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 namespace gpupool::controller {
-namespace {
+namespace evictions_test {
 
 model::PodScheduling Pending(const std::string& name, const std::string& gang = "") {
   model::PodScheduling pod;
@@ -109,5 +109,5 @@ TEST(EvictionsInFlightTest, EvictedReleasesWhatWaitedAndRefusedSparesTheVictim) 
   EXPECT_FALSE(evictions.Protected("v3", 3'000));
 }
 
-}  // namespace
+}  // namespace evictions_test
 }  // namespace gpupool::controller

@@ -5,7 +5,7 @@
 #include "store/store.h"
 
 namespace gpupool::controller {
-namespace {
+namespace node_sync_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -62,5 +62,5 @@ TEST(NodeSyncTest, WritesOnlyNodesThatChanged) {
   EXPECT_EQ((*store)->ListNodes()->size(), 2u);  // nothing removed
 }
 
-}  // namespace
+}  // namespace node_sync_test
 }  // namespace gpupool::controller

@@ -11,7 +11,7 @@
 #include "controller/testing/loop_fixture.h"
 
 namespace gpupool::controller {
-namespace {
+namespace scheduling_loop_eviction_test {
 
 using testing::CpuNode;
 
@@ -168,5 +168,5 @@ TEST_F(EvictionLoopTest, AVictimCanceledWhileBeingEvictedFreesThePodItWasEvicted
   EXPECT_EQ(high.node, "n1");
 }
 
-}  // namespace
+}  // namespace scheduling_loop_eviction_test
 }  // namespace gpupool::controller

@@ -10,7 +10,7 @@
 #include "controller/testing/loop_fixture.h"
 
 namespace gpupool::controller {
-namespace {
+namespace scheduling_loop_handed_in_test {
 
 using testing::CpuNode;
 
@@ -186,5 +186,5 @@ TEST_F(HandedInTest, ABoundPodHandedInUsesItsNode) {
   EXPECT_EQ(stored->tasks[0].node, "n2");
 }
 
-}  // namespace
+}  // namespace scheduling_loop_handed_in_test
 }  // namespace gpupool::controller

@@ -14,7 +14,7 @@
 #include "controller/testing/loop_fixture.h"
 
 namespace gpupool::controller {
-namespace {
+namespace scheduling_loop_handed_in_victims_test {
 
 using testing::CpuNode;
 
@@ -210,5 +210,5 @@ TEST_F(HandedInVictimsTest, ARefusedEvictionLeavesThePodRunningAndNoVictimForAWh
   EXPECT_EQ(backend_->asked.size(), 3u);
 }
 
-}  // namespace
+}  // namespace scheduling_loop_handed_in_victims_test
 }  // namespace gpupool::controller

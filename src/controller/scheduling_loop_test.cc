@@ -11,7 +11,7 @@
 #include "service/service.h"
 
 namespace gpupool::controller {
-namespace {
+namespace scheduling_loop_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -522,5 +522,5 @@ TEST_F(SchedulingLoopTest, ExportsGauges) {
   EXPECT_NE(other_registry.Render().find("gpupool_pending_pods"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace scheduling_loop_test
 }  // namespace gpupool::controller

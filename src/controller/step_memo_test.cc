@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::controller {
-namespace {
+namespace step_memo_test {
 
 store::WorkflowRecord Workflow(const std::string& id, int64_t version) {
   store::WorkflowRecord wf;
@@ -103,5 +103,5 @@ TEST(StepMemoTest, ListsTheNodesAgainOnlyAfterANodeWrite) {
   EXPECT_EQ((*second)->read.size(), 1u);
 }
 
-}  // namespace
+}  // namespace step_memo_test
 }  // namespace gpupool::controller

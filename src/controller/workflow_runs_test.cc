@@ -9,7 +9,7 @@
 #include "service/service.h"
 
 namespace gpupool::controller {
-namespace {
+namespace workflow_runs_test {
 
 using Json = nlohmann::ordered_json;
 using ::testing::HasSubstr;
@@ -268,5 +268,5 @@ TEST_F(JobRunTest, APipelineRefusalStopsEveryJob) {
   EXPECT_TRUE(workflows->empty());
 }
 
-}  // namespace
+}  // namespace workflow_runs_test
 }  // namespace gpupool::controller

@@ -81,7 +81,7 @@ Status DeletePod(Client& client, const ObjectRef& pod, std::optional<int64_t> gr
 
 Result<Json> PatchStatus(Client& client, const ObjectRef& pod, const Json& patch) {
   ASSIGN_OR_RETURN(Response response, client.Call({"PATCH", PodPath(pod, "status"), DumpJson(patch),
-                                                   "application/strategic-merge-patch+json"}));
+                                                   kStrategicMergePatch}));
   if (!response.ok()) return ApiError(response, "patch " + pod.namespace_ + "/" + pod.name);
   return response.Json();
 }

@@ -22,6 +22,9 @@
 
 namespace gpupool::kube {
 
+// The content type of a strategic merge patch (status patches, conditions merged by type).
+inline constexpr char kStrategicMergePatch[] = "application/strategic-merge-patch+json";
+
 Result<nlohmann::ordered_json> CreateObject(Client& client, const std::string& collection_path,
                                             const nlohmann::ordered_json& object);
 

@@ -19,7 +19,7 @@
 #include "model/input_file.h"
 
 namespace gpupool::kube {
-namespace {
+namespace client_test {
 
 using Json = nlohmann::ordered_json;
 using std::chrono::milliseconds;
@@ -434,5 +434,5 @@ TEST_F(ClientTest, AuthenticatesByTokenFileOrClientCertificate) {
       << untrusted.status().message();
 }
 
-}  // namespace
+}  // namespace client_test
 }  // namespace gpupool::kube

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::kube {
-namespace {
+namespace event_recorder_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -73,5 +73,5 @@ TEST(EventRecorderTest, ForgetsTheOldestAndWhatFailed) {
   EXPECT_EQ(record("b").kind, EventWrite::Kind::kCreate);
 }
 
-}  // namespace
+}  // namespace event_recorder_test
 }  // namespace gpupool::kube

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::kube {
-namespace {
+namespace flow_control_test {
 
 using std::chrono::milliseconds;
 using std::chrono::nanoseconds;
@@ -58,5 +58,5 @@ TEST(BackoffTest, GrowsWithJitterUpToTheMaximumAndResets) {
   EXPECT_EQ(no_jitter.Next(), milliseconds(35));
 }
 
-}  // namespace
+}  // namespace flow_control_test
 }  // namespace gpupool::kube

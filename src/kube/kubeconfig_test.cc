@@ -7,7 +7,7 @@
 #include <map>
 
 namespace gpupool::kube {
-namespace {
+namespace kubeconfig_test {
 
 namespace fs = std::filesystem;
 
@@ -227,5 +227,5 @@ TEST(Base64Test, DecodesStandardBase64) {
   EXPECT_FALSE(DecodeBase64("!!!!").has_value());
 }
 
-}  // namespace
+}  // namespace kubeconfig_test
 }  // namespace gpupool::kube

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::kube {
-namespace {
+namespace pod_status_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -72,5 +72,5 @@ TEST(ObservePodTest, FinishedAtIsTheLastContainerEnd) {
   EXPECT_EQ(ObservePod(Json::parse(R"({"status": {"phase": "Running"}})")).finished_ms, 0);
 }
 
-}  // namespace
+}  // namespace pod_status_test
 }  // namespace gpupool::kube

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::kube {
-namespace {
+namespace selector_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -121,5 +121,5 @@ TEST(FieldSelectorTest, MatchesFieldsOfAnObject) {
   EXPECT_FALSE(ParseFieldSelector("=x").ok());
 }
 
-}  // namespace
+}  // namespace selector_test
 }  // namespace gpupool::kube

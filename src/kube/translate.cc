@@ -119,6 +119,10 @@ Result<model::ResourceList> TakenByPod(const Json& pod) {
   return taken;
 }
 
+std::string PodNodeName(const nlohmann::ordered_json& pod) {
+  return Text(At(At(pod, "spec"), "nodeName"));
+}
+
 PodKind ClassifyPod(const Json& pod, std::string_view scheduler_name) {
   std::string phase = Text(At(At(pod, "status"), "phase"));
   if (phase == "Succeeded" || phase == "Failed") return PodKind::kFinished;

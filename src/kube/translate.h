@@ -68,6 +68,9 @@ nlohmann::ordered_json NodeAsScheduled(const nlohmann::ordered_json& node,
 // What a bound pod takes from its node: its effective requests and one "pods".
 Result<model::ResourceList> TakenByPod(const nlohmann::ordered_json& pod);
 
+// spec.nodeName of a pod, "" while it is unbound (or the object is not a pod).
+std::string PodNodeName(const nlohmann::ordered_json& pod);
+
 enum class PodKind { kFinished, kBound, kPending, kGated, kOtherScheduler };
 std::string_view PodKindName(PodKind kind);
 

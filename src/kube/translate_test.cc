@@ -6,7 +6,7 @@
 #include "model/input_file.h"
 
 namespace gpupool::kube {
-namespace {
+namespace translate_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -293,5 +293,5 @@ TEST(WritesTest, BodiesAsTheApiServerTakesThem) {
   EXPECT_EQ(RefOf(Parse(R"({"metadata": {"name": "x"}})")).namespace_, "default");
 }
 
-}  // namespace
+}  // namespace translate_test
 }  // namespace gpupool::kube

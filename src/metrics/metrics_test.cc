@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::metrics {
-namespace {
+namespace metrics_test {
 
 TEST(MetricsTest, RendersPrometheusTextFormat) {
   Registry registry;
@@ -51,5 +51,5 @@ TEST(MetricsTest, EscapesLabelValues) {
   EXPECT_EQ(EscapeLabelValue("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace gpupool::metrics

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::model {
-namespace {
+namespace disruption_budget_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -223,5 +223,5 @@ TEST(DisruptionBudgetTest, AnObservedBudgetUsesTheClustersSelectionAndCounts) {
             "healthy, 2 needed");
 }
 
-}  // namespace
+}  // namespace disruption_budget_test
 }  // namespace gpupool::model

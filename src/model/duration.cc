@@ -13,8 +13,6 @@ __extension__ using Int128 = __int128;
 
 constexpr int64_t kMaxSeconds = std::numeric_limits<int64_t>::max() / 1000;
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
 Status DurationError(std::string_view text, std::string_view why) {
   return InvalidArgumentError("invalid duration \"" + std::string(text) +
                               "\": " + std::string(why) +
@@ -91,12 +89,12 @@ Result<int64_t> ParseIsoDuration(std::string_view original, std::string_view tex
       continue;
     }
     size_t begin = pos;
-    while (pos < text.size() && IsDigit(text[pos])) ++pos;
+    while (pos < text.size() && IsAsciiDigit(text[pos])) ++pos;
     std::string_view int_digits = text.substr(begin, pos - begin);
     std::string_view frac_digits;
     if (pos < text.size() && (text[pos] == '.' || text[pos] == ',')) {
       size_t frac_begin = ++pos;
-      while (pos < text.size() && IsDigit(text[pos])) ++pos;
+      while (pos < text.size() && IsAsciiDigit(text[pos])) ++pos;
       frac_digits = text.substr(frac_begin, pos - frac_begin);
     }
     if (int_digits.empty() && frac_digits.empty()) {
@@ -149,7 +147,7 @@ Result<int64_t> ParseDurationSeconds(std::string_view original) {
 
   // Bare integer = seconds.
   bool all_digits = !text.empty();
-  for (char c : text) all_digits &= IsDigit(c);
+  for (char c : text) all_digits &= IsAsciiDigit(c);
   if (all_digits) {
     int64_t ms;
     if (!ScaleToMillis(text, "", 1000, &ms)) return DurationError(original, "too large");
@@ -166,12 +164,12 @@ Result<int64_t> ParseDurationSeconds(std::string_view original) {
   int64_t total_ms = 0;
   while (pos < text.size()) {
     size_t begin = pos;
-    while (pos < text.size() && IsDigit(text[pos])) ++pos;
+    while (pos < text.size() && IsAsciiDigit(text[pos])) ++pos;
     std::string_view int_digits = text.substr(begin, pos - begin);
     std::string_view frac_digits;
     if (pos < text.size() && text[pos] == '.') {
       size_t frac_begin = ++pos;
-      while (pos < text.size() && IsDigit(text[pos])) ++pos;
+      while (pos < text.size() && IsAsciiDigit(text[pos])) ++pos;
       frac_digits = text.substr(frac_begin, pos - frac_begin);
     }
     if (int_digits.empty() && frac_digits.empty()) {
@@ -179,7 +177,7 @@ Result<int64_t> ParseDurationSeconds(std::string_view original) {
                            "expected a number at \"" + std::string(text.substr(begin)) + "\"");
     }
     size_t unit_begin = pos;
-    while (pos < text.size() && !IsDigit(text[pos]) && text[pos] != '.') ++pos;
+    while (pos < text.size() && !IsAsciiDigit(text[pos]) && text[pos] != '.') ++pos;
     std::string_view unit = text.substr(unit_begin, pos - unit_begin);
     if (unit.empty()) {
       return DurationError(original, "the last number has no unit (d, h, m, s or ms)");

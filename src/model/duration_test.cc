@@ -5,7 +5,7 @@
 #include "common/strings.h"
 
 namespace gpupool::model {
-namespace {
+namespace duration_test {
 
 TEST(DurationTest, ParsesSeconds) {
   struct Case {
@@ -120,5 +120,5 @@ TEST(DurationTest, Formats) {
   }
 }
 
-}  // namespace
+}  // namespace duration_test
 }  // namespace gpupool::model

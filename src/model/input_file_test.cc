@@ -15,7 +15,7 @@
 #include "common/limits.h"
 
 namespace gpupool::model {
-namespace {
+namespace input_file_test {
 
 TEST(ReadFileTest, ReadsAndReportsMissing) {
   std::string path = std::string(GPUPOOL_BINARY_DIR) + "/input_file_test_read.txt";
@@ -99,5 +99,5 @@ TEST_F(ReadFileLimitTest, APipeIsReadUpToTheLimitOnly) {
                 "(set GPUPOOL_MAX_INPUT_BYTES to read larger files)");
 }
 
-}  // namespace
+}  // namespace input_file_test
 }  // namespace gpupool::model

@@ -5,7 +5,7 @@
 #include "model/k8s.h"
 
 namespace gpupool::model {
-namespace {
+namespace job_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -111,5 +111,5 @@ TEST(JobTest, RejectsBadInputNamingTheField) {
   }
 }
 
-}  // namespace
+}  // namespace job_test
 }  // namespace gpupool::model

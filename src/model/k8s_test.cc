@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::model {
-namespace {
+namespace k8s_test {
 
 using nlohmann::ordered_json;
 
@@ -355,5 +355,5 @@ TEST(CodecTest, TolerationAndAffinityRoundTrip) {
   EXPECT_EQ(NodeAffinityToJson(*parsed).dump(), affinity);
 }
 
-}  // namespace
+}  // namespace k8s_test
 }  // namespace gpupool::model

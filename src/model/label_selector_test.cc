@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::model {
-namespace {
+namespace label_selector_test {
 
 TEST(LabelSelector, SelectsAsKubectlDoes) {
   const Labels a100 = {{"node-pool", "a100-80"}, {"spot", "true"}, {"zone", "b"}};
@@ -53,5 +53,5 @@ TEST(LabelSelector, ErrorsSayWhereAndWhat) {
   }
 }
 
-}  // namespace
+}  // namespace label_selector_test
 }  // namespace gpupool::model

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <set>
 
+#include "codec/field_path.h"
 #include "common/strings.h"
 #include "model/match.h"
 #include "model/node_pool.h"
@@ -14,11 +15,6 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr int64_t kMicrosPerUnit = 1'000'000;
-
-std::string Path(std::string_view parent, std::string_view field) {
-  if (parent.empty()) return std::string(field);
-  return std::string(parent) + "." + std::string(field);
-}
 
 std::string Index(std::string_view parent, size_t i) {
   return std::string(parent) + "[" + std::to_string(i) + "]";
@@ -89,7 +85,7 @@ Result<Taint> PoolTaint(const Json& value, const std::string& path) {
     k8s["effect"] = value["schedule_type"];
   }
   if (k8s.contains("timeAdded"))
-    return UnknownField(Path(path, "timeAdded"), "timeAdded",
+    return UnknownField(codec::FieldPath(path, "timeAdded"), "timeAdded",
                         {"key", "value", "effect", "schedule_type"});
   return TaintFromJson(k8s, path);
 }
@@ -126,7 +122,7 @@ Result<InstanceGpu> GpuFromJson(const Json& value, const std::string& path) {
   if (!value.is_object()) return InvalidArgumentError(path + ": expected an object");
   InstanceGpu gpu;
   for (const auto& [key, v] : value.items()) {
-    std::string p = Path(path, key);
+    std::string p = codec::FieldPath(path, key);
     if (key == "product") {
       ASSIGN_OR_RETURN(gpu.product, StringValue(v, p));
     } else if (key == "count") {
@@ -138,7 +134,7 @@ Result<InstanceGpu> GpuFromJson(const Json& value, const std::string& path) {
     }
   }
   if (gpu.count > 0 && gpu.product.empty()) {
-    return InvalidArgumentError(Path(path, "product") + ": required when count > 0");
+    return InvalidArgumentError(codec::FieldPath(path, "product") + ": required when count > 0");
   }
   return gpu;
 }
@@ -150,7 +146,7 @@ Result<InstanceType> InstanceTypeFromJson(const Json& value, const std::string& 
   InstanceType type;
   bool has_price = false;
   for (const auto& [key, v] : value.items()) {
-    std::string p = Path(path, key);
+    std::string p = codec::FieldPath(path, key);
     if (key == "name") {
       ASSIGN_OR_RETURN(type.name, StringValue(v, p));
     } else if (key == "cpu") {
@@ -168,14 +164,15 @@ Result<InstanceType> InstanceTypeFromJson(const Json& value, const std::string& 
       return UnknownField(p, key, kFields);
     }
   }
-  if (type.name.empty()) return InvalidArgumentError(Path(path, "name") + ": required");
+  if (type.name.empty()) return InvalidArgumentError(codec::FieldPath(path, "name") + ": required");
   if (type.cpu.MilliValue() <= 0) {
-    return InvalidArgumentError(Path(path, "cpu") + ": required, more than 0");
+    return InvalidArgumentError(codec::FieldPath(path, "cpu") + ": required, more than 0");
   }
   if (type.memory.MilliValue() <= 0) {
-    return InvalidArgumentError(Path(path, "memory") + ": required, more than 0");
+    return InvalidArgumentError(codec::FieldPath(path, "memory") + ": required, more than 0");
   }
-  if (!has_price) return InvalidArgumentError(Path(path, "on_demand_price") + ": required");
+  if (!has_price)
+    return InvalidArgumentError(codec::FieldPath(path, "on_demand_price") + ": required");
   return type;
 }
 
@@ -254,8 +251,8 @@ Result<std::vector<InstanceType>> InstanceTypesFromJson(const Json& catalog) {
     std::string path = Index("instance_types", i);
     ASSIGN_OR_RETURN(InstanceType type, InstanceTypeFromJson(list[i], path));
     if (!names.insert(type.name).second) {
-      return InvalidArgumentError(Path(path, "name") + ": duplicate instance type \"" + type.name +
-                                  "\"");
+      return InvalidArgumentError(codec::FieldPath(path, "name") + ": duplicate instance type \"" +
+                                  type.name + "\"");
     }
     types.push_back(std::move(type));
   }
@@ -296,7 +293,7 @@ Result<MachinePool> MachinePoolFromJson(const Json& body, std::string_view name,
   pool.name = std::string(name);
   bool has_min = false, has_max = false, has_max_price = false;
   for (const auto& [key, value] : body.items()) {
-    std::string path = Path(base, key);
+    std::string path = codec::FieldPath(base, key);
     if (key == "name") {
       ASSIGN_OR_RETURN(std::string given, StringValue(value, path));
       if (given != name) {
@@ -337,17 +334,17 @@ Result<MachinePool> MachinePoolFromJson(const Json& body, std::string_view name,
   }
   ApplySeedDefaults(has_min, has_max, pool);
   if (pool.min_replicas > pool.max_replicas) {
-    return InvalidArgumentError(Path(base, "min_replicas") + ": " +
+    return InvalidArgumentError(codec::FieldPath(base, "min_replicas") + ": " +
                                 std::to_string(pool.min_replicas) + " is above max_replicas " +
                                 std::to_string(pool.max_replicas));
   }
   if (has_max_price && pool.capacity_type != CapacityType::kSpot) {
-    return InvalidArgumentError(Path(base, "max_price") +
+    return InvalidArgumentError(codec::FieldPath(base, "max_price") +
                                 ": only for capacity_type spot (on-demand nodes have one price)");
   }
   for (const auto& [key, value] : pool.labels) {
     if (key == kMachinePoolLabel || key == kInstanceTypeLabel || key == kCapacityTypeLabel) {
-      return InvalidArgumentError(Path(base, "labels") + "." + key +
+      return InvalidArgumentError(codec::FieldPath(base, "labels") + "." + key +
                                   ": set by gpupool on every node of the pool; do not set it");
     }
   }

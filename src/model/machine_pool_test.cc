@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::model {
-namespace {
+namespace machine_pool_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -308,5 +308,5 @@ TEST(InstanceCatalogTest, DecodesAndRejects) {
   }
 }
 
-}  // namespace
+}  // namespace machine_pool_test
 }  // namespace gpupool::model

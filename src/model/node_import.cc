@@ -130,6 +130,24 @@ Result<int64_t> CsvInteger(std::string_view field, std::string_view column,
   return value;
 }
 
+// The labels, allocatable and object of a node of the openb CSV from its columns.
+void FillOpenbNode(Node& node, int64_t cpu_milli, int64_t memory_mib, int64_t gpu,
+                   const std::string& model) {
+  node.labels["kubernetes.io/hostname"] = node.name;
+  node.labels["gpupool.io/source"] = "openb";
+  if (gpu > 0) {
+    if (!model.empty()) node.labels["nvidia.com/gpu.product"] = "NVIDIA-" + model;
+    node.labels["nvidia.com/gpu.count"] = std::to_string(gpu);
+  }
+  node.allocatable["cpu"] = Quantity::FromMilli(cpu_milli);
+  node.allocatable["memory"] =
+      Quantity::FromUnits(memory_mib * 1024 * 1024, QuantityFormat::kBinarySI);
+  if (gpu > 0) node.allocatable["nvidia.com/gpu"] = Quantity::FromUnits(gpu);
+  node.allocatable["pods"] = Quantity::FromUnits(kOpenbPodsPerNode);
+  node.capacity = node.allocatable;
+  node.raw = NodeToJson(node);
+}
+
 }  // namespace
 
 Result<std::vector<Node>> ParseOpenbNodeCsv(std::string_view text, std::string_view file_name) {
@@ -193,19 +211,7 @@ Result<std::vector<Node>> ParseOpenbNodeCsv(std::string_view text, std::string_v
       return InvalidArgumentError(where + "column memory_mib: " + std::to_string(memory_mib) +
                                   " is too large");
     }
-    node.labels["kubernetes.io/hostname"] = node.name;
-    node.labels["gpupool.io/source"] = "openb";
-    if (gpu > 0) {
-      if (!model.empty()) node.labels["nvidia.com/gpu.product"] = "NVIDIA-" + model;
-      node.labels["nvidia.com/gpu.count"] = std::to_string(gpu);
-    }
-    node.allocatable["cpu"] = Quantity::FromMilli(cpu_milli);
-    node.allocatable["memory"] =
-        Quantity::FromUnits(memory_mib * 1024 * 1024, QuantityFormat::kBinarySI);
-    if (gpu > 0) node.allocatable["nvidia.com/gpu"] = Quantity::FromUnits(gpu);
-    node.allocatable["pods"] = Quantity::FromUnits(kOpenbPodsPerNode);
-    node.capacity = node.allocatable;
-    node.raw = NodeToJson(node);
+    FillOpenbNode(node, cpu_milli, memory_mib, gpu, model);
     nodes.push_back(std::move(node));
   }
   if (!have_header) {

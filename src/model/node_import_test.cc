@@ -6,7 +6,7 @@
 #include "model/match.h"
 
 namespace gpupool::model {
-namespace {
+namespace node_import_test {
 
 std::string DataPath(const std::string& relative) {
   return std::string(GPUPOOL_SOURCE_DIR) + "/data/" + relative;
@@ -228,5 +228,5 @@ TEST(NodeImportTest, Errors) {
   }
 }
 
-}  // namespace
+}  // namespace node_import_test
 }  // namespace gpupool::model

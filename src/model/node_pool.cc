@@ -2,6 +2,7 @@
 
 #include <regex>
 
+#include "codec/field_path.h"
 #include "common/strings.h"
 #include "model/quota_tree.h"
 
@@ -9,11 +10,6 @@ namespace gpupool::model {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string Path(std::string_view parent, std::string_view field) {
-  if (parent.empty()) return std::string(field);
-  return std::string(parent) + "." + std::string(field);
-}
 
 Status ExpectString(const Json& value, std::string_view path) {
   if (!value.is_string()) {
@@ -73,7 +69,7 @@ Result<NodePool> NodePoolFromJson(const Json& body, std::string_view name,
   NodePool pool;
   pool.name = std::string(name);
   for (const auto& [key, value] : body.items()) {
-    std::string path = Path(base, key);
+    std::string path = codec::FieldPath(base, key);
     if (key == "name") {
       RETURN_IF_ERROR(ExpectString(value, path));
       if (value.get<std::string>() != name) {
@@ -105,12 +101,12 @@ Result<NodePool> NodePoolFromJson(const Json& body, std::string_view name,
     }
   }
   if (pool.label_key.empty()) {
-    return InvalidArgumentError(Path(base, "label_key") +
+    return InvalidArgumentError(codec::FieldPath(base, "label_key") +
                                 ": required (the node label that "
                                 "selects the node pool's nodes)");
   }
   if (pool.label_value.empty()) {
-    return InvalidArgumentError(Path(base, "label_value") + ": required");
+    return InvalidArgumentError(codec::FieldPath(base, "label_value") + ": required");
   }
   if (IsDefaultNodePoolName(pool.name)) {
     return InvalidArgumentError(

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::model {
-namespace {
+namespace node_pool_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -58,5 +58,5 @@ TEST(NodePoolTest, ManifestNeedsKindAndApiVersion) {
   EXPECT_FALSE(NodePoolFromManifest(m).ok());
 }
 
-}  // namespace
+}  // namespace node_pool_test
 }  // namespace gpupool::model

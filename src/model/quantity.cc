@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "common/strings.h"
+
 namespace gpupool::model {
 namespace {
 
@@ -19,8 +21,6 @@ constexpr Int128 kMinMilli = -kMaxMilli;
 constexpr size_t kMaxQuantityLength = 256;
 // Decimal exponents beyond this overflow (or round to 1m) whatever the mantissa.
 constexpr int kMaxExponent = 400;
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 // Non-negative arbitrary-precision integer, base 10^9, little-endian limbs. Only what exact
 // quantity parsing needs: multiply and divide by small factors.
@@ -146,7 +146,7 @@ std::optional<Suffix> InterpretSuffix(std::string_view s) {
       negative = rest[0] == '-';
       rest.remove_prefix(1);
     }
-    if (rest.empty() || !std::all_of(rest.begin(), rest.end(), IsDigit)) return std::nullopt;
+    if (rest.empty() || !std::all_of(rest.begin(), rest.end(), IsAsciiDigit)) return std::nullopt;
     // Leading zeros do not matter; anything longer than a few digits is out of range anyway.
     size_t first = rest.find_first_not_of('0');
     rest = first == std::string_view::npos ? std::string_view("0") : rest.substr(first);
@@ -216,6 +216,17 @@ std::string_view BinarySuffix(int exponent) {
   return "";
 }
 
+// Why the text after a quantity's number is not a suffix.
+std::string WhySuffixIsInvalid(std::string_view suffix_text) {
+  if (suffix_text.find(' ') != std::string_view::npos) return "contains a space";
+  if (!suffix_text.empty() && (suffix_text[0] == '+' || suffix_text[0] == '-')) {
+    return "misplaced sign";
+  }
+  return "unknown suffix \"" + std::string(suffix_text) +
+         "\" (valid: m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei, e<n>; suffixes are "
+         "case-sensitive)";
+}
+
 }  // namespace
 
 Result<Quantity> Quantity::Parse(std::string_view text) {
@@ -232,14 +243,14 @@ Result<Quantity> Quantity::Parse(std::string_view text) {
     ++pos;
   }
   size_t int_begin = pos;
-  while (pos < text.size() && IsDigit(text[pos])) ++pos;
+  while (pos < text.size() && IsAsciiDigit(text[pos])) ++pos;
   std::string_view int_part = text.substr(int_begin, pos - int_begin);
   std::string_view frac_part;
   bool has_point = false;
   if (pos < text.size() && text[pos] == '.') {
     has_point = true;
     size_t frac_begin = ++pos;
-    while (pos < text.size() && IsDigit(text[pos])) ++pos;
+    while (pos < text.size() && IsAsciiDigit(text[pos])) ++pos;
     frac_part = text.substr(frac_begin, pos - frac_begin);
   }
   if (int_part.empty() && frac_part.empty() && !has_point && pos < text.size() &&
@@ -255,19 +266,7 @@ Result<Quantity> Quantity::Parse(std::string_view text) {
   }
   std::string_view suffix_text = text.substr(pos);
   std::optional<Suffix> suffix = InterpretSuffix(suffix_text);
-  if (!suffix) {
-    std::string why = "unknown suffix \"" + std::string(suffix_text) + "\"";
-    if (suffix_text.find(' ') != std::string_view::npos) {
-      why = "contains a space";
-    } else if (!suffix_text.empty() && (suffix_text[0] == '+' || suffix_text[0] == '-')) {
-      why = "misplaced sign";
-    } else {
-      why +=
-          " (valid: m, k, M, G, T, P, E, Ki, Mi, Gi, Ti, Pi, Ei, e<n>; suffixes are "
-          "case-sensitive)";
-    }
-    return FormatError(text, why);
-  }
+  if (!suffix) return FormatError(text, WhySuffixIsInvalid(suffix_text));
 
   // Drop trailing zeros of the fraction, then value = digits * base^exponent / 10^frac_digits.
   while (!frac_part.empty() && frac_part.back() == '0') frac_part.remove_suffix(1);
@@ -286,22 +285,19 @@ Result<Quantity> Quantity::Parse(std::string_view text) {
   }
   BigNat value(digits);
   if (value.IsZero()) return Quantity(0, format);
-  if (ten_power > kMaxExponent) {
+  auto too_large = [text] {
     return InvalidArgumentError("invalid quantity \"" + std::string(text) +
                                 "\": too large (the maximum is " +
                                 Quantity(kMaxMilli, QuantityFormat::kDecimalSI).ToString() + ")");
-  }
+  };
+  if (ten_power > kMaxExponent) return too_large();
   bool inexact = false;
   for (int i = 0; i < two_power; ++i) value.Multiply(2);
   for (int i = 0; i < ten_power; ++i) value.Multiply(10);
   for (int i = 0; i > ten_power && !value.IsZero(); --i) inexact |= value.Divide(10);
   if (inexact) value.AddOne();  // round away from zero, as Kubernetes does
   std::optional<Int128> milli = value.ToMilli();
-  if (!milli) {
-    return InvalidArgumentError("invalid quantity \"" + std::string(text) +
-                                "\": too large (the maximum is " +
-                                Quantity(kMaxMilli, QuantityFormat::kDecimalSI).ToString() + ")");
-  }
+  if (!milli) return too_large();
   return Quantity(negative ? -*milli : *milli, format);
 }
 

@@ -8,7 +8,7 @@
 #include "model/duration.h"
 
 namespace gpupool::model {
-namespace {
+namespace quantity_test {
 
 using nlohmann::ordered_json;
 
@@ -378,5 +378,5 @@ TEST(QuantityTest, RandomTextNeverCrashesAndRoundTrips) {
   EXPECT_GT(ok, 100);
 }
 
-}  // namespace
+}  // namespace quantity_test
 }  // namespace gpupool::model

@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "codec/field_path.h"
 #include "common/strings.h"
 #include "model/node_pool.h"
 #include "model/quantity.h"
@@ -11,11 +12,6 @@ namespace gpupool::model {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-std::string Path(std::string_view parent, std::string_view field) {
-  if (parent.empty()) return std::string(field);
-  return std::string(parent) + "." + std::string(field);
-}
 
 // deserved/limit: a quantity (number or string) or -1 for unlimited.
 Result<int64_t> ParseAmount(const Json& value, std::string_view path) {
@@ -46,7 +42,7 @@ Result<ResourceQuota> ParseResourceQuota(const Json& body, std::string_view path
   }
   ResourceQuota quota;
   for (const auto& [key, value] : body.items()) {
-    std::string field = Path(path, key);
+    std::string field = codec::FieldPath(path, key);
     if (key == "deserved") {
       ASSIGN_OR_RETURN(quota.deserved_milli, ParseAmount(value, field));
     } else if (key == "limit") {
@@ -82,10 +78,11 @@ Result<NodePoolQuota> ParseNodePoolQuota(const Json& body, std::string_view path
       if (key == kQuotaResourceNames[r]) index = r;
     }
     if (index < 0) {
-      return InvalidArgumentError(Path(path, key) + ": unknown resource" +
+      return InvalidArgumentError(codec::FieldPath(path, key) + ": unknown resource" +
                                   DidYouMean(key, kFields) + "; expected one of gpu, cpu, memory");
     }
-    ASSIGN_OR_RETURN(quota.resources[index], ParseResourceQuota(value, Path(path, key)));
+    ASSIGN_OR_RETURN(quota.resources[index],
+                     ParseResourceQuota(value, codec::FieldPath(path, key)));
   }
   return quota;
 }
@@ -123,7 +120,7 @@ Result<Queue> QueueFromJson(const Json& body, std::string_view name, std::string
   Queue queue;
   queue.name = std::string(name);
   for (const auto& [key, value] : body.items()) {
-    std::string path = Path(base, key);
+    std::string path = codec::FieldPath(base, key);
     if (key == "name") {
       if (!value.is_string() || value.get<std::string>() != name) {
         return InvalidArgumentError(path + ": " + value.dump() +
@@ -159,13 +156,15 @@ Result<Queue> QueueFromJson(const Json& body, std::string_view name, std::string
       for (const auto& [written, quota] : value.items()) {
         // `Default` (seed 003's spelling) and `default` are one node pool, stored as `default`.
         const std::string pool = CanonicalNodePoolName(written);
-        if (pool != kDefaultNodePool) RETURN_IF_ERROR(ValidateConfigName(pool, Path(path, pool)));
+        if (pool != kDefaultNodePool)
+          RETURN_IF_ERROR(ValidateConfigName(pool, codec::FieldPath(path, pool)));
         if (queue.resources.contains(pool)) {
-          return InvalidArgumentError(Path(path, written) +
+          return InvalidArgumentError(codec::FieldPath(path, written) +
                                       ": the default node pool is listed twice (as \"default\" "
                                       "and \"Default\"); keep one");
         }
-        ASSIGN_OR_RETURN(queue.resources[pool], ParseNodePoolQuota(quota, Path(path, written)));
+        ASSIGN_OR_RETURN(queue.resources[pool],
+                         ParseNodePoolQuota(quota, codec::FieldPath(path, written)));
       }
     } else {
       return InvalidArgumentError(path + ": unknown field" + DidYouMean(key, kFields) +

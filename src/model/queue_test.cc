@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::model {
-namespace {
+namespace queue_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -117,5 +117,5 @@ TEST(QueueTest, FormatQuotaAmount) {
   }
 }
 
-}  // namespace
+}  // namespace queue_test
 }  // namespace gpupool::model

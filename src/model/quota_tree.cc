@@ -9,8 +9,6 @@
 namespace gpupool::model {
 namespace {
 
-std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
 std::vector<std::string> Keys(const auto& map) {
   std::vector<std::string> keys;
   for (const auto& [key, value] : map) keys.push_back(key);

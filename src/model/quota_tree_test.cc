@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::model {
-namespace {
+namespace quota_tree_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -156,5 +156,5 @@ TEST(QuotaTreeTest, ReferencesAndMatches) {
   EXPECT_TRUE(MatchingNodePools(node, pools).empty());
 }
 
-}  // namespace
+}  // namespace quota_tree_test
 }  // namespace gpupool::model

@@ -6,7 +6,7 @@
 #include <vector>
 
 namespace gpupool::model {
-namespace {
+namespace task_state_test {
 
 // The stored and API spelling of every status: rows and JSON written before stay readable.
 TEST(TaskStateTest, TaskStatusesRoundTripWithTheirWireSpelling) {
@@ -155,5 +155,5 @@ TEST(TaskStateTest, FinishedWorkflowTexts) {
   }
 }
 
-}  // namespace
+}  // namespace task_state_test
 }  // namespace gpupool::model

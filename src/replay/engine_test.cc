@@ -5,7 +5,7 @@
 #include "replay/output.h"
 
 namespace gpupool::replay {
-namespace {
+namespace engine_test {
 
 // A node of `gpus` GPUs, 32 cpus, 256Gi, in node pool `pool` ("" = default).
 std::string NodeYaml(const std::string& name, int gpus, const std::string& pool = "") {
@@ -283,5 +283,5 @@ TEST(EngineTest, CheckInputNamesTheTraceLine) {
   EXPECT_EQ(s.message(), "trace.csv:2: job x: queue \"reserch\" is not in the scenario");
 }
 
-}  // namespace
+}  // namespace engine_test
 }  // namespace gpupool::replay

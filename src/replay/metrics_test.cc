@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::replay {
-namespace {
+namespace metrics_test {
 
 TEST(MetricsTest, SummarizeUsesNearestRank) {
   Distribution d = Summarize({5, 1, 4, 2, 3, 6, 7, 8, 9, 10});
@@ -98,5 +98,5 @@ TEST(MetricsTest, SummarizeJobsCountsOutcomesAndDelays) {
   EXPECT_DOUBLE_EQ(queues.at("q2").queueing_delay_s.p50, 30);
 }
 
-}  // namespace
+}  // namespace metrics_test
 }  // namespace gpupool::replay

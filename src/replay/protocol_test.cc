@@ -7,7 +7,7 @@
 #include "scheduler/scenario.h"
 
 namespace gpupool::replay {
-namespace {
+namespace protocol_test {
 
 std::vector<model::Node> Nodes(int count, int gpus) {
   std::string yaml;
@@ -191,5 +191,5 @@ TEST(ProtocolOutput, TableAndJsonCarryThePapersFigures) {
   EXPECT_EQ(json["paper"].size(), PaperResults().size());
 }
 
-}  // namespace
+}  // namespace protocol_test
 }  // namespace gpupool::replay

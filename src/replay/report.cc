@@ -11,7 +11,7 @@ namespace {
 constexpr const char* kColours[] = {"#0072B2", "#D55E00", "#009E73", "#CC79A7",
                                     "#E69F00", "#56B4E9", "#000000", "#F0E442"};
 
-std::string Number(double v, const char* format = "%.4g") {
+std::string ShortNumber(double v, const char* format = "%.4g") {
   char buf[32];
   std::snprintf(buf, sizeof buf, format, v);
   return buf;
@@ -44,37 +44,39 @@ std::string Chart(const std::string& title, const std::string& unit,
   const double plot_w = kWidth - kLeft - kRight, plot_h = kHeight - kTop - kBottom;
   auto x_of = [&](double t) { return kLeft + t / t_max * plot_w; };
   auto y_of = [&](double v) { return kTop + plot_h - v / y_max * plot_h; };
-  std::string svg = "<figure><svg role=\"img\" viewBox=\"0 0 " + Number(kWidth) + " " +
-                    Number(kHeight) + "\" width=\"" + Number(kWidth) + "\" height=\"" +
-                    Number(kHeight) + "\"><title>" + HtmlEscape(title) + "</title>";
-  svg += "<text x=\"" + Number(kLeft) + "\" y=\"18\" class=\"t\">" + HtmlEscape(title) + "</text>";
+  std::string svg = "<figure><svg role=\"img\" viewBox=\"0 0 " + ShortNumber(kWidth) + " " +
+                    ShortNumber(kHeight) + "\" width=\"" + ShortNumber(kWidth) + "\" height=\"" +
+                    ShortNumber(kHeight) + "\"><title>" + HtmlEscape(title) + "</title>";
+  svg += "<text x=\"" + ShortNumber(kLeft) + "\" y=\"18\" class=\"t\">" + HtmlEscape(title) +
+         "</text>";
   // Axes with their extremes and the middle.
-  svg += "<path class=\"ax\" d=\"M" + Number(kLeft) + " " + Number(kTop) + "V" +
-         Number(kTop + plot_h) + "H" + Number(kLeft + plot_w) + "\"/>";
+  svg += "<path class=\"ax\" d=\"M" + ShortNumber(kLeft) + " " + ShortNumber(kTop) + "V" +
+         ShortNumber(kTop + plot_h) + "H" + ShortNumber(kLeft + plot_w) + "\"/>";
   for (double f : {0.0, 0.5, 1.0}) {
-    svg += "<text class=\"l\" x=\"" + Number(kLeft - 6) + "\" y=\"" + Number(y_of(f * y_max) + 4) +
-           "\" text-anchor=\"end\">" + Number(f * y_max) + "</text>";
-    svg += "<text class=\"l\" x=\"" + Number(x_of(f * t_max)) + "\" y=\"" +
-           Number(kTop + plot_h + 16) + "\" text-anchor=\"middle\">" + Number(f * t_max) +
+    svg += "<text class=\"l\" x=\"" + ShortNumber(kLeft - 6) + "\" y=\"" +
+           ShortNumber(y_of(f * y_max) + 4) + "\" text-anchor=\"end\">" + ShortNumber(f * y_max) +
+           "</text>";
+    svg += "<text class=\"l\" x=\"" + ShortNumber(x_of(f * t_max)) + "\" y=\"" +
+           ShortNumber(kTop + plot_h + 16) + "\" text-anchor=\"middle\">" + ShortNumber(f * t_max) +
            " h</text>";
   }
-  svg += "<text class=\"l\" x=\"" + Number(kLeft - 6) + "\" y=\"" + Number(kTop - 6) +
+  svg += "<text class=\"l\" x=\"" + ShortNumber(kLeft - 6) + "\" y=\"" + ShortNumber(kTop - 6) +
          "\" text-anchor=\"end\">" + HtmlEscape(unit) + "</text>";
   for (size_t r = 0; r < runs.size(); ++r) {
     const Series& s = runs[r].series;
     const char* colour = kColours[r % std::size(kColours)];
     std::string points;
     for (size_t i = 0; i < s.t_ms.size(); ++i) {
-      points += Number(x_of(static_cast<double>(s.t_ms[i]) / 3.6e6), "%.1f") + "," +
-                Number(y_of(pick(s, i)), "%.1f") + " ";
+      points += ShortNumber(x_of(static_cast<double>(s.t_ms[i]) / 3.6e6), "%.1f") + "," +
+                ShortNumber(y_of(pick(s, i)), "%.1f") + " ";
     }
     svg += "<polyline fill=\"none\" stroke=\"" + std::string(colour) +
            "\" stroke-width=\"1.5\" points=\"" + points + "\"><title>" +
            HtmlEscape(runs[r].policy) + "</title></polyline>";
     const double ly = kTop + 14 + static_cast<double>(r) * 18;
-    svg += "<rect x=\"" + Number(kLeft + plot_w + 14) + "\" y=\"" + Number(ly - 9) +
+    svg += "<rect x=\"" + ShortNumber(kLeft + plot_w + 14) + "\" y=\"" + ShortNumber(ly - 9) +
            "\" width=\"12\" height=\"4\" fill=\"" + colour + "\"/><text class=\"l\" x=\"" +
-           Number(kLeft + plot_w + 32) + "\" y=\"" + Number(ly - 4) + "\">" +
+           ShortNumber(kLeft + plot_w + 32) + "\" y=\"" + ShortNumber(ly - 4) + "\">" +
            HtmlEscape(runs[r].policy) + "</text>";
   }
   return svg + "</svg></figure>\n";
@@ -93,7 +95,7 @@ std::string InputsTable(const RunInputs& in) {
        std::to_string(in.nodes) + ", " + std::to_string(in.queues) + ", " +
            std::to_string(in.node_pools) + ", " + std::to_string(in.machine_pools)},
       {"policies", policies},
-      {"cycle period", Number(static_cast<double>(in.options.cycle_period_ms) / 1000) + " s"},
+      {"cycle period", ShortNumber(static_cast<double>(in.options.cycle_period_ms) / 1000) + " s"},
   };
   std::string html = "<table>";
   for (const auto& [key, value] : rows) {

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::replay {
-namespace {
+namespace report_test {
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -57,5 +57,5 @@ TEST(HtmlReport, OneLinePerPolicyAndChartAndNothingFetched) {
   EXPECT_NE(html.find(",28.0 \"><title>fgd</title>"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace report_test
 }  // namespace gpupool::replay

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::replay {
-namespace {
+namespace trace_test {
 
 TEST(TraceTest, OpenbPodCsv) {
   const std::string csv =
@@ -157,5 +157,5 @@ TEST(TraceTest, DataFilesParse) {
   }
 }
 
-}  // namespace
+}  // namespace trace_test
 }  // namespace gpupool::replay

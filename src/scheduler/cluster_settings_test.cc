@@ -5,7 +5,7 @@
 #include "scheduler/test_util.h"
 
 namespace gpupool::scheduler {
-namespace {
+namespace cluster_settings_test {
 
 using testing::FindBinding;
 using testing::FindPending;
@@ -106,5 +106,5 @@ TEST(ClusterSettingsTest, NodePoolsOffMergesQuotaIntoDefault) {
   EXPECT_EQ(queues[0].resources.size(), 1u);
 }
 
-}  // namespace
+}  // namespace cluster_settings_test
 }  // namespace gpupool::scheduler

@@ -15,7 +15,7 @@
 #include "scheduler/test_util.h"
 
 namespace gpupool::scheduler {
-namespace {
+namespace cycle_state_test {
 
 using testing::CycleFixture;
 using testing::NodeBuilder;
@@ -250,5 +250,5 @@ TEST(CycleStateTest, GpuFitsPicksTheFullestDeviceThatStillFits) {
             (std::vector<int32_t>{0, 0, 0, 0}));
 }
 
-}  // namespace
+}  // namespace cycle_state_test
 }  // namespace gpupool::scheduler

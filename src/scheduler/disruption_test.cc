@@ -9,7 +9,7 @@
 #include "scheduler/test_util.h"
 
 namespace gpupool::scheduler {
-namespace {
+namespace disruption_test {
 
 using testing::FindBinding;
 using testing::FindPending;
@@ -181,5 +181,5 @@ TEST(DisruptionBudgetTest, AGangVictimCountsEveryMember) {
   }
 }
 
-}  // namespace
+}  // namespace disruption_test
 }  // namespace gpupool::scheduler

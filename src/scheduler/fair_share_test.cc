@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::scheduler {
-namespace {
+namespace fair_share_test {
 
 constexpr int64_t kGpu = 1000;  // milli-GPUs per GPU
 
@@ -134,11 +134,11 @@ TEST(FairShareTest, NeverExceedsCapacityWhenDeservedFits) {
   }
 }
 
-}  // namespace
+}  // namespace fair_share_test
 }  // namespace gpupool::scheduler
 
 namespace gpupool::scheduler {
-namespace {
+namespace fair_share_test {
 
 // The trace says how the result was reached, and its steps add up to it.
 TEST(FairShareTrace, RecordsEachStep) {
@@ -167,5 +167,5 @@ TEST(FairShareTrace, RecordsEachStep) {
   EXPECT_EQ(trace.unused, 0);
 }
 
-}  // namespace
+}  // namespace fair_share_test
 }  // namespace gpupool::scheduler

@@ -12,7 +12,7 @@
 #include "scheduler/test_util.h"
 
 namespace gpupool::scheduler {
-namespace {
+namespace no_execute_test {
 
 using testing::Json;
 using testing::NodeBuilder;
@@ -30,6 +30,7 @@ Json Tol(const std::string& key, std::optional<int64_t> seconds) {
   return t;
 }
 
+// Over 80 lines only by its table of cases, one per row.
 TEST(NoExecuteTest, DeadlinesTable) {
   const std::string kNow = "2026-01-01T00:10:00Z";
   struct Case {
@@ -251,5 +252,5 @@ TEST(NoExecuteTest, ParseTimestampMillis) {
   EXPECT_EQ(FormatTimestamp(*ParseTimestampMillis("2026-11-22T01:02:03Z")), "2026-11-22T01:02:03Z");
 }
 
-}  // namespace
+}  // namespace no_execute_test
 }  // namespace gpupool::scheduler

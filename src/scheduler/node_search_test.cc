@@ -16,7 +16,7 @@
 #include "scheduler/unschedulable.h"
 
 namespace gpupool::scheduler {
-namespace {
+namespace node_search_test {
 
 using testing::CycleFixture;
 using testing::NodeBuilder;
@@ -160,5 +160,5 @@ TEST(UnschedulableReasonsTest, APodAskingAtLeastAsMuchIsKnownNotToFit) {
   }
 }
 
-}  // namespace
+}  // namespace node_search_test
 }  // namespace gpupool::scheduler

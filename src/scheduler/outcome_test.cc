@@ -11,7 +11,7 @@
 #include "scheduler/test_util.h"
 
 namespace gpupool::scheduler {
-namespace {
+namespace outcome_test {
 
 using testing::MakeNodePool;
 using testing::MakeQueue;
@@ -26,6 +26,7 @@ Outcome OutcomeOf(const CycleResult& result, const std::string& pod) {
   return pending == nullptr ? Outcome::kPlaced : pending->outcome;
 }
 
+// Over 80 lines only by its table of cases, one per row.
 TEST(PlacementOutcomeTest, PlacedUnschedulableOrInfeasible) {
   struct Case {
     std::string name;
@@ -153,5 +154,5 @@ TEST(PlacementOutcomeTest, ScheduleJsonNamesTheOutcome) {
   EXPECT_EQ(json["unschedulable"][0]["outcome"], "infeasible");
 }
 
-}  // namespace
+}  // namespace outcome_test
 }  // namespace gpupool::scheduler

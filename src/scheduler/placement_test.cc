@@ -7,7 +7,7 @@
 #include "scheduler/test_util.h"
 
 namespace gpupool::scheduler {
-namespace {
+namespace placement_test {
 
 using testing::FindBinding;
 using testing::FindPending;
@@ -326,5 +326,5 @@ TEST(PlacementTest, BadFractionIsReported) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace placement_test
 }  // namespace gpupool::scheduler

@@ -13,7 +13,7 @@
 #include <vector>
 
 namespace gpupool::scheduler {
-namespace {
+namespace queue_order_test {
 
 constexpr int kDefaultPool[] = {0};
 
@@ -251,5 +251,5 @@ TEST(FairShareOrderTest, NonPreemptibleJobsOnlyUseDeservedQuota) {
   EXPECT_EQ(order->CheckQuota(jobs[0], 0), "");
 }
 
-}  // namespace
+}  // namespace queue_order_test
 }  // namespace gpupool::scheduler

@@ -12,7 +12,7 @@
 #include "scheduler/test_util.h"
 
 namespace gpupool::scheduler {
-namespace {
+namespace quota_table_test {
 
 // A department with two projects, and a queue on its own.
 std::vector<QueueState> Tree() {
@@ -134,5 +134,5 @@ TEST(QuotaTableTest, ToQuotaUnits) {
   }
 }
 
-}  // namespace
+}  // namespace quota_table_test
 }  // namespace gpupool::scheduler

@@ -9,7 +9,7 @@
 #include "scheduler/test_util.h"
 
 namespace gpupool::scheduler {
-namespace {
+namespace reclaim_test {
 
 using testing::FindBinding;
 using testing::FindPending;
@@ -426,6 +426,7 @@ TEST(ReclaimTest, ReclaimAcrossProjectsOfOneDepartment) {
   EXPECT_EQ(FindShare(r, "rnd-1", "a100")->resources[0].allocated, 2000);
 }
 
+// Over 80 lines: one scenario whose steps build on each other, told in order.
 TEST(ReclaimTest, QuotaChecksHoldAtEveryLevelOfTheTree) {
   // Three levels (department -> team -> project) over 8 GPUs in a100 (n1, n2: 4 each). The
   // reclaimer "r" runs in project t1-a of team t1; the victims are 1- and 2-GPU pods of project
@@ -628,5 +629,5 @@ TEST(ReclaimTest, DisabledMeansNoEvictions) {
   EXPECT_TRUE(r.evictions.empty());
 }
 
-}  // namespace
+}  // namespace reclaim_test
 }  // namespace gpupool::scheduler

@@ -6,7 +6,7 @@
 #include "scheduler/scenario.h"
 
 namespace gpupool::scheduler {
-namespace {
+namespace scenario_objects_test {
 
 TEST(ScenarioObjectsTest, SeedObjectsLoadAsWritten) {
   const std::string dir = std::string(GPUPOOL_SOURCE_DIR) + "/examples/machine-pools/";
@@ -162,5 +162,5 @@ spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: 1}}}]}
   EXPECT_NE(table.find("EVICTIONS BLOCKED BY DISRUPTION BUDGETS (1)"), std::string::npos) << table;
 }
 
-}  // namespace
+}  // namespace scenario_objects_test
 }  // namespace gpupool::scheduler

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace gpupool::scheduler {
-namespace {
+namespace scenario_test {
 
 constexpr char kScenario[] = R"(apiVersion: gpupool.io/v1
 kind: NodePool
@@ -330,11 +330,11 @@ TEST(ScenarioTest, MissingFile) {
   EXPECT_FALSE(scenario.ok());
 }
 
-}  // namespace
+}  // namespace scenario_test
 }  // namespace gpupool::scheduler
 
 namespace gpupool::scheduler {
-namespace {
+namespace scenario_test {
 
 std::string Example(const std::string& path) {
   return std::string(GPUPOOL_SOURCE_DIR) + "/examples/" + path;
@@ -485,5 +485,5 @@ TEST(ScenarioExamplesTest, NoExecuteDeadlines) {
   EXPECT_EQ(out["noExecuteDeadlines"].size(), 1u) << out.dump(1);
 }
 
-}  // namespace
+}  // namespace scenario_test
 }  // namespace gpupool::scheduler

@@ -9,7 +9,7 @@
 #include "scheduler/test_util.h"
 
 namespace gpupool::scheduler {
-namespace {
+namespace scheduler_test {
 
 using testing::FindBinding;
 using testing::FindPending;
@@ -338,11 +338,11 @@ TEST(SchedulerTest, SameInputSameOutput) {
   }
 }
 
-}  // namespace
+}  // namespace scheduler_test
 }  // namespace gpupool::scheduler
 
 namespace gpupool::scheduler {
-namespace {
+namespace scheduler_test {
 
 // Departments are ordered before their projects (KAI): here the leaf order and the hierarchical
 // order disagree on who gets the one free GPU.
@@ -393,5 +393,5 @@ TEST(QueueOrderTest, DepartmentsFirstThenProjects) {
   EXPECT_EQ(pending->reason, "0/1 nodes are available: 1 Insufficient nvidia.com/gpu.");
 }
 
-}  // namespace
+}  // namespace scheduler_test
 }  // namespace gpupool::scheduler

@@ -13,7 +13,7 @@
 #include "scheduler/test_util.h"
 
 namespace gpupool::scheduler {
-namespace {
+namespace view_cache_test {
 
 using testing::MakeQueue;
 using testing::NodeBuilder;
@@ -363,5 +363,5 @@ TEST(ViewCacheTest, KeptBindingsBindAsFromScratch) {
   EXPECT_GT(checked_pods, 100);
 }
 
-}  // namespace
+}  // namespace view_cache_test
 }  // namespace gpupool::scheduler

@@ -3,11 +3,7 @@
 #include "common/strings.h"
 
 namespace gpupool::service {
-namespace {
-
-std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
-}  // namespace
+namespace {}  // namespace
 
 // A manifest as errors name it: "Queue q", or "Node" when it has no name.
 DocumentSubject ManifestSubject(std::string_view kind, std::string name, std::string root,

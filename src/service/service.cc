@@ -24,8 +24,6 @@ constexpr std::string_view kSystemUser = "system";
 
 }  // namespace
 
-std::string Quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
-
 std::string LowerKind(Kind kind) { return ToLower(config::KindName(kind)); }
 
 bool IsOsmoKind(Kind kind) {

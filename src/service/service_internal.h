@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/strings.h"
 #include "config/kinds.h"
 #include "service/located_errors.h"
 #include "service/service.h"
@@ -24,8 +25,6 @@
 namespace gpupool::service {
 
 // ---- Small helpers (service.cc) -----------------------------------------------------------
-
-std::string Quoted(std::string_view s);
 
 std::string LowerKind(config::Kind kind);
 

@@ -10,7 +10,7 @@
 #include "store/store.h"
 
 namespace gpupool::service {
-namespace {
+namespace service_test {
 
 constexpr char kNodes[] = R"(apiVersion: v1
 kind: NodeList
@@ -445,5 +445,5 @@ TEST(MergePatchTest, Rfc7396) {
   }
 }
 
-}  // namespace
+}  // namespace service_test
 }  // namespace gpupool::service

@@ -93,6 +93,50 @@ bool IsStalePlan(const Status& status) {
   return status.code() == StatusCode::kAborted && status.message() == store::Store::kStalePlan;
 }
 
+// The stored workflow of a planned submission: its tasks pending up to the workflow's
+// parallelism, waiting past it (the scheduling loop lets them in).
+store::WorkflowRecord WorkflowRecordOf(submit::SubmitPlan& plan, submit::WorkflowSpec spec,
+                                       const std::string& user, const std::string& idempotency_key,
+                                       int64_t now_ms) {
+  store::WorkflowRecord record;
+  record.id = plan.workflow_id;
+  record.name = plan.name;
+  record.pool = plan.pool;
+  record.user = user;
+  record.status = ToString(model::WorkflowStatus::kPending);
+  record.submitted_ms = now_ms;
+  record.idempotency_key = idempotency_key;
+  json tasks = json::array();
+  for (const auto& t : plan.tasks) {
+    tasks.push_back(json{{"group", t.group},
+                         {"task", t.task},
+                         {"platform", t.platform},
+                         {"sim_duration_seconds", t.sim_duration_seconds},
+                         {"sim_exit_code", t.sim_exit_code}});
+  }
+  // Assigned member by member: a braced initializer list would copy the document and the tasks.
+  record.spec = json::object();
+  record.spec["workflow"] = std::move(spec.document);  // parallelism and backoff_limit in it
+  record.spec["queue"] = plan.queue;
+  record.spec["priority"] = std::string(submit::PriorityName(plan.priority));
+  record.spec["exec_timeout_seconds"] = plan.exec_timeout_seconds;
+  record.spec["queue_timeout_seconds"] = plan.queue_timeout_seconds;
+  record.spec["tasks"] = std::move(tasks);
+  const size_t parallelism =
+      spec.parallelism ? static_cast<size_t>(*spec.parallelism) : plan.tasks.size();
+  for (auto& t : plan.tasks) {
+    store::TaskRecord task;
+    task.group = t.group;
+    task.name = t.task;
+    task.status = ToString(record.tasks.size() < parallelism ? model::TaskStatus::kPending
+                                                             : model::TaskStatus::kWaiting);
+    task.pod = std::move(t.pod);
+    task.status_changed_ms = record.submitted_ms;
+    record.tasks.push_back(std::move(task));
+  }
+  return record;
+}
+
 }  // namespace
 
 Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& caller,
@@ -136,43 +180,8 @@ Result<Service::PreparedSubmission> Service::PrepareSubmission(const Caller& cal
     result.status = "DRY_RUN";
     return prepared;
   }
-  store::WorkflowRecord& record = prepared.record.emplace();
-  record.id = plan->workflow_id;
-  record.name = plan->name;
-  record.pool = plan->pool;
-  record.user = caller.user;
-  record.status = ToString(model::WorkflowStatus::kPending);
-  record.submitted_ms = clock_.NowMillis();
-  record.idempotency_key = request.idempotency_key;
-  json tasks = json::array();
-  for (const auto& t : plan->tasks) {
-    tasks.push_back(json{{"group", t.group},
-                         {"task", t.task},
-                         {"platform", t.platform},
-                         {"sim_duration_seconds", t.sim_duration_seconds},
-                         {"sim_exit_code", t.sim_exit_code}});
-  }
-  // Assigned member by member: a braced initializer list would copy the document and the tasks.
-  record.spec = json::object();
-  record.spec["workflow"] = std::move(spec.document);  // parallelism and backoff_limit in it
-  record.spec["queue"] = plan->queue;
-  record.spec["priority"] = std::string(submit::PriorityName(plan->priority));
-  record.spec["exec_timeout_seconds"] = plan->exec_timeout_seconds;
-  record.spec["queue_timeout_seconds"] = plan->queue_timeout_seconds;
-  record.spec["tasks"] = std::move(tasks);
-  // Past the workflow's parallelism, tasks wait their turn (the scheduling loop lets them in).
-  const size_t parallelism =
-      spec.parallelism ? static_cast<size_t>(*spec.parallelism) : plan->tasks.size();
-  for (auto& t : plan->tasks) {
-    store::TaskRecord task;
-    task.group = t.group;
-    task.name = t.task;
-    task.status = ToString(record.tasks.size() < parallelism ? model::TaskStatus::kPending
-                                                             : model::TaskStatus::kWaiting);
-    task.pod = std::move(t.pod);
-    task.status_changed_ms = record.submitted_ms;
-    record.tasks.push_back(std::move(task));
-  }
+  store::WorkflowRecord& record = prepared.record.emplace(WorkflowRecordOf(
+      *plan, std::move(spec), caller.user, request.idempotency_key, clock_.NowMillis()));
   store::AuditRecord& audit = prepared.audit;
   audit.user = caller.user;
   audit.source = caller.source;

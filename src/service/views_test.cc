@@ -11,7 +11,7 @@
 #include "store/store.h"
 
 namespace gpupool::service {
-namespace {
+namespace views_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -417,5 +417,5 @@ TEST_F(ViewsTest, PoolsCountSharedNodesOnce) {
   EXPECT_EQ((*pool)["platforms"][0]["name"], "default");
 }
 
-}  // namespace
+}  // namespace views_test
 }  // namespace gpupool::service

@@ -7,7 +7,7 @@
 #include "slurm/fake_slurmrestd.h"
 
 namespace gpupool::slurm {
-namespace {
+namespace cluster_test {
 
 using Json = nlohmann::ordered_json;
 using testing::FakeSlurmRest;
@@ -335,5 +335,5 @@ TEST_F(ClusterTest, NodesCountForeignJobsAsUsed) {
   EXPECT_EQ((*nodes)[3]["spec"]["unschedulable"], true);
 }
 
-}  // namespace
+}  // namespace cluster_test
 }  // namespace gpupool::slurm

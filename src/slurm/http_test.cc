@@ -14,7 +14,7 @@
 #include <thread>
 
 namespace gpupool::slurm {
-namespace {
+namespace http_test {
 
 using namespace std::chrono_literals;
 
@@ -190,5 +190,5 @@ TEST(HttpTest, UnixSocket) {
   EXPECT_NE(gone.error.message().find("unix:" + path), std::string::npos);
 }
 
-}  // namespace
+}  // namespace http_test
 }  // namespace gpupool::slurm

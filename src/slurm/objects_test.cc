@@ -5,7 +5,7 @@
 #include "slurm/test_util.h"
 
 namespace gpupool::slurm {
-namespace {
+namespace objects_test {
 
 using Json = nlohmann::ordered_json;
 using testing::ReadTestJson;
@@ -173,5 +173,5 @@ TEST(ObjectsTest, ResponseErrorsAndRelease) {
   EXPECT_EQ(SlurmRelease(Json::object()), "");
 }
 
-}  // namespace
+}  // namespace objects_test
 }  // namespace gpupool::slurm

@@ -9,7 +9,7 @@
 #include "slurm/fake_slurmrestd.h"
 
 namespace gpupool::slurm {
-namespace {
+namespace rest_client_test {
 
 using Json = nlohmann::ordered_json;
 using testing::ReadTestFile;
@@ -273,5 +273,5 @@ TEST(RestClientTest, TokenFileIsReadAndReReadWhenItChanges) {
   EXPECT_EQ(TokenSource::Fixed("x").Describe(), "$SLURM_JWT");
 }
 
-}  // namespace
+}  // namespace rest_client_test
 }  // namespace gpupool::slurm

@@ -6,7 +6,7 @@
 #include "slurm/test_util.h"
 
 namespace gpupool::slurm {
-namespace {
+namespace translate_test {
 
 using Json = nlohmann::ordered_json;
 using testing::ReadTestJson;
@@ -389,5 +389,5 @@ TEST(TranslateTest, OtherJobStates) {
   }
 }
 
-}  // namespace
+}  // namespace translate_test
 }  // namespace gpupool::slurm

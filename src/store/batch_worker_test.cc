@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace gpupool::store {
-namespace {
+namespace batch_worker_test {
 
 TEST(BatchWorkerTest, ItemsQueuedDuringABatchFormTheNextOneUpToTheLimit) {
   std::mutex mu;
@@ -63,5 +63,5 @@ TEST(BatchWorkerTest, ClosingAnUnusedWorkerStartsNoThread) {
   EXPECT_EQ(calls, 0);
 }
 
-}  // namespace
+}  // namespace batch_worker_test
 }  // namespace gpupool::store

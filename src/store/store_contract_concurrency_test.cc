@@ -4,7 +4,7 @@
 #include "store/store_contract_fixture.h"
 
 namespace gpupool::store::contract_test {
-namespace {
+namespace store_contract_concurrency_test {
 
 // ---- Concurrency and durability ----
 
@@ -584,6 +584,91 @@ std::vector<BatchWrite> MixedBatch(const std::string& prefix, bool with_failures
   return writes;
 }
 
+// One write's outcome as its expectation says; the writes of a group are checked together
+// (ExpectOneWinner), and what was inserted joins `stored`.
+void ExpectOutcome(const BatchWrite& write, std::map<std::string, WorkflowRecord>& stored,
+                   std::map<std::string, std::vector<const BatchWrite*>>& groups) {
+  using Expect = BatchWrite::Expect;
+  const std::string& id = write.workflow.id;
+  switch (write.expect) {
+    case Expect::kInserted:
+      ASSERT_TRUE(write.result.ok());
+      EXPECT_EQ(write.result->id, id);
+      EXPECT_EQ(write.result->version, 1);
+      stored.emplace(id, write.workflow);
+      break;
+    case Expect::kRefused:
+      EXPECT_EQ(write.result.status().code(), StatusCode::kAlreadyExists);
+      break;
+    case Expect::kExisting:
+      ASSERT_TRUE(write.result.ok());
+      EXPECT_EQ(write.result->id, write.existing_id);
+      EXPECT_EQ(write.result->submitted_ms, -1);
+      break;
+    case Expect::kOneOfGroup:
+    case Expect::kOneKeyOfGroup:
+      groups[write.group].push_back(&write);
+      break;
+    case Expect::kInvalidArgument:
+      EXPECT_EQ(write.result.status().code(), StatusCode::kInvalidArgument);
+      break;
+    case Expect::kAuditOnly:
+      EXPECT_TRUE(write.result.ok());
+      break;
+  }
+}
+
+// The writes of one id or one idempotency key in a batch: exactly one inserts, the others are
+// refused (same id) or answered with the winner (same key).
+void ExpectOneWinner(const std::vector<const BatchWrite*>& members, const BatchWrite** winner) {
+  using Expect = BatchWrite::Expect;
+  for (const BatchWrite* write : members) {
+    if (write->expect == Expect::kOneOfGroup) {
+      if (write->result.ok()) {
+        EXPECT_EQ(*winner, nullptr) << "two writes of one id inserted";
+        EXPECT_EQ(write->result->id, write->workflow.id);
+        *winner = write;
+      } else {
+        EXPECT_EQ(write->result.status().code(), StatusCode::kAlreadyExists);
+      }
+    } else {
+      ASSERT_TRUE(write->result.ok()) << write->result.status().ToString();
+      if (write->result->id == write->workflow.id) {
+        EXPECT_EQ(*winner, nullptr) << "two writes of one key inserted";
+        *winner = write;
+      }
+    }
+  }
+  ASSERT_NE(*winner, nullptr);
+  for (const BatchWrite* write : members) {
+    if (write->result.ok()) {
+      EXPECT_EQ(write->result->id, (*winner)->workflow.id);
+    }
+  }
+}
+
+// Every inserted workflow is stored once, as its winning write gave it, tasks in order.
+void ExpectStoredOnce(Store& s, const std::map<std::string, WorkflowRecord>& stored) {
+  auto listed = s.ListWorkflows({.limit = 0});
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  ASSERT_EQ(listed->size(), stored.size());
+  for (const WorkflowRecord& got : *listed) {
+    SCOPED_TRACE(got.id);
+    auto it = stored.find(got.id);
+    ASSERT_NE(it, stored.end());
+    const WorkflowRecord& want = it->second;
+    EXPECT_EQ(got.name, want.name);
+    EXPECT_EQ(got.submitted_ms, want.submitted_ms);
+    EXPECT_EQ(got.idempotency_key, want.idempotency_key);
+    EXPECT_EQ(got.version, 1);
+    ASSERT_EQ(got.tasks.size(), want.tasks.size());
+    for (size_t t = 0; t < want.tasks.size(); ++t) {
+      EXPECT_EQ(got.tasks[t].name, want.tasks[t].name);
+      EXPECT_EQ(got.tasks[t].message, want.tasks[t].message);
+    }
+  }
+}
+
 TYPED_TEST(StoreContractTest, BatchedCreatesKeepEachOutcome) {
   using Expect = BatchWrite::Expect;
   Store& s = this->store();
@@ -636,81 +721,16 @@ TYPED_TEST(StoreContractTest, BatchedCreatesKeepEachOutcome) {
       const std::string& id = write.workflow.id;
       SCOPED_TRACE(id + ": " + write.result.status().ToString());
       if (write.result.ok()) ++audit_records;
-      switch (write.expect) {
-        case Expect::kInserted:
-          ASSERT_TRUE(write.result.ok());
-          EXPECT_EQ(write.result->id, id);
-          EXPECT_EQ(write.result->version, 1);
-          stored.emplace(id, write.workflow);
-          break;
-        case Expect::kRefused:
-          EXPECT_EQ(write.result.status().code(), StatusCode::kAlreadyExists);
-          break;
-        case Expect::kExisting:
-          ASSERT_TRUE(write.result.ok());
-          EXPECT_EQ(write.result->id, write.existing_id);
-          EXPECT_EQ(write.result->submitted_ms, -1);
-          break;
-        case Expect::kOneOfGroup:
-        case Expect::kOneKeyOfGroup:
-          groups[write.group].push_back(&write);
-          break;
-        case Expect::kInvalidArgument:
-          EXPECT_EQ(write.result.status().code(), StatusCode::kInvalidArgument);
-          break;
-        case Expect::kAuditOnly:
-          EXPECT_TRUE(write.result.ok());
-          break;
-      }
+      ExpectOutcome(write, stored, groups);
     }
     for (const auto& [group, members] : groups) {
       SCOPED_TRACE("group " + group);
       const BatchWrite* winner = nullptr;
-      for (const BatchWrite* write : members) {
-        if (write->expect == Expect::kOneOfGroup) {
-          if (write->result.ok()) {
-            EXPECT_EQ(winner, nullptr) << "two writes of one id inserted";
-            EXPECT_EQ(write->result->id, write->workflow.id);
-            winner = write;
-          } else {
-            EXPECT_EQ(write->result.status().code(), StatusCode::kAlreadyExists);
-          }
-        } else {
-          ASSERT_TRUE(write->result.ok()) << write->result.status().ToString();
-          if (write->result->id == write->workflow.id) {
-            EXPECT_EQ(winner, nullptr) << "two writes of one key inserted";
-            winner = write;
-          }
-        }
-      }
+      ExpectOneWinner(members, &winner);
       ASSERT_NE(winner, nullptr);
-      for (const BatchWrite* write : members) {
-        if (write->result.ok()) {
-          EXPECT_EQ(write->result->id, winner->workflow.id);
-        }
-      }
       stored.emplace(winner->workflow.id, winner->workflow);
     }
-
-    // Every inserted workflow is stored once, as its winning write gave it, tasks in order.
-    auto listed = s.ListWorkflows({.limit = 0});
-    ASSERT_TRUE(listed.ok()) << listed.status().ToString();
-    ASSERT_EQ(listed->size(), stored.size());
-    for (const WorkflowRecord& got : *listed) {
-      SCOPED_TRACE(got.id);
-      auto it = stored.find(got.id);
-      ASSERT_NE(it, stored.end());
-      const WorkflowRecord& want = it->second;
-      EXPECT_EQ(got.name, want.name);
-      EXPECT_EQ(got.submitted_ms, want.submitted_ms);
-      EXPECT_EQ(got.idempotency_key, want.idempotency_key);
-      EXPECT_EQ(got.version, 1);
-      ASSERT_EQ(got.tasks.size(), want.tasks.size());
-      for (size_t t = 0; t < want.tasks.size(); ++t) {
-        EXPECT_EQ(got.tasks[t].name, want.tasks[t].name);
-        EXPECT_EQ(got.tasks[t].message, want.tasks[t].message);
-      }
-    }
+    ExpectStoredOnce(s, stored);
     // One audit record per successful write (an idempotent retry included), none for the rest.
     EXPECT_EQ(s.ListAudit(0)->size(), audit_records);
   }
@@ -757,5 +777,5 @@ TYPED_TEST(StoreContractTest, ReopenKeepsData) {
   EXPECT_EQ(this->Put("POOL", "a", {{"v", 3}}), 3);
 }
 
-}  // namespace
+}  // namespace store_contract_concurrency_test
 }  // namespace gpupool::store::contract_test

@@ -4,7 +4,7 @@
 #include "store/store_contract_fixture.h"
 
 namespace gpupool::store::contract_test {
-namespace {
+namespace store_contract_configs_test {
 
 // ---- Configs ----
 
@@ -387,5 +387,5 @@ TYPED_TEST(StoreContractTest, LeaseWithoutATimeRunsOnTheDatabaseClock) {
   EXPECT_FALSE(*s.TryAcquireLease("leader", "A", std::nullopt, kTtl));
 }
 
-}  // namespace
+}  // namespace store_contract_configs_test
 }  // namespace gpupool::store::contract_test

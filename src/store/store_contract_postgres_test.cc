@@ -4,7 +4,7 @@
 #include "store/store_contract_fixture.h"
 
 namespace gpupool::store::contract_test {
-namespace {
+namespace store_contract_postgres_test {
 
 // ---- PostgreSQL only ----
 
@@ -140,5 +140,5 @@ TYPED_TEST(SqlConnectionTest, ATransactionWithoutStatementsCommits) {
   EXPECT_TRUE(this->Rows().empty());
 }
 
-}  // namespace
+}  // namespace store_contract_postgres_test
 }  // namespace gpupool::store::contract_test

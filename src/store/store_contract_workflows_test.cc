@@ -4,7 +4,7 @@
 #include "store/store_contract_fixture.h"
 
 namespace gpupool::store::contract_test {
-namespace {
+namespace store_contract_workflows_test {
 
 // ---- Nodes ----
 TYPED_TEST(StoreContractTest, NodesUpsertReplaceDelete) {
@@ -551,5 +551,5 @@ TYPED_TEST(StoreContractTest, Sequences) {
   EXPECT_EQ(*s.NextSequence("workflow"), 3);
 }
 
-}  // namespace
+}  // namespace store_contract_workflows_test
 }  // namespace gpupool::store::contract_test

@@ -11,7 +11,7 @@
 #include "store/migrations.h"
 
 namespace gpupool::store {
-namespace {
+namespace store_test {
 
 class TempDir {
  public:
@@ -184,5 +184,5 @@ TEST(OpenStoreTest, CorruptFileIsUnavailable) {
   EXPECT_EQ(store.status().code(), StatusCode::kUnavailable) << store.status().ToString();
 }
 
-}  // namespace
+}  // namespace store_test
 }  // namespace gpupool::store

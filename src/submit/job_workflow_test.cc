@@ -10,7 +10,7 @@
 #include "submit/submit.h"
 
 namespace gpupool::submit {
-namespace {
+namespace job_workflow_test {
 
 using json = nlohmann::ordered_json;
 using ::testing::HasSubstr;
@@ -221,5 +221,5 @@ TEST(JobWorkflowTest, PodsThroughThePipeline) {
   for (size_t i = 0; i < 3; ++i) EXPECT_EQ(full->tasks[i].pod, plan->tasks[i].pod) << i;
 }
 
-}  // namespace
+}  // namespace job_workflow_test
 }  // namespace gpupool::submit

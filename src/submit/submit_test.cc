@@ -7,7 +7,7 @@
 #include "model/k8s.h"
 
 namespace gpupool::submit {
-namespace {
+namespace submit_test {
 
 using json = nlohmann::ordered_json;
 using ::testing::HasSubstr;
@@ -356,6 +356,7 @@ TEST(SubmitTest, NodePoolListsParse) {
 
 // workflow.queue / --queue: a project the roles allow, counted in the pods' gpupool.io/queue;
 // without one the pool's own queue. Unknown, department and not-granted queues are refused.
+// Over 80 lines: one scenario whose steps build on each other, told in order.
 TEST(SubmitTest, QueueOfTheWorkflow) {
   config::ConfigSet configs = Configs();
   // osmo-rnd may submit to every queue named rnd-*, by policy; osmo-legacy to ml-a, by path.
@@ -491,6 +492,7 @@ TEST(SubmitTest, LeavesThePoolAccessDecisionToItsCaller) {
   EXPECT_EQ(plan->pool, "heterogeneous_pool");
 }
 
+// Over 80 lines only by its table of cases, one per row.
 TEST(SubmitTest, EachStepNamesItself) {
   struct Case {
     std::string name;
@@ -702,5 +704,5 @@ TEST(SubmitTest, Names) {
   EXPECT_EQ(PodName(std::string(80, 'a'), "t").size(), 63u);
 }
 
-}  // namespace
+}  // namespace submit_test
 }  // namespace gpupool::submit

@@ -6,7 +6,7 @@
 #include <map>
 
 namespace gpupool::submit {
-namespace {
+namespace workflow_test {
 
 using ::testing::HasSubstr;
 
@@ -321,5 +321,5 @@ TEST(ParseSetValueTest, Forms) {
   EXPECT_FALSE(ParseSetValue("=x").ok());
 }
 
-}  // namespace
+}  // namespace workflow_test
 }  // namespace gpupool::submit

@@ -10,7 +10,7 @@
 
 #include "common/run_command.h"
 
-namespace {
+namespace autoscaler_e2e_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -136,4 +136,4 @@ TEST(AutoscaleCommandTest, WithoutMachinePoolsTheOutputIsThePlainSchedule) {
   EXPECT_TRUE(out.contains("placements")) << o.out;
 }
 
-}  // namespace
+}  // namespace autoscaler_e2e_test

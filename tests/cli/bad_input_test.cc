@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace bad_input_test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
@@ -175,4 +175,4 @@ TEST_F(BadInputTest, FilesOverTheInputLimitAreRefusedByEveryCommand) {
             "GPUPOOL_MAX_INPUT_BYTES to read larger files)\n");
 }
 
-}  // namespace
+}  // namespace bad_input_test

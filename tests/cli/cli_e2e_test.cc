@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-namespace {
+namespace cli_e2e_test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
@@ -1347,4 +1347,4 @@ TEST_F(ServerModeTest, TokensAndRoles) {
   EXPECT_EQ(Remote({"config", "set", "ROLE", "osmo-team", "pool"}, "dev:tina:osmo-team").code, 1);
 }
 
-}  // namespace
+}  // namespace cli_e2e_test

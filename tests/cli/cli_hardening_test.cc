@@ -15,7 +15,7 @@
 
 #include "common/run_command.h"
 
-namespace {
+namespace cli_hardening_test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
@@ -148,4 +148,4 @@ TEST_F(CliHardeningTest, TheDefaultPoolNeedsForceToDelete) {
   EXPECT_EQ(Gpupool({"config", "show", "POOL", "default"}).code, 1);
 }
 
-}  // namespace
+}  // namespace cli_hardening_test

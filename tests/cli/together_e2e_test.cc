@@ -19,7 +19,7 @@
 
 #include "common/run_command.h"
 
-namespace {
+namespace together_e2e_test {
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
@@ -453,4 +453,4 @@ INSTANTIATE_TEST_SUITE_P(OfflineAndServer, TogetherTest, ::testing::Bool(),
                            return info.param ? "Server" : "Offline";
                          });
 
-}  // namespace
+}  // namespace together_e2e_test

@@ -8,7 +8,7 @@
 #include "kube_e2e_fixture.h"
 
 namespace gpupool::kube_e2e {
-namespace {
+namespace kube_e2e_test {
 
 TEST_F(KubernetesBackendTest, AWorkflowBecomesPodsGpupoolCreatesBindsAndSeesEnd) {
   std::string id = Submit(R"(workflow:
@@ -534,5 +534,5 @@ TEST_F(KubernetesBackendTest, APodHandedInWithInterPodAffinityStaysPendingNaming
   EXPECT_EQ(FakeRequests()["create pods/binding"], Json());
 }
 
-}  // namespace
+}  // namespace kube_e2e_test
 }  // namespace gpupool::kube_e2e

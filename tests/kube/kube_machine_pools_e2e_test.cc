@@ -9,7 +9,7 @@
 #include "kube_e2e_fixture.h"
 
 namespace gpupool::kube_e2e {
-namespace {
+namespace kube_machine_pools_e2e_test {
 
 constexpr char kMachineSets[] =
     "/apis/machine.openshift.io/v1beta1/namespaces/openshift-machine-api/machinesets";
@@ -135,5 +135,5 @@ TEST_F(MachinePoolsTest, APoolWhoseMachineSetDoesNotExistSaysSoAndSchedulingGoes
   })) << serve_->Log();
 }
 
-}  // namespace
+}  // namespace kube_machine_pools_e2e_test
 }  // namespace gpupool::kube_e2e

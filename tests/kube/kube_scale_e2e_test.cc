@@ -9,7 +9,7 @@
 #include "scale_scenario.h"
 
 namespace gpupool::kube_e2e {
-namespace {
+namespace kube_scale_e2e_test {
 
 TEST(KubernetesScaleTest, TenThousandPodsOnAThousandNodesAreBoundOnceWithinEveryNodesLimits) {
   ScaleOptions options;
@@ -83,5 +83,5 @@ TEST(KubernetesScaleTest, TheChecksNameWhatIsWrong) {
   }
 }
 
-}  // namespace
+}  // namespace kube_scale_e2e_test
 }  // namespace gpupool::kube_e2e

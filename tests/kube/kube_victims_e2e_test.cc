@@ -8,7 +8,7 @@
 #include "kube_e2e_fixture.h"
 
 namespace gpupool::kube_e2e {
-namespace {
+namespace kube_victims_e2e_test {
 
 class HandedInVictimsTest : public KubernetesBackendTest {
  protected:
@@ -143,5 +143,5 @@ TEST_F(HandedInVictimsTest, BudgetsAreSeenBeforeAVictimIsChosen) {
   EXPECT_EQ(FakeRequests()["create pods/eviction"], 1);
 }
 
-}  // namespace
+}  // namespace kube_victims_e2e_test
 }  // namespace gpupool::kube_e2e

@@ -7,7 +7,7 @@
 
 #include "common/run_command.h"
 
-namespace {
+namespace scheduler_e2e_test {
 
 using gpupool::testing::Outcome;
 
@@ -38,4 +38,4 @@ TEST(ScheduleCommandTest, TableAndErrors) {
   EXPECT_EQ(missing.code, 1) << missing.out;
 }
 
-}  // namespace
+}  // namespace scheduler_e2e_test

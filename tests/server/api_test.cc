@@ -25,7 +25,7 @@
 #include "test_server.h"
 
 namespace gpupool::api {
-namespace {
+namespace api_test {
 
 using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
@@ -1008,5 +1008,5 @@ TEST_F(OidcApiTest, TokensOverHttp) {
   }
 }
 
-}  // namespace
+}  // namespace api_test
 }  // namespace gpupool::api

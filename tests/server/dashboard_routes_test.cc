@@ -19,7 +19,7 @@
 #include "webui/assets.h"
 
 namespace gpupool::api {
-namespace {
+namespace dashboard_routes_test {
 
 using Json = nlohmann::ordered_json;
 namespace fs = std::filesystem;
@@ -210,5 +210,5 @@ TEST(DashboardRoutes, ViewsNeedATokenAndARoleAndAnswer304WhenUnchanged) {
   EXPECT_EQ(unknown->status, 404);
 }
 
-}  // namespace
+}  // namespace dashboard_routes_test
 }  // namespace gpupool::api

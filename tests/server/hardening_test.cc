@@ -17,7 +17,7 @@
 #include "test_server.h"
 
 namespace gpupool::api {
-namespace {
+namespace hardening_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -269,5 +269,5 @@ TEST_F(HardeningTest, MethodNotAllowedComesAfterAuthentication) {
       << config.head;
 }
 
-}  // namespace
+}  // namespace hardening_test
 }  // namespace gpupool::api

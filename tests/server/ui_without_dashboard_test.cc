@@ -20,7 +20,7 @@
 #include "webui/assets.h"
 
 namespace gpupool::api {
-namespace {
+namespace ui_without_dashboard_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -148,5 +148,5 @@ TEST(UiWithoutDashboard, UiConfigSaysThereIsNoDashboard) {
   }
 }
 
-}  // namespace
+}  // namespace ui_without_dashboard_test
 }  // namespace gpupool::api

@@ -54,12 +54,6 @@ std::string Annotation(const Json& pod, const char* key) {
   return it != annotations->end() && it->is_string() ? it->get<std::string>() : "";
 }
 
-std::string NodeName(const Json& pod) {
-  auto spec = pod.find("spec");
-  if (spec == pod.end() || !spec->is_object()) return "";
-  return spec->value("nodeName", "");
-}
-
 // The container whose log is a task's output: kubectl's default container, else the first.
 std::string OutputContainer(const Json& pod) {
   std::string named = Annotation(pod, "kubectl.kubernetes.io/default-container");
@@ -197,7 +191,7 @@ void KubernetesBackend::CountOther(const Json& pod, bool ours, bool deleted) {
   }
   std::lock_guard lock(mu_);
   if (taken) {
-    others_[uid] = {NodeName(pod), std::move(*taken)};
+    others_[uid] = {kube::PodNodeName(pod), std::move(*taken)};
   } else {
     others_.erase(uid);
   }
@@ -213,7 +207,8 @@ void KubernetesBackend::TrackAttemptPod(const std::string& key, const Json& pod,
     return;
   }
   const std::string phase = pod.value("/status/phase"_json_pointer, "");
-  attempt_pods_[key] = {ref, OutputContainer(pod), !NodeName(pod).empty() && phase != "Pending"};
+  attempt_pods_[key] = {ref, OutputContainer(pod),
+                        !kube::PodNodeName(pod).empty() && phase != "Pending"};
 }
 
 // On the client's thread: records how gpupool's pods end.
@@ -226,7 +221,7 @@ void KubernetesBackend::OnPod(const kube::ObjectPtr& pod, bool deleted) {
   if (key.empty()) return;
   TrackAttemptPod(key, *pod, deleted);
   if (EvictionSeen(key, *pod, deleted)) return;
-  if (deleted && NodeName(*pod).empty()) {
+  if (deleted && kube::PodNodeName(*pod).empty()) {
     // A pending task's pod, deleted before it was bound: made again when next reported. (A
     // launch in flight hears of it from its binding.)
     std::lock_guard lock(mu_);
@@ -318,7 +313,7 @@ void KubernetesBackend::Adopt(const std::shared_ptr<LaunchOp>& op, bool created_
                                           " exists and belongs to another task");
                   }
                   op->ref = kube::RefOf(pod);
-                  std::string node = NodeName(pod);
+                  std::string node = kube::PodNodeName(pod);
                   if (node.empty()) return Bind(op);
                   if (node == op->launch.node) return Placed(op);
                   Failed(op, "its pod is bound to " + node + ", not " + op->launch.node);

@@ -13,8 +13,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr char kStrategicMerge[] = "application/strategic-merge-patch+json";
-
 std::string Now() {
   return FormatTimestamp(std::chrono::duration_cast<std::chrono::milliseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
@@ -89,7 +87,7 @@ void KubernetesBackend::MarkDisruptionTarget(const std::shared_ptr<EvictionOp>& 
   const std::string message = "gpupool: " + op->eviction.reason + ": " + op->eviction.message;
   client_->Send(
       {"PATCH", kube::PodPath(op->pod, "status"),
-       DumpJson(kube::DisruptionTargetPatch(reason, message, Now())), kStrategicMerge},
+       DumpJson(kube::DisruptionTargetPatch(reason, message, Now())), kube::kStrategicMergePatch},
       [this, op](Result<kube::Response> patched) {
         if (!patched.ok()) return EvictionRefused(*op, patched.status().message());
         if (patched->status == 404) return;  // gone: the informer shows it
@@ -170,7 +168,7 @@ void KubernetesBackend::EvictionRefused(const EvictionOp& op, const std::string&
   client_->Send(
       {"PATCH", kube::PodPath(op.pod, "status"),
        DumpJson(kube::DisruptionTargetClearedPatch("gpupool: eviction refused: " + reason, Now())),
-       kStrategicMerge},
+       kube::kStrategicMergePatch},
       [](const Result<kube::Response>&) {
         // Best effort: a pod gone meanwhile has nothing to clear.
       });

@@ -13,7 +13,7 @@
 #include "kube/testing/fake_process.h"
 
 namespace gpupool::backend {
-namespace {
+namespace kube_backend_fake_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -398,5 +398,5 @@ TEST_F(KubeBackendTest, AGangMemberRefusedAfterTheOthersIsSaidAndBoundLater) {
   }));
 }
 
-}  // namespace
+}  // namespace kube_backend_fake_test
 }  // namespace gpupool::backend

@@ -20,8 +20,6 @@ std::string ReportKey(const kube::ObjectRef& pod) {
 
 std::string Where(const PodRef& pod) { return pod.namespace_ + "/" + pod.name; }
 
-std::string NodeName(const Json& pod) { return pod.value("/spec/nodeName"_json_pointer, ""); }
-
 }  // namespace
 
 // On the client's thread.
@@ -117,7 +115,7 @@ Status KubernetesBackend::BindPods(const std::vector<PodBinding>& gang) {
             return client_->Send(
                 {"GET", kube::PodPath(ref)}, [this, sent, member](Result<kube::Response> got) {
                   const PodBinding& wanted = (*sent)[member];
-                  if (got.ok() && got->ok() && NodeName(got->Json()) == wanted.node &&
+                  if (got.ok() && got->ok() && kube::PodNodeName(got->Json()) == wanted.node &&
                       kube::RefOf(got->Json()).uid == wanted.pod.uid) {
                     return;
                   }

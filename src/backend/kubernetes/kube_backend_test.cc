@@ -6,7 +6,7 @@
 #include <set>
 
 namespace gpupool::backend {
-namespace {
+namespace kube_backend_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -63,5 +63,5 @@ TEST(PodForTaskTest, TheSubmissionsPodMadeGpupools) {
   EXPECT_EQ(empty["spec"]["schedulerName"], "gpupool");
 }
 
-}  // namespace
+}  // namespace kube_backend_test
 }  // namespace gpupool::backend

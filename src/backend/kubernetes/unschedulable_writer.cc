@@ -2,6 +2,7 @@
 
 #include "common/clock.h"
 #include "common/json_text.h"
+#include "kube/api.h"
 #include "kube/translate.h"
 
 namespace gpupool::backend {
@@ -9,7 +10,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-constexpr char kStrategicMerge[] = "application/strategic-merge-patch+json";
 constexpr char kFailedScheduling[] = "FailedScheduling";
 
 int64_t UnixMillis() {
@@ -150,7 +150,7 @@ void UnschedulableWriter::Patch(const std::shared_ptr<Op>& op) {
   if (!Current(*op)) return;
   client_.Send({"PATCH", kube::PodPath(op->ref, "status"),
                 DumpJson(kube::UnschedulablePatch(op->message, FormatTimestamp(UnixMillis()))),
-                kStrategicMerge},
+                kube::kStrategicMergePatch},
                [this, op](Result<kube::Response> patched) {
                  if (patched.ok() && patched->status == 404) {
                    return PodGone(op->key);
@@ -167,7 +167,7 @@ void UnschedulableWriter::RecordEvent(const std::shared_ptr<Op>& op) {
       events_.Record(Involved(op->ref), "Warning", kFailedScheduling, op->message, UnixMillis());
   const bool patch = write.kind == kube::EventWrite::Kind::kPatch;
   kube::Request request{patch ? "PATCH" : "POST", write.path, DumpJson(write.body)};
-  if (patch) request.content_type = kStrategicMerge;
+  if (patch) request.content_type = kube::kStrategicMergePatch;
   client_.Send(request, [this, pod = op->key, key = write.key](Result<kube::Response> answer) {
     events_in_flight_.erase(pod);
     // The Event expired (404) or the write failed: the next one starts a new Event.

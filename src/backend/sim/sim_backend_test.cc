@@ -6,7 +6,7 @@
 #include <fstream>
 
 namespace gpupool::backend {
-namespace {
+namespace sim_backend_test {
 
 using Json = nlohmann::ordered_json;
 
@@ -164,5 +164,5 @@ TEST(OpenBackendTest, ParsesSpec) {
   EXPECT_EQ(OpenBackend("kubernetes:foo").status().code(), StatusCode::kInvalidArgument);
 }
 
-}  // namespace
+}  // namespace sim_backend_test
 }  // namespace gpupool::backend

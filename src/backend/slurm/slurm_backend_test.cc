@@ -8,7 +8,7 @@
 #include "slurm/fake_slurmrestd.h"
 
 namespace gpupool::backend {
-namespace {
+namespace slurm_backend_test {
 
 using Json = nlohmann::ordered_json;
 using slurm::testing::FakeSlurmRest;
@@ -154,5 +154,5 @@ TEST_F(SlurmBackendTest, AnAdoptedTaskWithoutAJobEndsLost) {
   EXPECT_TRUE(state_->submissions.empty());
 }
 
-}  // namespace
+}  // namespace slurm_backend_test
 }  // namespace gpupool::backend

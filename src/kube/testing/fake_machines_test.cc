@@ -16,7 +16,7 @@
 #include "kube/testing/fake_process.h"
 
 namespace gpupool::kube {
-namespace {
+namespace fake_machines_test {
 
 using Json = nlohmann::ordered_json;
 using std::chrono::milliseconds;
@@ -327,5 +327,5 @@ TEST_F(FakeMachinesTest, ANegativeProvisionDelayIsRefused) {
       << process.status().message();
 }
 
-}  // namespace
+}  // namespace fake_machines_test
 }  // namespace gpupool::kube

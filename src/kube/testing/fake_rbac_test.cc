@@ -10,7 +10,7 @@
 #include "model/input_file.h"
 
 namespace gpupool::kube::fake {
-namespace {
+namespace fake_rbac_test {
 
 TEST(ClusterRoleTest, TheDeploymentsRoleGrantsWhatTheBackendDoesAndNothingElse) {
   auto role =
@@ -167,5 +167,5 @@ TEST(DeployManifestsTest, TheDeploymentRunsWithTheRoleAndItsSettings) {
   EXPECT_FALSE(referenced.empty());
 }
 
-}  // namespace
+}  // namespace fake_rbac_test
 }  // namespace gpupool::kube::fake

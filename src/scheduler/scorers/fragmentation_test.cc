@@ -7,7 +7,7 @@
 #include <vector>
 
 namespace gpupool::scheduler {
-namespace {
+namespace fragmentation_test {
 
 TaskType Whole(int gpus, double weight = 1) { return {0, 0, gpus, 0, weight}; }
 TaskType Fraction(int32_t milli, double weight = 1) { return {0, 0, 0, milli, weight}; }
@@ -85,5 +85,5 @@ TEST(FragmentationTest, KeptTermsGiveTheSameBitsAsTheDevices) {
   }
 }
 
-}  // namespace
+}  // namespace fragmentation_test
 }  // namespace gpupool::scheduler

@@ -10,7 +10,7 @@
 #include "scheduler/test_util.h"
 
 namespace gpupool::scheduler {
-namespace {
+namespace placement_scorer_test {
 
 using testing::CycleFixture;
 using testing::NodeBuilder;
@@ -117,5 +117,5 @@ TEST(PlacementScorerTest, DevicesAfterPlacingAPod) {
   }
 }
 
-}  // namespace
+}  // namespace placement_scorer_test
 }  // namespace gpupool::scheduler

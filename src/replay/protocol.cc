@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <random>
 #include <unordered_set>
@@ -103,6 +104,27 @@ model::PodScheduling SinglePod(const TraceJob& job, std::string name) {
   single.pods = 1;
   single.gang_min = 0;
   return PodsOfJob(single).front();
+}
+
+// The nodes renamed "NNNN-name" by a permutation drawn from the seed, as the simulator names
+// them (simulator.go): the scheduler breaks ties between equal scores by node name, so the
+// ties follow a random node order per seed, as in the paper's runs, instead of the same
+// alphabetical order in every seed. Its own generator (seeded apart from the arrivals'), so the
+// arrivals stay those of the seed.
+std::vector<model::Node> NodesInSeedOrder(const std::vector<model::Node>& nodes, uint64_t seed) {
+  std::vector<model::Node> named = nodes;
+  std::sort(named.begin(), named.end(),
+            [](const model::Node& a, const model::Node& b) { return a.name < b.name; });
+  std::vector<size_t> rank(named.size());
+  for (size_t i = 0; i < rank.size(); ++i) rank[i] = i;
+  std::mt19937_64 rng(seed ^ 0x6e6f646573ULL);  // "nodes"
+  for (size_t i = rank.size(); i > 1; --i) std::swap(rank[i - 1], rank[Uniform(rng, i)]);
+  for (size_t i = 0; i < named.size(); ++i) {
+    char prefix[24];
+    std::snprintf(prefix, sizeof prefix, "%04zu-", rank[i]);
+    named[i].name = prefix + named[i].name;
+  }
+  return named;
 }
 
 // The allocation curve of one seed: the scheduler places the arrivals in one cycle, in their
@@ -227,7 +249,9 @@ Result<ProtocolResult> RunProtocol(const std::vector<model::Node>& nodes, const 
     for (int s = 0; s < options.seeds; ++s) {
       Arrivals arrivals = ProtocolArrivals(trace, result.gpu_capacity_milli, options.load_percent,
                                            options.first_seed + static_cast<uint64_t>(s));
-      curves.push_back(PlaceSeed(scheduler, nodes, std::move(arrivals), capacity, run));
+      const uint64_t seed = options.first_seed + static_cast<uint64_t>(s);
+      curves.push_back(
+          PlaceSeed(scheduler, NodesInSeedOrder(nodes, seed), std::move(arrivals), capacity, run));
       if (progress) progress(++step, total_steps);
     }
     for (int x : options.report_at) {

@@ -18,9 +18,15 @@
 //     none does), then the mean over the seeds.
 // Here one scheduling cycle places the whole arrival sequence: its allocate phase takes the
 // pods of the one queue in snapshot order, one at a time, which is the same sequence.
-// Differences that remain: the seeds draw different orders than the simulator's Go generator,
-// ties between equal scores go to the node first by name (the simulator draws at random), and
-// FGD's typical workload is gpupool's (the most common pod shapes of the pods being placed).
+// Ties between equal scores follow a node order drawn per seed: the simulator names its nodes
+// "NNNN-name" by a random permutation and its kube-scheduler fork takes the smallest name among
+// equal scores; here the nodes get the same kind of prefix from the seed (NodesInSeedOrder).
+// Differences that remain: the seeds draw other orders than the simulator's Go generator; FGD's
+// typical workload is gpupool's (the 8 most common shapes of cpu and GPUs among the pods being
+// placed; the simulator takes the trace's shapes that make up 95 %, 35 of them); the scorers'
+// scales (the simulator's FGD and GPU packing scores are integers, not normalised) and GPU
+// packing's and best fit's formulas are gpupool's own (docs/BENCHMARKS.md, "The FGD paper's
+// protocol").
 
 #include <cstdint>
 #include <functional>

@@ -35,7 +35,7 @@ std::map<std::string, std::string> FinalPlacement(const ClusterSnapshot& s, cons
   std::set<std::string> evicted;
   for (const Eviction& e : r.evictions) evicted.insert(e.pod);
   for (const auto& p : s.pods) {
-    if (!p.node_name.empty() && !evicted.count(PodKey(p))) where[PodKey(p)] = p.node_name;
+    if (!p.node_name.empty() && !evicted.contains(PodKey(p))) where[PodKey(p)] = p.node_name;
   }
   for (const Binding& b : r.bindings) where[b.pod] = b.node;
   return where;
@@ -58,7 +58,7 @@ std::vector<const model::Queue*> QueuePath(const std::map<std::string, const mod
                                            const model::PodScheduling& pod) {
   std::vector<const model::Queue*> path;
   auto q = pod.labels.find(kQueueLabel);
-  if (q == pod.labels.end() || !queues.count(q->second)) return path;
+  if (q == pod.labels.end() || !queues.contains(q->second)) return path;
   for (const model::Queue* x = queues.at(q->second); x != nullptr;
        x = x->parent.empty() ? nullptr : queues.at(x->parent)) {
     path.push_back(x);
@@ -127,12 +127,12 @@ void CheckEvictions(const CycleResult& r, const std::map<std::string, const mode
     const QuotaAmounts amounts = PodQuota(pod);
     const std::string reclaimer = ReclaimerQueue(e);
     const std::set<std::string> shared =
-        e.reason == EvictionReason::kReclaim && queues.count(reclaimer)
+        e.reason == EvictionReason::kReclaim && queues.contains(reclaimer)
             ? QueueAndAncestors(queues, reclaimer)
             : std::set<std::string>{};
     for (size_t level = 0; level < path.size(); ++level) {
       const bool checked = e.reason == EvictionReason::kReclaim &&
-                           (level == 0 || (!shared.empty() && !shared.count(path[level]->name)));
+                           (level == 0 || (!shared.empty() && !shared.contains(path[level]->name)));
       QuotaAmounts& into = (checked ? reclaimed : slack)[{path[level]->name, pool}];
       for (int k = 0; k < model::kNumQuotaResources; ++k) into[k] += amounts[k];
     }
@@ -234,7 +234,8 @@ ReclaimCoverage CheckReclaimerSide(const ClusterSnapshot& s, const CycleResult& 
 
   std::map<std::string, std::string> running;  // pod key -> node, as the steps go
   for (const auto& p : s.pods) {
-    if (!p.node_name.empty() && !gone_from_start.count(PodKey(p))) running[PodKey(p)] = p.node_name;
+    if (!p.node_name.empty() && !gone_from_start.contains(PodKey(p)))
+      running[PodKey(p)] = p.node_name;
   }
   ReclaimCoverage coverage;
   size_t next_binding = 0;
@@ -257,7 +258,7 @@ ReclaimCoverage CheckReclaimerSide(const ClusterSnapshot& s, const CycleResult& 
       if (victim_path.empty()) continue;
       const std::set<std::string> shared = QueueAndAncestors(queues, victim_path[0]->name);
       size_t level = 0;
-      for (; level < path.size() && !shared.count(path[level]->name); ++level) {
+      for (; level < path.size() && !shared.contains(path[level]->name); ++level) {
         compared_levels.insert(level);
       }
       divergence_levels.insert(level);
@@ -311,7 +312,7 @@ void CheckEveryPodAccounted(const Indexed& x, const CycleResult& r) {
     EXPECT_EQ(x.where.count(p.pod), 0u) << p.pod << " both pending and placed";
   }
   for (const auto& [key, pod] : x.pods) {
-    EXPECT_TRUE(x.where.count(key) || pending.count(key)) << key << " was lost";
+    EXPECT_TRUE(x.where.contains(key) || pending.contains(key)) << key << " was lost";
   }
   for (const Eviction& e : r.evictions) {
     EXPECT_TRUE(pending.count(e.pod)) << "evicted " << e.pod << " is not pending again";
@@ -364,7 +365,7 @@ void CheckNodeCapacity(const Indexed& x, const CycleResult& r) {
   for (const auto& [node_name, resources] : used) {
     const model::Node& node = *x.nodes.at(node_name);
     for (const auto& [resource, amount] : resources) {
-      int64_t cap = resource == "pods" && !node.allocatable.count("pods")
+      int64_t cap = resource == "pods" && !node.allocatable.contains("pods")
                         ? 110
                         : Dim(node.allocatable, resource);
       EXPECT_LE(amount, cap) << node_name << " over-committed on " << resource;
@@ -403,13 +404,13 @@ void CheckGangs(const Indexed& x) {
     auto g = pod->labels.find(kGangLabel);
     if (g == pod->labels.end()) continue;
     auto& entry = gangs[g->second];
-    if (x.where.count(key)) ++entry.first;
+    if (x.where.contains(key)) ++entry.first;
     auto m = pod->labels.find(kGangMinLabel);
     if (m != pod->labels.end()) entry.second = std::stoi(m->second);
   }
   for (const auto& [key, pod] : x.pods) {
     auto g = pod->labels.find(kGangLabel);
-    if (g != pod->labels.end() && !pod->labels.count(kGangMinLabel)) gangs[g->second].second++;
+    if (g != pod->labels.end() && !pod->labels.contains(kGangMinLabel)) gangs[g->second].second++;
   }
   for (const auto& [gang, entry] : gangs) {
     EXPECT_TRUE(entry.first == 0 || entry.first >= entry.second)

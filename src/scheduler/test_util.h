@@ -162,7 +162,7 @@ struct GpuQuota {
 };
 
 inline model::Queue MakeQueue(const std::string& name, const std::string& parent,
-                              std::vector<GpuQuota> quotas, int64_t priority = 0) {
+                              const std::vector<GpuQuota>& quotas, int64_t priority = 0) {
   model::Queue queue;
   queue.name = name;
   queue.parent = parent;

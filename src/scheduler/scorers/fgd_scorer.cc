@@ -5,7 +5,7 @@
 //
 // Per node it keeps, for the node's version (CycleState::NodeVersion), the fragmentation now and
 // the FitTerm of each task type, which depend on the devices only: a pod without GPUs leaves the
-// devices as they are, so its "after" is the same terms against the cpu and memory left, with no
+// devices as they are, so its "after" is the same terms against the cpu left, with no
 // walk over the devices.
 
 #include <algorithm>
@@ -54,7 +54,7 @@ void FgdScorer::Refresh(int node) {
   for (size_t t = 0; t < types_.size(); ++t) terms[t] = FitTerm(types_[t], summary, free, devices);
   all_[node] = summary.all;
   before_[node] = Fragmentation(types_, devices, summary.all, view_.Free(node, kCpuDim),
-                                view_.Free(node, kMemoryDim), [&](size_t t) { return terms[t]; });
+                                [&](size_t t) { return terms[t]; });
   version_[node] = version;
 }
 
@@ -63,15 +63,14 @@ double FgdScorer::Score(const PodState& p, int node, int device) {
   const NodeView& v = view_.node(node);
   const DevicesAfter after(view_, p, node, device);
   const int64_t cpu_after = view_.Free(node, kCpuDim) - p.cpu_req;
-  const int64_t mem_after = view_.Free(node, kMemoryDim) - p.mem_req;
   double later;
   if (p.gpu_whole == 0 && p.gpu_fraction == 0) {
     const int64_t* terms = &fit_terms_[node * types_.size()];
-    later = Fragmentation(types_, v.gpu_devices, all_[node], cpu_after, mem_after,
+    later = Fragmentation(types_, v.gpu_devices, all_[node], cpu_after,
                           [&](size_t t) { return terms[t]; });
   } else {
     const int counted = after.takes_gpu() ? after.count() : v.gpu_devices;
-    later = Fragmentation(types_, after.data(), counted, cpu_after, mem_after);
+    later = Fragmentation(types_, after.data(), counted, cpu_after);
   }
   // all_ is the free GPU of all the node's devices: the free GPU after, when the pod takes none
   // (and the node has no more than the 64 devices DevicesAfter counts).

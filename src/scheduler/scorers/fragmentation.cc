@@ -26,7 +26,7 @@ DeviceSummary SummarizeDevices(const int32_t* devices, int count) {
 int64_t FitTerm(const TaskType& type, const DeviceSummary& summary, const int32_t* devices,
                 int count) {
   if (type.gpu_whole > 0) return summary.full >= type.gpu_whole ? summary.partial : summary.all;
-  if (type.gpu_fraction == 0) return 0;
+  if (type.gpu_fraction == 0) return summary.all;  // no GPUs: it can use none of them
   if (summary.max_free < type.gpu_fraction) return summary.all;
   int64_t unusable = 0;
   for (int d = 0; d < count; ++d) {
@@ -36,23 +36,23 @@ int64_t FitTerm(const TaskType& type, const DeviceSummary& summary, const int32_
 }
 
 double Fragmentation(std::span<const TaskType> types, const int32_t* devices, int count,
-                     int64_t cpu_free, int64_t mem_free) {
+                     int64_t cpu_free) {
   if (count == 0) return 0;
   const DeviceSummary summary = SummarizeDevices(devices, count);
-  return Fragmentation(types, count, summary.all, cpu_free, mem_free,
+  return Fragmentation(types, count, summary.all, cpu_free,
                        [&](size_t t) { return FitTerm(types[t], summary, devices, count); });
 }
 
 std::vector<TaskType> TypicalTaskTypes(const CycleState& state, std::span<const Job> jobs,
                                        int max_types) {
-  std::map<std::tuple<int64_t, int64_t, int, int32_t>, int> counts;
+  std::map<std::tuple<int64_t, int, int32_t>, int> counts;
   for (const Job& job : jobs) {
     for (int pod : job.pods) {
       const PodState& p = state.pod(pod);
-      ++counts[{p.cpu_req, p.mem_req, p.gpu_whole, p.gpu_fraction}];
+      ++counts[{p.cpu_req, p.gpu_whole, p.gpu_fraction}];
     }
   }
-  std::vector<std::pair<int, std::tuple<int64_t, int64_t, int, int32_t>>> ranked;
+  std::vector<std::pair<int, std::tuple<int64_t, int, int32_t>>> ranked;
   int total = 0;
   for (const auto& [shape, count] : counts) {
     ranked.emplace_back(count, shape);
@@ -63,8 +63,8 @@ std::vector<TaskType> TypicalTaskTypes(const CycleState& state, std::span<const 
   if (static_cast<int>(ranked.size()) > max_types) ranked.resize(max_types);
   std::vector<TaskType> types;
   for (const auto& [count, shape] : ranked) {
-    auto [cpu, mem, whole, fraction] = shape;
-    types.push_back({cpu, mem, whole, fraction, static_cast<double>(count) / total});
+    auto [cpu, whole, fraction] = shape;
+    types.push_back({cpu, whole, fraction, static_cast<double>(count) / total});
   }
   return types;
 }

@@ -9,9 +9,9 @@
 namespace gpupool::scheduler {
 namespace fragmentation_test {
 
-TaskType Whole(int gpus, double weight = 1) { return {0, 0, gpus, 0, weight}; }
-TaskType Fraction(int32_t milli, double weight = 1) { return {0, 0, 0, milli, weight}; }
-TaskType CpuOnly(int64_t cpu, double weight = 1) { return {cpu, 0, 0, 0, weight}; }
+TaskType Whole(int gpus, double weight = 1) { return {0, gpus, 0, weight}; }
+TaskType Fraction(int32_t milli, double weight = 1) { return {0, 0, milli, weight}; }
+TaskType CpuOnly(int64_t cpu, double weight = 1) { return {cpu, 0, 0, weight}; }
 
 TEST(FragmentationTest, FitTermPerTaskType) {
   struct Case {
@@ -28,7 +28,7 @@ TEST(FragmentationTest, FitTermPerTaskType) {
       {"whole: too few full devices, all is lost", {1000, 300, 0, 0}, Whole(2), 1300},
       {"fraction: devices with less left are lost", {1000, 400, 600, 200}, Fraction(500), 600},
       {"fraction: no device has enough, all is lost", {400, 200}, Fraction(500), 600},
-      {"no GPUs: nothing is lost", {300, 0}, CpuOnly(1000), 0},
+      {"no GPUs: it can use none, all is lost", {300, 0}, CpuOnly(1000), 300},
       {"no devices", {}, Whole(1), 0},
   };
   for (const Case& c : cases) {
@@ -38,20 +38,26 @@ TEST(FragmentationTest, FitTermPerTaskType) {
   }
 }
 
-TEST(FragmentationTest, WeightsTheTermsAndCountsAllWhenCpuOrMemoryDoesNotFit) {
+TEST(FragmentationTest, WeightsTheTermsAndCountsAllWhenCpuDoesNotFit) {
   const std::vector<int32_t> devices = {1000, 500};
-  const std::vector<TaskType> types = {Whole(1, 0.5), Fraction(600, 0.25), {4000, 0, 1, 0, 0.25}};
+  const std::vector<TaskType> types = {Whole(1, 0.5), Fraction(600, 0.25), {4000, 1, 0, 0.25}};
   // Whole(1): 500 lost; Fraction(600): 500 lost; the third needs 4 cpus: with 2, all 1500 lost.
-  EXPECT_DOUBLE_EQ(Fragmentation(types, devices.data(), 2, 2000, 1 << 30),
+  EXPECT_DOUBLE_EQ(Fragmentation(types, devices.data(), 2, 2000),
                    0.5 * 500 + 0.25 * 500 + 0.25 * 1500);
-  EXPECT_DOUBLE_EQ(Fragmentation(types, devices.data(), 2, 4000, 1 << 30),
+  EXPECT_DOUBLE_EQ(Fragmentation(types, devices.data(), 2, 4000),
                    0.5 * 500 + 0.25 * 500 + 0.25 * 500);
+  // A type without GPUs loses all the free GPU, wherever its cpu fits or not: placing a CPU pod
+  // changes its term only by the GPU it takes (none), so CPU pods go where they leave the GPU
+  // types their cpu.
+  const std::vector<TaskType> with_cpu_only = {{2000, 1, 0, 0.5}, CpuOnly(1000, 0.5)};
+  EXPECT_DOUBLE_EQ(Fragmentation(with_cpu_only, devices.data(), 2, 8000), 0.5 * 500 + 0.5 * 1500);
+  EXPECT_DOUBLE_EQ(Fragmentation(with_cpu_only, devices.data(), 2, 0), 0.5 * 1500 + 0.5 * 1500);
   const std::vector<int32_t> used = {0, 0};
-  EXPECT_EQ(Fragmentation(types, used.data(), 2, 0, 0), 0);  // nothing free, nothing lost
-  EXPECT_EQ(Fragmentation(types, nullptr, 0, 0, 0), 0);
+  EXPECT_EQ(Fragmentation(types, used.data(), 2, 0), 0);  // nothing free, nothing lost
+  EXPECT_EQ(Fragmentation(types, nullptr, 0, 0), 0);
 }
 
-// The FGD scorer keeps each node's FitTerms and sums them later against other cpu and memory;
+// The FGD scorer keeps each node's FitTerms and sums them later against other free cpu;
 // the sum must be the very same double as from the devices directly.
 TEST(FragmentationTest, KeptTermsGiveTheSameBitsAsTheDevices) {
   std::mt19937 rng(7);
@@ -63,13 +69,13 @@ TEST(FragmentationTest, KeptTermsGiveTheSameBitsAsTheDevices) {
       const double weight = 1.0 / (1 + rng() % 9);
       switch (rng() % 3) {
         case 0:
-          types.push_back({cpu, 0, 1 + static_cast<int>(rng() % 8), 0, weight});
+          types.push_back({cpu, 1 + static_cast<int>(rng() % 8), 0, weight});
           break;
         case 1:
-          types.push_back({cpu, 0, 0, levels[1 + rng() % 3], weight});
+          types.push_back({cpu, 0, levels[1 + rng() % 3], weight});
           break;
         default:
-          types.push_back({cpu, 0, 0, 0, weight});
+          types.push_back({cpu, 0, 0, weight});
       }
     }
     std::vector<int32_t> devices(rng() % 9);
@@ -80,8 +86,8 @@ TEST(FragmentationTest, KeptTermsGiveTheSameBitsAsTheDevices) {
     for (const TaskType& type : types) terms.push_back(FitTerm(type, summary, devices.data(), n));
     const int64_t cpu_free = 1000 * static_cast<int64_t>(rng() % 8);
     const double kept =
-        Fragmentation(types, n, summary.all, cpu_free, 0, [&](size_t t) { return terms[t]; });
-    EXPECT_EQ(kept, Fragmentation(types, devices.data(), n, cpu_free, 0)) << "round " << round;
+        Fragmentation(types, n, summary.all, cpu_free, [&](size_t t) { return terms[t]; });
+    EXPECT_EQ(kept, Fragmentation(types, devices.data(), n, cpu_free)) << "round " << round;
   }
 }
 

@@ -451,7 +451,10 @@ void AddSchedulingOptions(CLI::App* serve, ServeOptions* options) {
       ->capture_default_str();
   serve->add_option("--interval", options->interval, "scheduling step period")
       ->capture_default_str();
-  serve->add_option("--placement", options->placement, "fgd, gpu-packing or best-fit")
+  serve
+      ->add_option(
+          "--placement", options->placement,
+          "fgd, gpu-packing or best-fit (random and dot-product: the FGD paper's baselines)")
       ->capture_default_str();
   serve->add_option("--catalog", options->catalog,
                     "instance type catalog for machine pools (JSON/YAML); default: built in");

@@ -118,7 +118,8 @@ Status Protocol(const ReplayFlags& flags, OutputFormat format) {
   replay::ProtocolOptions options;
   ASSIGN_OR_RETURN(
       options.policies,
-      ParsePolicies(flags.policies.empty() ? "fgd,gpu-packing,best-fit" : flags.policies));
+      ParsePolicies(flags.policies.empty() ? "fgd,gpu-packing,best-fit,dot-product,random"
+                                           : flags.policies));
   options.load_percent = flags.load;
   options.seeds = flags.seeds;
   options.first_seed = flags.first_seed;

@@ -30,18 +30,24 @@ std::string_view PlacementPolicyName(PlacementPolicy policy) {
       return "gpu-packing";
     case PlacementPolicy::kBestFit:
       return "best-fit";
+    case PlacementPolicy::kRandom:
+      return "random";
+    case PlacementPolicy::kDotProduct:
+      return "dot-product";
   }
   return "fgd";
 }
 
 Result<PlacementPolicy> ParsePlacementPolicy(std::string_view name) {
+  std::vector<std::string> names;
   for (PlacementPolicy p :
-       {PlacementPolicy::kFgd, PlacementPolicy::kGpuPacking, PlacementPolicy::kBestFit}) {
+       {PlacementPolicy::kFgd, PlacementPolicy::kGpuPacking, PlacementPolicy::kBestFit,
+        PlacementPolicy::kRandom, PlacementPolicy::kDotProduct}) {
     if (name == PlacementPolicyName(p)) return p;
+    names.emplace_back(PlacementPolicyName(p));
   }
-  return InvalidArgumentError("unknown placement policy \"" + std::string(name) +
-                              "\"; expected fgd, gpu-packing or best-fit" +
-                              DidYouMean(name, {"fgd", "gpu-packing", "best-fit"}));
+  return InvalidArgumentError("unknown placement policy \"" + std::string(name) + "\"; expected " +
+                              Join(names, ", ") + DidYouMean(name, names));
 }
 
 Status Validate(const SchedulerOptions& options) {

@@ -111,9 +111,13 @@ enum class PlacementPolicy {
   kFgd,         // fragmentation gradient descent (Weng et al., ATC'23): least fragmentation growth
   kGpuPacking,  // fill partly used GPUs and GPU nodes first; CPU pods avoid GPU nodes
   kBestFit,     // least free cpu/memory/gpu left on the node (weighted by capacity)
+  // The FGD paper's baselines, for comparisons (gpupool replay --protocol fgd):
+  kRandom,      // a feasible node drawn at random
+  kDotProduct,  // least dot product of the pod's cpu and GPUs with the node's free ones
 };
 std::string_view PlacementPolicyName(PlacementPolicy policy);
-Result<PlacementPolicy> ParsePlacementPolicy(std::string_view name);  // fgd|gpu-packing|best-fit
+// fgd|gpu-packing|best-fit|random|dot-product
+Result<PlacementPolicy> ParsePlacementPolicy(std::string_view name);
 
 struct SchedulerOptions {
   PlacementPolicy policy = PlacementPolicy::kFgd;

@@ -17,6 +17,10 @@ std::unique_ptr<PlacementScorer> MakeScorer(const SchedulerOptions& options,
       return MakeGpuPackingScorer(state.view());
     case PlacementPolicy::kBestFit:
       return MakeBestFitScorer(state.view());
+    case PlacementPolicy::kRandom:
+      return MakeRandomScorer(state);
+    case PlacementPolicy::kDotProduct:
+      return MakeDotProductScorer(state.view());
   }
   std::abort();  // not a PlacementPolicy: Validate and ParsePlacementPolicy let none through
 }

@@ -4,6 +4,9 @@
 //   fgd          fgd_scorer.cc          least growth of GPU fragmentation (fragmentation.h)
 //   gpu-packing  gpu_packing_scorer.cc  fill partly used GPUs and GPU nodes; CPU pods avoid GPUs
 //   best-fit     best_fit_scorer.cc     least cpu, memory and GPU left on the node
+//   random       random_scorer.cc       a feasible node drawn at random (the FGD paper's baseline)
+//   dot-product  dot_product_scorer.cc  least dot product of the pod's and the node's free cpu
+//                                       and GPUs (the FGD paper's baseline, after Tetris)
 // A scorer only reads the cycle's state. The node search (node_search.h) asks it for the raw
 // score of each feasible node it visits and keeps the score per node version and pod shape, so
 // a score must depend on nothing but the node's state now and the pod's requests (and on what
@@ -38,6 +41,8 @@ std::unique_ptr<PlacementScorer> MakeFgdScorer(const CycleState& state, std::spa
                                                int task_types);
 std::unique_ptr<PlacementScorer> MakeGpuPackingScorer(const ClusterView& view);
 std::unique_ptr<PlacementScorer> MakeBestFitScorer(const ClusterView& view);
+std::unique_ptr<PlacementScorer> MakeRandomScorer(const CycleState& state);
+std::unique_ptr<PlacementScorer> MakeDotProductScorer(const ClusterView& view);
 
 // A node's GPU devices (milli-GPUs free each) once `pod` is placed on it: a whole-GPU pod on
 // the lowest fully free devices, a fractional pod on `device`; the node's own devices when the

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "codec/field_path.h"
 #include "common/strings.h"
 #include "config/json_fields.h"
 
@@ -73,7 +74,7 @@ void CheckList(const ConfigSet& set, const Pool& pool, const std::vector<std::st
     bool exists = kind == Kind::kPodTemplate ? set.FindPodTemplate(names[i]) != nullptr
                                              : set.FindValidation(names[i]) != nullptr;
     if (exists) continue;
-    out.push_back(InvalidArgumentError("pool \"" + pool.name + "\": " + internal::Index(field, i) +
+    out.push_back(InvalidArgumentError("pool \"" + pool.name + "\": " + codec::IndexPath(field, i) +
                                        ": " + What(kind) + " \"" + names[i] + "\" does not exist" +
                                        DidYouMean(names[i], candidates)));
   }

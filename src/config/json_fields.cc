@@ -1,21 +1,10 @@
 #include "config/json_fields.h"
 
+#include "codec/field_path.h"
 #include "common/json_text.h"
 #include "common/strings.h"
 
 namespace gpupool::config::internal {
-
-std::string Path(std::string_view parent, std::string_view field) {
-  if (parent.empty()) return std::string(field);
-  std::string out(parent);
-  out += '.';
-  out += field;
-  return out;
-}
-
-std::string Index(std::string_view parent, size_t index) {
-  return std::string(parent) + "[" + std::to_string(index) + "]";
-}
 
 std::string Dump(const Json& value) { return DumpJson(value); }
 
@@ -66,7 +55,8 @@ Status CheckKeys(const Json& value, std::string_view path, const std::vector<std
       }
     }
     if (!found) {
-      return InvalidArgumentError("unknown field " + Path(path, key) + DidYouMean(key, known));
+      return InvalidArgumentError("unknown field " + codec::FieldPath(path, key) +
+                                  DidYouMean(key, known));
     }
   }
   return OkStatus();
@@ -95,7 +85,7 @@ const Json* Find(const Json& obj, std::string_view key) {
 Status ReadString(const Json& obj, std::string_view key, std::string_view path, std::string* out) {
   const Json* v = Find(obj, key);
   if (v == nullptr) return OkStatus();
-  if (!v->is_string()) return TypeError(Path(path, key), "a string", *v);
+  if (!v->is_string()) return TypeError(codec::FieldPath(path, key), "a string", *v);
   *out = v->get<std::string>();
   return OkStatus();
 }
@@ -103,7 +93,8 @@ Status ReadString(const Json& obj, std::string_view key, std::string_view path, 
 Status ReadBool(const Json& obj, std::string_view key, std::string_view path, bool* out) {
   const Json* v = Find(obj, key);
   if (v == nullptr) return OkStatus();
-  if (!v->is_boolean()) return TypeError(Path(path, key), "a boolean (true or false)", *v);
+  if (!v->is_boolean())
+    return TypeError(codec::FieldPath(path, key), "a boolean (true or false)", *v);
   *out = v->get<bool>();
   return OkStatus();
 }
@@ -117,23 +108,24 @@ Status ReadInt(const Json& obj, std::string_view key, std::string_view path, int
   }
   if (v->is_number_unsigned()) {
     uint64_t u = v->get<uint64_t>();
-    if (u > static_cast<uint64_t>(INT64_MAX)) return TypeError(Path(path, key), "an integer", *v);
+    if (u > static_cast<uint64_t>(INT64_MAX))
+      return TypeError(codec::FieldPath(path, key), "an integer", *v);
     *out = static_cast<int64_t>(u);
     return OkStatus();
   }
-  return TypeError(Path(path, key), "an integer", *v);
+  return TypeError(codec::FieldPath(path, key), "an integer", *v);
 }
 
 Status ReadStringList(const Json& obj, std::string_view key, std::string_view path,
                       std::vector<std::string>* out) {
   const Json* v = Find(obj, key);
   if (v == nullptr) return OkStatus();
-  std::string p = Path(path, key);
+  std::string p = codec::FieldPath(path, key);
   if (!v->is_array()) return TypeError(p, "a list of strings", *v);
   out->clear();
   for (size_t i = 0; i < v->size(); ++i) {
     const Json& e = (*v)[i];
-    if (!e.is_string()) return TypeError(Index(p, i), "a string", e);
+    if (!e.is_string()) return TypeError(codec::IndexPath(p, i), "a string", e);
     out->push_back(e.get<std::string>());
   }
   return OkStatus();
@@ -146,7 +138,7 @@ Status ReadOptString(const Json& obj, std::string_view key, std::string_view pat
     *out = std::nullopt;
     return OkStatus();
   }
-  if (!v->is_string()) return TypeError(Path(path, key), "a string or null", *v);
+  if (!v->is_string()) return TypeError(codec::FieldPath(path, key), "a string or null", *v);
   *out = v->get<std::string>();
   return OkStatus();
 }

@@ -17,9 +17,6 @@ namespace gpupool::config::internal {
 
 using Json = nlohmann::ordered_json;
 
-std::string Path(std::string_view parent, std::string_view field);
-std::string Index(std::string_view parent, size_t index);
-
 // DumpJson(value) (common/json_text.h): never throws; invalid UTF-8 is replaced.
 std::string Dump(const Json& value);
 

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <vector>
 
+#include "codec/field_path.h"
 #include "common/strings.h"
 #include "config/json_fields.h"
 
@@ -221,7 +222,7 @@ Status AddVariables(VariableMap& vars, const Json& object, std::string_view path
       continue;
     }
     ASSIGN_OR_RETURN(std::optional<std::string> text,
-                     VariableText(value, value.is_structured() ? internal::Path(path, it.key())
+                     VariableText(value, value.is_structured() ? codec::FieldPath(path, it.key())
                                                                : std::string()));
     if (text.has_value()) {
       vars.insert_or_assign(it.key(), std::move(*text));

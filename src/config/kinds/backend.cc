@@ -1,5 +1,6 @@
 #include <regex>
 
+#include "codec/field_path.h"
 #include "common/strings.h"
 #include "config/json_fields.h"
 #include "config/kinds.h"
@@ -10,7 +11,6 @@ namespace gpupool::config {
 using internal::CheckBodyFields;
 using internal::CheckBodyName;
 using internal::CheckObject;
-using internal::Path;
 using internal::ReadBool;
 using internal::ReadInt;
 using internal::ReadString;
@@ -82,7 +82,7 @@ Status DecodeBackend(const Json& body, Backend& b) {
     if (rules != conditions->end()) {
       if (!rules->is_object()) return TypeError(path + ".rules", "an object", *rules);
       for (const auto& [type, status] : rules->items()) {
-        std::string p = Path(path + ".rules", type);
+        std::string p = codec::FieldPath(path + ".rules", type);
         if (!status.is_string()) return TypeError(p, "a regular expression string", status);
         for (const std::string& re : {type, status.get<std::string>()}) {
           try {

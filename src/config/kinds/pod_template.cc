@@ -1,5 +1,6 @@
 #include <algorithm>
 
+#include "codec/field_path.h"
 #include "common/strings.h"
 #include "config/json_fields.h"
 #include "config/kinds.h"
@@ -9,8 +10,6 @@
 
 namespace gpupool::config {
 
-using internal::Index;
-using internal::Path;
 using internal::TypeError;
 
 // ---- POD_TEMPLATE -------------------------------------------------------------------------
@@ -35,7 +34,8 @@ Status CheckPodTemplateBody(const Json& body) {
     if (selector != spec->end()) {
       if (!selector->is_object()) return TypeError("spec.nodeSelector", "an object", *selector);
       for (const auto& [k, v] : selector->items()) {
-        if (!v.is_string()) return TypeError(Path("spec.nodeSelector", k), "a string", v);
+        if (!v.is_string())
+          return TypeError(codec::FieldPath("spec.nodeSelector", k), "a string", v);
       }
     }
     auto tolerations = spec->find("tolerations");
@@ -45,7 +45,7 @@ Status CheckPodTemplateBody(const Json& body) {
       }
       for (size_t i = 0; i < tolerations->size(); ++i) {
         const Json& t = (*tolerations)[i];
-        std::string p = Index("spec.tolerations", i);
+        std::string p = codec::IndexPath("spec.tolerations", i);
         if (!t.is_object()) return TypeError(p, "an object", t);
         if (HasPlaceholders(internal::Dump(t))) continue;  // checked after rendering
         Result<model::Toleration> parsed = model::TolerationFromJson(t, p);
@@ -55,10 +55,10 @@ Status CheckPodTemplateBody(const Json& body) {
     for (const char* list : {"containers", "initContainers", "volumes"}) {
       auto it = spec->find(list);
       if (it == spec->end()) continue;
-      std::string p = Path("spec", list);
+      std::string p = codec::FieldPath("spec", list);
       if (!it->is_array()) return TypeError(p, "a list", *it);
       for (size_t i = 0; i < it->size(); ++i) {
-        if (!(*it)[i].is_object()) return TypeError(Index(p, i), "an object", (*it)[i]);
+        if (!(*it)[i].is_object()) return TypeError(codec::IndexPath(p, i), "an object", (*it)[i]);
       }
     }
   }

@@ -2,6 +2,7 @@
 #include <cctype>
 #include <set>
 
+#include "codec/field_path.h"
 #include "common/strings.h"
 #include "config/json_fields.h"
 #include "config/kinds.h"
@@ -13,8 +14,6 @@ using internal::CheckBodyFields;
 using internal::CheckBodyName;
 using internal::CheckObject;
 using internal::CheckTimeoutPair;
-using internal::Index;
-using internal::Path;
 using internal::ReadBool;
 using internal::ReadInt;
 using internal::ReadOptString;
@@ -75,15 +74,16 @@ constexpr std::string_view kPoolFields[] = {"description",
 // kept as `default`. Whether each is a NODE_POOL is checked on write (ValidateDefaultNodePools).
 Status ReadNodePoolList(const Json& obj, std::string_view path, std::vector<std::string>* out) {
   RETURN_IF_ERROR(ReadStringList(obj, "default_node_pools", path, out));
-  const std::string field = Path(path, "default_node_pools");
+  const std::string field = codec::FieldPath(path, "default_node_pools");
   for (size_t i = 0; i < out->size(); ++i) {
     std::string& name = (*out)[i];
     if (name == "Default") name = "default";
-    if (name.empty()) return InvalidArgumentError(Index(field, i) + ": empty node pool name");
+    if (name.empty())
+      return InvalidArgumentError(codec::IndexPath(field, i) + ": empty node pool name");
     for (size_t j = 0; j < i; ++j) {
       if ((*out)[j] == name) {
-        return InvalidArgumentError(Index(field, i) + ": node pool \"" + name +
-                                    "\" named twice (also at " + Index(field, j) + ")");
+        return InvalidArgumentError(codec::IndexPath(field, i) + ": node pool \"" + name +
+                                    "\" named twice (also at " + codec::IndexPath(field, j) + ")");
       }
     }
   }
@@ -108,7 +108,7 @@ Result<Platform> PlatformFromJson(std::string_view name, const Json& body, std::
   RETURN_IF_ERROR(ReadNodePoolList(body, path, &p.default_node_pools));
   for (size_t i = 0; i < p.allowed_mounts.size(); ++i) {
     if (p.allowed_mounts[i].empty()) {
-      return InvalidArgumentError(Index(Path(path, "allowed_mounts"), i) +
+      return InvalidArgumentError(codec::IndexPath(codec::FieldPath(path, "allowed_mounts"), i) +
                                   ": a mount path must not be empty");
     }
   }
@@ -142,7 +142,7 @@ Status ReadExitActions(const Json& obj, std::vector<ExitAction>* out) {
     std::string action;
     for (char c : key) action += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     if (std::find(kActions.begin(), kActions.end(), action) == kActions.end()) {
-      return InvalidArgumentError(Path(path, key) + ": unknown exit action \"" + key +
+      return InvalidArgumentError(codec::FieldPath(path, key) + ": unknown exit action \"" + key +
                                   "\"; expected COMPLETE, FAIL or RESCHEDULE" +
                                   DidYouMean(action, kActions));
     }
@@ -152,10 +152,11 @@ Status ReadExitActions(const Json& obj, std::vector<ExitAction>* out) {
     } else if (value.is_number_integer() || value.is_number_unsigned()) {
       codes = internal::Dump(value);
     } else {
-      return TypeError(Path(path, key), "a string of exit codes such as \"1,3-5\"", value);
+      return TypeError(codec::FieldPath(path, key), "a string of exit codes such as \"1,3-5\"",
+                       value);
     }
     Result<std::vector<ExitCodeRange>> ranges = ParseExitCodes(codes);
-    if (!ranges.ok()) return ranges.status().WithContext(Path(path, key));
+    if (!ranges.ok()) return ranges.status().WithContext(codec::FieldPath(path, key));
     out->push_back(ExitAction{action, codes, *ranges});
   }
   return OkStatus();
@@ -173,11 +174,12 @@ Status ReadActionPermissions(const Json& obj, Json* out) {
   const std::string path = "action_permissions";
   RETURN_IF_ERROR(CheckObject(*it, path, {"execute", "portforward", "cancel", "rsync"}));
   for (const auto& [key, value] : it->items()) {
-    if (!value.is_string()) return TypeError(Path(path, key), "PUBLIC, POOL or PRIVATE", value);
+    if (!value.is_string())
+      return TypeError(codec::FieldPath(path, key), "PUBLIC, POOL or PRIVATE", value);
     std::string v = value.get<std::string>();
     if (v != "PUBLIC" && v != "POOL" && v != "PRIVATE") {
-      return InvalidArgumentError(Path(path, key) + ": expected PUBLIC, POOL or PRIVATE, got \"" +
-                                  v + "\"");
+      return InvalidArgumentError(codec::FieldPath(path, key) +
+                                  ": expected PUBLIC, POOL or PRIVATE, got \"" + v + "\"");
     }
   }
   *out = *it;
@@ -227,7 +229,7 @@ Status ReadTopologyKeys(const Json& obj, std::vector<TopologyKey>* out) {
   std::set<std::string> keys, labels;
   for (size_t i = 0; i < it->size(); ++i) {
     const Json& e = (*it)[i];
-    std::string p = Index(path, i);
+    std::string p = codec::IndexPath(path, i);
     RETURN_IF_ERROR(CheckObject(e, p, {"key", "label"}));
     TopologyKey k;
     RETURN_IF_ERROR(ReadString(e, "key", p, &k.key));
@@ -251,7 +253,7 @@ Status ReadPlatforms(const Json& obj, std::vector<Platform>* out) {
   if (!it->is_object())
     return TypeError("platforms", "an object of platform name -> platform", *it);
   for (const auto& [name, body] : it->items()) {
-    std::string path = Path("platforms", name);
+    std::string path = codec::FieldPath("platforms", name);
     Status s = ValidateName("platform", name);
     if (!s.ok()) return s.WithContext(path);
     ASSIGN_OR_RETURN(Platform p, PlatformFromJson(name, body, path));

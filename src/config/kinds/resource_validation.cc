@@ -1,5 +1,6 @@
 #include <cctype>
 
+#include "codec/field_path.h"
 #include "common/strings.h"
 #include "config/json_fields.h"
 #include "config/kinds.h"
@@ -9,8 +10,6 @@
 namespace gpupool::config {
 
 using internal::CheckObject;
-using internal::Index;
-using internal::Path;
 using internal::ReadString;
 using internal::TypeError;
 
@@ -25,13 +24,13 @@ constexpr std::pair<Operator, std::string_view> kOperators[] = {
 Status ReadOperand(const Json& rule, std::string_view key, std::string_view path,
                    std::string* out) {
   auto it = rule.find(key);
-  if (it == rule.end()) return InvalidArgumentError(Path(path, key) + ": required");
+  if (it == rule.end()) return InvalidArgumentError(codec::FieldPath(path, key) + ": required");
   if (it->is_string()) {
     *out = it->get<std::string>();
   } else if (it->is_number()) {
     *out = internal::Dump(*it);
   } else {
-    return TypeError(Path(path, key), "a string or number", *it);
+    return TypeError(codec::FieldPath(path, key), "a string or number", *it);
   }
   return OkStatus();
 }
@@ -67,7 +66,7 @@ Result<ValidationSet> ValidationSetFromJson(std::string_view name, const Json& b
   set.name = std::string(name);
   for (size_t i = 0; i < body.size(); ++i) {
     const Json& r = body[i];
-    std::string path = Index("", i);
+    std::string path = codec::IndexPath("", i);
     Status s =
         CheckObject(r, path, {"operator", "left_operand", "right_operand", "assert_message"});
     if (!s.ok()) return s.WithContext(context);
@@ -89,7 +88,8 @@ Result<ValidationSet> ValidationSetFromJson(std::string_view name, const Json& b
       s = RenderString(*out, VariableMap{}, "", "").status();
       // Only syntax errors matter here; undefined variables are resolved at submit time.
       if (!s.ok() && s.message().find("undefined variable") == std::string::npos) {
-        return InvalidArgumentError(Path(path, key) + ": " + s.message()).WithContext(context);
+        return InvalidArgumentError(codec::FieldPath(path, key) + ": " + s.message())
+            .WithContext(context);
       }
     }
     set.rules.push_back(std::move(rule));

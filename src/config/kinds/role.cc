@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "codec/field_path.h"
 #include "common/strings.h"
 #include "config/json_fields.h"
 #include "config/kinds.h"
@@ -11,8 +12,6 @@ namespace gpupool::config {
 using internal::CheckBodyFields;
 using internal::CheckBodyName;
 using internal::CheckObject;
-using internal::Index;
-using internal::Path;
 using internal::ReadBool;
 using internal::ReadString;
 using internal::ReadStringList;
@@ -134,16 +133,17 @@ Result<Policy> PolicyFromJson(const Json& e, std::string_view path) {
   } else if (ToLower(effect) == "deny") {
     p.effect = Effect::kDeny;
   } else {
-    return InvalidArgumentError(Path(path, "effect") + ": expected Allow or Deny, got \"" + effect +
-                                "\"");
+    return InvalidArgumentError(codec::FieldPath(path, "effect") +
+                                ": expected Allow or Deny, got \"" + effect + "\"");
   }
   auto actions = e.find("actions");
-  if (actions == e.end()) return InvalidArgumentError(Path(path, "actions") + ": required");
-  std::string ap = Path(path, "actions");
+  if (actions == e.end())
+    return InvalidArgumentError(codec::FieldPath(path, "actions") + ": required");
+  std::string ap = codec::FieldPath(path, "actions");
   if (!actions->is_array()) return TypeError(ap, "a list of actions", *actions);
   for (size_t i = 0; i < actions->size(); ++i) {
     const Json& a = (*actions)[i];
-    std::string p2 = Index(ap, i);
+    std::string p2 = codec::IndexPath(ap, i);
     if (a.is_object() || (a.is_string() && StartsWith(a.get<std::string>(), "http:"))) {
       ASSIGN_OR_RETURN(LegacyAction la, LegacyActionFromJson(a, p2));
       p.legacy_actions.push_back(std::move(la));
@@ -188,7 +188,8 @@ Status DecodeRole(const Json& body, Role& role) {
     if (!actions->is_array())
       return TypeError("actions", "a list of {base, path, method}", *actions);
     for (size_t i = 0; i < actions->size(); ++i) {
-      ASSIGN_OR_RETURN(LegacyAction a, LegacyActionFromJson((*actions)[i], Index("actions", i)));
+      ASSIGN_OR_RETURN(LegacyAction a,
+                       LegacyActionFromJson((*actions)[i], codec::IndexPath("actions", i)));
       role.actions.push_back(std::move(a));
     }
   }
@@ -196,7 +197,7 @@ Status DecodeRole(const Json& body, Role& role) {
   if (policies != body.end()) {
     if (!policies->is_array()) return TypeError("policies", "a list of policies", *policies);
     for (size_t i = 0; i < policies->size(); ++i) {
-      ASSIGN_OR_RETURN(Policy p, PolicyFromJson((*policies)[i], Index("policies", i)));
+      ASSIGN_OR_RETURN(Policy p, PolicyFromJson((*policies)[i], codec::IndexPath("policies", i)));
       role.policies.push_back(std::move(p));
     }
   }

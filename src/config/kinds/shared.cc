@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "codec/field_path.h"
 #include "common/strings.h"
 #include "config/json_fields.h"
 #include "model/duration.h"
@@ -20,15 +21,15 @@ bool IsVariableName(std::string_view name) {
 Status ReadVariables(const Json& obj, std::string_view key, std::string_view path, Json* out) {
   auto it = obj.find(key);
   if (it == obj.end()) return OkStatus();
-  std::string p = Path(path, key);
+  std::string p = codec::FieldPath(path, key);
   if (!it->is_object()) return TypeError(p, "an object of variables", *it);
   for (const auto& [name, value] : it->items()) {
     if (!IsVariableName(name)) {
-      return InvalidArgumentError(Path(p, name) +
+      return InvalidArgumentError(codec::FieldPath(p, name) +
                                   ": variable names must match [A-Za-z_][A-Za-z0-9_]*");
     }
     if (value.is_object() || value.is_array()) {
-      return TypeError(Path(p, name), "a string, number, boolean or null", value);
+      return TypeError(codec::FieldPath(p, name), "a string, number, boolean or null", value);
     }
   }
   *out = *it;
@@ -70,7 +71,7 @@ Status ReadTimeout(const Json& obj, std::string_view key, std::string_view path,
   if (model::IsEmptyDuration(text)) return OkStatus();
   Result<int64_t> seconds = model::ParseDurationSeconds(text);
   if (!seconds.ok()) {
-    return InvalidArgumentError(Path(path, key) + ": " + seconds.status().message() +
+    return InvalidArgumentError(codec::FieldPath(path, key) + ": " + seconds.status().message() +
                                 " (expected a duration such as \"30m\", \"8h\", \"2d\" or "
                                 "\"PT2H\")");
   }

@@ -129,10 +129,10 @@ std::vector<model::Node> NodesInSeedOrder(const std::vector<model::Node>& nodes,
 
 // The allocation curve of one seed: the scheduler places the arrivals in one cycle, in their
 // order, each once (no reclaim, no preemption, every node scored).
-Curve PlaceSeed(const scheduler::Scheduler& scheduler, const std::vector<model::Node>& nodes,
+Curve PlaceSeed(const scheduler::Scheduler& scheduler, std::vector<model::Node> nodes,
                 Arrivals arrivals, double capacity_milli, ProtocolRun& run) {
   scheduler::ClusterSnapshot snapshot;
-  snapshot.nodes = nodes;
+  snapshot.nodes = std::move(nodes);  // the seed's own copy (NodesInSeedOrder)
   snapshot.pods = std::move(arrivals.pods);
   const std::clock_t start = std::clock();
   const scheduler::CycleResult r = scheduler.RunCycle(snapshot);

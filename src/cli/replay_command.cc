@@ -246,7 +246,7 @@ void AddReplaySubcommand(CLI::App& app, ReplayFlags& f) {
   cmd->add_option("--at", f.at, "--protocol: arrived demand to report at, percent (98,130)")
       ->delimiter(',');
   cmd->add_option("--fgd-task-types", f.fgd_task_types,
-                  "--protocol: pod shapes in FGD's typical workload (default: the scheduler's)");
+                  "--protocol: GPU demands in FGD's typical workload (default: the scheduler's)");
   cmd->callback([&f] { f.chosen = true; });
   cmd->fallthrough();
 }

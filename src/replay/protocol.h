@@ -22,11 +22,11 @@
 // "NNNN-name" by a random permutation and its kube-scheduler fork takes the smallest name among
 // equal scores; here the nodes get the same kind of prefix from the seed (NodesInSeedOrder).
 // Differences that remain: the seeds draw other orders than the simulator's Go generator; FGD's
-// typical workload is gpupool's (the 8 most common shapes of cpu and GPUs among the pods being
-// placed; the simulator takes the trace's shapes that make up 95 %, 35 of them); the scorers'
-// scales (the simulator's FGD and GPU packing scores are integers, not normalised) and GPU
-// packing's and best fit's formulas are gpupool's own (docs/BENCHMARKS.md, "The FGD paper's
-// protocol").
+// typical workload is gpupool's (the 8 most common GPU demands among the pods being placed, each
+// with the least cpu of its pods; the simulator takes the trace's (cpu, GPU) shapes that make up
+// 95 %, 35 of them); the scorers' scales (the simulator's FGD and GPU packing scores are
+// integers, not normalised) and GPU packing's, best fit's and dot product's formulas are
+// gpupool's own (docs/BENCHMARKS.md, "The FGD paper's protocol").
 
 #include <cstdint>
 #include <functional>

@@ -126,7 +126,8 @@ struct SchedulerOptions {
   int percentage_of_nodes_to_score = 0;
   bool enable_reclaim = true;
   bool enable_preempt = true;
-  // FGD: how many of the most popular pod shapes make the "typical workload".
+  // FGD: how many of the most popular GPU demands make the "typical workload"
+  // (scorers/fragmentation.h).
   int fgd_task_types = 8;
   // Benchmarks only: time every allocation decision (a job) into CycleResult. Never changes a
   // decision.

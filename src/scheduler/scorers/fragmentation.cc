@@ -1,6 +1,7 @@
 #include "scheduler/scorers/fragmentation.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -45,19 +46,25 @@ double Fragmentation(std::span<const TaskType> types, const int32_t* devices, in
 
 std::vector<TaskType> TypicalTaskTypes(const CycleState& state, std::span<const Job> jobs,
                                        int max_types) {
-  std::map<std::tuple<int64_t, int, int32_t>, int> counts;
+  // Per GPU demand (whole GPUs, fraction): how many pods, and the least cpu one of them asks.
+  struct Demand {
+    int count = 0;
+    int64_t min_cpu = std::numeric_limits<int64_t>::max();
+  };
+  std::map<std::pair<int, int32_t>, Demand> demands;
+  int total = 0;
   for (const Job& job : jobs) {
     for (int pod : job.pods) {
       const PodState& p = state.pod(pod);
-      ++counts[{p.cpu_req, p.gpu_whole, p.gpu_fraction}];
+      Demand& d = demands[{p.gpu_whole, p.gpu_fraction}];
+      ++d.count;
+      d.min_cpu = std::min(d.min_cpu, p.cpu_req);
+      ++total;
     }
   }
   std::vector<std::pair<int, std::tuple<int64_t, int, int32_t>>> ranked;
-  int total = 0;
-  for (const auto& [shape, count] : counts) {
-    ranked.emplace_back(count, shape);
-    total += count;
-  }
+  for (const auto& [gpus, d] : demands)
+    ranked.push_back({d.count, {d.min_cpu, gpus.first, gpus.second}});
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const auto& a, const auto& b) { return a.first > b.first; });
   if (static_cast<int>(ranked.size()) > max_types) ranked.resize(max_types);

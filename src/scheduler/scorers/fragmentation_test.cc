@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/cycle_setup.h"
+#include "scheduler/cycle_test_util.h"
+#include "scheduler/test_util.h"
+
 namespace gpupool::scheduler {
 namespace fragmentation_test {
 
@@ -88,6 +92,44 @@ TEST(FragmentationTest, KeptTermsGiveTheSameBitsAsTheDevices) {
     const double kept =
         Fragmentation(types, n, summary.all, cpu_free, [&](size_t t) { return terms[t]; });
     EXPECT_EQ(kept, Fragmentation(types, devices.data(), n, cpu_free)) << "round " << round;
+  }
+}
+
+// The typical workload groups the pods by GPU demand, each type with the least cpu of its pods:
+// three 1-GPU pods asking three different cpus are one type (the most common), whereas as
+// (cpu, GPUs) shapes they would be three types less common than the two equal fractions.
+TEST(FragmentationTest, TypicalTaskTypesByGpuDemand) {
+  using testing::PodBuilder;
+  ClusterSnapshot snapshot;
+  snapshot.nodes = {testing::NodeBuilder("n").Gpus(2).Build()};
+  snapshot.pods = {PodBuilder("g1").Cpu("11").Gpus(1).Build(),
+                   PodBuilder("g2").Cpu("3").Gpus(1).Build(),
+                   PodBuilder("g3").Cpu("8").Gpus(1).Build(),
+                   PodBuilder("f1").Cpu("4").Fraction("0.5").Gpus(1).Build(),
+                   PodBuilder("f2").Cpu("4").Fraction("0.5").Gpus(1).Build(),
+                   PodBuilder("c1").Cpu("12").Build()};
+  testing::CycleFixture fx(std::move(snapshot));
+  const std::vector<Job> jobs = BuildJobs(fx.state, fx.setup.gangs);
+  struct Case {
+    int max_types;
+    std::vector<TaskType> want;
+  };
+  const std::vector<Case> cases = {
+      {1, {{3000, 1, 0, 3.0 / 6}}},
+      {2, {{3000, 1, 0, 3.0 / 6}, {4000, 0, 500, 2.0 / 6}}},
+      // The rest by count; the CPU pod is a demand of its own (no GPU).
+      {8, {{3000, 1, 0, 3.0 / 6}, {4000, 0, 500, 2.0 / 6}, {12000, 0, 0, 1.0 / 6}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.max_types);
+    const std::vector<TaskType> got = TypicalTaskTypes(fx.state, jobs, c.max_types);
+    ASSERT_EQ(got.size(), c.want.size());
+    for (size_t t = 0; t < got.size(); ++t) {
+      EXPECT_EQ(got[t].cpu, c.want[t].cpu) << t;
+      EXPECT_EQ(got[t].gpu_whole, c.want[t].gpu_whole) << t;
+      EXPECT_EQ(got[t].gpu_fraction, c.want[t].gpu_fraction) << t;
+      EXPECT_DOUBLE_EQ(got[t].weight, c.want[t].weight) << t;
+    }
   }
 }
 

@@ -2,11 +2,13 @@
 // PlacementScorer: the resource score of a placement policy (SchedulerOptions::policy), one
 // implementation per policy, each in its own file (module-internal):
 //   fgd          fgd_scorer.cc          least growth of GPU fragmentation (fragmentation.h)
-//   gpu-packing  gpu_packing_scorer.cc  fill partly used GPUs and GPU nodes; CPU pods avoid GPUs
-//   best-fit     best_fit_scorer.cc     least cpu, memory and GPU left on the node
+//   gpu-packing  gpu_packing_scorer.cc  fill partly used GPUs and GPU nodes; CPU pods avoid GPU
+//                                       nodes, and on them go where no GPU is free
+//   best-fit     best_fit_scorer.cc     least cpu and GPU left on the node, in absolute amounts
 //   random       random_scorer.cc       a feasible node drawn at random (the FGD paper's baseline)
 //   dot-product  dot_product_scorer.cc  least dot product of the pod's and the node's free cpu
-//                                       and GPUs (the FGD paper's baseline, after Tetris)
+//                                       and GPUs (the FGD paper's baseline, after Tetris); CPU
+//                                       pods go where no GPU is free first
 // A scorer only reads the cycle's state. The node search (node_search.h) asks it for the raw
 // score of each feasible node it visits and keeps the score per node version and pod shape, so
 // a score must depend on nothing but the node's state now and the pod's requests (and on what

@@ -5,6 +5,8 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build ccache pkg-config
+  # LLVM's linker: links the ~50 test and tool executables in a third of GNU ld's time.
+  lld
   nlohmann-json3-dev libyaml-dev libcli11-dev libfmt-dev libspdlog-dev
   libsqlite3-dev sqlite3 libpq-dev postgresql
   libboost-dev libcpp-httplib-dev libjwt-dev libssl-dev openssl libjemalloc-dev

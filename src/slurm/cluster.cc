@@ -56,25 +56,28 @@ Status SlurmCluster::RefreshJobsLocked() {
   ASSIGN_OR_RETURN(auto listing, std::move(answer));
   if (!listing) return OkStatus();  // 304: nothing changed
   std::map<int64_t, SlurmJob> jobs;
-  std::map<std::string, int64_t> by_key;
+  std::map<std::string, JobRef> by_key;
   int64_t since = 0;
   int64_t max_id = 0;
   for (SlurmJob& job : *listing) {
     JobOutcome outcome = OutcomeOf(job);
     since = std::max(since, NewestPastTime(job, outcome));
     max_id = std::max(max_id, job.job_id);
-    if (job.comment != options_.submit.comment) continue;
-    // Several jobs of one key (a cancelled one and its successor): the newest that is not
-    // cancelled wins, else the newest.
-    auto it = by_key.find(job.name);
-    bool replace = it == by_key.end();
-    if (!replace) {
-      const SlurmJob& other = jobs[it->second];
-      bool this_cancelled = job.state == "CANCELLED";
-      bool other_cancelled = other.state == "CANCELLED";
-      replace = (this_cancelled == other_cancelled) ? job.job_id > other.job_id : other_cancelled;
+    auto keys = KeysOfJob(job);
+    if (keys.empty()) continue;  // someone else's
+    const bool cancelled = job.state == "CANCELLED";
+    for (auto& [key, ref] : keys) {
+      // Several jobs of one key (a cancelled one and its successor): the newest that is not
+      // cancelled wins, else the newest.
+      auto it = by_key.find(key);
+      bool replace = it == by_key.end();
+      if (!replace) {
+        const SlurmJob& other = jobs[it->second.job_id];
+        bool other_cancelled = other.state == "CANCELLED";
+        replace = (cancelled == other_cancelled) ? job.job_id > other.job_id : other_cancelled;
+      }
+      if (replace) by_key[key] = ref;
     }
-    if (replace) by_key[job.name] = job.job_id;
     jobs.emplace(job.job_id, std::move(job));
   }
   jobs_ = std::move(jobs);
@@ -82,6 +85,53 @@ Status SlurmCluster::RefreshJobsLocked() {
   jobs_since_ = since;
   max_job_id_ = max_id;
   return OkStatus();
+}
+
+std::string SlurmCluster::JobRef::CancelId() const {
+  if (array_job_id == 0) return std::to_string(job_id);
+  return std::to_string(array_job_id) + "_" + std::to_string(index);
+}
+
+std::vector<std::pair<std::string, SlurmCluster::JobRef>> SlurmCluster::KeysOfJob(
+    const SlurmJob& job) const {
+  std::vector<std::pair<std::string, JobRef>> out;
+  if (job.comment == options_.submit.comment) {
+    out.emplace_back(job.name, JobRef{job.job_id});
+    return out;
+  }
+  auto keys = ArrayKeys(job.comment, options_.submit.comment);
+  if (!keys || job.array_job_id == 0) return out;
+  auto add = [&](int64_t index) {
+    if (index >= 0 && index < static_cast<int64_t>(keys->size())) {
+      out.emplace_back((*keys)[index], JobRef{job.job_id, job.array_job_id, index});
+    }
+  };
+  if (job.array_task_id) {
+    add(*job.array_task_id);
+  } else if (auto pending = ParseArrayIndexes(job.array_task_string); pending.ok()) {
+    for (int64_t index : *pending) add(index);
+  }
+  return out;
+}
+
+const SlurmJob* SlurmCluster::JobOfLocked(const std::string& key, const Task& task) const {
+  int64_t record = task.job_id;
+  if (task.array_index >= 0) {
+    // An element's record changes when it starts (slurmctld splits it off the pending ones).
+    auto ref = job_by_key_.find(key);
+    if (ref == job_by_key_.end() || ref->second.array_job_id != task.job_id ||
+        ref->second.index != task.array_index) {
+      return nullptr;
+    }
+    record = ref->second.job_id;
+  }
+  auto it = jobs_.find(record);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void SlurmCluster::Follow(Task& task, const JobRef& ref) {
+  task.job_id = ref.array_job_id != 0 ? ref.array_job_id : ref.job_id;
+  task.array_index = ref.array_job_id != 0 ? ref.index : -1;
 }
 
 Status SlurmCluster::RefreshNodes() {
@@ -223,15 +273,47 @@ std::vector<Status> SlurmCluster::RunAll(const std::vector<RunRequest>& requests
     submitted.push_back(i);
     submissions.push_back(std::move(*submission));
   }
-  std::vector<Result<int64_t>> ids = SubmitAllLocked(submissions);
+  auto ids = SubmitGroupedLocked(std::move(submissions));
   for (size_t n = 0; n < submitted.size(); ++n) {
     const std::string& key = requests[submitted[n]].run.key;
-    if (ids[n].ok()) {
-      tasks_.at(key).job_id = *ids[n];
-    } else if (ids[n].status().code() != StatusCode::kUnavailable) {
+    auto& [id, index] = ids[n];
+    if (id.ok()) {
+      tasks_.at(key).job_id = *id;
+      tasks_.at(key).array_index = index;
+    } else if (id.status().code() != StatusCode::kUnavailable) {
       tasks_.erase(key);  // refused by Slurm
-      out[submitted[n]] = ids[n].status();
-    }  // else: waits for Poll, which first looks for a job of its name
+      out[submitted[n]] = id.status();
+    }  // else: waits for Poll, which first looks for a job of its key (by name or array comment)
+  }
+  return out;
+}
+
+std::vector<std::pair<Result<int64_t>, int64_t>> SlurmCluster::SubmitGroupedLocked(
+    std::vector<JobSubmission> submissions) {
+  std::vector<std::vector<size_t>> groups;
+  if (options_.arrays) {
+    groups = GroupForArrays(submissions);
+  } else {
+    for (size_t i = 0; i < submissions.size(); ++i) groups.push_back({i});
+  }
+  std::vector<JobSubmission> jobs;
+  jobs.reserve(groups.size());
+  for (const auto& group : groups) {
+    if (group.size() == 1) {
+      jobs.push_back(std::move(submissions[group.front()]));
+      continue;
+    }
+    std::vector<const JobSubmission*> elements;
+    for (size_t i : group) elements.push_back(&submissions[i]);
+    jobs.push_back(ArraySubmission(elements));
+  }
+  std::vector<Result<int64_t>> ids = SubmitAllLocked(jobs);
+  std::vector<std::pair<Result<int64_t>, int64_t>> out(submissions.size(),
+                                                       {UnavailableError("not submitted"), -1});
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t e = 0; e < groups[g].size(); ++e) {
+      out[groups[g][e]] = {ids[g], groups[g].size() == 1 ? -1 : static_cast<int64_t>(e)};
+    }
   }
   return out;
 }
@@ -246,8 +328,8 @@ Status SlurmCluster::TrackLocked(const TaskRun& run, bool adopt, const Status& l
     // A cancelled job of the key was stopped (gpupool evicted the task, which then keeps its
     // key): a new launch runs it again. An adopted task keeps even a cancelled job.
     if (auto it = job_by_key_.find(run.key);
-        it != job_by_key_.end() && (adopt || jobs_.at(it->second).state != "CANCELLED")) {
-      task.job_id = it->second;
+        it != job_by_key_.end() && (adopt || jobs_.at(it->second.job_id).state != "CANCELLED")) {
+      Follow(task, it->second);
       tasks_.emplace(run.key, std::move(task));
       return OkStatus();
     }
@@ -268,21 +350,27 @@ Status SlurmCluster::TrackLocked(const TaskRun& run, bool adopt, const Status& l
 
 Status SlurmCluster::Stop(const std::string& key) {
   std::lock_guard lock(mu_);
-  int64_t job_id = 0;
+  std::optional<JobRef> ref;
+  const SlurmJob* job = nullptr;
   if (auto it = tasks_.find(key); it != tasks_.end()) {
-    job_id = it->second.job_id;
+    if (it->second.job_id != 0) {
+      ref = JobRef{it->second.job_id, it->second.array_index >= 0 ? it->second.job_id : 0,
+                   it->second.array_index};
+      job = JobOfLocked(key, it->second);
+    }
     tasks_.erase(it);
   } else if (auto known = job_by_key_.find(key); known != job_by_key_.end()) {
-    job_id = known->second;
+    ref = known->second;
+    job = &jobs_.at(known->second.job_id);
   }
-  if (job_id == 0) {
+  if (!ref) {
     // Maybe submitted by a request whose answer was lost: cancel whatever shows up.
     to_cancel_.insert(key);
     return OkStatus();
   }
-  auto job = jobs_.find(job_id);
-  if (job != jobs_.end() && Ended(job->second)) return OkStatus();
-  Status cancelled = client_->CancelJob(job_id);
+  if (job != nullptr && Ended(*job)) return OkStatus();
+  // An array element is cancelled alone ("100_3"); its siblings run on.
+  Status cancelled = client_->CancelJob(ref->CancelId());
   if (!cancelled.ok()) to_cancel_.insert(key);
   return cancelled;
 }
@@ -298,8 +386,8 @@ Result<std::vector<TaskEvent>> SlurmCluster::Poll() {
 
   for (auto it = to_cancel_.begin(); it != to_cancel_.end();) {
     auto known = job_by_key_.find(*it);
-    if (known != job_by_key_.end() && !Ended(jobs_.at(known->second))) {
-      if (!client_->CancelJob(known->second).ok()) {
+    if (known != job_by_key_.end() && !Ended(jobs_.at(known->second.job_id))) {
+      if (!client_->CancelJob(known->second.CancelId()).ok()) {
         ++it;
         continue;
       }
@@ -312,8 +400,8 @@ Result<std::vector<TaskEvent>> SlurmCluster::Poll() {
     Task& task = it->second;
     if (task.job_id == 0 && task.lost.empty()) {
       if (auto known = job_by_key_.find(key);
-          known != job_by_key_.end() && jobs_.at(known->second).state != "CANCELLED") {
-        task.job_id = known->second;  // an earlier, unanswered submission did reach Slurm
+          known != job_by_key_.end() && jobs_.at(known->second.job_id).state != "CANCELLED") {
+        Follow(task, known->second);  // an earlier, unanswered submission did reach Slurm
       } else {
         Status submitted = SubmitLocked(key, task);
         if (!submitted.ok() && submitted.code() != StatusCode::kUnavailable) {
@@ -335,17 +423,18 @@ Result<std::vector<TaskEvent>> SlurmCluster::Poll() {
       ++it;
       continue;
     }
-    auto job_it = jobs_.find(task.job_id);
-    if (job_it == jobs_.end()) {
+    const SlurmJob* found = JobOfLocked(key, task);
+    if (found == nullptr) {
       // Listed by id up to a newer one, yet absent: slurmctld forgot it (purged, or its state
       // was lost in a restart).
       if (task.job_id <= max_job_id_)
-        task.lost =
-            "Slurm job " + std::to_string(task.job_id) + " of " + key + " is gone from slurmctld";
+        task.lost = "Slurm job " + std::to_string(task.job_id) +
+                    (task.array_index >= 0 ? "_" + std::to_string(task.array_index) : "") + " of " +
+                    key + " is gone from slurmctld";
       ++it;
       continue;
     }
-    const SlurmJob& job = job_it->second;
+    const SlurmJob& job = *found;
     JobOutcome outcome = OutcomeOf(job);
     if (outcome.phase != JobPhase::kPending && !task.started) {
       task.started = true;

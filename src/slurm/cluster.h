@@ -15,7 +15,10 @@
 //            job listing (`update_time`: an unchanged cluster answers 304 and costs nothing).
 //
 // gpupool's jobs carry `comment` (SubmitOptions::comment, "gpupool" by default) and are named
-// after the attempt key; jobs without the comment are someone else's.
+// after the attempt key; jobs without the comment are someone else's. With `arrays`, RunAll
+// submits a burst's tasks on one node as one job array whose comment lists the elements' keys
+// ("gpupool array:KEY0 KEY1 ..."; translate.h, ArraySubmission): each element is tracked,
+// adopted and cancelled ("ARRAY_INDEX") as its own task.
 //
 // Outages: slurmrestd takes seconds to say that slurmctld does not answer. After such an answer
 // Run() does not ask again for a few seconds (the task waits for Poll() to submit it), so the
@@ -51,6 +54,9 @@ struct ClusterOptions {
   // and slurmctld's, however many jobs there are, and an unchanged cluster (304) is still
   // asked often.
   double listing_pace = 0;
+  // A burst's tasks on one node with identical requests go to Slurm as one job array
+  // (GroupForArrays); false: one job per task.
+  bool arrays = false;
 };
 
 struct TaskEvent {
@@ -107,14 +113,34 @@ class SlurmCluster {
   std::string OutputFile(const std::string& key) const;
 
  private:
+  // The job of an attempt key in the last listing: a single job, or an element of an array (its
+  // own record once started; before that, the record of the array's pending elements).
+  struct JobRef {
+    int64_t job_id = 0;        // the record's id in jobs_
+    int64_t array_job_id = 0;  // 0: not an array element
+    int64_t index = -1;
+    // What DELETE /job/{id} takes to cancel this task's job alone: "123" or "100_3".
+    std::string CancelId() const;
+  };
   struct Task {
     TaskRun run;
-    int64_t job_id = 0;  // 0: not submitted yet (Slurm was unreachable)
+    int64_t job_id = 0;  // 0: not submitted yet (Slurm was unreachable); the array's id for an
+                         // array element
+    int64_t array_index = -1;  // >= 0: the task is this element of array job_id
     bool started = false;
     std::string lost;  // set: report as ended and lost at the next Poll
   };
 
   Status RefreshJobsLocked();
+  // The keys a listed job of gpupool's runs (one, or an array's), with their refs.
+  std::vector<std::pair<std::string, JobRef>> KeysOfJob(const SlurmJob& job) const;
+  // The task's job record in the last listing; nullptr when absent.
+  const SlurmJob* JobOfLocked(const std::string& key, const Task& task) const;
+  static void Follow(Task& task, const JobRef& ref);
+  // Submits the `submissions` (in order), as arrays where GroupForArrays allows; one id or
+  // error per submission: an array element gets the array's id and its index.
+  std::vector<std::pair<Result<int64_t>, int64_t>> SubmitGroupedLocked(
+      std::vector<JobSubmission> submissions);
   // Run's bookkeeping once the listing was refreshed (`listed`: its outcome): tracks the task,
   // adopting its job if one exists; `submit` is set when its job is to be submitted now.
   Status TrackLocked(const TaskRun& run, bool adopt, const Status& listed, bool& submit);
@@ -136,7 +162,7 @@ class SlurmCluster {
   std::chrono::steady_clock::time_point unreachable_until_{};
   // gpupool's jobs in slurmctld's last listing, by id, and the newest id per attempt key.
   std::map<int64_t, SlurmJob> jobs_;
-  std::map<std::string, int64_t> job_by_key_;
+  std::map<std::string, JobRef> job_by_key_;
   std::chrono::steady_clock::time_point listed_at_{};  // when the last listing ended
   std::chrono::steady_clock::duration listing_took_{};
   int64_t jobs_since_ = 0;             // for update_time: the newest past time the listing showed

@@ -267,6 +267,82 @@ TEST_F(ClusterTest, ABurstIsSubmittedOverSeveralConnectionsEachJobOnce) {
   EXPECT_EQ(state_->submissions.size(), 40u);
 }
 
+// A burst's tasks on one node as one array: each element maps back to its task, starts and
+// ends on its own, is cancelled alone, and a restarted gpupool adopts the elements by the
+// array's comment.
+TEST_F(ClusterTest, ABurstOnOneNodeRunsAsOneArrayOfItsTasks) {
+  ClientOptions client_options;
+  client_options.user = "nobody";
+  client_options.token = TokenSource::Fixed("t");
+  ClusterOptions options;
+  options.submit.output_dir = "/jobs";
+  options.arrays = true;
+  auto make = [&] {
+    return std::make_unique<SlurmCluster>(
+        std::make_shared<RestClient>(*ParseEndpoint("http://127.0.0.1:6820"),
+                                     std::make_unique<FakeSlurmRest>(state_), client_options),
+        options);
+  };
+  cluster_ = make();
+  ASSERT_TRUE(cluster_->Connect().ok());
+  Json two_cpus = Pod(1);
+  two_cpus["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3";
+  std::vector<SlurmCluster::RunRequest> runs = {{{"wf/g/a/0", "gpu0004", Pod(1), 600}},
+                                                {{"wf/g/b/0", "gpu0004", Pod(1), 600}},
+                                                {{"wf/g/c/0", "gpu0003", Pod(1), 600}},
+                                                {{"wf/g/d/0", "gpu0004", two_cpus, 600}},
+                                                {{"wf/g/e/0", "gpu0004", Pod(1), 600}}};
+  for (const Status& status : cluster_->RunAll(runs)) EXPECT_TRUE(status.ok()) << status.message();
+  // a, b, e as one array; c (another node) and d (other cpus) as single jobs.
+  ASSERT_EQ(state_->submissions.size(), 3u);
+  const Json& array = state_->submissions[0]["job"];
+  EXPECT_EQ(array["array"], "0-2");
+  EXPECT_EQ(array["comment"], "gpupool array:wf/g/a/0 wf/g/b/0 wf/g/e/0");
+  EXPECT_EQ(state_->submissions[1]["job"]["name"], "wf/g/c/0");
+  EXPECT_FALSE(state_->submissions[1]["job"].contains("array"));
+  EXPECT_EQ(state_->submissions[2]["job"]["name"], "wf/g/d/0");
+  EXPECT_EQ(state_->jobs.size(), 5u);  // 3 elements, 2 jobs
+
+  // Element 1 (b) starts and fails alone; the others stay pending.
+  int64_t array_id = 1;
+  state_->SetState(array_id + 1, "RUNNING", 0, "gpu0004");
+  state_->SetState(array_id + 1, "FAILED", 3 << 8);
+  auto events = Poll();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0].key, "wf/g/b/0");
+  EXPECT_EQ(events[0].kind, TaskEvent::Kind::kStarted);
+  EXPECT_EQ(events[1].key, "wf/g/b/0");
+  EXPECT_EQ(events[1].kind, TaskEvent::Kind::kEnded);
+  EXPECT_EQ(events[1].exit_code, 3);
+
+  // Stopping e cancels element 2 alone.
+  state_->requests.clear();
+  ASSERT_TRUE(cluster_->Stop("wf/g/e/0").ok());
+  EXPECT_EQ(state_->requests, std::vector<std::string>{"DELETE /slurm/v0.0.38/job/1_2"});
+  EXPECT_EQ(state_->jobs.at(array_id + 2)["job_state"], "CANCELLED");
+  EXPECT_EQ(state_->jobs.at(array_id)["job_state"], "PENDING");
+
+  // A restarted gpupool adopts a from the array's comment, even while a's element is still
+  // in the record of the array's pending elements (no array_task_id yet), and submits nothing.
+  state_->jobs.at(array_id).erase("array_task_id");
+  state_->jobs.at(array_id)["array_task_string"] = "0";
+  cluster_ = make();
+  ASSERT_TRUE(cluster_->Connect().ok());
+  ASSERT_TRUE(cluster_->Run({"wf/g/a/0", "gpu0004", Pod(1), 600}, true).ok());
+  ASSERT_TRUE(cluster_->Run({"wf/g/c/0", "gpu0003", Pod(1), 600}, true).ok());
+  EXPECT_TRUE(Poll().empty());
+  state_->jobs.at(array_id)["array_task_id"] = 0;
+  state_->SetState(array_id, "RUNNING", 0, "gpu0004");
+  state_->SetState(array_id, "COMPLETED", 0);
+  events = Poll();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].key, "wf/g/a/0");
+  EXPECT_EQ(events[1].kind, TaskEvent::Kind::kEnded);
+  EXPECT_EQ(events[1].exit_code, 0);
+  EXPECT_EQ(state_->submissions.size(), 3u);
+  EXPECT_EQ(cluster_->Tracked(), 1u);  // c
+}
+
 TEST_F(ClusterTest, PollListsNoSoonerThanTheLastListingsCostAllows) {
   state_->requests.clear();
   ClusterOptions options;

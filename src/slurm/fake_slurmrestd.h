@@ -3,7 +3,8 @@
 //
 // ScriptedTransport answers each request with the next scripted outcome and records requests.
 // FakeSlurmRest is a small in-memory slurmrestd: nodes and partitions from testdata/, jobs that
-// tests submit, move through states and cancel; /jobs honours update_time with 304 like
+// tests submit (arrays as one record per element), move through states and cancel ("A_i": one
+// element); /jobs honours update_time with 304 like
 // slurmctld; `down` makes every request fail to connect (`down_after_submits`: from the
 // submission after that many on).
 
@@ -96,12 +97,16 @@ class FakeSlurmRest final : public HttpTransport {
                   const std::string& node = "") {
       ++now;
       Json& job = jobs.at(id);
+      const bool was_pending = job.value("job_state", "") == "PENDING";
       job["job_state"] = state;
       job["exit_code"] = wait_status;
       if (state == "RUNNING") {
         job["start_time"] = now;
         job["nodes"] = node.empty() ? job.value("nodes", std::string()) : node;
       } else if (state != "PENDING") {
+        // As slurmctld: a job that ends before it ran started when it ended (its start_time
+        // was a forecast).
+        if (was_pending) job["start_time"] = now;
         job["end_time"] = now;
       }
       last_job_update = now;
@@ -142,16 +147,30 @@ class FakeSlurmRest final : public HttpTransport {
       Json body = Json::parse(request.body);
       state_->submissions.push_back(body);
       const Json& job = body["job"];
-      int64_t id = state_->AddJob(Json{{"name", job.value("name", "")},
-                                       {"comment", job.value("comment", "")},
-                                       {"job_state", "PENDING"},
-                                       {"exit_code", 0},
-                                       {"nodes", ""},
-                                       {"cpus", job.value("cpus_per_task", 1)},
-                                       {"memory_per_node", job.value("memory_per_node", 0)},
-                                       {"start_time", state_->now + 1000}});
-      // The node it asked for, kept aside until it runs.
-      state_->jobs[id]["requested_node"] = job.value("nodelist", "");
+      // An array ("0-3"): one record per element, as slurmctld shows them once split off;
+      // the array's id is its first element's.
+      int64_t elements = 1;
+      if (std::string array = job.value("array", ""); !array.empty()) {
+        elements = std::stoll(array.substr(array.find('-') + 1)) + 1;
+      }
+      int64_t id = 0;
+      for (int64_t e = 0; e < elements; ++e) {
+        int64_t element = state_->AddJob(Json{{"name", job.value("name", "")},
+                                              {"comment", job.value("comment", "")},
+                                              {"job_state", "PENDING"},
+                                              {"exit_code", 0},
+                                              {"nodes", ""},
+                                              {"cpus", job.value("cpus_per_task", 1)},
+                                              {"memory_per_node", job.value("memory_per_node", 0)},
+                                              {"start_time", state_->now + 1000}});
+        if (e == 0) id = element;
+        if (job.contains("array")) {
+          state_->jobs[element]["array_job_id"] = id;
+          state_->jobs[element]["array_task_id"] = e;
+        }
+        // The node it asked for, kept aside until it runs.
+        state_->jobs[element]["requested_node"] = job.value("nodelist", "");
+      }
       if (state_->down_after_submits > 0 &&
           state_->submissions.size() >= state_->down_after_submits) {
         state_->down = true;
@@ -159,7 +178,17 @@ class FakeSlurmRest final : public HttpTransport {
       return Reply(outcome, 200, Json{{"job_id", id}, {"errors", Json::array()}});
     }
     if (target.starts_with(prefix + "/job/") && request.method == "DELETE") {
-      int64_t id = std::stoll(target.substr(prefix.size() + 5));
+      std::string job_id = target.substr(prefix.size() + 5);
+      int64_t id = std::stoll(job_id);
+      if (size_t underscore = job_id.find('_'); underscore != std::string::npos) {
+        int64_t index = std::stoll(job_id.substr(underscore + 1));
+        for (const auto& [element, job] : state_->jobs) {
+          if (job.value("array_job_id", int64_t{0}) == id &&
+              job.value("array_task_id", int64_t{-1}) == index) {
+            id = element;
+          }
+        }
+      }
       auto it = state_->jobs.find(id);
       if (it == state_->jobs.end()) {
         return Reply(outcome, 500, ReadTestJson("delete_unknown_job.json"));

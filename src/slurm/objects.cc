@@ -182,6 +182,13 @@ Result<std::vector<SlurmJob>> ParseJobs(const Json& response) {
     r.Int("memory_per_cpu", j.memory_per_cpu_mb);
     r.Strings("gres_detail", j.gres_detail);
     r.String("standard_output", j.standard_output);
+    r.Int("array_job_id", j.array_job_id);
+    r.String("array_task_string", j.array_task_string);
+    if (r.Find("array_task_id") != nullptr) {  // null for the not-started elements' record
+      int64_t id = 0;
+      r.Int("array_task_id", id);
+      j.array_task_id = id;
+    }
     RETURN_IF_ERROR(r.status());
     if (j.job_id <= 0) {
       return InvalidArgumentError("jobs[" + std::to_string(i) + "].job_id: missing");
@@ -204,6 +211,7 @@ Json SubmissionToJson(const JobSubmission& s) {
   }
   if (!s.gpus_per_node.empty()) job["gpus_per_node"] = s.gpus_per_node;
   if (s.time_limit_minutes) job["time_limit"] = *s.time_limit_minutes;
+  if (!s.array.empty()) job["array"] = s.array;
   job["no_requeue"] = true;
   if (!s.working_directory.empty()) job["current_working_directory"] = s.working_directory;
   if (!s.standard_output.empty()) job["standard_output"] = s.standard_output;

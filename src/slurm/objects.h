@@ -65,6 +65,12 @@ struct SlurmJob {
   int64_t memory_per_cpu_mb = 0;
   std::vector<std::string> gres_detail;  // per allocated node, "gpu:a100:1(IDX:3)"
   std::string standard_output;
+  // Job arrays: every element's record carries the array's id (the id the submission returned;
+  // 0 when not an array) and its index. Elements not started yet share one record whose
+  // array_task_id is absent and whose array_task_string lists their indexes ("2-5,7").
+  int64_t array_job_id = 0;
+  std::optional<int64_t> array_task_id;
+  std::string array_task_string;
 };
 
 // A batch job for POST /job/submit. Field names and meanings as sbatch's options.
@@ -82,6 +88,7 @@ struct JobSubmission {
   std::string standard_output;  // --output
   std::map<std::string, std::string> environment;
   std::string script;  // "#!/bin/sh\n..."
+  std::string array;   // --array: "0-7"; "" = a single job
 };
 
 // Parsers of whole responses: {"nodes": [...]}, {"partitions": [...]}, {"jobs": [...]}.

@@ -297,7 +297,13 @@ Result<int64_t> RestClient::SubmitJob(const JobSubmission& submission) {
 }
 
 Status RestClient::CancelJob(int64_t job_id, const std::string& signal) {
-  std::string target = std::string(kApiPrefix) + "/job/" + std::to_string(job_id);
+  return CancelJob(std::to_string(job_id), signal);
+}
+
+Status RestClient::CancelJob(const std::string& job_id, const std::string& signal) {
+  // slurmrestd passes the id as text to slurm_kill_job2, which takes "123_4" (one array
+  // element) as scancel does.
+  std::string target = std::string(kApiPrefix) + "/job/" + job_id;
   if (!signal.empty()) target += "?signal=" + signal;
   auto answer = Call("DELETE", target);
   if (!answer.ok()) {

@@ -85,6 +85,8 @@ class RestClient {
   // that already ended is not an error. `signal` ("TERM", "USR1") only signals, it does not
   // cancel.
   Status CancelJob(int64_t job_id, const std::string& signal = "");
+  // The same by Slurm's job id text: "123", or "123_4" for element 4 of array 123 alone.
+  Status CancelJob(const std::string& job_id, const std::string& signal = "");
 
   const Endpoint& endpoint() const { return endpoint_; }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cstring>
 
 #include "common/strings.h"
 #include "model/k8s.h"
@@ -357,6 +358,146 @@ Result<JobSubmission> SubmissionForTask(const TaskRun& task, const SlurmNode& no
   for (const auto& word : argv) line += " " + ShellQuote(word);
   s.script = "#!/bin/sh\n" + line + "\n";
   return s;
+}
+
+namespace {
+
+constexpr char kArrayTag[] = " array:";
+// slurmctld refuses a comment longer than this (job_mgr.c, _test_strlen).
+constexpr size_t kMaxComment = 1024;
+
+bool ShellName(const std::string& name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0]))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+bool ArrayEligible(const JobSubmission& s) {
+  return !s.name.empty() && s.name.find_first_of(" \t\n") == std::string::npos &&
+         s.script.starts_with("#!/bin/sh\n") &&
+         std::all_of(s.environment.begin(), s.environment.end(),
+                     [](const auto& entry) { return ShellName(entry.first); });
+}
+
+bool SameRequest(const JobSubmission& a, const JobSubmission& b) {
+  return a.nodelist == b.nodelist && a.partition == b.partition &&
+         a.cpus_per_task == b.cpus_per_task && a.memory_per_node_mb == b.memory_per_node_mb &&
+         a.temporary_disk_per_node_mb == b.temporary_disk_per_node_mb &&
+         a.gpus_per_node == b.gpus_per_node && a.time_limit_minutes == b.time_limit_minutes &&
+         a.working_directory == b.working_directory && a.comment == b.comment;
+}
+
+}  // namespace
+
+std::vector<std::vector<size_t>> GroupForArrays(const std::vector<JobSubmission>& submissions) {
+  std::vector<std::vector<size_t>> groups;
+  std::vector<size_t> open;          // indexes into groups of the arrays that may still grow
+  std::vector<size_t> comment_size;  // per group: the array's comment so far
+  for (size_t i = 0; i < submissions.size(); ++i) {
+    const JobSubmission& s = submissions[i];
+    bool placed = false;
+    if (ArrayEligible(s)) {
+      for (size_t g : open) {
+        const JobSubmission& first = submissions[groups[g].front()];
+        if (!SameRequest(first, s) || comment_size[g] + 1 + s.name.size() > kMaxComment) continue;
+        groups[g].push_back(i);
+        comment_size[g] += 1 + s.name.size();
+        placed = true;
+        break;
+      }
+    }
+    if (placed) continue;
+    groups.push_back({i});
+    comment_size.push_back(s.comment.size() + std::strlen(kArrayTag) + s.name.size());
+    if (ArrayEligible(s)) open.push_back(groups.size() - 1);
+  }
+  return groups;
+}
+
+JobSubmission ArraySubmission(const std::vector<const JobSubmission*>& elements) {
+  const JobSubmission& first = *elements.front();
+  JobSubmission array = first;
+  array.name = first.name + " +" + std::to_string(elements.size() - 1);
+  array.array = "0-" + std::to_string(elements.size() - 1);
+  array.comment = first.comment + kArrayTag;
+  std::string dir = first.working_directory.empty() ? "/tmp" : first.working_directory;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  array.standard_output = dir + "/gpupool-array.%A_%a.out";
+  // Each element exports its own environment; the job's is only what a shell needs to start.
+  array.environment = {{"PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}};
+  std::string script =
+      "#!/bin/sh\n# gpupool: one task per array element, chosen by $SLURM_ARRAY_TASK_ID\n"
+      "case \"$SLURM_ARRAY_TASK_ID\" in\n";
+  for (size_t i = 0; i < elements.size(); ++i) {
+    const JobSubmission& e = *elements[i];
+    array.comment += (i == 0 ? "" : " ") + e.name;
+    script += std::to_string(i) + ")\n";
+    if (!e.standard_output.empty())
+      script += "  exec >" + ShellQuote(e.standard_output) + " 2>&1\n";
+    for (const auto& [name, value] : e.environment) {
+      script += "  export " + name + "=" + ShellQuote(value) + "\n";
+    }
+    // The single job's script is "#!/bin/sh\n" and one exec line.
+    std::string line = e.script.substr(std::strlen("#!/bin/sh\n"));
+    while (!line.empty() && line.back() == '\n') line.pop_back();
+    script += "  " + line + "\n  ;;\n";
+  }
+  script += "esac\necho \"gpupool: no task for array element $SLURM_ARRAY_TASK_ID\" >&2\nexit 1\n";
+  array.script = std::move(script);
+  return array;
+}
+
+std::optional<std::vector<std::string>> ArrayKeys(std::string_view job_comment,
+                                                  std::string_view comment) {
+  if (!job_comment.starts_with(comment)) return std::nullopt;
+  job_comment.remove_prefix(comment.size());
+  if (!job_comment.starts_with(kArrayTag)) return std::nullopt;
+  job_comment.remove_prefix(std::strlen(kArrayTag));
+  std::vector<std::string> keys;
+  for (const std::string& key : Split(job_comment, ' ')) {
+    if (!key.empty()) keys.push_back(key);
+  }
+  return keys;
+}
+
+Result<std::vector<int64_t>> ParseArrayIndexes(std::string_view text) {
+  constexpr int64_t kMaxIndex = 4000001;  // slurmctld's MaxArraySize ceiling
+  if (size_t throttle = text.find('%'); throttle != std::string_view::npos) {
+    text = text.substr(0, throttle);
+  }
+  std::vector<int64_t> out;
+  auto number = [&](std::string_view part) -> Result<int64_t> {
+    int64_t value = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), value);
+    if (ec != std::errc() || end != part.data() + part.size() || value < 0 || value > kMaxIndex) {
+      return InvalidArgumentError("array task string \"" + std::string(text) + "\": bad index \"" +
+                                  std::string(part) + "\"");
+    }
+    return value;
+  };
+  for (const std::string& range : Split(Trim(text), ',')) {
+    if (range.empty()) continue;
+    std::string_view r = range;
+    size_t dash = r.find('-');
+    ASSIGN_OR_RETURN(int64_t low, number(r.substr(0, dash)));
+    int64_t high = low;
+    if (dash != std::string_view::npos) {
+      std::string_view rest = r.substr(dash + 1);
+      // "0-15:4": a step; Slurm shows none for arrays gpupool submits, but accept it.
+      int64_t step = 1;
+      if (size_t colon = rest.find(':'); colon != std::string_view::npos) {
+        ASSIGN_OR_RETURN(step, number(rest.substr(colon + 1)));
+        rest = rest.substr(0, colon);
+        step = std::max<int64_t>(step, 1);
+      }
+      ASSIGN_OR_RETURN(high, number(rest));
+      for (int64_t i = low; i <= high; i += step) out.push_back(i);
+      continue;
+    }
+    out.push_back(low);
+  }
+  return out;
 }
 
 int DecodeWaitStatus(int64_t status) {

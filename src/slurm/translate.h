@@ -107,6 +107,34 @@ Result<JobSubmission> SubmissionForTask(const TaskRun& task, const SlurmNode& no
                                         const std::vector<SlurmPartition>& partitions,
                                         const SubmitOptions& options);
 
+// Job arrays: a scheduling step's tasks on one node go to Slurm as one array job (one submission
+// instead of one per task: slurmctld takes submissions one at a time under its job lock).
+//
+// Which submissions (SubmissionForTask's, in order) can share an array: the same node,
+// partition, working directory, comment and resource requests (cpus, memory, tmp disk, GPUs,
+// time limit), environment names that are shell identifiers (an element exports its own
+// environment) and keys without spaces (the comment lists them), at most as many as fit
+// Slurm's 1,024-character comment. Groups of indexes in order of their first member; a group of
+// one stays a single job.
+std::vector<std::vector<size_t>> GroupForArrays(const std::vector<JobSubmission>& submissions);
+
+// The array job whose element i runs elements[i] (at least two, grouped by GroupForArrays):
+//   array = "0-(k-1)", name = the first key + " +<k-1>", comment = "<comment> array:" + the keys
+//   in element order, separated by spaces (what a restarted gpupool maps elements back by);
+//   script = a dispatcher that selects by $SLURM_ARRAY_TASK_ID: the element sends its output to
+//   its task's own file (OutputPath, so logs are read as for a single job), exports its
+//   environment and execs its command; Slurm's own output (slurmstepd's notices) goes to
+//   <dir>/gpupool-array.<array id>_<index>.out.
+JobSubmission ArraySubmission(const std::vector<const JobSubmission*>& elements);
+
+// The attempt keys of an array job's elements, in element order, from its comment; nullopt when
+// the comment is not that of an array job submitted with `comment`.
+std::optional<std::vector<std::string>> ArrayKeys(std::string_view job_comment,
+                                                  std::string_view comment);
+
+// The indexes in an array task string: "0-3,7" -> 0 1 2 3 7 (a "%N" throttle is ignored).
+Result<std::vector<int64_t>> ParseArrayIndexes(std::string_view text);
+
 // The output file of a task's job.
 std::string OutputPath(const std::string& output_dir, const std::string& key);
 

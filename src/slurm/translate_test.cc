@@ -389,5 +389,165 @@ TEST(TranslateTest, OtherJobStates) {
   }
 }
 
+JobSubmission Element(std::string key, std::string node, int64_t cpus = 1,
+                      std::string gpus = "a100:1") {
+  JobSubmission s;
+  s.name = std::move(key);
+  s.comment = "gpupool";
+  s.partition = "gpu";
+  s.nodelist = std::move(node);
+  s.cpus_per_task = cpus;
+  s.memory_per_node_mb = 4096;
+  s.gpus_per_node = std::move(gpus);
+  s.time_limit_minutes = 11;
+  s.working_directory = "/jobs";
+  s.standard_output = OutputPath("/jobs", s.name);
+  s.environment = {{"PATH", "/bin"}, {"GPUPOOL_TASK_KEY", s.name}};
+  s.script = "#!/bin/sh\nexec sleep 1\n";
+  return s;
+}
+
+TEST(TranslateTest, GroupForArrays) {
+  auto with = [](JobSubmission s, auto change) {
+    change(s);
+    return s;
+  };
+  const std::string long_key(300, 'k');
+  struct Case {
+    const char* name;
+    std::vector<JobSubmission> submissions;
+    std::vector<std::vector<size_t>> groups;
+  };
+  const std::vector<Case> cases = {
+      {"one task: a single job", {Element("w/g/a/0", "n1")}, {{0}}},
+      {"same node and request: one array, in order",
+       {Element("w/g/a/0", "n1"), Element("w/g/b/0", "n1"), Element("w/g/c/0", "n1")},
+       {{0, 1, 2}}},
+      {"per node, interleaved",
+       {Element("w/g/a/0", "n1"), Element("w/g/b/0", "n2"), Element("w/g/c/0", "n1"),
+        Element("w/g/d/0", "n2")},
+       {{0, 2}, {1, 3}}},
+      {"cpus differ", {Element("w/g/a/0", "n1", 1), Element("w/g/b/0", "n1", 2)}, {{0}, {1}}},
+      {"GPUs differ",
+       {Element("w/g/a/0", "n1", 1, "a100:1"), Element("w/g/b/0", "n1", 1, "a100:2"),
+        Element("w/g/c/0", "n1", 1, "")},
+       {{0}, {1}, {2}}},
+      {"memory, tmp disk, time limit, partition differ",
+       {Element("w/g/a/0", "n1"),
+        with(Element("w/g/b/0", "n1"), [](auto& s) { s.memory_per_node_mb = 1; }),
+        with(Element("w/g/c/0", "n1"), [](auto& s) { s.temporary_disk_per_node_mb = 5; }),
+        with(Element("w/g/d/0", "n1"), [](auto& s) { s.time_limit_minutes.reset(); }),
+        with(Element("w/g/e/0", "n1"), [](auto& s) { s.partition = "debug"; })},
+       {{0}, {1}, {2}, {3}, {4}}},
+      {"an env name no shell can export stays a single job",
+       {Element("w/g/a/0", "n1"),
+        with(Element("w/g/b/0", "n1"), [](auto& s) { s.environment["my.var"] = "x"; }),
+        Element("w/g/c/0", "n1")},
+       {{0, 2}, {1}}},
+      {"a key with a space stays a single job",
+       {Element("w/g/a/0", "n1"), Element("w/g/b c/0", "n1")},
+       {{0}, {1}}},
+      {"the comment's 1,024 characters split the array",
+       {Element(long_key + "1", "n1"), Element(long_key + "2", "n1"), Element(long_key + "3", "n1"),
+        Element(long_key + "4", "n1")},
+       {{0, 1, 2}, {3}}},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(GroupForArrays(c.submissions), c.groups) << c.name;
+  }
+}
+
+TEST(TranslateTest, ArraySubmissionDispatchesEachElementToItsTask) {
+  JobSubmission a = Element("w/g/a/0", "n1");
+  a.environment["MODE"] = "it's";
+  JobSubmission b = Element("w/g/b/1", "n1");
+  b.script = "#!/bin/sh\nexec python3 -c 'print(1)'\n";
+  JobSubmission s = ArraySubmission({&a, &b});
+  EXPECT_EQ(s.array, "0-1");
+  EXPECT_EQ(s.name, "w/g/a/0 +1");
+  EXPECT_EQ(s.comment, "gpupool array:w/g/a/0 w/g/b/1");
+  EXPECT_EQ(s.nodelist, "n1");
+  EXPECT_EQ(s.gpus_per_node, "a100:1");
+  EXPECT_EQ(s.cpus_per_task, 1);
+  EXPECT_EQ(s.time_limit_minutes, 11);
+  EXPECT_EQ(s.standard_output, "/jobs/gpupool-array.%A_%a.out");
+  EXPECT_EQ(s.environment.size(), 1u);
+  EXPECT_EQ(s.script,
+            "#!/bin/sh\n"
+            "# gpupool: one task per array element, chosen by $SLURM_ARRAY_TASK_ID\n"
+            "case \"$SLURM_ARRAY_TASK_ID\" in\n"
+            "0)\n"
+            "  exec >/jobs/w.g.a.0.out 2>&1\n"
+            "  export GPUPOOL_TASK_KEY=w/g/a/0\n"
+            "  export MODE='it'\\''s'\n"
+            "  export PATH=/bin\n"
+            "  exec sleep 1\n"
+            "  ;;\n"
+            "1)\n"
+            "  exec >/jobs/w.g.b.1.out 2>&1\n"
+            "  export GPUPOOL_TASK_KEY=w/g/b/1\n"
+            "  export PATH=/bin\n"
+            "  exec python3 -c 'print(1)'\n"
+            "  ;;\n"
+            "esac\n"
+            "echo \"gpupool: no task for array element $SLURM_ARRAY_TASK_ID\" >&2\n"
+            "exit 1\n");
+  EXPECT_EQ(SubmissionToJson(s)["job"]["array"], "0-1");
+}
+
+TEST(TranslateTest, ArrayKeys) {
+  struct Case {
+    const char* job_comment;
+    std::optional<std::vector<std::string>> keys;
+  };
+  const Case cases[] = {
+      {"gpupool array:w/g/a/0 w/g/b/0", std::vector<std::string>{"w/g/a/0", "w/g/b/0"}},
+      {"gpupool array:w/g/a/0", std::vector<std::string>{"w/g/a/0"}},
+      {"gpupool", std::nullopt},
+      {"gpupool-other array:w/g/a/0", std::nullopt},
+      {"someone array:w/g/a/0", std::nullopt},
+      {"", std::nullopt},
+  };
+  for (const Case& c : cases)
+    EXPECT_EQ(ArrayKeys(c.job_comment, "gpupool"), c.keys) << c.job_comment;
+}
+
+TEST(TranslateTest, ParseArrayIndexes) {
+  struct Case {
+    const char* text;
+    std::vector<int64_t> indexes;
+  };
+  const Case cases[] = {
+      {"", {}},
+      {"3", {3}},
+      {"0-3", {0, 1, 2, 3}},
+      {"1-2,5", {1, 2, 5}},
+      {"0-7%2", {0, 1, 2, 3, 4, 5, 6, 7}},
+      {"0-6:3", {0, 3, 6}},
+  };
+  for (const Case& c : cases) {
+    auto indexes = ParseArrayIndexes(c.text);
+    ASSERT_TRUE(indexes.ok()) << c.text << indexes.status().message();
+    EXPECT_EQ(*indexes, c.indexes) << c.text;
+  }
+  for (const char* bad : {"x", "1-", "-3", "1-y"}) {
+    EXPECT_FALSE(ParseArrayIndexes(bad).ok()) << bad;
+  }
+}
+
+TEST(TranslateTest, ParsedArrayElements) {
+  Json response = Json::parse(R"({"jobs": [
+      {"job_id": 101, "array_job_id": 100, "array_task_id": 1, "array_task_string": ""},
+      {"job_id": 100, "array_job_id": 100, "array_task_id": null, "array_task_string": "2-3"},
+      {"job_id": 7, "array_job_id": 0, "array_task_id": null}]})");
+  auto jobs = ParseJobs(response);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  EXPECT_EQ((*jobs)[0].array_job_id, 100);
+  EXPECT_EQ((*jobs)[0].array_task_id, 1);
+  EXPECT_FALSE((*jobs)[1].array_task_id.has_value());
+  EXPECT_EQ((*jobs)[1].array_task_string, "2-3");
+  EXPECT_EQ((*jobs)[2].array_job_id, 0);
+}
+
 }  // namespace translate_test
 }  // namespace gpupool::slurm

@@ -17,6 +17,10 @@ fixture), over slurmrestd.
           started; a new gpupool on the same database finds the jobs by their attempt keys: every
           task runs exactly once (one Slurm job per key, one line in each task's file) and every
           workflow completes.
+  array: six one-GPU tasks of one workflow, placed in one step: the tasks on one node run as
+          one Slurm job array, each element on the chosen node with its own GPU, GPUPOOL_TASK_KEY
+          and output file (read through the logs route); one element cancelled through
+          slurmrestd (DELETE /job/ARRAY_INDEX) ends its task alone, its siblings complete.
 
 Exit 0 on success, 1 on failure, 77 when the cluster fixture could not start (Slurm's packages
 missing, or not root).
@@ -173,12 +177,38 @@ def wait_finished(server, wids, timeout_s=180):
                          f"{ {w: f['status'] for w, f in flows.items()} }\n{server.tail()}")
 
 
+def array_indexes(text):
+    """Slurm's array task string ("0-2,5", "1") as indexes."""
+    out = []
+    for part in text.split("%")[0].split(","):
+        low, _, high = part.partition("-")
+        low, high = low.strip("[]"), high.strip("[]")
+        if low:
+            out.extend(range(int(low), int(high or low) + 1))
+    return out
+
+
+def slurm_job_list(env):
+    """[(attempt key, state, node, job id)] of every job of gpupool's slurmctld still knows; an
+    array's elements (comment "gpupool array:KEY0 KEY1 ...") under their own keys, job id
+    "ARRAY_INDEX"."""
+    jobs = []
+    for line in slurm(env, "squeue", "-h", "-t", "all", "-o", "%j|%T|%N|%F|%K|%k").splitlines():
+        name, state, node, array_id, index, comment = line.split("|", 5)
+        if comment.startswith("gpupool array:"):
+            keys = comment[len("gpupool array:"):].split(" ")
+            for i in array_indexes(index):
+                jobs.append((keys[i], state, node, f"{array_id}_{i}"))
+        else:
+            jobs.append((name, state, node, array_id))
+    return jobs
+
+
 def slurm_jobs(env):
-    """{job name: [(state, node)]} of every job slurmctld still knows."""
+    """{attempt key: [(state, node)]} of every job slurmctld still knows."""
     jobs = {}
-    for line in slurm(env, "squeue", "-h", "-t", "all", "-o", "%j|%T|%N").splitlines():
-        name, state, node = line.split("|")
-        jobs.setdefault(name, []).append((state, node))
+    for key, state, node, _ in slurm_job_list(env):
+        jobs.setdefault(key, []).append((state, node))
     return jobs
 
 
@@ -449,9 +479,103 @@ def run_ctld_restart(args, env, workdir):
         server.stop()
 
 
+def run_array(args, env, workdir):
+    """A step's tasks on one node go to Slurm as one job array: each element runs its own task
+    on the chosen node with its GPUs, environment and output file; one element cancelled
+    (DELETE /job/ARRAY_INDEX through slurmrestd, as gpupool's Stop does) ends only its task."""
+    db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
+    server = Server(args.serve, workdir, env, "tcp", db, "serve")
+    try:
+        out = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-array-{os.getpid()}")
+        os.makedirs(out)
+        os.chmod(out, 0o1777)
+        gate = os.path.join(out, "go")
+        # Each task writes its node, GPUs and key to its own file, says hello on its output,
+        # then waits for the gate; quotes in the command test the dispatcher's quoting.
+        tasks = [(f"t{i}", 1,
+                  f'echo "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES $GPUPOOL_TASK_KEY" > {out}/t{i}.txt;'
+                  f" echo \"hello from t{i}'s job\"; while [ ! -e {gate} ]; do sleep 0.2; done")
+                 for i in range(6)]
+        # Exit 143 (the cancelled element's SIGTERM) completes a task, so that the workflow
+        # goes on and its other tasks are not cancelled by gpupool.
+        wid = submit(server.port, workflow_yaml("slurm-e2e-array", tasks).replace(
+            "\n    command:", '\n    exitActions: {COMPLETE: "143"}\n    command:'))
+
+        def started():
+            flow = get_workflow(server.port, wid)
+            if not all(t["status"] == "RUNNING" for t in flow["tasks"]):
+                return None
+            if not all(os.path.exists(f"{out}/{t[0]}.txt") for t in tasks):
+                return None
+            return flow
+        flow = wait_for("all six tasks running", started, timeout_s=90)
+        keys = dict(zip((t["name"] for t in flow["tasks"]), attempt_keys(flow)))
+        nodes = {t["name"]: t["node"] for t in flow["tasks"]}
+        jobs = {key: (state, node, job) for key, state, node, job in slurm_job_list(env)}
+        by_node = {}
+        for name, node in nodes.items():
+            by_node.setdefault(node, []).append(name)
+        arrays = 0
+        for node, names in by_node.items():
+            ids = {jobs[keys[n]][2].split("_")[0] for n in names}
+            if len(names) > 1:
+                # One array per node: the same array id, one element per task.
+                assert len(ids) == 1, f"{node}: {names} in jobs {ids}"
+                assert all("_" in jobs[keys[n]][2] for n in names), {n: jobs[keys[n]] for n in names}
+                arrays += 1
+        assert arrays >= 1, f"no node ran several tasks: {nodes}"
+        devices_seen = {}
+        for name, key in keys.items():
+            with open(f"{out}/{name}.txt") as f:
+                node, devices, task_key = f.read().split()
+            assert node == nodes[name], f"{name} ran on {node}, gpupool chose {nodes[name]}"
+            assert task_key == key, f"{name}: GPUPOOL_TASK_KEY={task_key}, want {key}"
+            assert len(devices.split(",")) == 1, f"{name}: CUDA_VISIBLE_DEVICES={devices}"
+            devices_seen.setdefault(node, []).append(devices)
+            assert jobs[key][1] == node, f"{key}: Slurm ran it on {jobs[key][1]}"
+        for node, devices in devices_seen.items():
+            assert len(set(devices)) == len(devices), f"{node}: GPUs shared: {devices}"
+
+        # Cancel one element of the array alone.
+        node, names = next((n, v) for n, v in by_node.items() if len(v) > 1)
+        victim = names[0]
+        element = jobs[keys[victim]][2]
+        token = slurm(env, "scontrol", "token", f"username={env['GPUPOOL_SLURM_USER']}",
+                      "lifespan=600").strip().partition("=")[2]
+        status, body = request(int(env["GPUPOOL_SLURM_URL"].rsplit(":", 1)[1]), "DELETE",
+                               f"/slurm/v0.0.38/job/{element}",
+                               headers={"X-SLURM-USER-NAME": env["GPUPOOL_SLURM_USER"],
+                                        "X-SLURM-USER-TOKEN": token})
+        assert status == 200, f"DELETE {element}: {status} {body}"
+        wait_for(f"{victim} ended", lambda: next(
+            t for t in get_workflow(server.port, wid)["tasks"] if t["name"] == victim
+        )["status"] != "RUNNING", timeout_s=60)
+        still = {key: state for key, state, _, _ in slurm_job_list(env)}
+        for name in names[1:]:
+            assert still[keys[name]] == "RUNNING", f"{name} is {still[keys[name]]} after {element}"
+        open(gate, "w").close()
+        flow = wait_finished(server, [wid])[wid]
+        by_name = {t["name"]: t for t in flow["tasks"]}
+        assert by_name[victim]["exit_code"] == 143, by_name[victim]
+        for name in names[1:]:
+            assert by_name[name]["status"] == "COMPLETED", by_name[name]
+        # Each task's output is its own file, read by gpupool's logs route.
+        for name in nodes:
+            status, body = request(server.port, "GET", f"/api/workflow/{wid}/logs?task={name}",
+                                   headers={"Authorization": ADMIN})
+            assert status == 200, (status, body)
+            text = json.loads(body)["text"]
+            assert text.startswith(f"hello from {name}'s job\n"), (name, text)
+        print(f"array: {len(tasks)} tasks on {len(by_node)} nodes, {arrays} array(s); each "
+              f"element ran its task with its GPU, key and output; {element} ({victim}) was "
+              f"cancelled alone")
+    finally:
+        server.stop()
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["workflow", "restart", "ctld-restart", "logs"])
+    parser.add_argument("mode", choices=["workflow", "restart", "ctld-restart", "logs", "array"])
     parser.add_argument("--serve", required=True)
     parser.add_argument("--cli", help="the gpupool binary (logs)")
     parser.add_argument("--cluster-state", required=True,
@@ -472,6 +596,8 @@ def main():
             run_restart(args, env, workdir)
         elif args.mode == "logs":
             run_logs(args, env, workdir)
+        elif args.mode == "array":
+            run_array(args, env, workdir)
         else:
             run_ctld_restart(args, env, workdir)
     except AssertionError as e:

@@ -56,6 +56,9 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::Open(std::string_view url,
       options.slurm_output_dir.empty() ? "/tmp" : options.slurm_output_dir;
   cluster_options.submit.partition = options.slurm_partition;
   cluster_options.listing_pace = kListingPace;
+  // One submission per node per burst instead of one per task: slurmctld takes submissions one
+  // at a time (1.4 ms each at 200 nodes, ~10 ms at 1,000), an array's elements in one go.
+  cluster_options.arrays = true;
   auto cluster = std::make_unique<slurm::SlurmCluster>(client, std::move(cluster_options),
                                                        std::move(submitters));
   auto release = cluster->Connect();

@@ -3,6 +3,8 @@
 #
 #   scripts/bench-slurm.sh [NODES...]        # default: 200 1000
 #   JOBS=2000 TIMEOUT_S=900 BATCH=100 HALVES="slurm gpupool" scripts/bench-slurm.sh 200
+#   KEEP_LOGS=DIR ...: copies each half's logs (slurmctld, gpupool) to DIR/<nodes>-<n>/ before
+#     the cluster's directory is deleted
 #
 # For each cluster size, each half on a fresh cluster of NODES nodes x 8 A100s
 # (scripts/slurm-test-cluster.sh), Slurm's scheduler settings printed:
@@ -241,6 +243,11 @@ stop_current() {  # cancels the jobs, stops the cluster by PID, deletes its dire
   if [ -n "$current_dir" ]; then
     local t0=$SECONDS
     "$cluster" stop "$current_dir" >/dev/null 2>&1 || true
+    if [ -n "${KEEP_LOGS:-}" ]; then
+      local keep
+      keep="$KEEP_LOGS/$(basename "$current_dir")"
+      mkdir -p "$keep" && cp -r "$current_dir/log/." "$keep/" && echo "logs kept in $keep"
+    fi
     rm -rf "$current_dir"
     echo "cluster stopped in $((SECONDS - t0)) s"
     current_dir=""

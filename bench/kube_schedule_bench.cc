@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
       "us per pod), client %.2f s\n",
       r.serve_cpu_s, 1e6 * r.serve_cpu_s / std::max(r.bound, 1), r.fake_cpu_s,
       1e6 * r.fake_cpu_s / std::max(r.bound, 1), r.client_cpu_s);
+  std::printf("gpupool idle before the stream (nodes read, no pods): %.1f %% of a core\n",
+              100 * r.serve_idle_cpu_rate);
   for (const auto& violation : r.violations) std::printf("VIOLATION: %s\n", violation.c_str());
   return r.violations.empty() && r.bound == r.created ? 0 : 1;
 }

@@ -330,7 +330,7 @@ void SchedulingLoop::AddClusterBudgets(StepState& step) {
     pods[TaskKey(wf.id, wf.tasks[at.second])] = {"default", name};
   }
   for (const auto& [key, index] : step.handed_in.by_key) {
-    const backend::HandedInPod& pod = step.handed_in.pods[index];
+    const backend::HandedInPod& pod = *step.handed_in.pods[index];
     const std::string& ns = pod.pod.namespace_.empty() ? "default" : pod.pod.namespace_;
     pods[backend::HandedInKey(pod.ref)] = {ns, pod.pod.name};
   }
@@ -384,7 +384,7 @@ void SchedulingLoop::EvictHandedInPod(StepState& step, const scheduler::Eviction
                                       StepStats& stats) {
   auto it = step.handed_in.by_key.find(eviction.pod);
   if (it == step.handed_in.by_key.end()) return;
-  const backend::HandedInPod& pod = step.handed_in.pods[it->second];
+  const backend::HandedInPod& pod = *step.handed_in.pods[it->second];
   if (pod.pod.node_name.empty() || eviction.reason == scheduler::EvictionReason::kNoExecute) {
     return;
   }

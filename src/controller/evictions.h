@@ -63,6 +63,8 @@ class EvictionsInFlight {
   void Clear();
 
   size_t InFlightCount() const { return in_flight_.size(); }
+  // Nothing in flight, refused lately or held: Prune would change nothing.
+  bool Empty() const { return in_flight_.empty() && refused_until_.empty() && held_.empty(); }
 
  private:
   struct Victim {

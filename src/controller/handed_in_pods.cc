@@ -13,18 +13,18 @@ std::string Label(const model::PodScheduling& pod, const char* key) {
 }
 
 // Gang -> why its pending members wait, for gangs with fewer pods than their gang-min.
-std::map<std::string, std::string> IncompleteGangs(const std::vector<backend::HandedInPod>& pods) {
+std::map<std::string, std::string> IncompleteGangs(const HandedInPods& pods) {
   struct Count {
     int64_t members = 0;
     int64_t min = 0;
   };
   std::map<std::string, Count> gangs;
   for (const auto& pod : pods) {
-    std::string gang = Label(pod.pod, scheduler::kGangLabel);
+    std::string gang = Label(pod->pod, scheduler::kGangLabel);
     if (gang.empty()) continue;
     Count& count = gangs[gang];
     ++count.members;
-    auto min = scheduler::ParseGangMin(Label(pod.pod, scheduler::kGangMinLabel));
+    auto min = scheduler::ParseGangMin(Label(pod->pod, scheduler::kGangMinLabel));
     if (min.ok()) count.min = std::max(count.min, *min);  // malformed: the scheduler says so
   }
   std::map<std::string, std::string> incomplete;
@@ -39,14 +39,14 @@ std::map<std::string, std::string> IncompleteGangs(const std::vector<backend::Ha
 
 }  // namespace
 
-HandedIn AddHandedInPods(std::vector<backend::HandedInPod> pods, const TaskPodIndex& tasks,
+HandedIn AddHandedInPods(HandedInPods pods, const TaskPodIndex& tasks,
                          const std::function<bool(const std::string&)>& protect,
                          scheduler::ClusterSnapshot& snapshot) {
   HandedIn in;
   in.pods = std::move(pods);
   const std::map<std::string, std::string> incomplete = IncompleteGangs(in.pods);
   for (size_t i = 0; i < in.pods.size(); ++i) {
-    const backend::HandedInPod& pod = in.pods[i];
+    const backend::HandedInPod& pod = *in.pods[i];
     if (!pod.unsupported.empty()) continue;  // stays pending, saying why (ActOnHandedInPods)
     if (pod.pod.node_name.empty()) {
       auto waiting = incomplete.find(Label(pod.pod, scheduler::kGangLabel));
@@ -73,7 +73,7 @@ void ActOnHandedInPods(backend::Backend& backend, const HandedIn& in,
   for (const auto& binding : cycle.bindings) {
     auto it = in.by_key.find(binding.pod);
     if (it == in.by_key.end()) continue;
-    const backend::HandedInPod& pod = in.pods[it->second];
+    const backend::HandedInPod& pod = *in.pods[it->second];
     if (!pod.pod.node_name.empty()) continue;
     auto gang = pod.pod.labels.find(scheduler::kGangLabel);
     std::string unit = gang != pod.pod.labels.end() ? "gang:" + gang->second : "pod:" + it->first;
@@ -89,14 +89,14 @@ void ActOnHandedInPods(backend::Backend& backend, const HandedIn& in,
   };
   for (const auto& pending : cycle.unschedulable) {
     auto it = in.by_key.find(pending.pod);
-    if (it != in.by_key.end() && in.pods[it->second].pod.node_name.empty()) {
-      report(in.pods[it->second], pending.reason);
+    if (it != in.by_key.end() && in.pods[it->second]->pod.node_name.empty()) {
+      report(*in.pods[it->second], pending.reason);
     }
   }
   for (const auto& pod : in.pods) {
-    if (!pod.unsupported.empty()) report(pod, pod.unsupported);
+    if (!pod->unsupported.empty()) report(*pod, pod->unsupported);
   }
-  for (const auto& [index, message] : in.held) report(in.pods[index], message);
+  for (const auto& [index, message] : in.held) report(*in.pods[index], message);
 }
 
 }  // namespace gpupool::controller

@@ -10,6 +10,7 @@
 // Thread contract: the scheduling loop's thread.
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -23,8 +24,11 @@ namespace gpupool::controller {
 // The snapshot's pods that are tasks: pod name -> (workflow, task) indices.
 using TaskPodIndex = std::unordered_map<std::string, std::pair<size_t, size_t>>;
 
+// The backend's pods handed in, shared with it (Backend::HandedInPods).
+using HandedInPods = std::vector<std::shared_ptr<const backend::HandedInPod>>;
+
 struct HandedIn {
-  std::vector<backend::HandedInPod> pods;
+  HandedInPods pods;
   std::unordered_map<std::string, size_t> by_key;  // scheduler::PodKey -> index in pods
   // Pending pods kept out of the cycle, and why (index in pods -> message).
   std::vector<std::pair<size_t, std::string>> held;
@@ -36,7 +40,7 @@ struct HandedIn {
 // gpupool.io/gang-min (pods handed in arrive one by one: a Job's third pod may come a cycle
 // after its first two, and the scheduler, which reads a gang-min above the gang's size as "the
 // whole gang", would place the first two). A name a task's pod has is never taken.
-HandedIn AddHandedInPods(std::vector<backend::HandedInPod> pods, const TaskPodIndex& tasks,
+HandedIn AddHandedInPods(HandedInPods pods, const TaskPodIndex& tasks,
                          const std::function<bool(const std::string&)>& protect,
                          scheduler::ClusterSnapshot& snapshot);
 

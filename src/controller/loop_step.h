@@ -36,9 +36,9 @@ struct SchedulingLoop::StepState {
   // The scheduler's view of this step and what it decided.
   scheduler::ClusterSnapshot snapshot;
   scheduler::ClusterSettings settings;
-  TaskPodIndex pod_index;                            // snapshot pod name -> (workflow, task)
-  std::vector<backend::HandedInPod> handed_in_pods;  // as the backend listed them this step
-  HandedIn handed_in;                                // those of them in the cycle
+  TaskPodIndex pod_index;       // snapshot pod name -> (workflow, task)
+  HandedInPods handed_in_pods;  // as the backend listed them this step
+  HandedIn handed_in;           // those of them in the cycle
   scheduler::CycleResult cycle;
 };
 

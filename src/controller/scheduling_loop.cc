@@ -191,9 +191,11 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
 // Evictions in flight end with their victims: a task no longer RUNNING (evicted, ended,
 // canceled), a pod handed in no longer bound (evicted: gone).
 void SchedulingLoop::PruneEvictions(const StepState& step) {
+  // Most steps have no eviction to prune, and the set below names every pod that holds a node.
+  if (evictions_.Empty()) return;
   std::set<std::string> holding = step.running_keys;
   for (const auto& pod : step.handed_in_pods) {
-    if (!pod.pod.node_name.empty()) holding.insert(backend::HandedInKey(pod.ref));
+    if (!pod->pod.node_name.empty()) holding.insert(backend::HandedInKey(pod->ref));
   }
   evictions_.Prune(holding, step.now);
 }

@@ -26,7 +26,9 @@ class RecordingBackend final : public testing::SimBackendBase {
     reports.push_back(report);
     reports.back().task_pod = nullptr;  // valid during the call only
   }
-  std::vector<backend::HandedInPod> HandedInPods() const override { return handed_in; }
+  std::vector<std::shared_ptr<const backend::HandedInPod>> HandedInPods() const override {
+    return Shared(handed_in);
+  }
   Status BindPods(const std::vector<backend::PodBinding>& gang) override {
     bind_calls.push_back(gang);
     for (const auto& binding : gang) {

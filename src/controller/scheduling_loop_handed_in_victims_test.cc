@@ -24,7 +24,9 @@ class VictimBackend final : public testing::SimBackendBase {
   using SimBackendBase::SimBackendBase;
 
   std::string_view Kind() const override { return "victims"; }
-  std::vector<backend::HandedInPod> HandedInPods() const override { return handed_in; }
+  std::vector<std::shared_ptr<const backend::HandedInPod>> HandedInPods() const override {
+    return Shared(handed_in);
+  }
   Status BindPods(const std::vector<backend::PodBinding>& gang) override {
     for (const auto& binding : gang) {
       for (auto& pod : handed_in) {

@@ -44,9 +44,10 @@ struct ScaleReport {
   double seconds = 0;                         // first creation to last binding seen
   double p50_ms = 0, p99_ms = 0, max_ms = 0;  // creation (sent) -> binding (seen)
   double serve_cpu_s = 0;                     // gpupool-serve over the run (its start-up excluded)
-  double fake_cpu_s = 0;                      // the fake API server over the run
-  double client_cpu_s = 0;                    // this process: creations and the informer
-  bool leader_killed = false;  // failover: whether it happened, and the pods bound by then
+  double serve_idle_cpu_rate = 0;  // gpupool-serve before the run, nodes read: CPU s per s
+  double fake_cpu_s = 0;           // the fake API server over the run
+  double client_cpu_s = 0;         // this process: creations and the informer
+  bool leader_killed = false;      // failover: whether it happened, and the pods bound by then
   int bound_at_kill = 0;
   std::vector<std::string> violations;  // the pod-by-pod checks that failed (at most 20)
   std::string serve_log;                // the end of gpupool-serve's log, for failures

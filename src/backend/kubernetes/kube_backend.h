@@ -122,7 +122,7 @@ class KubernetesBackend final : public Backend {
   std::vector<TaskExit> Poll(int64_t now_ms) override;
   size_t RunningCount() const override;
   void ReportUnschedulable(const Unschedulable& report) override;
-  std::vector<HandedInPod> HandedInPods() const override;
+  std::vector<std::shared_ptr<const HandedInPod>> HandedInPods() const override;
   Status BindPods(const std::vector<PodBinding>& gang) override;
   EvictionStart Evict(const TaskEviction& eviction) override;
   std::vector<RefusedEviction> RefusedEvictions() override;
@@ -201,7 +201,7 @@ class KubernetesBackend final : public Backend {
   std::map<std::string, OtherPod, std::less<>> others_;
   // Pods handed in (spec.schedulerName gpupool, not a task's), pending or bound, by UID; and the
   // bindings sent for them that the informer has not shown yet (UID -> node).
-  std::map<std::string, HandedInPod, std::less<>> handed_in_;
+  std::map<std::string, std::shared_ptr<const HandedInPod>, std::less<>> handed_in_;
   std::map<std::string, std::string, std::less<>> binding_;
   // Evictions the cluster refused, not yet reported; the pods of task attempts, by key.
   std::vector<RefusedEviction> refused_;

@@ -255,7 +255,7 @@ TEST_F(KubeBackendTest, APodHandedInIsEvictedThroughTheEvictionApiAndItsBudgets)
   ASSERT_TRUE(created.ok() && created->ok()) << (created.ok() ? created->body : "");
   PodRef ref;
   ASSERT_TRUE(Eventually([&] {
-    for (const auto& in : backend_->HandedInPods()) ref = in.ref;
+    for (const auto& in : backend_->HandedInPods()) ref = in->ref;
     return !ref.uid.empty();
   }));
   ASSERT_TRUE(backend_->BindPods({{ref, "nori"}}).ok());
@@ -346,7 +346,7 @@ TEST_F(KubeBackendTest, AGangMemberRefusedAfterTheOthersIsSaidAndBoundLater) {
   ASSERT_TRUE(Eventually([&] {
     gang.clear();
     for (const auto& pod : backend_->HandedInPods()) {
-      if (pod.pod.node_name.empty()) gang.push_back({pod.ref, ""});
+      if (pod->pod.node_name.empty()) gang.push_back({pod->ref, ""});
     }
     return gang.size() == 3;
   }));
@@ -388,7 +388,7 @@ TEST_F(KubeBackendTest, AGangMemberRefusedAfterTheOthersIsSaidAndBoundLater) {
   ASSERT_TRUE(Eventually([&] {
     rest.clear();
     for (const auto& pod : backend_->HandedInPods()) {
-      if (pod.pod.node_name.empty()) rest.push_back({pod.ref, nodes[2]});
+      if (pod->pod.node_name.empty()) rest.push_back({pod->ref, nodes[2]});
     }
     return rest.size() == 1 && rest[0].pod.name == "trio-2";
   }));

@@ -61,19 +61,22 @@ void KubernetesBackend::OnHandedIn(const Json& pod, bool deleted) {
   std::lock_guard lock(mu_);
   if (kind == kube::PodKind::kBound) binding_.erase(ref.uid);  // the informer shows it now
   others_.erase(ref.uid);
-  handed_in_[ref.uid] = std::move(in);
+  handed_in_[ref.uid] = std::make_shared<const HandedInPod>(std::move(in));
 }
 
-std::vector<HandedInPod> KubernetesBackend::HandedInPods() const {
+std::vector<std::shared_ptr<const HandedInPod>> KubernetesBackend::HandedInPods() const {
   std::lock_guard lock(mu_);
-  std::vector<HandedInPod> pods;
+  std::vector<std::shared_ptr<const HandedInPod>> pods;
   pods.reserve(handed_in_.size());
   for (const auto& [uid, in] : handed_in_) {
-    pods.push_back(in);
     auto sent = binding_.find(uid);
-    if (sent != binding_.end() && pods.back().pod.node_name.empty()) {
-      // Bound by us, not yet seen: it holds that node already.
-      pods.back().pod.node_name = sent->second;
+    if (sent != binding_.end() && in->pod.node_name.empty()) {
+      // Bound by us, not yet seen: it holds that node already (a copy for the few in flight).
+      auto bound = std::make_shared<HandedInPod>(*in);
+      bound->pod.node_name = sent->second;
+      pods.push_back(std::move(bound));
+    } else {
+      pods.push_back(in);
     }
   }
   return pods;
@@ -91,8 +94,8 @@ Status KubernetesBackend::BindPods(const std::vector<PodBinding>& gang) {
     std::lock_guard lock(mu_);
     for (const PodBinding& binding : gang) {
       auto it = handed_in_.find(binding.pod.uid);
-      bool pending = it != handed_in_.end() && it->second.pod.node_name.empty() &&
-                     it->second.unsupported.empty() && !binding_.contains(binding.pod.uid);
+      bool pending = it != handed_in_.end() && it->second->pod.node_name.empty() &&
+                     it->second->unsupported.empty() && !binding_.contains(binding.pod.uid);
       if (!pending) {
         return FailedPreconditionError("kubernetes backend: pod " + Where(binding.pod) + " (uid " +
                                        binding.pod.uid +

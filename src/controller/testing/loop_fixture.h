@@ -21,6 +21,16 @@ namespace gpupool::controller::testing {
 // test's subclass overrides the calls it records or decides itself, and names its Kind.
 class SimBackendBase : public backend::Backend {
  public:
+  // The pods handed in as a test holds them (by value, to change them in place), shared as
+  // Backend::HandedInPods gives them.
+  static std::vector<std::shared_ptr<const backend::HandedInPod>> Shared(
+      const std::vector<backend::HandedInPod>& pods) {
+    std::vector<std::shared_ptr<const backend::HandedInPod>> shared;
+    for (const auto& pod : pods)
+      shared.push_back(std::make_shared<const backend::HandedInPod>(pod));
+    return shared;
+  }
+
   explicit SimBackendBase(std::vector<nlohmann::ordered_json> nodes) : sim_(std::move(nodes)) {}
 
   Result<std::vector<nlohmann::ordered_json>> ListNodes() const override {

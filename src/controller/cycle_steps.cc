@@ -91,7 +91,7 @@ Status SchedulingLoop::BuildClusterSnapshot(StepState& step) {
   scheduler::ClusterSnapshot& snapshot = step.snapshot;
   // NoExecute taints tolerated for tolerationSeconds expire against this step's time.
   snapshot.now_ms = step.now;
-  snapshot.nodes = step.nodes->read;  // a copy: the step and the cycle add to it
+  snapshot.nodes = memo_.SnapshotNodes(step.nodes);  // the step's copy, kept between steps
   ASSIGN_OR_RETURN(auto queue_configs, store_.ListConfigs("QUEUE"));
   for (const auto& record : queue_configs) {
     auto queue = model::QueueFromJson(record.body, record.name);
@@ -186,7 +186,8 @@ void SchedulingLoop::RunCycle(StepState& step, StepStats& stats) {
   scheduler::ApplyClusterSettings(step.settings, step.snapshot);
   // CPU time, not wall time: on a shared machine the decisions' own cost stays comparable.
   const double cpu_before = ThreadCpuSeconds();
-  step.cycle = scheduler_.RunCycle(step.snapshot);
+  step.snapshot.nodes_generation = memo_.NodesGeneration(step.nodes, step.snapshot.node_pools);
+  step.cycle = scheduler_.RunCycle(step.snapshot, &views_);
   placement_cpu_seconds_->Observe({}, ThreadCpuSeconds() - cpu_before);
   ApplyEvictions(step, stats);
   HoldPlacements(step);

@@ -10,6 +10,9 @@ NodeSync::NodeSync(backend::Backend& backend, store::Store& store, std::chrono::
 NodeSync::~NodeSync() { Stop(); }
 
 Result<size_t> NodeSync::SyncOnce() {
+  // Taken before listing: a change during the listing moves it again for the next period.
+  std::optional<std::string> version = backend_.NodesVersion();
+  if (version && version == synced_version_) return 0;
   ASSIGN_OR_RETURN(auto nodes, backend_.ListNodes());
   std::vector<store::NodeRecord> changed;
   std::map<std::string, nlohmann::ordered_json> listed;
@@ -23,6 +26,7 @@ Result<size_t> NodeSync::SyncOnce() {
   }
   if (!changed.empty()) RETURN_IF_ERROR(store_.UpsertNodes(changed, /*replace_all=*/false));
   written_ = std::move(listed);
+  synced_version_ = std::move(version);
   return changed.size();
 }
 

@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -37,6 +38,7 @@ class NodeSync {
   store::Store& store_;
   const std::chrono::milliseconds period_;
   std::map<std::string, nlohmann::ordered_json> written_;  // name -> the object last written
+  std::optional<std::string> synced_version_;              // Backend::NodesVersion at the last sync
   std::string last_error_;
 
   std::mutex mu_;

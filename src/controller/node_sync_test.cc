@@ -14,6 +14,7 @@ class ChangingBackend final : public backend::Backend {
  public:
   std::string_view Kind() const override { return "test"; }
   Result<std::vector<Json>> ListNodes() const override {
+    ++lists;
     if (!error.ok()) return error;
     return nodes;
   }
@@ -21,9 +22,12 @@ class ChangingBackend final : public backend::Backend {
   Status Kill(std::string_view) override { return OkStatus(); }
   std::vector<backend::TaskExit> Poll(int64_t) override { return {}; }
   size_t RunningCount() const override { return 0; }
+  std::optional<std::string> NodesVersion() const override { return version; }
 
   std::vector<Json> nodes;
   Status error;
+  std::optional<std::string> version;  // none: list every time
+  mutable int lists = 0;
 };
 
 Json MakeNode(const std::string& name, bool unschedulable) {
@@ -60,6 +64,30 @@ TEST(NodeSyncTest, WritesOnlyNodesThatChanged) {
   backend.error = UnavailableError("slurmrestd down");
   EXPECT_EQ(sync.SyncOnce().status().code(), StatusCode::kUnavailable);
   EXPECT_EQ((*store)->ListNodes()->size(), 2u);  // nothing removed
+}
+
+// With a version from the backend, a period whose version did not move lists nothing; one that
+// moved lists and writes what changed; a failed sync is tried again at the same version.
+TEST(NodeSyncTest, ListsOnlyWhenTheBackendsNodesVersionMoved) {
+  store::StoreOptions options;
+  auto store = store::OpenStore(":memory:", options);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  ChangingBackend backend;
+  backend.nodes = {MakeNode("a", false)};
+  backend.version = "1";
+  NodeSync sync(backend, **store, std::chrono::seconds(60));
+  ASSERT_EQ(*sync.SyncOnce(), 1u);
+  EXPECT_EQ(backend.lists, 1);
+  backend.nodes[0] = MakeNode("a", true);  // changed, but the version says nothing moved
+  ASSERT_EQ(*sync.SyncOnce(), 0u);
+  EXPECT_EQ(backend.lists, 1);
+  backend.version = "2";
+  backend.error = UnavailableError("API server down");
+  EXPECT_FALSE(sync.SyncOnce().ok());
+  backend.error = OkStatus();
+  ASSERT_EQ(*sync.SyncOnce(), 1u);  // the same version as the failed sync: listed again
+  EXPECT_EQ(backend.lists, 3);
+  EXPECT_EQ((*store)->ListNodes()->at(0).object["spec"]["unschedulable"], true);
 }
 
 }  // namespace node_sync_test

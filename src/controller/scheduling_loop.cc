@@ -185,6 +185,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
     PublishStep(now, std::move(step.workflows), step.snapshot, std::move(step.cycle),
                 std::move(events));
   }
+  memo_.KeepSnapshotNodes(step.nodes, std::move(step.snapshot.nodes));
   return OkStatus();
 }
 

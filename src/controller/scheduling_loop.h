@@ -178,6 +178,7 @@ class SchedulingLoop {
   EvictionsInFlight evictions_;      // victims the cluster is evicting (controller/evictions.h)
   ScaledMachinePools scaled_pools_;  // machine pools the cluster makes (loop thread only)
   StepMemo memo_;                    // workflows and their pods read by earlier steps
+  scheduler::ViewCache views_;       // the cycle's view of the nodes, while they stay the same
 
   metrics::Gauge* leader_gauge_;
   metrics::Gauge* pending_gauge_;

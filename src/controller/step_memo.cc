@@ -51,11 +51,41 @@ Result<std::shared_ptr<const StepMemo::Nodes>> StepMemo::LoadNodes(store::Store&
   return nodes_;
 }
 
+std::vector<model::Node> StepMemo::SnapshotNodes(const std::shared_ptr<const Nodes>& nodes) {
+  if (nodes != nullptr && nodes == snapshot_nodes_from_ &&
+      snapshot_nodes_.size() == nodes->read.size()) {
+    snapshot_nodes_from_.reset();
+    return std::move(snapshot_nodes_);
+  }
+  return nodes == nullptr ? std::vector<model::Node>{} : nodes->read;
+}
+
+void StepMemo::KeepSnapshotNodes(const std::shared_ptr<const Nodes>& nodes,
+                                 std::vector<model::Node> copy) {
+  snapshot_nodes_from_ = nodes;
+  snapshot_nodes_ = std::move(copy);
+}
+
+uint64_t StepMemo::NodesGeneration(const std::shared_ptr<const Nodes>& nodes,
+                                   const std::vector<model::NodePool>& node_pools) {
+  if (view_generation_ == 0 || nodes != view_nodes_ || node_pools != view_node_pools_) {
+    ++view_generation_;
+    view_nodes_ = nodes;
+    view_node_pools_ = node_pools;
+  }
+  return view_generation_;
+}
+
 void StepMemo::Clear() {
   held_.clear();
   pods_.clear();
   nodes_.reset();
   nodes_generation_ = -1;
+  snapshot_nodes_from_.reset();
+  snapshot_nodes_.clear();
+  view_nodes_.reset();
+  view_node_pools_.clear();
+  ++view_generation_;  // never 0 again: 0 would mean "not tracked"
 }
 
 }  // namespace gpupool::controller

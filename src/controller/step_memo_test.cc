@@ -103,5 +103,60 @@ TEST(StepMemoTest, ListsTheNodesAgainOnlyAfterANodeWrite) {
   EXPECT_EQ((*second)->read.size(), 1u);
 }
 
+std::shared_ptr<const StepMemo::Nodes> NodesNamed(std::vector<std::string> names) {
+  auto nodes = std::make_shared<StepMemo::Nodes>();
+  for (auto& name : names) {
+    model::Node node;
+    node.name = std::move(name);
+    nodes->read.push_back(std::move(node));
+  }
+  return nodes;
+}
+
+// A step's snapshot copy goes back to the memo and comes out again, buffer and all, while the
+// nodes read are the same object; other nodes get a copy of their own.
+TEST(StepMemoTest, HandsTheSnapshotsNodeCopyBackWhileTheNodesAreTheSame) {
+  StepMemo memo;
+  auto nodes = NodesNamed({"a", "b"});
+  std::vector<model::Node> copy = memo.SnapshotNodes(nodes);
+  ASSERT_EQ(copy.size(), 2u);
+  EXPECT_EQ(copy[1].name, "b");
+  EXPECT_NE(copy.data(), nodes->read.data());
+  const model::Node* buffer = copy.data();
+  memo.KeepSnapshotNodes(nodes, std::move(copy));
+  std::vector<model::Node> again = memo.SnapshotNodes(nodes);
+  EXPECT_EQ(again.data(), buffer);  // taken back, not copied
+  memo.KeepSnapshotNodes(nodes, std::move(again));
+  auto other = NodesNamed({"c"});
+  std::vector<model::Node> fresh = memo.SnapshotNodes(other);
+  ASSERT_EQ(fresh.size(), 1u);
+  EXPECT_EQ(fresh[0].name, "c");
+  // The kept copy was of other nodes: the next step on `nodes` copies afresh.
+  memo.KeepSnapshotNodes(other, std::move(fresh));
+  std::vector<model::Node> copied = memo.SnapshotNodes(nodes);
+  ASSERT_EQ(copied.size(), 2u);
+  EXPECT_EQ(copied[0].name, "a");
+  memo.Clear();
+  EXPECT_EQ(memo.SnapshotNodes(other).size(), 1u);
+}
+
+// The view's generation moves with the nodes read, the node pools, and a lost lead; never 0.
+TEST(StepMemoTest, GivesANewNodesGenerationWhenTheNodesOrTheNodePoolsChange) {
+  StepMemo memo;
+  auto nodes = NodesNamed({"a"});
+  model::NodePool gpu{"gpu", "pool", "gpu", "", {}};
+  const uint64_t first = memo.NodesGeneration(nodes, {gpu});
+  EXPECT_NE(first, 0u);
+  EXPECT_EQ(memo.NodesGeneration(nodes, {gpu}), first);
+  model::NodePool relabelled = gpu;
+  relabelled.label_value = "a100";
+  const uint64_t pools_changed = memo.NodesGeneration(nodes, {relabelled});
+  EXPECT_NE(pools_changed, first);
+  const uint64_t nodes_changed = memo.NodesGeneration(NodesNamed({"a"}), {relabelled});
+  EXPECT_NE(nodes_changed, pools_changed);
+  memo.Clear();
+  EXPECT_NE(memo.NodesGeneration(nodes, {gpu}), first);
+}
+
 }  // namespace step_memo_test
 }  // namespace gpupool::controller

@@ -191,10 +191,23 @@ void KubernetesBackend::CountOther(const Json& pod, bool ours, bool deleted) {
   }
   std::lock_guard lock(mu_);
   if (taken) {
-    others_[uid] = {kube::PodNodeName(pod), std::move(*taken)};
-  } else {
-    others_.erase(uid);
+    OtherPod other{kube::PodNodeName(pod), std::move(*taken)};
+    auto it = others_.find(uid);
+    if (it != others_.end() && it->second.node == other.node && it->second.taken == other.taken) {
+      return;
+    }
+    others_[uid] = std::move(other);
+    ++others_version_;
+  } else if (others_.erase(uid) > 0) {
+    ++others_version_;
   }
+}
+
+std::optional<std::string> KubernetesBackend::NodesVersion() const {
+  const kube::InformerStats nodes = nodes_->Stats();
+  std::lock_guard lock(mu_);
+  return std::to_string(nodes.lists) + "/" + std::to_string(nodes.events) + "/" +
+         std::to_string(others_version_);
 }
 
 // On the client's thread: the pod of each task attempt, for ReadLog.

@@ -117,6 +117,7 @@ class KubernetesBackend final : public Backend {
 
   std::string_view Kind() const override { return "kubernetes"; }
   Result<std::vector<nlohmann::ordered_json>> ListNodes() const override;
+  std::optional<std::string> NodesVersion() const override;
   Status Launch(const TaskLaunch& launch) override;
   Status Kill(std::string_view key) override;
   std::vector<TaskExit> Poll(int64_t now_ms) override;
@@ -199,6 +200,7 @@ class KubernetesBackend final : public Backend {
     model::ResourceList taken;
   };
   std::map<std::string, OtherPod, std::less<>> others_;
+  int64_t others_version_ = 0;  // bumped whenever others_ changes (NodesVersion)
   // Pods handed in (spec.schedulerName gpupool, not a task's), pending or bound, by UID; and the
   // bindings sent for them that the informer has not shown yet (UID -> node).
   std::map<std::string, std::shared_ptr<const HandedInPod>, std::less<>> handed_in_;

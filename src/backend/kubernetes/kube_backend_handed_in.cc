@@ -34,7 +34,7 @@ void KubernetesBackend::OnHandedIn(const Json& pod, bool deleted) {
     std::lock_guard lock(mu_);
     handed_in_.erase(ref.uid);
     binding_.erase(ref.uid);
-    others_.erase(ref.uid);
+    if (others_.erase(ref.uid) > 0) ++others_version_;
     pod_evictions_.erase(ref.uid);
     return;
   }
@@ -60,7 +60,7 @@ void KubernetesBackend::OnHandedIn(const Json& pod, bool deleted) {
   if (kind == kube::PodKind::kBound) in.unsupported.clear();  // placed: nothing left to say
   std::lock_guard lock(mu_);
   if (kind == kube::PodKind::kBound) binding_.erase(ref.uid);  // the informer shows it now
-  others_.erase(ref.uid);
+  if (others_.erase(ref.uid) > 0) ++others_version_;
   handed_in_[ref.uid] = std::make_shared<const HandedInPod>(std::move(in));
 }
 

@@ -21,6 +21,13 @@ fixture), over slurmrestd.
           one Slurm job array, each element on the chosen node with its own GPU, GPUPOOL_TASK_KEY
           and output file (read through the logs route); one element cancelled through
           slurmrestd (DELETE /job/ARRAY_INDEX) ends its task alone, its siblings complete.
+  quota-reclaim: two pools over the one partition, 8 GPUs deserved each. Team B fills all 24
+          GPUs with LOW 4-GPU tasks (over quota: A's GPUs are idle), each running in Slurm on the
+          node gpupool chose with 4 GPUs of its own. Team A, the owner, submits its 8 GPUs at
+          NORMAL: two of B's jobs are cancelled in Slurm (CANCELLED), their tasks requeued
+          (PENDING, "evicted (reclaim): ..."), A's tasks run in Slurm on the GPUs freed; neither
+          team nor any node ever runs more GPUs than exist, A holds its 8, B the 16 left. Once
+          A's tasks end, B's evicted tasks run again under the same attempt keys (a new job each).
 
 Exit 0 on success, 1 on failure, 77 when the cluster fixture could not start (Slurm's packages
 missing, or not root).
@@ -34,6 +41,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -310,14 +318,15 @@ def gpupool_cli(args, port, *words, token="dev:slurm-test:osmo-admin", timeout=1
                           capture_output=True, text=True, timeout=timeout)
 
 
-def wait_for(what, check, timeout_s=60):
+def wait_for(what, check, timeout_s=60, state=None):
+    """`state()`, when given, says what was seen last, for the timeout's message."""
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         value = check()
         if value:
             return value
         time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}" + (f": {state()}" if state else ""))
 
 
 def run_logs(args, env, workdir):
@@ -573,11 +582,281 @@ def run_array(args, env, workdir):
         server.stop()
 
 
+# Two teams over the loopback cluster's one partition (3 nodes x 8 GPUs): each pool is a copy of
+# the default pool with a guarantee of 8 GPUs, i.e. its deserved quota in the nodes' node pool.
+QUOTA_POOLS = """\
+apiVersion: gpupool.io/v1
+kind: Pool
+metadata: {name: NAME}
+spec:
+  backend: default
+  default_platform: default
+  common_default_variables: {USER_CPU: 1, USER_GPU: 0, USER_MEMORY: 1Gi, USER_STORAGE: 1Gi}
+  common_resource_validations: [default_cpu, default_memory, default_storage]
+  common_pod_template: [default_user, default_ctrl]
+  platforms:
+    default: {description: all of the partition's nodes}
+  resources: {gpu: {guarantee: 8}}
+"""
+QUOTA_DESERVED = 8
+QUOTA_TASK_GPUS = 4
+
+
+class Teams:
+    """The quota scenario's workflows, one 4-GPU task each, by team ("a", "b"): what gpupool and
+    Slurm say about them, and the GPUs each team holds."""
+
+    def __init__(self, server, env, out):
+        self.server, self.env, self.out = server, env, out
+        self.wids = {"a": [], "b": []}
+        self.capacity = 8 * int(env["GPUPOOL_SLURM_NODES"])
+        # slurmctld keeps ended jobs (MinJobAge): names of this run's own tell its jobs apart.
+        self.prefix = f"quota-{os.getpid()}"
+        self.last = {}
+
+    def submit(self, team, name, priority, command):
+        text = workflow_yaml(name, [("t", QUOTA_TASK_GPUS, command)]).replace(
+            "\n  resources:", f"\n  priority: {priority}\n  resources:", 1)
+        status, body = request(self.server.port, "POST", f"/api/pool/team-{team}/workflow", text,
+                               {"Content-Type": "application/yaml"})
+        assert status == 200, f"submit to team-{team}: {status} {body}"
+        self.wids[team].append(json.loads(body)["workflow_id"])
+        return self.wids[team][-1]
+
+    def tasks(self):
+        """{workflow id: (team, its task, its attempt key)}; checks on the way that neither
+        team, nor any node, runs more GPUs than there are."""
+        out, held, per_node = {}, {"a": 0, "b": 0}, {}
+        for team, wids in self.wids.items():
+            for wid in wids:
+                flow = get_workflow(self.server.port, wid)
+                task = flow["tasks"][-1]
+                out[wid] = (team, task, attempt_keys(flow)[-1])
+                if task["status"] == "RUNNING":
+                    held[team] += QUOTA_TASK_GPUS
+                    per_node[task["node"]] = per_node.get(task["node"], 0) + QUOTA_TASK_GPUS
+        assert held["a"] + held["b"] <= self.capacity, f"more GPUs running than exist: {held}"
+        assert all(n <= 8 for n in per_node.values()), f"a node over its 8 GPUs: {per_node}"
+        return out
+
+    def held(self, tasks, team):
+        return sum(QUOTA_TASK_GPUS for t, task, _ in tasks.values()
+                   if t == team and task["status"] == "RUNNING")
+
+    def record(self):
+        """Shell that appends the run's node and GPUs to the file of its workflow (the first
+        part of the attempt key): a task evicted and run again writes a second line."""
+        return (f'echo "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES" >> '
+                f'"{self.out}/${{GPUPOOL_TASK_KEY%%/*}}.txt"; ')
+
+    def ran(self, wid):
+        """[(node, CUDA_VISIBLE_DEVICES)] of each run of the workflow's task, from its file."""
+        path = os.path.join(self.out, f"{wid}.txt")
+        if not os.path.exists(path):
+            return []
+        with open(path) as f:
+            return [tuple(line.split()) for line in f.read().splitlines() if line.strip()]
+
+    def running_on_slurm(self, wids, runs=1):
+        """The tasks of `wids` RUNNING in gpupool and in Slurm, each with `runs` lines written;
+        None until then (`self.last` says where each one is, for the timeout's message)."""
+        tasks, jobs = self.tasks(), slurm_jobs(self.env)
+        self.last = {tasks[w][2]: (tasks[w][1]["status"], tasks[w][1]["node"],
+                                   tasks[w][1]["message"][:200], jobs.get(tasks[w][2]),
+                                   self.ran(w)) for w in wids}
+        for wid in wids:
+            _, task, key = tasks[wid]
+            if task["status"] != "RUNNING" or len(self.ran(wid)) != runs:
+                return None
+            if not any(state == "RUNNING" for state, _ in jobs.get(key, [])):
+                return None
+        return tasks
+
+
+class MessageWatcher:
+    """Every message the workflows' tasks show while it runs. An evicted task says so
+    for one scheduling step (100 ms) only, then why it waits: asked as fast as the server
+    answers, apart from the slower checks on Slurm."""
+
+    def __init__(self, port, wids):
+        self.port, self.wids = port, wids
+        self.seen, self.done = {}, threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.done.is_set():
+            for wid in self.wids:
+                task = get_workflow(self.port, wid)["tasks"][-1]
+                self.seen.setdefault(wid, set()).add(task["message"])
+            time.sleep(0.02)  # a fifth of a step: the message is still seen
+
+    def stop(self):
+        self.done.set()
+        self.thread.join(timeout=30)
+        return self.seen
+
+
+def metric(port, series):
+    """The value of one series of the server's /metrics, 0 when absent."""
+    status, body = request(port, "GET", "/metrics")
+    assert status == 200, f"/metrics: {status}"
+    for line in body.splitlines():
+        if line.startswith(series + " "):
+            return float(line.split()[-1])
+    return 0
+
+
+def check_runs(teams, tasks, jobs, wids):
+    """Each task of `wids` runs in Slurm on the node gpupool chose, with 4 GPUs of its own: no
+    two running tasks on a node share a GPU."""
+    devices = {}
+    for wid in wids:
+        _, task, key = tasks[wid]
+        node, visible = teams.ran(wid)[-1]
+        assert node == task["node"], f"{key} ran on {node}, gpupool chose {task['node']}"
+        running = [n for state, n in jobs[key] if state == "RUNNING"]
+        assert running == [node], f"{key}: Slurm jobs {jobs[key]}, gpupool chose {node}"
+        gpus = visible.split(",")
+        assert len(gpus) == QUOTA_TASK_GPUS, f"{key}: CUDA_VISIBLE_DEVICES={visible}"
+        for gpu in gpus:
+            other = devices.get((node, gpu))
+            assert other is None, f"GPU {gpu} of {node} is {key}'s and {other}'s"
+            devices[node, gpu] = key
+
+
+def borrow(teams):
+    """Team B fills the cluster at LOW priority, three times its quota; returns its workflows."""
+    for i in range(teams.capacity // QUOTA_TASK_GPUS):
+        teams.submit("b", f"{teams.prefix}-b{i}", "LOW", teams.record() + "sleep 600")
+    tasks = wait_for("team B's LOW tasks running on Slurm",
+                     lambda: teams.running_on_slurm(teams.wids["b"]), timeout_s=90,
+                     state=lambda: teams.last)
+    check_runs(teams, tasks, slurm_jobs(teams.env), teams.wids["b"])
+    held = teams.held(tasks, "b")
+    assert held == teams.capacity and held > QUOTA_DESERVED, f"team B holds {held} GPUs"
+    return tasks
+
+
+def reclaim(teams, gate):
+    """Team A, the owner, submits its quota at NORMAL: as many of B's over-quota tasks are
+    cancelled in Slurm and requeued in gpupool, A's run on the GPUs they freed."""
+    before = teams.tasks()
+    for i in range(QUOTA_DESERVED // QUOTA_TASK_GPUS):
+        teams.submit("a", f"{teams.prefix}-a{i}", "NORMAL",
+                     teams.record() + f"while [ ! -e {gate} ]; do sleep 0.2; done")
+    watcher = MessageWatcher(teams.server.port, teams.wids["b"])
+    try:
+        tasks = wait_for("team A's tasks running on Slurm",
+                         lambda: teams.running_on_slurm(teams.wids["a"]), timeout_s=90,
+                         state=lambda: teams.last)
+    finally:
+        messages = watcher.stop()
+    jobs = slurm_jobs(teams.env)
+    victims = [w for w in teams.wids["b"] if tasks[w][1]["status"] != "RUNNING"]
+    assert len(victims) == QUOTA_DESERVED // QUOTA_TASK_GPUS, f"reclaimed {victims}"
+    for wid in victims:
+        _, task, key = tasks[wid]
+        # Requeued, not failed: pending again under the same attempt key, its node given up.
+        assert task["status"] == "PENDING" and task["node"] == "", f"{key}: {task}"
+        said = [m for m in messages.get(wid, ())
+                if "eviction (reclaim): reclaimed by queue team-a" in m
+                or "evicted (reclaim): reclaimed by queue team-a" in m]
+        assert said, f"{key}: never said it was reclaimed: {messages.get(wid)}"
+        assert [s for s, _ in jobs[key]] == ["CANCELLED"], f"{key}: Slurm jobs {jobs[key]}"
+    survivors = [w for w in teams.wids["b"] if w not in victims]
+    check_runs(teams, tasks, jobs, teams.wids["a"] + survivors)
+    freed = sorted(before[w][1]["node"] for w in victims)
+    taken = sorted(tasks[w][1]["node"] for w in teams.wids["a"])
+    assert taken == freed, f"team A runs on {taken}, the reclaimed GPUs were on {freed}"
+    held_a, held_b = teams.held(tasks, "a"), teams.held(tasks, "b")
+    assert held_a >= QUOTA_DESERVED, f"team A holds {held_a} GPUs, deserves {QUOTA_DESERVED}"
+    assert held_b <= teams.capacity - held_a, f"team B holds {held_b} of {teams.capacity}"
+    # Slurm agrees: the GPUs of each team's RUNNING jobs are what gpupool says it holds.
+    in_slurm = {team: sum(QUOTA_TASK_GPUS for w in teams.wids[team]
+                          for state, _ in jobs.get(tasks[w][2], []) if state == "RUNNING")
+                for team in "ab"}
+    assert in_slurm == {"a": held_a, "b": held_b}, f"Slurm runs {in_slurm} GPUs per team"
+    # Only an eviction takes a task from RUNNING back to PENDING.
+    requeued = metric(teams.server.port, 'gpupool_task_transitions_total{from="RUNNING",'
+                      'to="PENDING"}')
+    assert requeued == len(victims), f"RUNNING -> PENDING {requeued} times, {len(victims)} victims"
+    return victims, said[0]
+
+
+def run_quota_reclaim(args, env, workdir):
+    """Two pools over one partition keep their quotas: B borrows A's idle GPUs at LOW, A
+    reclaims them; B's evicted tasks run again, under the same keys, once A's end."""
+    # The scenario counts every GPU of the cluster: jobs an earlier test left running (a failed
+    # one whose tasks wait for a gate that never opened) would hold some.
+    cancel_live_jobs(env, "an earlier test left running")
+    db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
+    server = Server(args.serve, workdir, env, "tcp", db, "serve")
+    teams = None
+    try:
+        pools = os.path.join(workdir, "pools.yaml")
+        with open(pools, "w") as f:
+            f.write("---\n".join(QUOTA_POOLS.replace("NAME", f"team-{t}") for t in "ab"))
+        applied = gpupool_cli(args, server.port, "apply", "-f", pools)
+        assert applied.returncode == 0, f"apply: {applied.stdout}{applied.stderr}"
+        out = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-quota-{os.getpid()}")
+        os.makedirs(out)
+        os.chmod(out, 0o1777)
+        teams = Teams(server, env, out)
+        borrow(teams)
+        gate = os.path.join(out, "go")
+        victims, said = reclaim(teams, gate)
+        # A's tasks end: the requeued B tasks run again, each as a new job of its key.
+        open(gate, "w").close()
+        tasks = wait_for("the reclaimed tasks running again", lambda: teams.running_on_slurm(
+            victims, runs=2), timeout_s=90, state=lambda: teams.last)
+        jobs = slurm_jobs(env)
+        for wid in victims:
+            key = tasks[wid][2]
+            states = sorted(state for state, _ in jobs[key])
+            assert states == ["CANCELLED", "RUNNING"], f"{key}: Slurm jobs {jobs[key]}"
+        check_runs(teams, tasks, jobs, teams.wids["b"])
+        print(f"quota-reclaim: team B borrowed {teams.capacity} GPUs at LOW (deserved "
+              f"{QUOTA_DESERVED}); team A's {QUOTA_DESERVED} reclaimed {len(victims)} of its "
+              f"jobs (cancelled in Slurm; {said!r}); A ran on the freed GPUs, then B's "
+              f"evicted tasks ran again")
+    finally:
+        stop_quota_work(server, env, teams)
+
+
+LIVE_STATES = ("RUNNING", "PENDING", "COMPLETING", "CONFIGURING")
+
+
+def cancel_live_jobs(env, why):
+    """Cancels the jobs still live in Slurm and waits (bounded) until they are gone: the tests
+    run one at a time, so any such job is one an earlier run left behind."""
+    left = [job for _, state, _, job in slurm_job_list(env) if state in LIVE_STATES]
+    if not left:
+        return
+    print(f"cancelling {len(left)} jobs {why}: {left}")
+    subprocess.run(["scancel", *left], env={**os.environ, "SLURM_CONF": env["SLURM_CONF"]})
+    wait_for("the cancelled jobs gone", lambda: not any(
+        state in LIVE_STATES for _, state, _, _ in slurm_job_list(env)), timeout_s=60)
+
+
+def stop_quota_work(server, env, teams):
+    """Cancels the scenario's workflows so that the next test finds the cluster idle; what
+    gpupool leaves running is cancelled in Slurm."""
+    for wid in (teams.wids["a"] + teams.wids["b"]) if teams else []:
+        request(server.port, "POST", f"/api/workflow/{wid}/cancel")
+    deadline = time.time() + 60
+    while time.time() < deadline and any(s in LIVE_STATES for _, s, _, _ in slurm_job_list(env)):
+        time.sleep(0.5)
+    server.stop()
+    cancel_live_jobs(env, "gpupool left running")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["workflow", "restart", "ctld-restart", "logs", "array"])
+    parser.add_argument("mode", choices=["workflow", "restart", "ctld-restart", "logs", "array",
+                                         "quota-reclaim"])
     parser.add_argument("--serve", required=True)
-    parser.add_argument("--cli", help="the gpupool binary (logs)")
+    parser.add_argument("--cli", help="the gpupool binary (logs, quota-reclaim)")
     parser.add_argument("--cluster-state", required=True,
                         help="the fixture's state file: the cluster's directory or why it skipped")
     parser.add_argument("--transport", choices=["tcp", "unix"], default="tcp")
@@ -598,6 +877,8 @@ def main():
             run_logs(args, env, workdir)
         elif args.mode == "array":
             run_array(args, env, workdir)
+        elif args.mode == "quota-reclaim":
+            run_quota_reclaim(args, env, workdir)
         else:
             run_ctld_restart(args, env, workdir)
     except AssertionError as e:

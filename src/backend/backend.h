@@ -203,6 +203,11 @@ class Backend {
   // Tasks started and not yet reported by Poll.
   virtual size_t RunningCount() const = 0;
 
+  // The scheduling loop has made this step's Launch calls. A backend that sends launches to the
+  // cluster in batches (Slurm: one job array per node) takes the step's launches together from
+  // here, before the step writes them to the store. Default: nothing (each Launch acts at once).
+  virtual void LaunchesDone() {}
+
   // A token that changes whenever ListNodes' answer may have changed (a node event, a change in
   // what other pods take); the node sync lists only when it moved. nullopt: not known, so the
   // sync lists every period. At 5,000 nodes, listing them unchanged every period was half of an

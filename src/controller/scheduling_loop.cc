@@ -171,6 +171,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   AdoptRunningTasks(step);    // 1
   CollectExits(step);         // 2
   AdvanceTasks(step, stats);  // 2-4: exits, timeouts, launches
+  backend_.LaunchesDone();    // before the write-back: a task RUNNING in the store has its job
   SettleWorkflows(step);      // failed workflows stopped, waiting tasks let in
   step.handed_in_pods = backend_.HandedInPods();
   PruneEvictions(step);                         // before the cycle: the pods they held enter it

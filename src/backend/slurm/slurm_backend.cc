@@ -23,6 +23,8 @@ std::string OsUser() {
 
 // How often the worker asks Slurm for job changes when nothing is queued.
 constexpr std::chrono::milliseconds kPollPeriod{200};
+// Launches nobody said were all there (LaunchesDone) go to Slurm after this long.
+constexpr std::chrono::milliseconds kReleaseAfter{1000};
 
 // Connections that submit a burst of jobs side by side (slurmrestd served 286 submissions/s on
 // one connection and 740/s on eight on a 2-core machine).
@@ -99,13 +101,27 @@ Status SlurmBackend::Launch(const TaskLaunch& launch) {
   if (!launch.adopt) RETURN_IF_ERROR(cluster_->Check(command.run).status());
   std::lock_guard lock(mu_);
   if (!running_.insert(launch.key).second) return OkStatus();  // launched already
-  commands_.push_back(std::move(command));
-  wake_.notify_all();
+  if (step_launches_.empty()) first_step_launch_ = std::chrono::steady_clock::now();
+  step_launches_.push_back(std::move(command));
   return OkStatus();
+}
+
+void SlurmBackend::LaunchesDone() {
+  std::lock_guard lock(mu_);
+  if (step_launches_.empty()) return;
+  ReleaseStepLaunches();
+  wake_.notify_all();
+}
+
+// Under mu_. In order: a kill after a launch of the same step must come after it.
+void SlurmBackend::ReleaseStepLaunches() {
+  for (Command& command : step_launches_) commands_.push_back(std::move(command));
+  step_launches_.clear();
 }
 
 Status SlurmBackend::Kill(std::string_view key) {
   std::lock_guard lock(mu_);
+  ReleaseStepLaunches();
   auto it = running_.find(key);
   if (it != running_.end()) running_.erase(it);
   Command command;
@@ -209,6 +225,10 @@ void SlurmBackend::Work() {
   while (!stop_) {
     wake_.wait_for(lock, kPollPeriod, [this] { return stop_ || !commands_.empty(); });
     if (stop_) break;
+    if (!step_launches_.empty() &&
+        std::chrono::steady_clock::now() - first_step_launch_ >= kReleaseAfter) {
+      ReleaseStepLaunches();
+    }
     std::deque<Command> commands;
     commands.swap(commands_);
     lock.unlock();

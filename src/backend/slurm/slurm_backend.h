@@ -23,6 +23,7 @@
 //
 // Thread contract: as Backend; ListNodes may be called from any thread.
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -49,6 +50,7 @@ class SlurmBackend final : public Backend {
   std::string_view Kind() const override { return "slurm"; }
   Result<std::vector<nlohmann::ordered_json>> ListNodes() const override;
   Status Launch(const TaskLaunch& launch) override;
+  void LaunchesDone() override;
   Status Kill(std::string_view key) override;
   std::vector<TaskExit> Poll(int64_t now_ms) override;
   size_t RunningCount() const override;
@@ -66,6 +68,7 @@ class SlurmBackend final : public Backend {
     bool adopt = false;
   };
   void Work();
+  void ReleaseStepLaunches();
   // Runs the commands in order, consecutive runs together; returns the runs Slurm refused.
   std::vector<TaskExit> Execute(const std::deque<Command>& commands);
   void Report(const Status& status);
@@ -77,6 +80,12 @@ class SlurmBackend final : public Backend {
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::deque<Command> commands_;
+  // Launches of the step under way, for the worker once the loop says the step's are all there
+  // (LaunchesDone) or, for a caller that never says so, after kReleaseAfter: the worker woken by
+  // the first launch of a step took only those queued by then, and split a node's tasks between
+  // a job and an array.
+  std::deque<Command> step_launches_;
+  std::chrono::steady_clock::time_point first_step_launch_{};
   std::vector<TaskExit> exits_;
   std::set<std::string, std::less<>> running_;  // launched, not yet reported or killed
   bool stop_ = false;

@@ -66,6 +66,7 @@ TEST_F(SlurmBackendTest, LaunchSubmitsAndPollReportsTheExitOnce) {
   launch.pod = Pod();
   ASSERT_TRUE(backend_->Launch(launch).ok());
   ASSERT_TRUE(backend_->Launch(launch).ok());  // idempotent
+  backend_->LaunchesDone();
   EXPECT_EQ(backend_->RunningCount(), 1u);
   ASSERT_TRUE(WaitFor([&] { return JobOf("wf/g/a/0") != 0; }));
   int64_t id = JobOf("wf/g/a/0");
@@ -96,10 +97,11 @@ TEST_F(SlurmBackendTest, ABurstOfLaunchesAndAKillAmongThemEachReachSlurmOnce) {
     launch.pod = Pod();
     ASSERT_TRUE(backend_->Launch(launch).ok());
   }
-  ASSERT_TRUE(backend_->Kill("wf/g/t7/0").ok());
+  ASSERT_TRUE(backend_->Kill("wf/g/t7/0").ok());  // takes the launches before it along
   TaskLaunch again{"wf/g/t7/0", "gpu0003"};
   again.pod = Pod();
   ASSERT_TRUE(backend_->Launch(again).ok());
+  backend_->LaunchesDone();
   EXPECT_EQ(backend_->RunningCount(), 30u);
   auto live_jobs = [&] {
     std::lock_guard lock(state_->mu);
@@ -119,6 +121,7 @@ TEST_F(SlurmBackendTest, WhatSlurmCannotRunFailsAtLaunch) {
   TaskLaunch launch{"wf/g/a/0", "gpu0004"};
   launch.pod = Pod(/*with_command=*/false);
   Status status = backend_->Launch(launch);
+  backend_->LaunchesDone();
   EXPECT_EQ(status.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("no command or args"), std::string::npos);
   EXPECT_EQ(backend_->RunningCount(), 0u);
@@ -128,6 +131,7 @@ TEST_F(SlurmBackendTest, KillCancelsAndReportsNoExit) {
   TaskLaunch launch{"wf/g/a/0", "gpu0004"};
   launch.pod = Pod();
   ASSERT_TRUE(backend_->Launch(launch).ok());
+  backend_->LaunchesDone();
   ASSERT_TRUE(WaitFor([&] { return JobOf("wf/g/a/0") != 0; }));
   ASSERT_TRUE(backend_->Kill("wf/g/a/0").ok());
   EXPECT_EQ(backend_->RunningCount(), 0u);
@@ -143,6 +147,7 @@ TEST_F(SlurmBackendTest, AnAdoptedTaskWithoutAJobEndsLost) {
   launch.pod = Pod();
   launch.adopt = true;
   ASSERT_TRUE(backend_->Launch(launch).ok());
+  backend_->LaunchesDone();
   std::vector<TaskExit> exits;
   ASSERT_TRUE(WaitFor([&] {
     exits = backend_->Poll(42);

@@ -361,6 +361,23 @@ void KillTheLeaderMidStream(Timeline& timeline, int pods, const std::vector<Serv
   }
 }
 
+// The bindings the fake answered, and the pod-by-pod checks against the nodes it holds now.
+Status CheckAgainstTheApiServer(kube::Client& client, const kube::Informer& pods,
+                                ScaleReport& report) {
+  auto stats = client.Call({"GET", "/_fake/stats"});
+  if (stats.ok() && stats->ok()) {
+    report.bindings_asked = stats->Json()["requests"].value("create pods/binding", int64_t{0});
+  }
+  kube::Informer node_informer(client, {.path = "/api/v1/nodes"});
+  node_informer.Start();
+  if (!node_informer.WaitForSync(std::chrono::seconds(60))) {
+    return UnavailableError("the node informer did not sync");
+  }
+  report.violations = CheckPlacement(pods.List(), node_informer.List());
+  node_informer.Stop();
+  return OkStatus();
+}
+
 }  // namespace
 
 Result<ScaleReport> RunScaleScenario(const ScaleOptions& options) {
@@ -441,17 +458,7 @@ Result<ScaleReport> RunScaleScenario(const ScaleOptions& options) {
   report.client_cpu_s = SelfCpuSeconds() - client_cpu;
   AddTimings(timeline, start, report);
 
-  auto stats = client->Call({"GET", "/_fake/stats"});
-  if (stats.ok() && stats->ok()) {
-    report.bindings_asked = stats->Json()["requests"].value("create pods/binding", int64_t{0});
-  }
-  kube::Informer node_informer(*client, {.path = "/api/v1/nodes"});
-  node_informer.Start();
-  if (!node_informer.WaitForSync(std::chrono::seconds(60))) {
-    return UnavailableError("the node informer did not sync");
-  }
-  report.violations = CheckPlacement(pod_informer.List(), node_informer.List());
-  node_informer.Stop();
+  RETURN_IF_ERROR(CheckAgainstTheApiServer(*client, pod_informer, report));
   pod_informer.Stop();
   report.serve_log = Tail((first_alive ? serve : *standby).Log(), 4000);
   return report;

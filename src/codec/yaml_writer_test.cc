@@ -106,6 +106,10 @@ TEST(ToYamlTest, MultiLineStringsAsLiteralBlocks) {
 
 TEST(ToYamlTest, RoundTripsScalarsAndOddKeys) {
   const ordered_json values[] = {ordered_json("x"), ordered_json(5), ordered_json(nullptr),
+                                 // A document end marker as a string (found by the yaml fuzz
+                                 // target: `!f ...` read back as "...").
+                                 ordered_json("..."), ordered_json("... x"),
+                                 ordered_json::parse(R"({"a": "...", "b": ["..."]})"),
                                  ordered_json::array(), ordered_json::object(),
                                  ordered_json::parse(R"({"1": "a", "": 2, "a b": {"k: v": []}})"),
                                  ordered_json::parse(R"([[], {}, [{}]])"),

@@ -274,14 +274,21 @@ def check_node_down(server, env):
         slurm(env, "scontrol", "update", f"nodename={node}", "state=resume")
 
 
+def shared_jobs_dir(env, name):
+    """A directory for this run's job files, writable by the jobs' user (slurmd runs them as
+    another user than the test)."""
+    path = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-{name}-{os.getpid()}")
+    os.makedirs(path)
+    os.chmod(path, 0o1777)
+    return path
+
+
 def run_workflow(args, env, workdir):
     db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
     server = Server(args.serve, workdir, env, args.transport, db, "serve")
     try:
         check_nodes(server, env)
-        out = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-{args.transport}-{os.getpid()}")
-        os.makedirs(out)
-        os.chmod(out, 0o1777)
+        out = shared_jobs_dir(env, args.transport)
         tasks = [(name, gpus, f'echo "$SLURMD_NODENAME $CUDA_VISIBLE_DEVICES" > {out}/{name}.txt')
                  for name, gpus in (("two", 2), ("one", 1), ("none", 0))]
         wid = submit(server.port, workflow_yaml(f"slurm-e2e-{args.transport}", tasks))
@@ -333,9 +340,7 @@ def run_logs(args, env, workdir):
     db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
     server = Server(args.serve, workdir, env, "tcp", db, "serve")
     try:
-        gate = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-logs-{os.getpid()}")
-        os.makedirs(gate)
-        os.chmod(gate, 0o1777)
+        gate = shared_jobs_dir(env, "logs")
         # "talker" writes a line, waits until the test lets it go on, then writes a line with a
         # character of three bytes (U+2713) and ends; "quiet" writes to stderr (the same file).
         talker = (f"echo first; while [ ! -e {gate}/go ]; do sleep 0.2; done; "
@@ -393,9 +398,7 @@ def run_logs(args, env, workdir):
 
 def run_restart(args, env, workdir):
     db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
-    out = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-restart-{os.getpid()}")
-    os.makedirs(out)
-    os.chmod(out, 0o1777)
+    out = shared_jobs_dir(env, "restart")
     server = Server(args.serve, workdir, env, "tcp", db, "before")
     wids = []
     try:
@@ -441,9 +444,7 @@ def run_ctld_restart(args, env, workdir):
     """slurmctld stops under gpupool and comes back from its saved state: tasks that ran go on,
     tasks placed meanwhile are submitted once it answers, each runs exactly once."""
     db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
-    out = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-ctld-{os.getpid()}")
-    os.makedirs(out)
-    os.chmod(out, 0o1777)
+    out = shared_jobs_dir(env, "ctld")
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
                           "slurm-test-cluster.sh")
     server = Server(args.serve, workdir, env, "tcp", db, "serve")
@@ -495,9 +496,7 @@ def run_array(args, env, workdir):
     db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
     server = Server(args.serve, workdir, env, "tcp", db, "serve")
     try:
-        out = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-array-{os.getpid()}")
-        os.makedirs(out)
-        os.chmod(out, 0o1777)
+        out = shared_jobs_dir(env, "array")
         gate = os.path.join(out, "go")
         # Each task writes its node, GPUs and key to its own file, says hello on its output,
         # then waits for the gate; quotes in the command test the dispatcher's quoting.
@@ -799,9 +798,7 @@ def run_quota_reclaim(args, env, workdir):
             f.write("---\n".join(QUOTA_POOLS.replace("NAME", f"team-{t}") for t in "ab"))
         applied = gpupool_cli(args, server.port, "apply", "-f", pools)
         assert applied.returncode == 0, f"apply: {applied.stdout}{applied.stderr}"
-        out = os.path.join(env["GPUPOOL_SLURM_JOBS_DIR"], f"e2e-quota-{os.getpid()}")
-        os.makedirs(out)
-        os.chmod(out, 0o1777)
+        out = shared_jobs_dir(env, "quota")
         teams = Teams(server, env, out)
         borrow(teams)
         gate = os.path.join(out, "go")

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iostream>
+#include <optional>
 #include <thread>
 
 namespace gpupool::slurm {
@@ -63,6 +65,12 @@ Status SlurmCluster::RefreshJobsLocked() {
     JobOutcome outcome = OutcomeOf(job);
     since = std::max(since, NewestPastTime(job, outcome));
     max_id = std::max(max_id, job.job_id);
+    if (IsGateComment(job.comment, options_.submit.comment)) {
+      // A gate still held outside RunAll was left by a gpupool that stopped mid-burst, or its
+      // cancel failed: Poll opens it.
+      if (job.state == "PENDING") gates_to_cancel_.insert(job.job_id);
+      continue;
+    }
     auto keys = KeysOfJob(job);
     if (keys.empty()) continue;  // someone else's
     const bool cancelled = job.state == "CANCELLED";
@@ -296,6 +304,9 @@ std::vector<std::pair<Result<int64_t>, int64_t>> SlurmCluster::SubmitGroupedLock
   } else {
     for (size_t i = 0; i < submissions.size(); ++i) groups.push_back({i});
   }
+  std::vector<std::string> keys;
+  keys.reserve(submissions.size());
+  for (const JobSubmission& submission : submissions) keys.push_back(submission.name);
   std::vector<JobSubmission> jobs;
   jobs.reserve(groups.size());
   for (const auto& group : groups) {
@@ -307,6 +318,13 @@ std::vector<std::pair<Result<int64_t>, int64_t>> SlurmCluster::SubmitGroupedLock
     for (size_t i : group) elements.push_back(&submissions[i]);
     jobs.push_back(ArraySubmission(elements));
   }
+  // Several jobs go behind a gate (translate.h, GateSubmission); without one (a single job, or
+  // the gate refused) they are submitted free.
+  std::optional<int64_t> gate;
+  if (options_.gate_bursts && jobs.size() > 1) gate = OpenGateLocked(jobs.front());
+  if (gate) {
+    for (JobSubmission& job : jobs) job.dependency = "afterany:" + std::to_string(*gate);
+  }
   std::vector<Result<int64_t>> ids = SubmitAllLocked(jobs);
   std::vector<std::pair<Result<int64_t>, int64_t>> out(submissions.size(),
                                                        {UnavailableError("not submitted"), -1});
@@ -315,7 +333,48 @@ std::vector<std::pair<Result<int64_t>, int64_t>> SlurmCluster::SubmitGroupedLock
       out[groups[g][e]] = {ids[g], groups[g].size() == 1 ? -1 : static_cast<int64_t>(e)};
     }
   }
+  if (gate) {
+    CancelPartialGangsLocked(keys, out);
+    if (!client_->CancelJob(*gate).ok()) gates_to_cancel_.insert(*gate);  // Poll retries
+  }
   return out;
+}
+
+std::optional<int64_t> SlurmCluster::OpenGateLocked(const JobSubmission& like) {
+  auto gate = client_->SubmitJob(GateSubmission(like, options_.submit.comment));
+  if (!gate.ok()) {
+    // Not worth failing the burst over: its jobs then start as Slurm takes them.
+    std::cerr << "gpupool: slurm: submitting the burst without a gate: " << gate.status().message()
+              << std::endl;
+    return std::nullopt;
+  }
+  return *gate;
+}
+
+void SlurmCluster::CancelPartialGangsLocked(const std::vector<std::string>& keys,
+                                            std::vector<std::pair<Result<int64_t>, int64_t>>& ids) {
+  std::map<std::string_view, int> members;
+  std::map<std::string_view, std::string> missing;  // gang -> the first member not submitted
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string_view gang = GangOf(keys[i]);
+    ++members[gang];
+    if (!ids[i].first.ok() && !missing.contains(gang)) {
+      missing[gang] = keys[i] + ": " + ids[i].first.status().message();
+    }
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string_view gang = GangOf(keys[i]);
+    auto why = missing.find(gang);
+    if (why == missing.end() || members[gang] < 2) continue;
+    auto& [id, index] = ids[i];
+    if (id.ok()) {
+      JobRef ref{*id, index >= 0 ? *id : 0, index};
+      if (!client_->CancelJob(ref.CancelId()).ok()) to_cancel_.insert(keys[i]);
+    }
+    // Refused, so RunAll forgets the task and its caller fails it, whatever kept it from Slurm.
+    id = FailedPreconditionError("not started: " + std::string(gang) +
+                                 " starts whole or not at all, and member " + why->second);
+  }
 }
 
 Status SlurmCluster::TrackLocked(const TaskRun& run, bool adopt, const Status& listed,
@@ -378,7 +437,7 @@ Status SlurmCluster::Stop(const std::string& key) {
 Result<std::vector<TaskEvent>> SlurmCluster::Poll() {
   std::lock_guard lock(mu_);
   std::vector<TaskEvent> events;
-  if (tasks_.empty() && to_cancel_.empty()) return events;
+  if (tasks_.empty() && to_cancel_.empty() && gates_to_cancel_.empty()) return events;
   const auto pause = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       listing_took_ * options_.listing_pace);
   if (std::chrono::steady_clock::now() < listed_at_ + pause) return events;
@@ -393,6 +452,11 @@ Result<std::vector<TaskEvent>> SlurmCluster::Poll() {
       }
     }
     it = to_cancel_.erase(it);
+  }
+  // Gates open only after the cancels above: a gang's members cancelled because one of them
+  // never reached Slurm must not start in between.
+  for (auto it = gates_to_cancel_.begin(); it != gates_to_cancel_.end();) {
+    it = client_->CancelJob(*it).ok() ? gates_to_cancel_.erase(it) : std::next(it);
   }
 
   for (auto it = tasks_.begin(); it != tasks_.end();) {

@@ -18,7 +18,8 @@
 // after the attempt key; jobs without the comment are someone else's. With `arrays`, RunAll
 // submits a burst's tasks on one node as one job array whose comment lists the elements' keys
 // ("gpupool array:KEY0 KEY1 ..."; translate.h, ArraySubmission): each element is tracked,
-// adopted and cancelled ("ARRAY_INDEX") as its own task.
+// adopted and cancelled ("ARRAY_INDEX") as its own task. With `gate_bursts`, a burst of several
+// jobs waits behind a held gate job until all of it is submitted (ClusterOptions::gate_bursts).
 //
 // Outages: slurmrestd takes seconds to say that slurmctld does not answer. After such an answer
 // Run() does not ask again for a few seconds (the task waits for Poll() to submit it), so the
@@ -57,6 +58,10 @@ struct ClusterOptions {
   // A burst's tasks on one node with identical requests go to Slurm as one job array
   // (GroupForArrays); false: one job per task.
   bool arrays = false;
+  // A burst of several jobs is submitted behind a held gate job that each depends on, then the
+  // gate is cancelled (translate.h, GateSubmission): none starts before all are in, and a gang
+  // (a group's tasks) whose members did not all reach Slurm is cancelled before any starts.
+  bool gate_bursts = false;
 };
 
 struct TaskEvent {
@@ -148,6 +153,13 @@ class SlurmCluster {
   // The new jobs' ids, in order; Unavailable for those not submitted because Slurm stopped
   // answering (it then counts as recently unreachable).
   std::vector<Result<int64_t>> SubmitAllLocked(const std::vector<JobSubmission>& submissions);
+  // Submits a held gate for the burst whose first job is `like`; nullopt when Slurm refused it.
+  std::optional<int64_t> OpenGateLocked(const JobSubmission& like);
+  // Gangs (GangOf) with a member among `keys` that was not submitted: the members submitted are
+  // cancelled (or left to Poll's cancels) and every member's result becomes FailedPrecondition
+  // naming the one that did not reach Slurm.
+  void CancelPartialGangsLocked(const std::vector<std::string>& keys,
+                                std::vector<std::pair<Result<int64_t>, int64_t>>& ids);
   // RefreshJobsLocked, unless Slurm did not answer a moment ago.
   Status ListUnlessUnreachableLocked();
   Status RefreshNodes();
@@ -168,6 +180,7 @@ class SlurmCluster {
   int64_t jobs_since_ = 0;             // for update_time: the newest past time the listing showed
   int64_t max_job_id_ = 0;             // the largest id in the last listing (of any user)
   std::map<std::string, Task> tasks_;  // by attempt key
+  std::set<int64_t> gates_to_cancel_;  // held gates to open: a failed cancel, or a stale gate
   std::set<std::string> to_cancel_;    // keys whose jobs are cancelled once Slurm answers
 
   // Taken after mu_ when both are needed, never before.

@@ -41,15 +41,39 @@ class ClusterTest : public ::testing::Test {
     auto client = std::make_shared<RestClient>(*ParseEndpoint("http://127.0.0.1:6820"),
                                                std::make_unique<FakeSlurmRest>(state_),
                                                std::move(client_options));
-    ClusterOptions options;
+    ClusterOptions options = options_;
     options.submit.output_dir = "/jobs";
     cluster_ = std::make_unique<SlurmCluster>(client, options);
+  }
+
+  // A gpupool whose bursts go behind a gate, on the same fake slurmrestd.
+  void ResetWithGates() {
+    options_.arrays = true;
+    options_.gate_bursts = true;
+    Reset(state_);
+    ASSERT_TRUE(cluster_->Connect().ok());
+  }
+
+  // The requests since `from` that are not job listings, in order.
+  std::vector<std::string> Commands(size_t from = 0) const {
+    std::vector<std::string> out;
+    for (size_t i = from; i < state_->requests.size(); ++i) {
+      if (!state_->requests[i].starts_with("GET ")) out.push_back(state_->requests[i]);
+    }
+    return out;
   }
 
   std::vector<TaskEvent> Poll() {
     auto events = cluster_->Poll();
     EXPECT_TRUE(events.ok()) << events.status().message();
     return events.ok() ? *events : std::vector<TaskEvent>{};
+  }
+
+  int64_t JobOfAnyState(const std::string& name) {
+    for (const auto& [id, job] : state_->jobs) {
+      if (job["name"] == name) return id;
+    }
+    return 0;
   }
 
   int64_t JobOf(const std::string& name) {
@@ -59,6 +83,7 @@ class ClusterTest : public ::testing::Test {
     return 0;
   }
 
+  ClusterOptions options_;
   std::shared_ptr<FakeSlurmRest::State> state_;
   std::unique_ptr<SlurmCluster> cluster_;
 };
@@ -409,6 +434,93 @@ TEST_F(ClusterTest, NodesCountForeignJobsAsUsed) {
   EXPECT_EQ(n1["metadata"]["annotations"]["slurm.gpupool.io/foreign-usage"],
             "cpu=4,memory=8000Mi,gpu=3");
   EXPECT_EQ((*nodes)[3]["spec"]["unschedulable"], true);
+}
+
+// Several jobs go to Slurm behind one held gate: each depends on it, and it is cancelled once
+// all are in, so Slurm starts none before the last is submitted. A single job needs no gate.
+TEST_F(ClusterTest, ABurstWaitsBehindAHeldGateThatOpensOnceAllOfItIsIn) {
+  ResetWithGates();
+  const size_t before = state_->requests.size();
+  std::vector<SlurmCluster::RunRequest> runs = {{{"wf/g/a/0", "gpu0004", Pod(1), 600}},
+                                                {{"wf/g/b/0", "gpu0004", Pod(1), 600}},
+                                                {{"wf/h/c/0", "gpu0003", Pod(1), 600}}};
+  for (const Status& status : cluster_->RunAll(runs)) EXPECT_TRUE(status.ok()) << status.message();
+  ASSERT_EQ(state_->submissions.size(), 3u);  // the gate, the array of a and b, c
+  const Json& gate = state_->submissions[0]["job"];
+  EXPECT_EQ(gate["name"], "gpupool-gate");
+  EXPECT_EQ(gate["comment"], "gpupool gate");
+  EXPECT_EQ(gate["hold"], true);
+  EXPECT_FALSE(gate.contains("nodelist"));
+  const int64_t gate_id = 1;
+  EXPECT_EQ(state_->jobs.at(gate_id)["priority"], 0);
+  for (size_t i = 1; i < 3; ++i) {
+    EXPECT_EQ(state_->submissions[i]["job"]["dependency"], "afterany:1") << i;
+    EXPECT_FALSE(state_->submissions[i]["job"].contains("hold")) << i;
+  }
+  EXPECT_EQ(state_->submissions[1]["job"]["array"], "0-1");
+  const std::vector<std::string> expected = {
+      "POST /slurm/v0.0.38/job/submit", "POST /slurm/v0.0.38/job/submit",
+      "POST /slurm/v0.0.38/job/submit", "DELETE /slurm/v0.0.38/job/1"};
+  EXPECT_EQ(Commands(before), expected);
+  EXPECT_EQ(state_->jobs.at(gate_id)["job_state"], "CANCELLED");
+  EXPECT_EQ(cluster_->Tracked(), 3u);  // the gate is not a task
+  EXPECT_TRUE(Poll().empty());
+
+  // One job alone is submitted free.
+  ASSERT_TRUE(cluster_->Run({"wf/i/d/0", "gpu0003", Pod(1), 600}, false).ok());
+  ASSERT_EQ(state_->submissions.size(), 4u);
+  EXPECT_FALSE(state_->submissions[3]["job"].contains("dependency"));
+  EXPECT_FALSE(state_->submissions[3]["job"].contains("hold"));
+}
+
+// A gang (a group's tasks) starts whole or not at all: when Slurm refuses one member, the
+// members already submitted are cancelled before the gate opens, and all fail with the reason.
+// Other gangs of the burst start.
+TEST_F(ClusterTest, AGangWithAMemberSlurmRefusesStartsNoneOfIt) {
+  ResetWithGates();
+  state_->refuse.insert("wf/g/b/0");
+  Json three_cpus = Pod(1);
+  three_cpus["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "3";
+  std::vector<SlurmCluster::RunRequest> runs = {{{"wf/g/a/0", "gpu0004", Pod(1), 600}},
+                                                {{"wf/g/b/0", "gpu0003", Pod(1), 600}},
+                                                {{"wf/h/c/0", "gpu0004", three_cpus, 600}}};
+  const size_t before = state_->requests.size();
+  std::vector<Status> statuses = cluster_->RunAll(runs);
+  EXPECT_EQ(statuses[0].code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(statuses[0].message().find("wf/g starts whole or not at all, and member wf/g/b/0"),
+            std::string::npos)
+      << statuses[0].message();
+  EXPECT_FALSE(statuses[1].ok());
+  EXPECT_TRUE(statuses[2].ok()) << statuses[2].message();
+  EXPECT_EQ(state_->jobs.at(JobOfAnyState("wf/g/a/0"))["job_state"], "CANCELLED");
+  EXPECT_EQ(state_->jobs.at(JobOf("wf/h/c/0"))["job_state"], "PENDING");
+  // a's job is cancelled before the gate (job 1) opens.
+  std::vector<std::string> commands = Commands(before);
+  ASSERT_GE(commands.size(), 2u);
+  EXPECT_EQ(commands[commands.size() - 2],
+            "DELETE /slurm/v0.0.38/job/" + std::to_string(JobOfAnyState("wf/g/a/0")));
+  EXPECT_EQ(commands.back(), "DELETE /slurm/v0.0.38/job/1");
+  EXPECT_EQ(cluster_->Tracked(), 1u);  // c
+}
+
+// A gpupool that stopped between submitting a burst and opening its gate left the burst waiting
+// on it: the next one opens it at its first Poll.
+TEST_F(ClusterTest, AGateLeftHeldByAnEarlierGpupoolIsOpened) {
+  const int64_t gate = state_->AddJob(Json{{"name", "gpupool-gate"},
+                                           {"comment", "gpupool gate"},
+                                           {"job_state", "PENDING"},
+                                           {"priority", 0}});
+  const int64_t foreign = state_->AddJob(
+      Json{{"name", "gpupool-gate"}, {"comment", "someone else's gate"}, {"job_state", "PENDING"}});
+  ResetWithGates();
+  const size_t before = state_->requests.size();
+  EXPECT_TRUE(Poll().empty());
+  EXPECT_EQ(Commands(before),
+            std::vector<std::string>{"DELETE /slurm/v0.0.38/job/" + std::to_string(gate)});
+  EXPECT_EQ(state_->jobs.at(gate)["job_state"], "CANCELLED");
+  EXPECT_EQ(state_->jobs.at(foreign)["job_state"], "PENDING");
+  EXPECT_TRUE(Poll().empty());  // opened once
+  EXPECT_EQ(Commands(before).size(), 1u);
 }
 
 }  // namespace cluster_test

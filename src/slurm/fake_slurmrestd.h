@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,7 @@ class FakeSlurmRest final : public HttpTransport {
     int cancels = 0;
     int refused = 0;                // requests that failed because it was down
     size_t down_after_submits = 0;  // > 0: goes down once this many jobs were submitted
+    std::set<std::string> refuse;   // job names whose submission is refused (as a bad request)
 
     // Adds a job (as another user would) and returns its id.
     int64_t AddJob(Json job) {
@@ -147,6 +149,9 @@ class FakeSlurmRest final : public HttpTransport {
       Json body = Json::parse(request.body);
       state_->submissions.push_back(body);
       const Json& job = body["job"];
+      if (state_->refuse.contains(job.value("name", ""))) {
+        return Reply(outcome, 500, ReadTestJson("submit_unknown_key.json"));
+      }
       // An array ("0-3"): one record per element, as slurmctld shows them once split off;
       // the array's id is its first element's.
       int64_t elements = 1;
@@ -170,6 +175,9 @@ class FakeSlurmRest final : public HttpTransport {
         }
         // The node it asked for, kept aside until it runs.
         state_->jobs[element]["requested_node"] = job.value("nodelist", "");
+        // Held (priority 0) and dependencies as slurmctld shows them; the tests move states.
+        if (job.value("hold", false)) state_->jobs[element]["priority"] = 0;
+        if (job.contains("dependency")) state_->jobs[element]["dependency"] = job["dependency"];
       }
       if (state_->down_after_submits > 0 &&
           state_->submissions.size() >= state_->down_after_submits) {

@@ -212,6 +212,8 @@ Json SubmissionToJson(const JobSubmission& s) {
   if (!s.gpus_per_node.empty()) job["gpus_per_node"] = s.gpus_per_node;
   if (s.time_limit_minutes) job["time_limit"] = *s.time_limit_minutes;
   if (!s.array.empty()) job["array"] = s.array;
+  if (s.hold) job["hold"] = true;
+  if (!s.dependency.empty()) job["dependency"] = s.dependency;
   job["no_requeue"] = true;
   if (!s.working_directory.empty()) job["current_working_directory"] = s.working_directory;
   if (!s.standard_output.empty()) job["standard_output"] = s.standard_output;

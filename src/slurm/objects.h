@@ -87,8 +87,10 @@ struct JobSubmission {
   std::string working_directory;
   std::string standard_output;  // --output
   std::map<std::string, std::string> environment;
-  std::string script;  // "#!/bin/sh\n..."
-  std::string array;   // --array: "0-7"; "" = a single job
+  std::string script;      // "#!/bin/sh\n..."
+  std::string array;       // --array: "0-7"; "" = a single job
+  bool hold = false;       // --hold: submitted with priority 0, never started until released
+  std::string dependency;  // --dependency: "afterany:123"; "" = none
 };
 
 // Parsers of whole responses: {"nodes": [...]}, {"partitions": [...]}, {"jobs": [...]}.

@@ -363,6 +363,7 @@ Result<JobSubmission> SubmissionForTask(const TaskRun& task, const SlurmNode& no
 namespace {
 
 constexpr char kArrayTag[] = " array:";
+constexpr char kGateTag[] = " gate";
 // slurmctld refuses a comment longer than this (job_mgr.c, _test_strlen).
 constexpr size_t kMaxComment = 1024;
 
@@ -446,6 +447,33 @@ JobSubmission ArraySubmission(const std::vector<const JobSubmission*>& elements)
   script += "esac\necho \"gpupool: no task for array element $SLURM_ARRAY_TASK_ID\" >&2\nexit 1\n";
   array.script = std::move(script);
   return array;
+}
+
+JobSubmission GateSubmission(const JobSubmission& like, std::string_view comment) {
+  JobSubmission gate;
+  gate.name = "gpupool-gate";
+  gate.comment = std::string(comment) + kGateTag;
+  gate.partition = like.partition;
+  gate.cpus_per_task = 1;
+  gate.time_limit_minutes = 1;
+  gate.working_directory = like.working_directory.empty() ? "/tmp" : like.working_directory;
+  gate.standard_output = "/dev/null";
+  gate.environment = {{"PATH", "/usr/bin:/bin"}};
+  gate.script = "#!/bin/sh\ntrue\n";
+  gate.hold = true;
+  return gate;
+}
+
+bool IsGateComment(std::string_view job_comment, std::string_view comment) {
+  return job_comment.size() == comment.size() + std::strlen(kGateTag) &&
+         job_comment.starts_with(comment) && job_comment.ends_with(kGateTag);
+}
+
+std::string_view GangOf(std::string_view key) {
+  size_t first = key.find('/');
+  if (first == std::string_view::npos) return key;
+  size_t second = key.find('/', first + 1);
+  return second == std::string_view::npos ? key : key.substr(0, second);
 }
 
 std::optional<std::vector<std::string>> ArrayKeys(std::string_view job_comment,

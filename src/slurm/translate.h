@@ -132,6 +132,22 @@ JobSubmission ArraySubmission(const std::vector<const JobSubmission*>& elements)
 std::optional<std::vector<std::string>> ArrayKeys(std::string_view job_comment,
                                                   std::string_view comment);
 
+// Gates: a burst of several jobs is submitted behind one held job (the gate) that each of them
+// depends on (`afterany`), and the gate is then cancelled, which frees them all at once. Slurm
+// starts none of them while the burst is being submitted, so its scheduling cycles and job
+// launches do not slow the submissions (slurmctld takes them one at a time under its job lock),
+// and a gang's members either all reach Slurm before any can start or are cancelled unstarted.
+//
+// The gate of a burst like `like` (its partition and working directory) of jobs marked with
+// `comment`: held, one CPU, one minute, runs `true` if ever released by hand; comment
+// "<comment> gate".
+JobSubmission GateSubmission(const JobSubmission& like, std::string_view comment);
+// Whether a job's comment is that of a gate submitted with `comment`.
+bool IsGateComment(std::string_view job_comment, std::string_view comment);
+// The gang of an attempt key "<workflow>/<group>/<task>/<retry>": "<workflow>/<group>" (a
+// group's tasks are scheduled together); the key itself when it has fewer parts.
+std::string_view GangOf(std::string_view key);
+
 // The indexes in an array task string: "0-3,7" -> 0 1 2 3 7 (a "%N" throttle is ignored).
 Result<std::vector<int64_t>> ParseArrayIndexes(std::string_view text);
 

@@ -25,6 +25,8 @@
 #include "backend/backend.h"
 #include "backend/sim/sim_backend.h"
 #include "common/strings.h"
+#include "config/kinds.h"
+#include "config/membership.h"
 #include "controller/machine_pools.h"
 #include "controller/node_sync.h"
 #include "controller/scheduling_loop.h"
@@ -176,6 +178,38 @@ Result<ServeSettings> ParseSettings(const ServeOptions& o) {
   return s;
 }
 
+// `--backend config:NAME`: the cluster the BACKEND config NAME says how to reach (its `slurm`
+// settings; a --slurm-* flag given wins), with its nodes labelled gpupool.io/backend=NAME so that
+// the pools naming NAME, and only those, are scheduled there. `spec` becomes the plain form.
+Status ResolveBackendConfig(store::Store& store, std::string& spec,
+                            backend::BackendOptions& options) {
+  const std::string name = spec.substr(std::string_view("config:").size());
+  const std::string flag = "--backend " + spec;
+  auto record = store.GetConfig("BACKEND", name);
+  if (!record.ok()) {
+    if (record.status().code() != StatusCode::kNotFound) return record.status().WithContext(flag);
+    return NotFoundError(flag + ": no BACKEND config \"" + name +
+                         "\" in the store (create it: gpupool config update BACKEND " + name +
+                         " --file FILE)");
+  }
+  ASSIGN_OR_RETURN(config::Backend backend, config::BackendFromJson(name, record->body));
+  if (!backend.slurm) {
+    return InvalidArgumentError(flag + ": BACKEND \"" + name +
+                                "\" says no cluster to connect to (expected slurm.url)");
+  }
+  const config::SlurmConnection& slurm = *backend.slurm;
+  spec = "slurm:" + slurm.url;
+  for (auto [flag_value, config_value] :
+       {std::pair{&options.slurm_jwt_file, &slurm.jwt_file},
+        std::pair{&options.slurm_user, &slurm.user},
+        std::pair{&options.slurm_partition, &slurm.partition},
+        std::pair{&options.slurm_output_dir, &slurm.output_dir}}) {
+    if (flag_value->empty()) *flag_value = *config_value;
+  }
+  options.node_labels[std::string(config::kBackendLabel)] = name;
+  return OkStatus();
+}
+
 // The --backend's cluster (nullptr without one), its nodes upserted into the store. The sim
 // backend also runs on the nodes imported before start-up.
 Result<std::unique_ptr<backend::Backend>> OpenClusterBackend(const ServeOptions& o,
@@ -189,8 +223,11 @@ Result<std::unique_ptr<backend::Backend>> OpenClusterBackend(const ServeOptions&
   backend_options.slurm_partition = o.slurm_partition;
   backend_options.kubernetes = {o.kubeconfig, o.kube_context,   o.kube_qps,
                                 o.kube_burst, o.kube_namespace, settings.kube_event_repeat_ms};
+  std::string spec = o.backend;
+  if (spec.starts_with("config:"))
+    RETURN_IF_ERROR(ResolveBackendConfig(store, spec, backend_options));
   ASSIGN_OR_RETURN(std::unique_ptr<backend::Backend> backend,
-                   backend::OpenBackend(o.backend, backend_options));
+                   backend::OpenBackend(spec, backend_options));
   ASSIGN_OR_RETURN(auto nodes, backend->ListNodes());
   std::vector<store::NodeRecord> records;
   for (const auto& node : nodes) {
@@ -373,7 +410,8 @@ namespace {
 void AddClusterOptions(CLI::App* serve, ServeOptions* options) {
   serve->add_option("--backend", options->backend,
                     "sim:CLUSTER_FILE (nodes as JSON/YAML), slurm:http://HOST:PORT or "
-                    "slurm:unix:PATH (slurmrestd), or kubernetes");
+                    "slurm:unix:PATH (slurmrestd), kubernetes, or config:NAME (the cluster "
+                    "BACKEND config NAME names; its nodes serve the pools of that BACKEND)");
   serve->add_option("--slurm-jwt-file", options->slurm_jwt_file,
                     "slurm: file holding the JWT when $SLURM_JWT is unset (`scontrol token`)");
   serve->add_option("--slurm-user", options->slurm_user,

@@ -34,6 +34,7 @@
 // ReadLog may be called from any thread.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -178,6 +179,9 @@ struct BackendOptions {
   std::string slurm_output_dir;  // where each task's job writes its output ("" = /tmp)
   std::string slurm_partition;   // "" = each node's default
   KubernetesFlags kubernetes;
+  // Labels every node of the cluster carries (Slurm; `gpupool serve --backend config:NAME` sets
+  // gpupool.io/backend=NAME, so the pools naming that BACKEND, and only those, run there).
+  std::map<std::string, std::string> node_labels;
 };
 
 class Backend {

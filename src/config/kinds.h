@@ -266,6 +266,17 @@ struct NodeConditions {
   std::string prefix = "osmo.nvidia.com/";
 };
 
+// How the server reaches a Slurm cluster when it runs `gpupool serve --backend config:NAME`:
+// what `--backend slurm:URL` and the --slurm-* flags say (a flag given wins). The token itself
+// never goes into a config: `jwt_file` names a file, or $SLURM_JWT holds it.
+struct SlurmConnection {
+  std::string url;  // "http://HOST:PORT" (slurmrestd with JWT) or "unix:PATH"
+  std::string jwt_file;
+  std::string user;        // "" = the server's OS user
+  std::string partition;   // "" = each node's default
+  std::string output_dir;  // "" = /tmp on the nodes
+};
+
 struct Backend {
   std::string name;
   std::string description;
@@ -280,9 +291,10 @@ struct Backend {
   NodeConditions node_conditions;
   // Seed 003's administrator switches for the cluster (Run:ai "Settings > General"); the server
   // reads those of BACKEND `default` (scheduler/cluster_settings.h says what each changes).
-  bool enable_node_pools = true;  // off: every node in the `default` node pool
-  bool enable_cpu_quota = true;   // off: cpu and memory quotas ignored, GPUs alone counted
-  bool enable_over_quota = true;  // off: no queue uses more than its deserved quota
+  bool enable_node_pools = true;         // off: every node in the `default` node pool
+  bool enable_cpu_quota = true;          // off: cpu and memory quotas ignored, GPUs alone counted
+  bool enable_over_quota = true;         // off: no queue uses more than its deserved quota
+  std::optional<SlurmConnection> slurm;  // the cluster is Slurm, reached so
   Json raw = Json::object();
 };
 // Runtime fields OSMO reports (last_heartbeat, created_date, online) are accepted and kept.

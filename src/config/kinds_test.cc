@@ -495,6 +495,47 @@ TEST(BackendTest, DecodeDefaultsAndErrors) {
               {"did you mean \"dashboard_url\""});
 }
 
+// A BACKEND may say how to reach its Slurm cluster (`gpupool serve --backend config:NAME`): the
+// URL is required and checked; the token never goes in (a file path does).
+TEST(BackendTest, SlurmConnection) {
+  Json body = J(R"({"slurm": {"url": "http://slurm-rest:6820", "jwt_file": "/etc/gpupool/jwt",
+      "user": "svc-gpupool", "output_dir": "/shared/out"}})");
+  Result<Backend> b = BackendFromJson("hpc", body);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_TRUE(b->slurm.has_value());
+  EXPECT_EQ(b->slurm->url, "http://slurm-rest:6820");
+  EXPECT_EQ(b->slurm->jwt_file, "/etc/gpupool/jwt");
+  EXPECT_EQ(b->slurm->user, "svc-gpupool");
+  EXPECT_EQ(b->slurm->partition, "");
+  EXPECT_EQ(b->slurm->output_dir, "/shared/out");
+  EXPECT_EQ(BackendToJson(*b).dump(), body.dump());
+  Result<Backend> unix_socket =
+      BackendFromJson("hpc", J(R"({"slurm": {"url": "unix:/run/slurmrestd.sock"}})"));
+  ASSERT_TRUE(unix_socket.ok()) << unix_socket.status().ToString();
+  EXPECT_FALSE(BackendFromJson("k8s", Json::object())->slurm.has_value());
+
+  struct Case {
+    const char* body;
+    std::vector<std::string> expected;
+  };
+  for (const Case& c : std::vector<Case>{
+           {R"({"slurm": {}})", {"slurm.url: expected http://HOST:PORT", "got \"\""}},
+           {R"({"slurm": {"url": "https://x:6820"}})", {"slurm.url", "got \"https://x:6820\""}},
+           {R"({"slurm": {"url": "unix:relative.sock"}})", {"slurm.url", "unix:/PATH"}},
+           {R"({"slurm": {"url": 6820}})", {"slurm.url"}},
+           {R"({"slurm": {"url": "http://x:1", "token": "secret"}})", {"slurm", "token"}},
+           {R"({"slurm": "http://x:1"})", {"slurm"}},
+       }) {
+    Status status = BackendFromJson("hpc", J(c.body)).status();
+    EXPECT_EQ(status.code(), StatusCode::kInvalidArgument) << c.body;
+    for (const std::string& part : c.expected) {
+      EXPECT_NE(status.message().find(part), std::string::npos)
+          << c.body << ": \"" << status.message() << "\" lacks \"" << part << "\"";
+    }
+    EXPECT_EQ(status.message().find("secret"), std::string::npos) << status.message();
+  }
+}
+
 // The fields a config file tells a single body by are the fields its decoder accepts: every
 // listed field decodes (its value may be refused, never the field), an unlisted one is an unknown
 // field, and a file holding a listed field without a name is one body. (NODE_POOL's list once

@@ -84,21 +84,26 @@ def slurm(env, *args):
                           check=True, capture_output=True, text=True).stdout
 
 
+def write_token(cluster_env, workdir):
+    token = slurm(cluster_env, "scontrol", "token",
+                  f"username={cluster_env['GPUPOOL_SLURM_USER']}", "lifespan=3600")
+    token_file = os.path.join(workdir, "jwt")
+    with open(token_file, "w") as f:
+        f.write(token)
+    return token_file
+
+
 class Server:
-    def __init__(self, binary, workdir, cluster_env, transport, db, name):
+    def __init__(self, binary, workdir, cluster_env, transport, db, name, backend=None):
+        """backend: the --backend arguments; None: the cluster over `transport`."""
         self.port = free_port()
         self.log_path = os.path.join(workdir, f"{name}.log")
         self.log = open(self.log_path, "ab")
-        if transport == "unix":
+        if backend is None and transport == "unix":
             backend = ["--backend", f"slurm:unix:{cluster_env['GPUPOOL_SLURM_SOCKET']}"]
-        else:
-            token = slurm(cluster_env, "scontrol", "token",
-                          f"username={cluster_env['GPUPOOL_SLURM_USER']}", "lifespan=3600")
-            token_file = os.path.join(workdir, "jwt")
-            with open(token_file, "w") as f:
-                f.write(token)
+        elif backend is None:
             backend = ["--backend", f"slurm:{cluster_env['GPUPOOL_SLURM_URL']}",
-                       "--slurm-jwt-file", token_file,
+                       "--slurm-jwt-file", write_token(cluster_env, workdir),
                        "--slurm-user", cluster_env["GPUPOOL_SLURM_USER"]]
         env = {k: v for k, v in os.environ.items() if k != "SLURM_JWT"}
         self.proc = subprocess.Popen(
@@ -823,6 +828,54 @@ def run_quota_reclaim(args, env, workdir):
 
 LIVE_STATES = ("RUNNING", "PENDING", "COMPLETING", "CONFIGURING")
 
+HPC_POOL = QUOTA_POOLS.replace("NAME", "hpc").replace("backend: default", "backend: hpc").replace(
+    "  resources: {gpu: {guarantee: 8}}\n", "")
+
+
+def run_backend_config(args, env, workdir):
+    """`gpupool serve --backend config:hpc`: the BACKEND config hpc says how to reach Slurm (URL,
+    token file, user, output directory); its nodes carry gpupool.io/backend=hpc, so the pool
+    naming BACKEND hpc runs there and the default pool (BACKEND default) does not."""
+    db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
+    out = shared_jobs_dir(env, "backend-config")
+    config = os.path.join(workdir, "hpc.json")
+    with open(config, "w") as f:
+        json.dump({"description": "the loopback Slurm cluster", "slurm": {
+            "url": env["GPUPOOL_SLURM_URL"], "jwt_file": write_token(env, workdir),
+            "user": env["GPUPOOL_SLURM_USER"], "output_dir": env["GPUPOOL_SLURM_JOBS_DIR"]}}, f)
+    pools = os.path.join(workdir, "pools.yaml")
+    with open(pools, "w") as f:
+        f.write(HPC_POOL)
+    for words in (["config", "update", "BACKEND", "hpc", "-f", config], ["apply", "-f", pools]):
+        done = subprocess.run([args.cli, *words, "--db", db], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, f"{words}: {done.stdout}{done.stderr}"
+    server = Server(args.serve, workdir, env, "tcp", db, "serve",
+                    backend=["--backend", "config:hpc"])
+    try:
+        node = node_object(server, "gpu0001")
+        assert node["metadata"]["labels"].get("gpupool.io/backend") == "hpc", node["metadata"]
+        text = workflow_yaml("slurm-e2e-hpc",
+                             [("where", 1, f'echo "$SLURMD_NODENAME" > {out}/where.txt')])
+        status, body = request(server.port, "POST", "/api/pool/hpc/workflow", text,
+                               {"Content-Type": "application/yaml"})
+        assert status == 200, f"submit to hpc: {status} {body}"
+        wid = json.loads(body)["workflow_id"]
+        # The default pool (BACKEND default) has no node here: refused at submission, with why.
+        status, body = request(server.port, "POST", "/api/pool/default/workflow",
+                               workflow_yaml("slurm-e2e-default", [("stray", 1, "true")]),
+                               {"Content-Type": "application/yaml"})
+        assert status == 400 and "no nodes in platform default of pool default" in body, body
+        flow = wait_finished(server, [wid])[wid]
+        assert flow["status"] == "COMPLETED", f"{flow['status']}: {json.dumps(flow['tasks'])}"
+        with open(os.path.join(out, "where.txt")) as f:
+            ran_on = f.read().strip()
+        assert ran_on == flow["tasks"][0]["node"], (ran_on, flow["tasks"][0])
+        print(f"backend-config: BACKEND hpc's slurm settings connected gpupool; pool hpc's task "
+              f"ran on {ran_on}; the default pool (BACKEND default) was refused: no nodes")
+    finally:
+        server.stop()
+
 
 def cancel_live_jobs(env, why):
     """Cancels the jobs still live in Slurm and waits (bounded) until they are gone: the tests
@@ -851,7 +904,7 @@ def stop_quota_work(server, env, teams):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=["workflow", "restart", "ctld-restart", "logs", "array",
-                                         "quota-reclaim"])
+                                         "quota-reclaim", "backend-config"])
     parser.add_argument("--serve", required=True)
     parser.add_argument("--cli", help="the gpupool binary (logs, quota-reclaim)")
     parser.add_argument("--cluster-state", required=True,
@@ -876,6 +929,8 @@ def main():
             run_array(args, env, workdir)
         elif args.mode == "quota-reclaim":
             run_quota_reclaim(args, env, workdir)
+        elif args.mode == "backend-config":
+            run_backend_config(args, env, workdir)
         else:
             run_ctld_restart(args, env, workdir)
     except AssertionError as e:

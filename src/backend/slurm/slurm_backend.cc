@@ -70,6 +70,7 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::Open(std::string_view url,
   if (!release.ok()) return release.status().WithContext("slurm backend");
   auto backend = std::make_unique<SlurmBackend>(std::move(cluster));
   backend->release_ = *release;
+  backend->node_labels_ = options.node_labels;
   return backend;
 }
 
@@ -88,7 +89,11 @@ SlurmBackend::~SlurmBackend() {
 }
 
 Result<std::vector<nlohmann::ordered_json>> SlurmBackend::ListNodes() const {
-  return cluster_->Nodes();
+  ASSIGN_OR_RETURN(std::vector<nlohmann::ordered_json> nodes, cluster_->Nodes());
+  for (auto& node : nodes) {
+    for (const auto& [key, value] : node_labels_) node["metadata"]["labels"][key] = value;
+  }
+  return nodes;
 }
 
 Status SlurmBackend::Launch(const TaskLaunch& launch) {

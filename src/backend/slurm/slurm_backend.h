@@ -26,6 +26,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -74,6 +75,7 @@ class SlurmBackend final : public Backend {
   void Report(const Status& status);
 
   std::unique_ptr<slurm::SlurmCluster> cluster_;
+  std::map<std::string, std::string> node_labels_;  // BackendOptions::node_labels
   std::string release_;
   std::string last_error_;  // printed once per distinct failure (worker thread only)
 

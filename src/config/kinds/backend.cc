@@ -40,7 +40,31 @@ constexpr std::string_view kBackendFields[] = {"description",
                                                "online",
                                                "enable_node_pools",
                                                "enable_cpu_quota",
-                                               "enable_over_quota"};
+                                               "enable_over_quota",
+                                               "slurm"};
+
+Status DecodeSlurmConnection(const Json& body, std::optional<SlurmConnection>& out) {
+  auto slurm = body.find("slurm");
+  if (slurm == body.end()) return OkStatus();
+  const std::string path = "slurm";
+  RETURN_IF_ERROR(
+      CheckObject(*slurm, path, {"url", "jwt_file", "user", "partition", "output_dir"}));
+  SlurmConnection c;
+  for (auto [key, field] :
+       {std::pair{"url", &c.url}, std::pair{"jwt_file", &c.jwt_file}, std::pair{"user", &c.user},
+        std::pair{"partition", &c.partition}, std::pair{"output_dir", &c.output_dir}}) {
+    RETURN_IF_ERROR(ReadString(*slurm, key, path, field));
+  }
+  const bool http = c.url.starts_with("http://") && c.url.size() > 7;
+  const bool unix_socket = c.url.starts_with("unix:/");
+  if (!http && !unix_socket) {
+    return InvalidArgumentError(
+        path + ".url: expected http://HOST:PORT (slurmrestd with JWT) or unix:/PATH, got \"" +
+        c.url + "\"");
+  }
+  out = std::move(c);
+  return OkStatus();
+}
 
 Status DecodeBackend(const Json& body, Backend& b) {
   RETURN_IF_ERROR(CheckBodyFields(body, kBackendFields));
@@ -97,6 +121,7 @@ Status DecodeBackend(const Json& body, Backend& b) {
     RETURN_IF_ERROR(ReadString(*conditions, "prefix", path, &b.node_conditions.prefix));
   }
   if (b.node_conditions.rules.empty()) b.node_conditions.rules = Json{{"Ready", "True"}};
+  RETURN_IF_ERROR(DecodeSlurmConnection(body, b.slurm));
   auto online = body.find("online");
   if (online != body.end() && !online->is_boolean()) {
     return TypeError("online", "a boolean", *online);
@@ -137,6 +162,19 @@ Json BackendToJson(const Backend& b, bool with_name) {
   WriteField(out, "enable_node_pools", b.enable_node_pools, b.enable_node_pools);
   WriteField(out, "enable_cpu_quota", b.enable_cpu_quota, b.enable_cpu_quota);
   WriteField(out, "enable_over_quota", b.enable_over_quota, b.enable_over_quota);
+  if (b.slurm) {
+    Json slurm = Json::object();
+    slurm["url"] = b.slurm->url;
+    for (auto [key, value] :
+         {std::pair{"jwt_file", &b.slurm->jwt_file}, std::pair{"user", &b.slurm->user},
+          std::pair{"partition", &b.slurm->partition},
+          std::pair{"output_dir", &b.slurm->output_dir}}) {
+      WriteField(slurm, key, *value, value->empty());
+    }
+    out["slurm"] = std::move(slurm);
+  } else {
+    out.erase("slurm");
+  }
   SchedulerSettings defaults;
   const SchedulerSettings& s = b.scheduler_settings;
   bool sched_default = s.scheduler_type == defaults.scheduler_type &&

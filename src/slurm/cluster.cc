@@ -334,6 +334,7 @@ std::vector<std::pair<Result<int64_t>, int64_t>> SlurmCluster::SubmitGroupedLock
     }
   }
   if (gate) {
+    listing_paused_until_ = std::chrono::steady_clock::now() + options_.pause_listing_after_burst;
     CancelPartialGangsLocked(keys, out);
     if (!client_->CancelJob(*gate).ok()) gates_to_cancel_.insert(*gate);  // Poll retries
   }
@@ -441,6 +442,7 @@ Result<std::vector<TaskEvent>> SlurmCluster::Poll() {
   const auto pause = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       listing_took_ * options_.listing_pace);
   if (std::chrono::steady_clock::now() < listed_at_ + pause) return events;
+  if (std::chrono::steady_clock::now() < listing_paused_until_) return events;
   RETURN_IF_ERROR(RefreshJobsLocked());
 
   for (auto it = to_cancel_.begin(); it != to_cancel_.end();) {

@@ -62,6 +62,11 @@ struct ClusterOptions {
   // gate is cancelled (translate.h, GateSubmission): none starts before all are in, and a gang
   // (a group's tasks) whose members did not all reach Slurm is cancelled before any starts.
   bool gate_bursts = false;
+  // After a burst behind a gate, Poll lists no jobs for this long. A listing taken while
+  // slurmctld starts the burst is its largest (every job changed: ~1 s of slurmctld's job lock
+  // for 1,600 jobs) and holds up the very scheduling pass that starts them; an exit in the pause
+  // is reported at most this late.
+  std::chrono::milliseconds pause_listing_after_burst{0};
 };
 
 struct TaskEvent {
@@ -177,6 +182,7 @@ class SlurmCluster {
   std::map<std::string, JobRef> job_by_key_;
   std::chrono::steady_clock::time_point listed_at_{};  // when the last listing ended
   std::chrono::steady_clock::duration listing_took_{};
+  std::chrono::steady_clock::time_point listing_paused_until_{};  // pause_listing_after_burst
   int64_t jobs_since_ = 0;             // for update_time: the newest past time the listing showed
   int64_t max_job_id_ = 0;             // the largest id in the last listing (of any user)
   std::map<std::string, Task> tasks_;  // by attempt key

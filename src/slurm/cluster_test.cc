@@ -473,6 +473,28 @@ TEST_F(ClusterTest, ABurstWaitsBehindAHeldGateThatOpensOnceAllOfItIsIn) {
   EXPECT_FALSE(state_->submissions[3]["job"].contains("hold"));
 }
 
+// After a burst behind a gate, Poll leaves slurmctld alone for the configured pause (its
+// scheduler is starting the burst), then lists again.
+TEST_F(ClusterTest, PollListsNoJobsRightAfterABurst) {
+  options_.pause_listing_after_burst = std::chrono::hours(1);
+  ResetWithGates();
+  std::vector<SlurmCluster::RunRequest> runs = {{{"wf/g/a/0", "gpu0004", Pod(1), 600}},
+                                                {{"wf/h/b/0", "gpu0003", Pod(1), 600}}};
+  for (const Status& status : cluster_->RunAll(runs)) EXPECT_TRUE(status.ok()) << status.message();
+  state_->SetState(JobOf("wf/g/a/0"), "RUNNING", 0, "gpu0004");
+  const size_t before = state_->requests.size();
+  EXPECT_TRUE(Poll().empty());
+  EXPECT_EQ(state_->requests.size(), before);  // not even a listing
+
+  options_.pause_listing_after_burst = std::chrono::milliseconds(0);
+  Reset(state_);  // a gpupool without the pause adopts the two and sees a's start
+  ASSERT_TRUE(cluster_->Connect().ok());
+  ASSERT_TRUE(cluster_->Run(runs[0].run, true).ok());
+  auto events = Poll();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, TaskEvent::Kind::kStarted);
+}
+
 // A gang (a group's tasks) starts whole or not at all: when Slurm refuses one member, the
 // members already submitted are cancelled before the gate opens, and all fail with the reason.
 // Other gangs of the burst start.

@@ -64,6 +64,7 @@ Result<std::unique_ptr<SlurmBackend>> SlurmBackend::Open(std::string_view url,
   // A burst waits behind a gate until all of it is in: once slurmctld starts launching jobs it
   // takes each further submission ten to a hundred times slower, and a gang must start whole.
   cluster_options.gate_bursts = true;
+  cluster_options.pause_listing_after_burst = std::chrono::seconds(3);
   auto cluster = std::make_unique<slurm::SlurmCluster>(client, std::move(cluster_options),
                                                        std::move(submitters));
   auto release = cluster->Connect();

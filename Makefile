@@ -35,6 +35,7 @@ run: deps $(BUILD_DIR)/build.ninja
 	bash scripts/run-demo.sh $(BUILD_DIR)
 
 bench: build
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target gpupool_bench_tools
 	bash scripts/run-bench.sh $(BUILD_DIR)
 
 $(SANITIZE_DIR)/build.ninja: | deps deps-clang
@@ -42,7 +43,7 @@ $(SANITIZE_DIR)/build.ninja: | deps deps-clang
 
 sanitize: deps deps-clang $(SANITIZE_DIR)/build.ninja
 	cmake --build $(SANITIZE_DIR) -j $(JOBS)
-	bash scripts/run-tests.sh $(SANITIZE_DIR)
+	GPUPOOL_TEST_JOBS=$$(nproc) bash scripts/run-tests.sh $(SANITIZE_DIR)
 
 # `make sanitize-unit`: what .ci/run affords of the above. The whole sanitized build does not fit
 # CI's 40 minutes on 2 cores beside `make test` (docs/BENCHMARKS.md, "CI time"), so CI builds
@@ -55,7 +56,7 @@ empty :=
 space := $(empty) $(empty)
 sanitize-unit: deps deps-clang $(SANITIZE_DIR)/build.ninja
 	cmake --build $(SANITIZE_DIR) -j $(JOBS) --target $(SANITIZE_UNIT_MODULES:%=gpupool_%_test)
-	bash scripts/run-tests.sh $(SANITIZE_DIR) -L '^unit_($(subst $(space),|,$(strip $(SANITIZE_UNIT_MODULES))))$$'
+	GPUPOOL_TEST_JOBS=$$(nproc) bash scripts/run-tests.sh $(SANITIZE_DIR) -L '^unit_($(subst $(space),|,$(strip $(SANITIZE_UNIT_MODULES))))$$'
 
 # clang-format and clang-tidy, warnings as errors (scripts/lint.sh, with a clang configuration
 # of its own in build-tidy/).

@@ -11,6 +11,8 @@ workflows=${3:-100000}
 running=${4:-6000}
 pending=${5:-4000}
 root=$(cd "$(dirname "$0")/.." && pwd)
+# The data tool is left out of the default build (bench/CMakeLists.txt): build it if missing.
+cmake --build "$build_dir" --target gpupool-dashboard-data >/dev/null
 dir=$(mktemp -d)
 trap 'kill "${pid:-}" 2>/dev/null || true; wait "${pid:-}" 2>/dev/null || true; rm -rf "$dir"' EXIT
 

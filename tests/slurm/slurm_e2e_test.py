@@ -504,6 +504,7 @@ def run_array(args, env, workdir):
     (DELETE /job/ARRAY_INDEX through slurmrestd, as gpupool's Stop does) ends only its task."""
     db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
     server = Server(args.serve, workdir, env, "tcp", db, "serve")
+    gate = None
     try:
         out = shared_jobs_dir(env, "array")
         gate = os.path.join(out, "go")
@@ -587,6 +588,8 @@ def run_array(args, env, workdir):
               f"element ran its task with its GPU, key and output; {element} ({victim}) was "
               f"cancelled alone")
     finally:
+        if gate:  # a failed run's tasks end too, rather than hold GPUs for the next test
+            open(gate, "w").close()
         server.stop()
 
 

@@ -66,9 +66,13 @@ Status SlurmCluster::RefreshJobsLocked() {
     since = std::max(since, NewestPastTime(job, outcome));
     max_id = std::max(max_id, job.job_id);
     if (IsGateComment(job.comment, options_.submit.comment)) {
-      // A gate still held outside RunAll was left by a gpupool that stopped mid-burst, or its
-      // cancel failed: Poll opens it.
-      if (job.state == "PENDING") gates_to_cancel_.insert(job.job_id);
+      // Held outside this process's RunAll: left by a gpupool that stopped mid-burst, or another
+      // replica's burst under way. Poll opens it once it has been held for stale_gate_after.
+      if (job.state == "PENDING") {
+        held_gates_.try_emplace(job.job_id, asked);
+      } else {
+        held_gates_.erase(job.job_id);
+      }
       continue;
     }
     auto keys = KeysOfJob(job);
@@ -438,7 +442,9 @@ Status SlurmCluster::Stop(const std::string& key) {
 Result<std::vector<TaskEvent>> SlurmCluster::Poll() {
   std::lock_guard lock(mu_);
   std::vector<TaskEvent> events;
-  if (tasks_.empty() && to_cancel_.empty() && gates_to_cancel_.empty()) return events;
+  if (tasks_.empty() && to_cancel_.empty() && gates_to_cancel_.empty() && held_gates_.empty()) {
+    return events;
+  }
   const auto pause = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       listing_took_ * options_.listing_pace);
   if (std::chrono::steady_clock::now() < listed_at_ + pause) return events;
@@ -459,6 +465,16 @@ Result<std::vector<TaskEvent>> SlurmCluster::Poll() {
   // never reached Slurm must not start in between.
   for (auto it = gates_to_cancel_.begin(); it != gates_to_cancel_.end();) {
     it = client_->CancelJob(*it).ok() ? gates_to_cancel_.erase(it) : std::next(it);
+  }
+  const auto now = std::chrono::steady_clock::now();
+  for (auto it = held_gates_.begin(); it != held_gates_.end();) {
+    if (now - it->second < options_.stale_gate_after) {
+      ++it;
+      continue;
+    }
+    // Asked once: an error other than Slurm not answering means the gate has ended already.
+    Status cancelled = client_->CancelJob(it->first);
+    it = cancelled.code() == StatusCode::kUnavailable ? std::next(it) : held_gates_.erase(it);
   }
 
   for (auto it = tasks_.begin(); it != tasks_.end();) {

@@ -67,6 +67,10 @@ struct ClusterOptions {
   // for 1,600 jobs) and holds up the very scheduling pass that starts them; an exit in the pause
   // is reported at most this late.
   std::chrono::milliseconds pause_listing_after_burst{0};
+  // A gate the listings show held this long was left by a gpupool that stopped between submitting
+  // a burst and opening its gate: Poll cancels it, and the burst starts. A live burst holds its
+  // gate for a second or two (another replica's too, which must not be opened early).
+  std::chrono::milliseconds stale_gate_after{30'000};
 };
 
 struct TaskEvent {
@@ -186,8 +190,10 @@ class SlurmCluster {
   int64_t jobs_since_ = 0;             // for update_time: the newest past time the listing showed
   int64_t max_job_id_ = 0;             // the largest id in the last listing (of any user)
   std::map<std::string, Task> tasks_;  // by attempt key
-  std::set<int64_t> gates_to_cancel_;  // held gates to open: a failed cancel, or a stale gate
-  std::set<std::string> to_cancel_;    // keys whose jobs are cancelled once Slurm answers
+  std::set<int64_t> gates_to_cancel_;  // this process's gates whose cancel failed: Poll retries
+  // Gates held outside this process's RunAll, by id, and when a listing first showed them held.
+  std::map<int64_t, std::chrono::steady_clock::time_point> held_gates_;
+  std::set<std::string> to_cancel_;  // keys whose jobs are cancelled once Slurm answers
 
   // Taken after mu_ when both are needed, never before.
   mutable std::mutex nodes_mu_;

@@ -534,8 +534,17 @@ TEST_F(ClusterTest, AGateLeftHeldByAnEarlierGpupoolIsOpened) {
                                            {"priority", 0}});
   const int64_t foreign = state_->AddJob(
       Json{{"name", "gpupool-gate"}, {"comment", "someone else's gate"}, {"job_state", "PENDING"}});
+  // Held for less than stale_gate_after: maybe another replica's burst under way; left alone.
+  options_.stale_gate_after = std::chrono::hours(1);
   ResetWithGates();
-  const size_t before = state_->requests.size();
+  size_t before = state_->requests.size();
+  EXPECT_TRUE(Poll().empty());
+  EXPECT_TRUE(Commands(before).empty());
+  EXPECT_EQ(state_->jobs.at(gate)["job_state"], "PENDING");
+
+  options_.stale_gate_after = std::chrono::milliseconds(0);
+  ResetWithGates();
+  before = state_->requests.size();
   EXPECT_TRUE(Poll().empty());
   EXPECT_EQ(Commands(before),
             std::vector<std::string>{"DELETE /slurm/v0.0.38/job/" + std::to_string(gate)});

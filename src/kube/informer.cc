@@ -45,9 +45,9 @@ struct Informer::State : std::enable_shared_from_this<State> {
   void StartWatch();
   void OnWatchData(std::string_view data);
   void OnWatchEnd(const Status& status);
-  void HandleEvent(const std::string& line);
-  void Upsert(const Json& object);
-  void Remove(const Json& object);
+  void HandleEvent(std::string_view line);
+  void Upsert(Json object);
+  void Remove(Json object);
   void Retry(void (State::*step)(), const std::string& error);
   void SetVersion(const std::string& version);
   std::string LastVersionLocked() const {
@@ -222,19 +222,21 @@ void Informer::State::OnWatchData(std::string_view data) {
   size_t start = 0;
   for (size_t end; (end = pending_line.find('\n', start)) != std::string::npos; start = end + 1) {
     if (watch_expired) break;
-    HandleEvent(pending_line.substr(start, end - start));
+    HandleEvent(std::string_view(pending_line).substr(start, end - start));
   }
   pending_line.erase(0, start);
 }
 
-void Informer::State::HandleEvent(const std::string& line) {
+void Informer::State::HandleEvent(std::string_view line) {
   Json event = Json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!event.is_object() || !event.contains("type") || !event["type"].is_string() ||
       !event.contains("object") || !event["object"].is_object()) {
     return;  // not an event: skip the line, as client-go skips what it cannot decode
   }
   const std::string type = event["type"].get<std::string>();
-  const Json& object = event["object"];
+  // Moved out, not copied: the cache keeps it, and a deep copy of every pod of every event was a
+  // parse's cost again.
+  Json object = std::move(event["object"]);
   if (type == "ERROR") {
     watch_expired = object.value("code", 0) == 410;
     Bump(watch_expired ? &InformerStats::expired : &InformerStats::failures);
@@ -253,19 +255,19 @@ void Informer::State::HandleEvent(const std::string& line) {
     return SetVersion(MetadataString(object, "resourceVersion"));
   }
   Bump(&InformerStats::events);
-  if (type == "ADDED" || type == "MODIFIED") return Upsert(object);
-  if (type == "DELETED") return Remove(object);
+  if (type == "ADDED" || type == "MODIFIED") return Upsert(std::move(object));
+  if (type == "DELETED") return Remove(std::move(object));
 }
 
-void Informer::State::Upsert(const Json& object) {
-  auto now = std::make_shared<const Json>(object);
-  std::string key = ObjectKeyOf(object);
+void Informer::State::Upsert(Json object) {
+  auto now = std::make_shared<const Json>(std::move(object));
+  std::string key = ObjectKeyOf(*now);
   ObjectPtr old;
   {
     std::lock_guard lock(mu);
     auto [it, inserted] = cache.try_emplace(key, now);
     if (!inserted) old = std::exchange(it->second, now);
-    std::string version = MetadataString(object, "resourceVersion");
+    std::string version = MetadataString(*now, "resourceVersion");
     if (!version.empty()) last_version = version;
   }
   if (old) {
@@ -275,13 +277,13 @@ void Informer::State::Upsert(const Json& object) {
   }
 }
 
-void Informer::State::Remove(const Json& object) {
-  auto last = std::make_shared<const Json>(object);
+void Informer::State::Remove(Json object) {
+  auto last = std::make_shared<const Json>(std::move(object));
   bool known;
   {
     std::lock_guard lock(mu);
-    known = cache.erase(ObjectKeyOf(object)) > 0;
-    std::string version = MetadataString(object, "resourceVersion");
+    known = cache.erase(ObjectKeyOf(*last)) > 0;
+    std::string version = MetadataString(*last, "resourceVersion");
     if (!version.empty()) last_version = version;
   }
   if (known && handlers.on_delete) handlers.on_delete(last);

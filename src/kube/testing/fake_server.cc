@@ -329,10 +329,12 @@ net::awaitable<bool> FakeServer::Impl::WriteStream(TlsStream& stream, ApiRespons
   bool keep = !ec;
   while (keep) {
     bool closed = false;
-    std::vector<std::string> lines = response.stream->Drain(&closed);
+    std::vector<LineQueue::Line> lines = response.stream->Drain(&closed);
     if (!lines.empty()) {
+      // Copied into one buffer: a TLS stream writes a buffer sequence one buffer (one record,
+      // one write) at a time.
       std::string chunk;
-      for (const auto& line : lines) chunk += line;
+      for (const auto& line : lines) chunk += *line;
       co_await net::async_write(stream, http::make_chunk(net::buffer(chunk)),
                                 net::redirect_error(net::use_awaitable, ec));
       if (ec) keep = false;

@@ -4,6 +4,7 @@
 #include <openssl/rand.h>
 
 #include <algorithm>
+#include <array>
 
 #include "common/clock.h"
 #include "kube/kubeconfig.h"
@@ -149,13 +150,13 @@ bool Filter::Matches(const Json& object) const {
 LineQueue::LineQueue(std::function<void()> wake, size_t max_backlog)
     : wake_(std::move(wake)), max_backlog_(max_backlog) {}
 
-std::vector<std::string> LineQueue::Drain(bool* closed) {
+std::vector<LineQueue::Line> LineQueue::Drain(bool* closed) {
   std::lock_guard lock(mu_);
   *closed = closed_;
   return std::exchange(lines_, {});
 }
 
-void LineQueue::Push(std::string line) {
+void LineQueue::Push(Line line) {
   bool wake = false;
   {
     std::lock_guard lock(mu_);
@@ -432,6 +433,9 @@ void ObjectStore::AddObserver(std::function<void(const Change&)> observer) {
 }
 
 void ObjectStore::PublishLocked(Change change) {
+  // Each event type's line made once, for all the watches it goes to (gpupool's and the
+  // benchmark's both watch every pod).
+  std::array<LineQueue::Line, 3> lines;
   for (const auto& watcher : watchers_) {
     const Filter& f = watcher->filter();
     if (f.resource != change.resource) continue;
@@ -442,7 +446,11 @@ void ObjectStore::PublishLocked(Change change) {
     if (type == EventType::kModified) {
       type = !before ? EventType::kAdded : !now ? EventType::kDeleted : EventType::kModified;
     }
-    watcher->Push(WatchLine(type, *change.object.text));
+    LineQueue::Line& line = lines[static_cast<size_t>(type)];
+    if (line == nullptr) {
+      line = std::make_shared<const std::string>(WatchLine(type, *change.object.text));
+    }
+    watcher->Push(line);
   }
   for (const auto& observer : observers_) observer(change);
   history_.push_back(std::move(change));

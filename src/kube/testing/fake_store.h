@@ -85,24 +85,28 @@ struct Filter {
 };
 
 // A queue of lines for one open stream (a watch, or a followed log). The producer appends lines;
-// the server drains them, woken through `wake` (which must not block).
+// the server drains them, woken through `wake` (which must not block). A line is shared: one
+// change's watch event is the same text for every watch that selects it.
 class LineQueue {
  public:
+  using Line = std::shared_ptr<const std::string>;
+
   LineQueue(std::function<void()> wake, size_t max_backlog);
   virtual ~LineQueue() = default;
 
   // Takes every queued line; `closed` is set once the producer has closed the stream.
-  std::vector<std::string> Drain(bool* closed);
+  std::vector<Line> Drain(bool* closed);
   // A queue that falls `max_backlog` lines behind is closed, as the API server drops a watcher
   // that cannot keep up.
-  void Push(std::string line);
+  void Push(Line line);
+  void Push(std::string line) { Push(std::make_shared<const std::string>(std::move(line))); }
   void Close();
 
  private:
   const std::function<void()> wake_;
   const size_t max_backlog_;
   std::mutex mu_;
-  std::vector<std::string> lines_;
+  std::vector<Line> lines_;
   bool closed_ = false;
 };
 

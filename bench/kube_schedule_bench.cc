@@ -32,6 +32,11 @@ int main(int argc, char** argv) {
                  "a flag for gpupool-serve (repeatable; default: --kube-qps -1, no rate limit)");
   CLI11_PARSE(app, argc, argv);
   if (!serve_flags.empty()) options.serve_flags = serve_flags;
+  // On stderr, so that a profiler can start with the stream (`perf record -p` after this line).
+  options.on_stream_start = [] {
+    std::fprintf(stderr, "stream: creating pods\n");
+    std::fflush(stderr);
+  };
 
   auto report = RunScaleScenario(options);
   if (!report.ok()) {

@@ -6,7 +6,8 @@
 // of five kinds: plain CPU pods, pods selecting the agent nodes (nodeSelector), GPU pods that
 // tolerate the taint (exactly one per GPU), CPU pods that tolerate it, and larger CPU pods.
 //
-// A pod informer records when each pod is first seen bound (spec.nodeName). Then, pod by pod:
+// A pod informer of the bound pods (fieldSelector spec.nodeName!=) records when each pod is first
+// seen bound. Then, pod by pod, over all pods as the API server lists them after the stream:
 // bound once (as many bindings asked as pods bound), on a node that exists, whose allocatable
 // its pods' effective requests (and pod count) do not exceed, whose NoSchedule/NoExecute taints
 // the pod tolerates and whose labels match its nodeSelector.
@@ -15,6 +16,7 @@
 // bench/kube_schedule_bench.cc (5,000 nodes: binds per second, creation -> binding, CPU).
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +36,8 @@ struct ScaleOptions {
   // once a third of the pods are bound, and the other takes over.
   bool failover = false;
   std::chrono::seconds bound{300};  // for all pods to be bound
+  // Called just before the first creation (the benchmark says so, for a profiler to attach).
+  std::function<void()> on_stream_start;
 };
 
 struct ScaleReport {

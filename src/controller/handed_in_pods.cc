@@ -45,6 +45,9 @@ HandedIn AddHandedInPods(HandedInPods pods, const TaskPodIndex& tasks,
   HandedIn in;
   in.pods = std::move(pods);
   const std::map<std::string, std::string> incomplete = IncompleteGangs(in.pods);
+  // Room for all at once: at 20,000 pods handed in, growing the vector step by step moved them
+  // all again several times per step.
+  snapshot.pods.reserve(snapshot.pods.size() + in.pods.size());
   for (size_t i = 0; i < in.pods.size(); ++i) {
     const backend::HandedInPod& pod = *in.pods[i];
     if (!pod.unsupported.empty()) continue;  // stays pending, saying why (ActOnHandedInPods)

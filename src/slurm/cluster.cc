@@ -340,7 +340,8 @@ std::vector<std::pair<Result<int64_t>, int64_t>> SlurmCluster::SubmitGroupedLock
   if (gate) {
     listing_paused_until_ = std::chrono::steady_clock::now() + options_.pause_listing_after_burst;
     CancelPartialGangsLocked(keys, out);
-    if (!client_->CancelJob(*gate).ok()) gates_to_cancel_.insert(*gate);  // Poll retries
+    // A failed cancel is retried at the next Poll: held "since ever", the gate is past stale.
+    if (!client_->CancelJob(*gate).ok()) held_gates_[*gate] = {};
   }
   return out;
 }
@@ -442,13 +443,12 @@ Status SlurmCluster::Stop(const std::string& key) {
 Result<std::vector<TaskEvent>> SlurmCluster::Poll() {
   std::lock_guard lock(mu_);
   std::vector<TaskEvent> events;
-  if (tasks_.empty() && to_cancel_.empty() && gates_to_cancel_.empty() && held_gates_.empty()) {
-    return events;
-  }
+  if (tasks_.empty() && to_cancel_.empty() && held_gates_.empty()) return events;
   const auto pause = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       listing_took_ * options_.listing_pace);
-  if (std::chrono::steady_clock::now() < listed_at_ + pause) return events;
-  if (std::chrono::steady_clock::now() < listing_paused_until_) return events;
+  if (std::chrono::steady_clock::now() < std::max(listed_at_ + pause, listing_paused_until_)) {
+    return events;
+  }
   RETURN_IF_ERROR(RefreshJobsLocked());
 
   for (auto it = to_cancel_.begin(); it != to_cancel_.end();) {
@@ -463,9 +463,6 @@ Result<std::vector<TaskEvent>> SlurmCluster::Poll() {
   }
   // Gates open only after the cancels above: a gang's members cancelled because one of them
   // never reached Slurm must not start in between.
-  for (auto it = gates_to_cancel_.begin(); it != gates_to_cancel_.end();) {
-    it = client_->CancelJob(*it).ok() ? gates_to_cancel_.erase(it) : std::next(it);
-  }
   const auto now = std::chrono::steady_clock::now();
   for (auto it = held_gates_.begin(); it != held_gates_.end();) {
     if (now - it->second < options_.stale_gate_after) {

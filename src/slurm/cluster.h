@@ -190,8 +190,8 @@ class SlurmCluster {
   int64_t jobs_since_ = 0;             // for update_time: the newest past time the listing showed
   int64_t max_job_id_ = 0;             // the largest id in the last listing (of any user)
   std::map<std::string, Task> tasks_;  // by attempt key
-  std::set<int64_t> gates_to_cancel_;  // this process's gates whose cancel failed: Poll retries
-  // Gates held outside this process's RunAll, by id, and when a listing first showed them held.
+  // Gates to open, by id, with when a listing first showed them held outside this process's
+  // RunAll; this process's own gates whose cancel failed are entered as held since ever.
   std::map<int64_t, std::chrono::steady_clock::time_point> held_gates_;
   std::set<std::string> to_cancel_;  // keys whose jobs are cancelled once Slurm answers
 

@@ -179,6 +179,8 @@ struct Binding {
   std::string node_pool;
   std::string queue;
   int gpu_device = -1;  // for a gpu-fraction pod: the shared device index, else -1
+
+  bool operator==(const Binding&) const = default;
 };
 
 struct Eviction {
@@ -186,6 +188,8 @@ struct Eviction {
   std::string node;
   EvictionReason reason = EvictionReason::kReclaim;
   std::string message;  // e.g. "reclaimed by queue rnd-1 for pod train-3"
+
+  bool operator==(const Eviction&) const = default;
 };
 
 // A running pod that reclaim or preemption would have evicted, passed over because a
@@ -195,6 +199,8 @@ struct BlockedEviction {
   std::string node;
   std::string for_pod;  // the pending pod that needed the room
   std::string message;  // "PodDisruptionBudget web (minAvailable 2) allows 0 more disruptions: ..."
+
+  bool operator==(const BlockedEviction&) const = default;
 };
 
 // A bound pod that tolerates its node's NoExecute taints only for a while (tolerationSeconds):
@@ -207,6 +213,8 @@ struct NoExecuteDeadline {
   std::string taint;  // the taint whose toleration ends first, "key=value:NoExecute"
   int64_t toleration_seconds = 0;
   std::optional<int64_t> deadline_ms;  // Unix ms; nullopt: no timeAdded, binding time or now
+
+  bool operator==(const NoExecuteDeadline&) const = default;
 };
 
 // What became of a pod in a cycle, for backends and the autoscaler: whether waiting can help.
@@ -228,6 +236,8 @@ struct PendingPod {
   std::string pod;
   std::string reason;
   PlacementOutcome outcome = PlacementOutcome::kUnschedulable;  // never kPlaced
+
+  bool operator==(const PendingPod&) const = default;
 };
 
 // Quota view of one queue in one node pool. gpu and cpu in milli-units, memory in bytes.
@@ -241,11 +251,15 @@ struct ResourceShare {
   // resolved over-quota weight.
   int64_t demand = 0;
   int64_t over_quota_weight = 1;
+
+  bool operator==(const ResourceShare&) const = default;
 };
 struct QueueShare {
   std::string queue;
   std::string node_pool;
   std::array<ResourceShare, model::kNumQuotaResources> resources;  // gpu, cpu, memory
+
+  bool operator==(const QueueShare&) const = default;
 };
 
 // What a node pool holds of each resource (gpu and cpu in milli-units, memory in bytes): the sum of
@@ -253,6 +267,8 @@ struct QueueShare {
 struct NodePoolCapacity {
   std::string node_pool;
   std::array<int64_t, model::kNumQuotaResources> capacity{};
+
+  bool operator==(const NodePoolCapacity&) const = default;
 };
 
 struct CycleResult {
@@ -264,6 +280,8 @@ struct CycleResult {
   std::vector<NodePoolCapacity> node_pools;             // "default" first, then by name
   std::vector<NoExecuteDeadline> no_execute_deadlines;  // in snapshot order of the pods
   std::vector<int64_t> decision_latency_ns;             // with options.record_decision_latency
+
+  bool operator==(const CycleResult&) const = default;
 };
 
 class ClusterView;

@@ -98,8 +98,10 @@ void SchedulingLoop::Start() {
       // A step that placed tasks is followed at once by the step that launches them (placing
       // and launching are two steps so that a placement is in the store before its job exists):
       // a placement should not wait an interval to start. Only once in a row, so that a steady
-      // stream of submissions still leaves the loop idle between steps.
-      const bool placed = stats.ok() && stats->bound > 0;
+      // stream of submissions still leaves the loop idle between steps. Not after a step that
+      // evicted: a victim's message says why it was evicted until the next cycle gives its
+      // pending reason, and users (and the real-cluster tests) read it in that interval.
+      const bool placed = stats.ok() && stats->bound > 0 && stats->evicted == 0;
       if (placed && !followed_at_once) {
         followed_at_once = true;
         continue;

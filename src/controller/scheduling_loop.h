@@ -45,8 +45,8 @@
 //
 // Thread contract: Step() must not run concurrently with itself; Start() runs it on a private
 // thread every interval_ms, except that a step which placed tasks is followed at once by the
-// step that launches them (once in a row). IsLeader() and the metrics may be read from any
-// thread.
+// step that launches them (once in a row, and not after a step that evicted). IsLeader() and the
+// metrics may be read from any thread.
 
 #include <atomic>
 #include <cstdint>

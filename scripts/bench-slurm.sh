@@ -65,6 +65,8 @@ start_cluster() {
   source "$dir/env"
   scontrol show config | grep -E '^(SchedulerType|SchedulerParameters|SelectType|SelectTypeParameters|DefMemPerCPU) ' |
     sed 's/^/setting: /'
+  # A value slurmctld refuses is only in its log, and the setting silently keeps its default.
+  grep -h 'error: Invalid' "$dir/log/slurmctld.log" | sed 's/^/setting REJECTED by slurmctld: /' || true
 }
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }

@@ -135,8 +135,10 @@ write_configs() {
   local tmp_disk=${SLURM_TEST_TMP_DISK_MB:-1048576}
   local partition=${SLURM_TEST_PARTITION:-gpu} features=${SLURM_TEST_FEATURES:-}
   # Backfill tuned for throughput: a deep queue, short intervals, scheduling soon after submits.
+  # max_sched_time may not exceed MessageTimeout/2 (10/2 here): slurmctld rejects a larger value
+  # ("error: Invalid max_sched_time" in its log) and caps each main pass at 2 s instead.
   local sched=${SLURM_TEST_SCHED_PARAMS:-default_queue_depth=20000,partition_job_depth=0,\
-sched_interval=2,max_sched_time=6,batch_sched_delay=1,bf_interval=5,bf_max_job_test=20000,\
+sched_interval=2,max_sched_time=5,batch_sched_delay=1,bf_interval=5,bf_max_job_test=20000,\
 bf_continue,bf_yield_interval=1000000,max_rpc_cnt=150}
   local last
   last=$(node_name "$count")

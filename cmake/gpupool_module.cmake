@@ -143,3 +143,24 @@ function(gpupool_own_precompiled_header target kind)
     target_precompile_headers(${target} PRIVATE ${GPUPOOL_PCH_HEADERS})
   endif()
 endfunction()
+
+# Long tests first. Without timings of its own (a fresh clone), ctest starts tests in the order
+# they were added, and the suite ended waiting on the long ones that came last (the browser test
+# started when 796 of 832 had finished). A test's COST makes ctest start it earlier, by
+# descending cost, so the short tests fill the other cores around it; once ctest has timings of
+# its own it uses those. `gpupool_test_costs(NAME SECONDS ...)` sets it on tests that
+# gtest_discover_tests finds at build time (their names exist only then) through a file ctest
+# reads after theirs: call it after gtest_discover_tests, in the same directory. A name that no
+# longer exists is ignored by ctest (the hint is lost; nothing fails).
+function(gpupool_test_costs)
+  set(pairs ${ARGN})
+  set(text "# Written by gpupool_test_costs (cmake/gpupool_module.cmake).\n")
+  while(pairs)
+    list(POP_FRONT pairs name seconds)
+    string(APPEND text "set_tests_properties(\"${name}\" PROPERTIES COST ${seconds})\n")
+  endwhile()
+  string(MD5 tag "${ARGN}")
+  set(file "${CMAKE_CURRENT_BINARY_DIR}/gpupool_test_costs_${tag}.cmake")
+  file(WRITE ${file} "${text}")
+  set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES ${file})
+endfunction()

@@ -8,6 +8,7 @@ if(GPUPOOL_WITH_WEB)
   set_tests_properties(dashboard_browser PROPERTIES
     SKIP_RETURN_CODE 77
     TIMEOUT 300
+    COST 40  # the suite's longest test: started first (cmake/gpupool_module.cmake, gpupool_test_costs)
     # Needs the binary with the dashboard in it and nothing else running against its port range.
     RESOURCE_LOCK gpupool_browser)
 endif()

@@ -29,5 +29,7 @@ if(TARGET gpupool_app AND TARGET gpupool-fake-apiserver)
   target_link_libraries(gpupool_kube_scale_e2e_test PRIVATE gpupool_kube_scale GTest::gtest_main)
   gpupool_warnings(gpupool_kube_scale_e2e_test)
   gpupool_test_build(gpupool_kube_scale_e2e_test)
-  gtest_discover_tests(gpupool_kube_scale_e2e_test DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
+  # COST: 10-20 s each, started early (cmake/gpupool_module.cmake, gpupool_test_costs).
+  gtest_discover_tests(gpupool_kube_scale_e2e_test DISCOVERY_TIMEOUT 60
+                       PROPERTIES TIMEOUT 600 COST 20)
 endif()

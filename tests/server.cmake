@@ -89,5 +89,5 @@ if(TARGET gpupool AND Python3_FOUND)
   add_test(NAME server_seed004_jobs
            COMMAND ${Python3_EXECUTABLE} ${CMAKE_CURRENT_SOURCE_DIR}/server/seed004_jobs_test.py
                    --gpupool $<TARGET_FILE:gpupool>)
-  set_tests_properties(server_seed004_jobs PROPERTIES TIMEOUT 180)
+  set_tests_properties(server_seed004_jobs PROPERTIES TIMEOUT 180 COST 9)
 endif()

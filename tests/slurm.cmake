@@ -39,10 +39,12 @@ if(TARGET gpupool-serve AND Python3_FOUND)
            COMMAND ${Python3_EXECUTABLE} ${slurm_test} backend-config
                    --serve $<TARGET_FILE:gpupool-serve> --cli $<TARGET_FILE:gpupool>
                    --cluster-state ${slurm_state})
-  # One cluster, one test at a time: the tests count the cluster's jobs.
+  # One cluster, one test at a time: the tests count the cluster's jobs. Together about a minute
+  # one after the other, so they start early (COST: cmake/gpupool_module.cmake,
+  # gpupool_test_costs).
   set_tests_properties(slurm_e2e_workflow_tcp slurm_e2e_workflow_unix slurm_e2e_restart
                        slurm_e2e_ctld_restart slurm_e2e_logs slurm_e2e_array
                        slurm_e2e_quota_reclaim slurm_e2e_backend_config
                        PROPERTIES FIXTURES_REQUIRED slurm_cluster SKIP_RETURN_CODE 77 TIMEOUT 300
-                       RESOURCE_LOCK slurm_cluster)
+                       RESOURCE_LOCK slurm_cluster COST 10)
 endif()

@@ -45,11 +45,20 @@ ApiResponse JsonResponse(int code, const Json& body) {
 }
 
 ApiResponse SuccessStatus(int code) {
-  return JsonResponse(code, {{"kind", "Status"},
-                             {"apiVersion", "v1"},
-                             {"metadata", Json::object()},
-                             {"status", "Success"},
-                             {"code", code}});
+  auto text = [](int c) {
+    return Json({{"kind", "Status"},
+                 {"apiVersion", "v1"},
+                 {"metadata", Json::object()},
+                 {"status", "Success"},
+                 {"code", c}})
+        .dump();
+  };
+  // Every binding answers 201 with the same Status: made once, not per request.
+  static const std::string kCreated = text(201);
+  ApiResponse response;
+  response.status = code;
+  response.body = code == 201 ? kCreated : text(code);
+  return response;
 }
 
 // A store error as the API server answers it.

@@ -161,12 +161,15 @@ void LineQueue::Push(Line line) {
   {
     std::lock_guard lock(mu_);
     if (closed_) return;
+    // Only the first line after a Drain wakes the writer: it drains all that came meanwhile
+    // before it waits again, so one wake (a handler posted to its strand) per write, not per line.
+    wake = lines_.empty();
     if (lines_.size() >= max_backlog_) {
       closed_ = true;
+      wake = true;
     } else {
       lines_.push_back(std::move(line));
     }
-    wake = true;
   }
   if (wake) wake_();
 }
@@ -181,7 +184,13 @@ void LineQueue::Close() {
 }
 
 ObjectStore::ObjectStore(StoreOptions options)
-    : options_(std::move(options)), objects_(Resources().size()) {}
+    : options_(std::move(options)), objects_(Resources().size()) {
+  uint64_t seed = 0;
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(&seed), sizeof seed) != 1) {
+    seed = static_cast<uint64_t>(std::random_device{}()) << 32 ^ std::random_device{}();
+  }
+  uid_random_.seed(seed);
+}
 
 StoredObject ObjectStore::Seal(Json object) const {
   auto shared = std::make_shared<const Json>(std::move(object));
@@ -190,12 +199,15 @@ StoredObject ObjectStore::Seal(Json object) const {
 
 std::string ObjectStore::NewUid() const {
   unsigned char bytes[16];
-  if (RAND_bytes(bytes, sizeof bytes) != 1) {
-    uint64_t n = ++uid_counter_;
-    for (int i = 0; i < 16; ++i) bytes[i] = static_cast<unsigned char>(n >> ((i % 8) * 8));
+  for (int half = 0; half < 2; ++half) {
+    const uint64_t n = uid_random_();
+    for (int i = 0; i < 8; ++i) bytes[half * 8 + i] = static_cast<unsigned char>(n >> (i * 8));
   }
+  bytes[6] = static_cast<unsigned char>((bytes[6] & 0x0f) | 0x40);  // version 4, as the API's
+  bytes[8] = static_cast<unsigned char>((bytes[8] & 0x3f) | 0x80);
   static const char kHex[] = "0123456789abcdef";
   std::string uid;
+  uid.reserve(36);
   for (int i = 0; i < 16; ++i) {
     if (i == 4 || i == 6 || i == 8 || i == 10) uid += '-';
     uid += kHex[bytes[i] >> 4];
@@ -261,7 +273,7 @@ Result<StoredObject> ObjectStore::Get(int resource, const std::string& namespace
 
 Result<StoredObject> ObjectStore::Update(int resource, const std::string& namespace_,
                                          const std::string& name,
-                                         const std::function<Status(Json&)>& mutate) {
+                                         const std::function<Status(Json&)>& mutate, Edit changes) {
   const ResourceType& type = Resources()[resource];
   std::lock_guard lock(mu_);
   auto it = objects_[resource].find(ObjectKey(type, namespace_, name));
@@ -280,7 +292,7 @@ Result<StoredObject> ObjectStore::Update(int resource, const std::string& namesp
       metadata.erase(field);
     }
   }
-  if (copy == *it->second.object) return it->second;
+  if (changes == Edit::kMayChange && copy == *it->second.object) return it->second;
   metadata["resourceVersion"] = std::to_string(++revision_);
   std::shared_ptr<const Json> previous = it->second.object;
   it->second = Seal(std::move(copy));

@@ -23,34 +23,38 @@ ApiResponse FakeApi::Bind(const Target& target, const ApiRequest& request) {
   std::string uid =
       (*body)["metadata"].is_object() ? (*body)["metadata"].value("uid", "") : std::string();
   std::string now = FormatTimestamp(now_ms_());
-  auto bound = store_.Update(target.resource, target.namespace_, target.name, [&](Json& pod) {
-    const std::string pod_uid = pod["metadata"].value("uid", "");
-    if (!uid.empty() && uid != pod_uid) {
-      return AbortedError("Precondition failed: UID in precondition: " + uid +
-                          ", UID in object meta: " + pod_uid);
-    }
-    if (pod["metadata"].contains("deletionTimestamp")) {
-      return AbortedError("pod " + target.name + " is being deleted, cannot be assigned to a host");
-    }
-    std::string current = pod["spec"].value("nodeName", "");
-    if (!current.empty()) {
-      return AbortedError("pod " + target.name + " is already assigned to node \"" + current +
-                          "\"");
-    }
-    pod["spec"]["nodeName"] = node;
-    Json& conditions = pod["status"]["conditions"];
-    if (!conditions.is_array()) conditions = Json::array();
-    Json scheduled = {{"type", "PodScheduled"},
-                      {"status", "True"},
-                      {"lastProbeTime", nullptr},
-                      {"lastTransitionTime", now}};
-    bool replaced = false;
-    for (Json& c : conditions) {
-      if (c.value("type", "") == "PodScheduled") c = scheduled, replaced = true;
-    }
-    if (!replaced) conditions.push_back(scheduled);
-    return OkStatus();
-  });
+  auto bound = store_.Update(
+      target.resource, target.namespace_, target.name,
+      [&](Json& pod) {
+        const std::string pod_uid = pod["metadata"].value("uid", "");
+        if (!uid.empty() && uid != pod_uid) {
+          return AbortedError("Precondition failed: UID in precondition: " + uid +
+                              ", UID in object meta: " + pod_uid);
+        }
+        if (pod["metadata"].contains("deletionTimestamp")) {
+          return AbortedError("pod " + target.name +
+                              " is being deleted, cannot be assigned to a host");
+        }
+        std::string current = pod["spec"].value("nodeName", "");
+        if (!current.empty()) {
+          return AbortedError("pod " + target.name + " is already assigned to node \"" + current +
+                              "\"");
+        }
+        pod["spec"]["nodeName"] = node;
+        Json& conditions = pod["status"]["conditions"];
+        if (!conditions.is_array()) conditions = Json::array();
+        Json scheduled = {{"type", "PodScheduled"},
+                          {"status", "True"},
+                          {"lastProbeTime", nullptr},
+                          {"lastTransitionTime", now}};
+        bool replaced = false;
+        for (Json& c : conditions) {
+          if (c.value("type", "") == "PodScheduled") c = scheduled, replaced = true;
+        }
+        if (!replaced) conditions.push_back(scheduled);
+        return OkStatus();
+      },
+      ObjectStore::Edit::kChanges);  // spec.nodeName set where there was none
   if (!bound.ok()) return FromStatus(bound.status(), target.type(), target.name);
   return SuccessStatus(201);
 }

@@ -6,7 +6,7 @@
 // and of this client apart.
 //
 //   gpupool-kube-schedule-bench [--nodes 5000] [--pods 20000] [--in-flight 64 | --rate 2000]
-//                               [--serve-flag=--kube-qps --serve-flag=-1 ...]
+//                               [--fake-threads 2] [--serve-flag=--kube-qps --serve-flag=-1 ...]
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -27,6 +27,8 @@ int main(int argc, char** argv) {
   app.add_option("--in-flight", options.in_flight, "creations outstanding at once")
       ->capture_default_str();
   app.add_option("--rate", options.rate, "creations per second, open loop (0: --in-flight at once)")
+      ->capture_default_str();
+  app.add_option("--fake-threads", options.fake_threads, "the fake API server's I/O threads")
       ->capture_default_str();
   app.add_option("--serve-flag", serve_flags,
                  "a flag for gpupool-serve (repeatable; default: --kube-qps -1, no rate limit)");
@@ -50,6 +52,8 @@ int main(int argc, char** argv) {
   std::printf("bound %d in %.2f s: %.0f pods bound per second; bindings asked %lld\n", r.bound,
               r.seconds, r.bound / std::max(r.seconds, 1e-9),
               static_cast<long long>(r.bindings_asked));
+  std::printf("first binding to last: %.2f s, %.0f bound per second\n", r.binding_seconds,
+              (r.bound - 1) / std::max(r.binding_seconds, 1e-9));
   std::printf("creation -> binding: p50 %.1f ms, p99 %.1f ms, max %.1f ms\n", r.p50_ms, r.p99_ms,
               r.max_ms);
   std::printf(

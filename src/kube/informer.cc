@@ -1,5 +1,6 @@
 #include "kube/informer.h"
 
+#include <algorithm>
 #include <future>
 #include <random>
 
@@ -21,7 +22,95 @@ std::string WithQuery(const std::string& path, const std::vector<std::string>& p
   return out;
 }
 
+// The SAX side of KeepFieldsDecoder: follows the path of objects (arrays are skipped whole) and
+// copies the scalars at the kept paths into a small tree.
+class KeptFields final : public nlohmann::json_sax<Json> {
+ public:
+  explicit KeptFields(const std::vector<std::string>& kept) : kept_(kept) {}
+  Json TakeResult() { return std::move(result_); }
+
+  bool null() override { return Keep(nullptr); }
+  bool boolean(bool value) override { return Keep(value); }
+  bool number_integer(number_integer_t value) override { return Keep(value); }
+  bool number_unsigned(number_unsigned_t value) override { return Keep(value); }
+  bool number_float(number_float_t value, const string_t&) override { return Keep(value); }
+  bool string(string_t& value) override { return Keep(std::move(value)); }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    if (arrays_ == 0 && depth_++ > 0) Push();
+    return true;
+  }
+  bool key(string_t& key) override {
+    key_ = std::move(key);
+    return true;
+  }
+  bool end_object() override {
+    if (arrays_ == 0 && --depth_ > 0) Pop();
+    return true;
+  }
+  bool start_array(std::size_t) override {
+    ++arrays_;
+    return true;
+  }
+  bool end_array() override {
+    --arrays_;
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+    return false;
+  }
+
+ private:
+  void Push() {
+    lengths_.push_back(path_.size());
+    if (!path_.empty()) path_ += '.';
+    path_ += key_;
+  }
+  void Pop() {
+    path_.resize(lengths_.back());
+    lengths_.pop_back();
+  }
+  template <typename Value>
+  bool Keep(Value&& value) {
+    if (arrays_ > 0) return true;
+    const size_t length = path_.size();
+    if (!path_.empty()) path_ += '.';
+    path_ += key_;
+    if (std::find(kept_.begin(), kept_.end(), path_) != kept_.end()) {
+      result_[Json::json_pointer("/" + ReplaceDots(path_))] = std::forward<Value>(value);
+    }
+    path_.resize(length);
+    return true;
+  }
+  static std::string ReplaceDots(std::string path) {
+    std::replace(path.begin(), path.end(), '.', '/');
+    return path;
+  }
+
+  const std::vector<std::string>& kept_;
+  Json result_ = Json::object();
+  std::string path_;  // of the current object, dotted, from the line's top level
+  std::vector<size_t> lengths_;
+  std::string key_;
+  int depth_ = 0;
+  int arrays_ = 0;
+};
+
 }  // namespace
+
+EventDecoder KeepFieldsDecoder(std::vector<std::string> fields) {
+  std::vector<std::string> kept = {"type", "object.metadata.name", "object.metadata.namespace",
+                                   "object.metadata.resourceVersion", "object.code"};
+  for (const std::string& field : fields) kept.push_back("object." + field);
+  return [kept = std::move(kept)](std::string_view line) {
+    KeptFields sax(kept);
+    if (!Json::sax_parse(line, &sax)) return Json(Json::value_t::discarded);
+    Json event = sax.TakeResult();
+    // An ERROR's object or an object with none of the fields is still an object.
+    if (event.contains("type") && !event.contains("object")) event["object"] = Json::object();
+    return event;
+  };
+}
 
 std::string ObjectKeyOf(const Json& object) {
   std::string ns = MetadataString(object, "namespace");
@@ -228,7 +317,8 @@ void Informer::State::OnWatchData(std::string_view data) {
 }
 
 void Informer::State::HandleEvent(std::string_view line) {
-  Json event = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  Json event = options.decode ? options.decode(line)
+                              : Json::parse(line, nullptr, /*allow_exceptions=*/false);
   if (!event.is_object() || !event.contains("type") || !event["type"].is_string() ||
       !event.contains("object") || !event["object"].is_object()) {
     return;  // not an event: skip the line, as client-go skips what it cannot decode

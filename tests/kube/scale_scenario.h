@@ -44,8 +44,12 @@ struct ScaleReport {
   int nodes = 0;
   int created = 0;
   int bound = 0;
-  int64_t bindings_asked = 0;                 // `create pods/binding` requests the fake answered
-  double seconds = 0;                         // first creation to last binding seen
+  int64_t bindings_asked = 0;  // `create pods/binding` requests the fake answered
+  double seconds = 0;          // first creation to last binding seen
+  // First binding seen to the last: at an offered rate r, `created / seconds` cannot reach r
+  // (the last creation is sent (created - 1) / r after the first, and binding takes time), while
+  // (bound - 1) / binding_seconds is r when the bindings keep up with the creations.
+  double binding_seconds = 0;
   double p50_ms = 0, p99_ms = 0, max_ms = 0;  // creation (sent) -> binding (seen)
   double serve_cpu_s = 0;                     // gpupool-serve over the run (its start-up excluded)
   double serve_idle_cpu_rate = 0;  // gpupool-serve before the run, nodes read: CPU s per s

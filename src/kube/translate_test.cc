@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/json_text.h"
 #include "kube/writes.h"
 #include "model/input_file.h"
 
@@ -275,6 +276,8 @@ TEST(WritesTest, BodiesAsTheApiServerTakesThem) {
   EXPECT_EQ(BindingBody(pod, "n1"), Parse(R"({"apiVersion": "v1", "kind": "Binding",
       "metadata": {"name": "train-0", "namespace": "team-a", "uid": "uid-1"},
       "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}})"));
+  EXPECT_EQ(BindingText(pod, "n1"), DumpJson(BindingBody(pod, "n1")));
+  EXPECT_EQ(BindingText({"ns", "a\"b", ""}, "n1"), DumpJson(BindingBody({"ns", "a\"b", ""}, "n1")));
   const std::string message =
       "0/5000 nodes are available: 4000 Insufficient nvidia.com/gpu, 1000 node(s) had "
       "untolerated taint {gpu: true}.";

@@ -1,5 +1,7 @@
 #include "kube/writes.h"
 
+#include "common/json_text.h"
+
 namespace gpupool::kube {
 namespace {
 
@@ -39,6 +41,22 @@ Json BindingBody(const ObjectRef& pod, const std::string& node) {
           {"kind", "Binding"},
           {"metadata", metadata},
           {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}}};
+}
+
+std::string BindingText(const ObjectRef& pod, const std::string& node) {
+  auto quoted = [](const std::string& text) { return DumpJson(Json(text)); };
+  std::string text = R"({"apiVersion":"v1","kind":"Binding","metadata":{"name":)";
+  text += quoted(pod.name);
+  text += R"(,"namespace":)";
+  text += quoted(pod.namespace_);
+  if (!pod.uid.empty()) {
+    text += R"(,"uid":)";
+    text += quoted(pod.uid);
+  }
+  text += R"(},"target":{"apiVersion":"v1","kind":"Node","name":)";
+  text += quoted(node);
+  text += "}}";
+  return text;
 }
 
 Json UnschedulablePatch(const std::string& message, const std::string& now) {

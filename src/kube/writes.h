@@ -40,6 +40,8 @@ std::string MetadataString(const nlohmann::ordered_json& object, const char* fie
 std::string PodPath(const ObjectRef& pod, std::string_view subresource = "");
 
 nlohmann::ordered_json BindingBody(const ObjectRef& pod, const std::string& node);
+// DumpJson(BindingBody(pod, node)), written out without the tree: one per pod bound.
+std::string BindingText(const ObjectRef& pod, const std::string& node);
 
 // `now` is RFC 3339 (lastTransitionTime).
 nlohmann::ordered_json UnschedulablePatch(const std::string& message, const std::string& now);

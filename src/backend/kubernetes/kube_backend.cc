@@ -130,8 +130,8 @@ Result<std::unique_ptr<KubernetesBackend>> KubernetesBackend::Open(KubernetesOpt
       *self->client_, pods,
       kube::InformerHandlers{
           .on_add = [self](const kube::ObjectPtr& pod) { self->OnPod(pod, false); },
-          .on_update = [self](const kube::ObjectPtr&,
-                              const kube::ObjectPtr& pod) { self->OnPod(pod, false); },
+          .on_update = [self](const kube::ObjectPtr& before,
+                              const kube::ObjectPtr& pod) { self->OnPod(pod, false, before); },
           .on_delete = [self](const kube::ObjectPtr& pod) { self->OnPod(pod, true); }});
   backend->budgets_ = std::make_unique<kube::Informer>(
       *self->client_, kube::InformerOptions{.path = "/apis/policy/v1/poddisruptionbudgets"});
@@ -225,10 +225,11 @@ void KubernetesBackend::TrackAttemptPod(const std::string& key, const Json& pod,
 }
 
 // On the client's thread: records how gpupool's pods end.
-void KubernetesBackend::OnPod(const kube::ObjectPtr& pod, bool deleted) {
+void KubernetesBackend::OnPod(const kube::ObjectPtr& pod, bool deleted,
+                              const kube::ObjectPtr& before) {
   std::string key = Annotation(*pod, kube::kAttemptAnnotation);
   if (key.empty() && pod->value("/spec/schedulerName"_json_pointer, "") == kube::kSchedulerName) {
-    return OnHandedIn(*pod, deleted);  // gpupool's to schedule, not a task's
+    return OnHandedIn(*pod, deleted, before.get());  // gpupool's to schedule, not a task's
   }
   CountOther(*pod, !key.empty(), deleted);
   if (key.empty()) return;
@@ -334,15 +335,15 @@ void KubernetesBackend::Adopt(const std::shared_ptr<LaunchOp>& op, bool created_
 }
 
 void KubernetesBackend::Bind(const std::shared_ptr<LaunchOp>& op) {
-  client_->Send({"POST", kube::PodPath(op->ref, "binding"),
-                 DumpJson(kube::BindingBody(op->ref, op->launch.node))},
-                [this, op](Result<kube::Response> bound) {
-                  if (!bound.ok()) return Failed(op, bound.status().message());
-                  if (bound->ok()) return Placed(op);
-                  // Refused: fine if an earlier binding of ours put it on this node.
-                  if (bound->status == 409) return Adopt(op, /*created_elsewhere=*/true);
-                  Failed(op, kube::ApiError(*bound, "bind " + op->ref.name).message());
-                });
+  client_->Send(
+      {"POST", kube::PodPath(op->ref, "binding"), kube::BindingText(op->ref, op->launch.node)},
+      [this, op](Result<kube::Response> bound) {
+        if (!bound.ok()) return Failed(op, bound.status().message());
+        if (bound->ok()) return Placed(op);
+        // Refused: fine if an earlier binding of ours put it on this node.
+        if (bound->status == 409) return Adopt(op, /*created_elsewhere=*/true);
+        Failed(op, kube::ApiError(*bound, "bind " + op->ref.name).message());
+      });
 }
 
 void KubernetesBackend::Placed(const std::shared_ptr<LaunchOp>& op) {

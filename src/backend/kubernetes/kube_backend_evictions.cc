@@ -39,7 +39,7 @@ EvictionStart KubernetesBackend::EvictHandedIn(const TaskEviction& eviction) {
     std::lock_guard lock(mu_);
     auto it = handed_in_.find(eviction.pod.uid);
     if (it == handed_in_.end() ||
-        (it->second->pod.node_name.empty() && !binding_.contains(eviction.pod.uid))) {
+        (it->second.pod->pod.node_name.empty() && !binding_.contains(eviction.pod.uid))) {
       return EvictionStart::kStopped;
     }
     PodEviction& state = pod_evictions_[eviction.pod.uid];

@@ -1,6 +1,7 @@
 // KubernetesBackend: the pods handed in by others (spec.schedulerName gpupool, not a task's pod),
 // KAI's way. See kube_backend.h (HandedInPods, BindPods).
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 
@@ -20,10 +21,59 @@ std::string ReportKey(const kube::ObjectRef& pod) {
 
 std::string Where(const PodRef& pod) { return pod.namespace_ + "/" + pod.name; }
 
+const Json& Member(const Json& object, const char* key) {
+  static const Json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+// Whether the scheduler reads `pod` as `before` but for spec.nodeName: the same spec otherwise,
+// and the same metadata it reads (kube::PendingFromApi: name, namespace, creation time, labels,
+// annotations).
+bool SameButNodeName(const Json& pod, const Json& before) {
+  const Json& spec = Member(pod, "spec");
+  const Json& was = Member(before, "spec");
+  if (!spec.is_object() || !was.is_object()) return false;
+  size_t compared = 0;
+  for (auto it = spec.begin(); it != spec.end(); ++it) {
+    if (it.key() == "nodeName") continue;
+    auto same = was.find(it.key());
+    if (same == was.end() || *same != it.value()) return false;
+    ++compared;
+  }
+  if (compared + (was.contains("nodeName") ? 1 : 0) != was.size()) return false;
+  const Json& metadata = Member(pod, "metadata");
+  const Json& had = Member(before, "metadata");
+  for (const char* field : {"name", "namespace", "creationTimestamp", "labels", "annotations"}) {
+    if (Member(metadata, field) != Member(had, field)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
+// The reading of `pod`, just bound, taken over from the pending one it was (`before`, as read
+// then) when nothing else the scheduler reads changed: its binding is the second of the two
+// events each pod handed in brings, and reading it afresh was half of their cost. Null when it
+// must be read again. Under mu_.
+std::shared_ptr<const HandedInPod> KubernetesBackend::BoundAsRead(const kube::ObjectRef& ref,
+                                                                  const Json& pod,
+                                                                  const Json& before) const {
+  auto it = handed_in_.find(ref.uid);
+  if (it == handed_in_.end()) return nullptr;
+  const HandedInPod& pending = *it->second.pod;
+  if (!pending.pod.node_name.empty() || !pending.unsupported.empty() ||
+      kube::RefOf(before).uid != ref.uid || !SameButNodeName(pod, before)) {
+    return nullptr;
+  }
+  auto bound = std::make_shared<HandedInPod>(pending);
+  bound->pod.node_name = kube::PodNodeName(pod);
+  return bound;
+}
+
 // On the client's thread.
-void KubernetesBackend::OnHandedIn(const Json& pod, bool deleted) {
+void KubernetesBackend::OnHandedIn(const Json& pod, bool deleted, const Json* before) {
   const kube::ObjectRef ref = kube::RefOf(pod);
   const kube::PodKind kind = kube::ClassifyPod(pod);
   const bool holds = kind == kube::PodKind::kBound || kind == kube::PodKind::kPending;
@@ -37,6 +87,15 @@ void KubernetesBackend::OnHandedIn(const Json& pod, bool deleted) {
     if (others_.erase(ref.uid) > 0) ++others_version_;
     pod_evictions_.erase(ref.uid);
     return;
+  }
+  if (kind == kube::PodKind::kBound && before != nullptr) {
+    std::lock_guard lock(mu_);
+    if (auto bound = BoundAsRead(ref, pod, *before)) {
+      binding_.erase(ref.uid);  // the informer shows it now
+      if (others_.erase(ref.uid) > 0) ++others_version_;
+      handed_in_[ref.uid].pod = std::move(bound);
+      return;
+    }
   }
   auto work = kube::PendingFromApi(pod, {});
   HandedInPod in;
@@ -61,14 +120,25 @@ void KubernetesBackend::OnHandedIn(const Json& pod, bool deleted) {
   std::lock_guard lock(mu_);
   if (kind == kube::PodKind::kBound) binding_.erase(ref.uid);  // the informer shows it now
   if (others_.erase(ref.uid) > 0) ++others_version_;
-  handed_in_[ref.uid] = std::make_shared<const HandedInPod>(std::move(in));
+  auto [entry, inserted] = handed_in_.try_emplace(ref.uid);
+  if (inserted) entry->second.arrival = next_arrival_++;
+  entry->second.pod = std::make_shared<const HandedInPod>(std::move(in));
 }
 
+// In the order the informer first showed them: among pods of the same age (creationTimestamp
+// has seconds only) the scheduler takes the earlier one in its snapshot first.
 std::vector<std::shared_ptr<const HandedInPod>> KubernetesBackend::HandedInPods() const {
   std::lock_guard lock(mu_);
+  std::vector<std::pair<uint64_t, const std::pair<const std::string, HandedInEntry>*>> order;
+  order.reserve(handed_in_.size());
+  for (const auto& entry : handed_in_) order.emplace_back(entry.second.arrival, &entry);
+  std::sort(order.begin(), order.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<std::shared_ptr<const HandedInPod>> pods;
-  pods.reserve(handed_in_.size());
-  for (const auto& [uid, in] : handed_in_) {
+  pods.reserve(order.size());
+  for (const auto& [arrival, entry] : order) {
+    const std::string& uid = entry->first;
+    const std::shared_ptr<const HandedInPod>& in = entry->second.pod;
     auto sent = binding_.find(uid);
     if (sent != binding_.end() && in->pod.node_name.empty()) {
       // Bound by us, not yet seen: it holds that node already (a copy for the few in flight).
@@ -94,8 +164,8 @@ Status KubernetesBackend::BindPods(const std::vector<PodBinding>& gang) {
     std::lock_guard lock(mu_);
     for (const PodBinding& binding : gang) {
       auto it = handed_in_.find(binding.pod.uid);
-      bool pending = it != handed_in_.end() && it->second->pod.node_name.empty() &&
-                     it->second->unsupported.empty() && !binding_.contains(binding.pod.uid);
+      bool pending = it != handed_in_.end() && it->second.pod->pod.node_name.empty() &&
+                     it->second.pod->unsupported.empty() && !binding_.contains(binding.pod.uid);
       if (!pending) {
         return FailedPreconditionError("kubernetes backend: pod " + Where(binding.pod) + " (uid " +
                                        binding.pod.uid +
@@ -109,7 +179,7 @@ Status KubernetesBackend::BindPods(const std::vector<PodBinding>& gang) {
     const PodBinding& binding = gang[member];
     const kube::ObjectRef ref{binding.pod.namespace_, binding.pod.name, binding.pod.uid};
     client_->Send(
-        {"POST", kube::PodPath(ref, "binding"), DumpJson(kube::BindingBody(ref, binding.node))},
+        {"POST", kube::PodPath(ref, "binding"), kube::BindingText(ref, binding.node)},
         [this, sent, member, ref](Result<kube::Response> bound) {
           if (bound.ok() && bound->ok()) return;  // the informer shows it bound
           if (bound.ok() && bound->status == 409) {

@@ -434,5 +434,20 @@ TEST_F(ClientTest, AuthenticatesByTokenFileOrClientCertificate) {
       << untrusted.status().message();
 }
 
+TEST(KeepFieldsDecoderTest, KeepsTheTypeTheNamesAndTheFieldsAskedForOutsideArrays) {
+  const EventDecoder decode = KeepFieldsDecoder({"spec.nodeName", "status.phase"});
+  const Json event = decode(
+      R"({"type":"MODIFIED","object":{"kind":"Pod","metadata":{"name":"p","namespace":"ns",)"
+      R"("resourceVersion":"7","labels":{"name":"x"}},"spec":{"containers":[{"name":"c",)"
+      R"("nodeName":"no"}],"nodeName":"n1"},"status":{"phase":"Running","conditions":[]}}})");
+  EXPECT_EQ(event,
+            Json::parse(R"({"type":"MODIFIED","object":{"metadata":{"name":"p",)"
+                        R"("namespace":"ns","resourceVersion":"7"},"spec":{"nodeName":"n1"},)"
+                        R"("status":{"phase":"Running"}}})"));
+  const Json error = decode(R"({"type":"ERROR","object":{"kind":"Status","code":410}})");
+  EXPECT_EQ(error, Json::parse(R"({"type":"ERROR","object":{"code":410}})"));
+  EXPECT_TRUE(decode(R"({"type":"ADDED","object":)").is_discarded());
+}
+
 }  // namespace client_test
 }  // namespace gpupool::kube

@@ -98,7 +98,7 @@ class KeptFields final : public nlohmann::json_sax<Json> {
 
 }  // namespace
 
-EventDecoder KeepFieldsDecoder(std::vector<std::string> fields) {
+EventDecoder KeepFieldsDecoder(const std::vector<std::string>& fields) {
   std::vector<std::string> kept = {"type", "object.metadata.name", "object.metadata.namespace",
                                    "object.metadata.resourceVersion", "object.code"};
   for (const std::string& field : fields) kept.push_back("object." + field);

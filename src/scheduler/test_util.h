@@ -62,13 +62,13 @@ class NodeBuilder {
 
  private:
   static const Json& Base() {
-    static const Json base = {
+    static const Json kBase = {
         {"apiVersion", "v1"},
         {"kind", "Node"},
         {"metadata", {{"name", ""}, {"labels", {{"kubernetes.io/hostname", ""}}}}},
         {"spec", Json::object()},
         {"status", {{"allocatable", {{"cpu", "32"}, {"memory", "256Gi"}, {"pods", "110"}}}}}};
-    return base;
+    return kBase;
   }
 
   Json json_;
@@ -142,7 +142,7 @@ class PodBuilder {
 
  private:
   static const Json& Base() {
-    static const Json base = {
+    static const Json kBase = {
         {"apiVersion", "v1"},
         {"kind", "Pod"},
         {"metadata", {{"name", ""}}},
@@ -151,7 +151,7 @@ class PodBuilder {
            Json::array({{{"name", "main"},
                          {"image", "busybox"},
                          {"resources", {{"requests", {{"cpu", "1"}, {"memory", "1Gi"}}}}}}})}}}};
-    return base;
+    return kBase;
   }
 
   Json json_;

@@ -247,6 +247,7 @@ Status SchedulingLoop::WriteBack(StepState& step, StepStats& stats) {
       }
       continue;
     }
+    memo_.KeepWritten(wf);
     for (const auto& task : wf.tasks) {
       // Applied: ended, or requeued by an eviction (the attempt's key runs again later).
       if (model::IsTerminalTaskText(task.status) || task.status == TaskStatus::kPending) {

@@ -29,6 +29,15 @@ void StepMemo::KeepWorkflows(const std::vector<store::WorkflowRecord>& loaded) {
   std::erase_if(pods_, [&](const auto& entry) { return !ids.contains(entry.first); });
 }
 
+void StepMemo::KeepWritten(const store::WorkflowRecord& written) {
+  auto it = held_.find(written.id);
+  if (it == held_.end()) return;  // not loaded by this step: the next one reads it
+  it->second = written;
+  it->second.version = written.version + 1;
+  // The store fills each task's workflow id on reads; a task the step added may lack it.
+  for (auto& task : it->second.tasks) task.workflow_id = written.id;
+}
+
 Result<std::shared_ptr<const StepMemo::Nodes>> StepMemo::LoadNodes(store::Store& store) {
   // The generation first: nodes written after it make the next step list them again.
   ASSIGN_OR_RETURN(store::Store::Generations generations, store.GetGenerations());

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace gpupool::controller {
 namespace step_memo_test {
 
@@ -38,6 +40,66 @@ TEST(StepMemoTest, KeepsTheLoadedWorkflowsAndForgetsTheOthers) {
   EXPECT_EQ(known.at("b").version, 3);
   memo.Clear();
   EXPECT_TRUE(memo.Known()->empty());
+}
+
+// Every field of a workflow and its tasks, the JSON as text: equal records give equal strings.
+std::string Fields(const store::WorkflowRecord& wf) {
+  std::string out = wf.id + "|" + wf.name + "|" + wf.pool + "|" + wf.user + "|" + wf.status + "|" +
+                    std::to_string(wf.submitted_ms) + "|" + wf.spec.dump() + "|" +
+                    std::to_string(wf.version) + "|" + wf.idempotency_key;
+  for (const auto& t : wf.tasks) {
+    out += "\n" + t.workflow_id + "|" + t.group + "|" + t.name + "|" + t.status + "|" + t.node +
+           "|" + t.pod.dump() + "|" + std::to_string(t.retry) + "|" +
+           std::to_string(t.status_changed_ms) + "|" + std::to_string(t.started_ms) + "|" +
+           std::to_string(t.finished_ms) + "|" + std::to_string(t.exit_code) + "|" + t.message;
+  }
+  return out;
+}
+
+// A workflow the step wrote is held as the store now holds it: the next listing copies it from
+// the memo, and the copy is what parsing the stored rows gives.
+TEST(StepMemoTest, HoldsAWrittenWorkflowAsTheStoreReadsItBack) {
+  auto store = store::OpenStore(":memory:");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  store::WorkflowRecord wf = Workflow("wf-1", 0);
+  wf.name = "wf";
+  wf.pool = "default";
+  wf.user = "alice";
+  wf.status = "PENDING";
+  wf.spec = nlohmann::ordered_json::parse(R"({"workflow": {"name": "wf", "n": 1.5}})");
+  wf.tasks[0].pod = nlohmann::ordered_json::parse(R"({"spec": {"priority": 5}})");
+  ASSERT_TRUE((*store)->CreateWorkflow(wf).ok());
+
+  StepMemo memo;
+  store::WorkflowFilter filter;
+  filter.unfinished_only = true;
+  filter.known = memo.Known();
+  auto loaded = (*store)->ListWorkflows(filter);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->size(), 1u);
+  memo.KeepWorkflows(*loaded);
+
+  // The step's changes: a task placed, another attempt added (no workflow id yet), the status.
+  store::WorkflowRecord step = (*loaded)[0];
+  step.tasks[0].status = "SCHEDULED";
+  step.tasks[0].node = "n1";
+  step.tasks[0].pod["spec"]["nodeName"] = "n1";
+  store::TaskRecord retry = step.tasks[1];
+  retry.workflow_id.clear();
+  retry.retry = 1;
+  retry.message = "retried";
+  step.tasks.push_back(retry);
+  step.status = "RUNNING";
+  ASSERT_TRUE((*store)->UpdateWorkflow(step).ok());
+  memo.KeepWritten(step);
+
+  auto copied = (*store)->ListWorkflows(filter);  // the memo's record, at the stored version
+  filter.known = nullptr;
+  auto parsed = (*store)->ListWorkflows(filter);
+  ASSERT_TRUE(copied.ok() && parsed.ok());
+  ASSERT_EQ(memo.Known()->at("wf-1").version, (*parsed)[0].version);
+  EXPECT_EQ(Fields((*copied)[0]), Fields((*parsed)[0]));
+  EXPECT_EQ(Fields(memo.Known()->at("wf-1")), Fields((*parsed)[0]));
 }
 
 TEST(StepMemoTest, ReadsATaskPodOncePerVersionStatusAndNode) {

@@ -2,9 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <map>
-#include <thread>
 
 #include "backend/sim/sim_backend.h"
 #include "controller/machine_pools.h"

@@ -17,7 +17,9 @@
 //                    task only) a NoExecute taint: stopped at once (sim, Slurm: the loop Kills
 //                    it), or asked of the cluster (Kubernetes' Eviction API), which may take the
 //                    pod's grace period or refuse (429: a PodDisruptionBudget);
-//   out  Poll        tasks that ended (exit code, reason), or that an eviction asked of the
+//   out  Started     tasks launched that are on the cluster now (backends whose Launch returns
+//                    before that: ReportsStarts);
+//        Poll        tasks that ended (exit code, reason), or that an eviction asked of the
 //                    cluster stopped (TaskExit::evicted: requeue, not exit actions);
 //        RefusedEvictions  evictions the cluster refused: the task keeps running;
 //        ListNodes   the cluster's nodes;
@@ -211,6 +213,19 @@ class Backend {
   // cluster in batches (Slurm: one job array per node) takes the step's launches together from
   // here, before the step writes them to the store. Default: nothing (each Launch acts at once).
   virtual void LaunchesDone() {}
+
+  // Whether Launch returns before the task is on the cluster (Slurm: its job submitted by a
+  // worker; Kubernetes: its pod created and bound by the client thread). Such a backend says
+  // through Started when it is, and the loop keeps the task SCHEDULED until then, so that a task
+  // RUNNING in the store always exists on the cluster: a leader that dies in between launches
+  // it again (idempotent by the key: the job or pod is found) instead of adopting a task that
+  // was never started. false (the default): on the cluster when Launch returns.
+  virtual bool ReportsStarts() const { return false; }
+
+  // Tasks launched (not adopted) that are on the cluster now, since the last call, each once. A
+  // launch the cluster refused is not here: Poll reports it ended. Kill forgets a key not yet
+  // reported.
+  virtual std::vector<std::string> Started() { return {}; }
 
   // A token that changes whenever ListNodes' answer may have changed (a node event, a change in
   // what other pods take); the node sync lists only when it moved. nullopt: not known, so the

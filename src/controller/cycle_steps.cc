@@ -233,10 +233,11 @@ Status SchedulingLoop::WriteBack(StepState& step, StepStats& stats) {
     if (!written.ok()) {
       ++stats.conflicts;
       for (const auto& task : wf.tasks) {
-        if (task.status == TaskStatus::kRunning && task.started_ms == step.now) {
-          std::string key = TaskKey(wf.id, task);
+        std::string key = TaskKey(wf.id, task);
+        if (step.launched_now.contains(key)) {
           (void)backend_.Kill(key);
           launched_.erase(key);
+          started_.erase(key);
           step.running_keys.erase(key);
         }
       }
@@ -310,6 +311,7 @@ void SchedulingLoop::SyncBackend(const StepState& step) {
   for (auto it = launched_.begin(); it != launched_.end();) {
     if (!step.running_keys.contains(*it)) {
       (void)backend_.Kill(*it);
+      started_.erase(*it);
       it = launched_.erase(it);
     } else {
       ++it;

@@ -33,6 +33,7 @@ struct SchedulingLoop::StepState {
   std::set<std::string> running_keys;           // tasks that stay RUNNING on the backend
   std::map<std::string, std::string> refusals;  // task key -> why the cluster refused its eviction
   std::set<std::string> evicted_now;            // requeued by the cluster's eviction this step
+  std::set<std::string> launched_now;           // launched, or RUNNING as started, this step
   // The scheduler's view of this step and what it decided.
   scheduler::ClusterSnapshot snapshot;
   scheduler::ClusterSettings settings;

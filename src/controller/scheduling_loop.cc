@@ -141,6 +141,7 @@ Result<StepStats> SchedulingLoop::Step() {
       for (const auto& key : launched_) (void)backend_.Kill(key);
       launched_.clear();
       exits_.clear();
+      started_.clear();
       evictions_.Clear();
       memo_.Clear();
     }

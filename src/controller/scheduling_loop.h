@@ -140,6 +140,8 @@ class SchedulingLoop {
   void ApplyExit(const StepState& step, size_t w, store::TaskRecord& task,
                  const backend::TaskExit& exit, std::vector<store::TaskRecord>& added);
   void LaunchScheduledTask(StepState& step, size_t w, store::TaskRecord& task, StepStats& stats);
+  void AdvanceLaunchedTask(StepState& step, size_t w, store::TaskRecord& task,
+                           std::vector<store::TaskRecord>& added, StepStats& stats);
   void EnforceQueueTimeout(StepState& step, size_t w, store::TaskRecord& task, StepStats& stats);
   void SettleWorkflows(StepState& step);
   void PruneEvictions(const StepState& step);
@@ -173,7 +175,10 @@ class SchedulingLoop {
   bool adopted_ = false;
   std::set<std::string> launched_;  // backend keys this process launched and saw no exit for
   std::map<std::string, backend::TaskExit> exits_;  // polled, not yet applied to the store
-  std::string node_pool_conflicts_;                 // the last logged report (loop thread only)
+  // Launched SCHEDULED tasks the backend reports on the cluster (Backend::Started), not yet
+  // RUNNING in the store.
+  std::set<std::string> started_;
+  std::string node_pool_conflicts_;  // the last logged report (loop thread only)
   std::set<std::string> reported_;   // task keys reported unschedulable, not launched or ended
   EvictionsInFlight evictions_;      // victims the cluster is evicting (controller/evictions.h)
   ScaledMachinePools scaled_pools_;  // machine pools the cluster makes (loop thread only)

@@ -53,8 +53,12 @@ void SchedulingLoop::AdoptRunningTasks(const StepState& step) {
 
 // 2. Exits, kept until applied (in case a write fails), and the evictions the cluster refused.
 void SchedulingLoop::CollectExits(StepState& step) {
+  for (auto& key : backend_.Started()) {
+    if (launched_.contains(key)) started_.insert(std::move(key));
+  }
   for (auto& exit : backend_.Poll(step.now)) {
     launched_.erase(exit.key);
+    started_.erase(exit.key);
     exits_[exit.key] = exit;
   }
   for (const auto& refused : backend_.RefusedEvictions()) {
@@ -70,7 +74,12 @@ void SchedulingLoop::AdvanceTasks(StepState& step, StepStats& stats) {
       if (task.status == TaskStatus::kRunning) {
         AdvanceRunningTask(step, w, task, added, stats);
       } else if (task.status == TaskStatus::kScheduled) {
-        LaunchScheduledTask(step, w, task, stats);
+        const std::string key = TaskKey(step.workflows[w].id, task);
+        if (launched_.contains(key) || exits_.contains(key)) {
+          AdvanceLaunchedTask(step, w, task, added, stats);
+        } else {
+          LaunchScheduledTask(step, w, task, stats);
+        }
       } else if (task.status == TaskStatus::kPending) {
         EnforceQueueTimeout(step, w, task, stats);
       }
@@ -174,16 +183,36 @@ void SchedulingLoop::LaunchScheduledTask(StepState& step, size_t w, store::TaskR
   Status launched = backend_.Launch(launch);
   if (launched.ok()) {
     launched_.insert(key);
-    task.started_ms = step.now;
-    SetStatus(task, TaskStatus::kRunning, step.now, transitions_);
+    step.launched_now.insert(key);
     step.running_keys.insert(key);
     ++stats.launched;
+    if (backend_.ReportsStarts()) return;  // SCHEDULED until Started says it is on the cluster
+    task.started_ms = step.now;
+    SetStatus(task, TaskStatus::kRunning, step.now, transitions_);
   } else {
     SetStatus(task, TaskStatus::kFailed, step.now, transitions_);
     task.finished_ms = step.now;
     task.message = "backend: " + launched.message();
   }
   step.changed[w] = true;
+}
+
+// 4. A SCHEDULED task launched by this process (or ended before the loop saw it start): RUNNING
+// once the backend reports it on the cluster, its exit then applied as any running task's; until
+// then it keeps its node and waits (a launch Slurm cannot reach yet is submitted when it can).
+void SchedulingLoop::AdvanceLaunchedTask(StepState& step, size_t w, store::TaskRecord& task,
+                                         std::vector<store::TaskRecord>& added, StepStats& stats) {
+  const std::string key = TaskKey(step.workflows[w].id, task);
+  if (!started_.contains(key) && !exits_.contains(key)) {
+    step.running_keys.insert(key);
+    return;
+  }
+  started_.erase(key);
+  task.started_ms = step.now;
+  SetStatus(task, TaskStatus::kRunning, step.now, transitions_);
+  step.launched_now.insert(key);
+  step.changed[w] = true;
+  AdvanceRunningTask(step, w, task, added, stats);
 }
 
 // 3. A PENDING task past its queue timeout fails. Its queue time counts from the submission, or

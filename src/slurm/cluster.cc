@@ -541,6 +541,17 @@ size_t SlurmCluster::Tracked() const {
   return tasks_.size();
 }
 
+std::vector<bool> SlurmCluster::HaveJobs(const std::vector<std::string>& keys) const {
+  std::lock_guard lock(mu_);
+  std::vector<bool> out;
+  out.reserve(keys.size());
+  for (const std::string& key : keys) {
+    auto it = tasks_.find(key);
+    out.push_back(it != tasks_.end() && it->second.job_id != 0);
+  }
+  return out;
+}
+
 std::string SlurmCluster::OutputFile(const std::string& key) const {
   // options_ is set by the constructor and read-only afterwards: no lock.
   return OutputPath(options_.submit.output_dir, key);

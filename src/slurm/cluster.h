@@ -121,6 +121,9 @@ class SlurmCluster {
 
   // Tasks run or adopted and not yet reported ended.
   size_t Tracked() const;
+  // For each key, whether its task has a job in Slurm now: submitted and acknowledged, or found
+  // by its name. false for a task whose submission waits for Slurm, and for one not tracked.
+  std::vector<bool> HaveJobs(const std::vector<std::string>& keys) const;
 
   // Where the job of attempt `key` writes its output (SubmitOptions::output_dir): a path on the
   // nodes, readable here when that directory is shared with this host.

@@ -451,7 +451,8 @@ def run_restart(args, env, workdir):
 
 def run_ctld_restart(args, env, workdir):
     """slurmctld stops under gpupool and comes back from its saved state: tasks that ran go on,
-    tasks placed meanwhile are submitted once it answers, each runs exactly once."""
+    tasks placed meanwhile stay SCHEDULED (no job of theirs exists yet) and are submitted once it
+    answers, each runs exactly once."""
     db = f"sqlite:{os.path.join(workdir, 'gpupool.db')}"
     out = shared_jobs_dir(env, "ctld")
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
@@ -464,22 +465,27 @@ def run_ctld_restart(args, env, workdir):
             command = f'echo "$SLURMD_NODENAME" >> {out}/w{i}.txt; sleep 3'
             wids.append(submit(server.port, workflow_yaml(f"ctld-{i}", [("t", 1, command)])))
 
-    def wait_running(indices):
+    def wait_status(indices, wanted):
         deadline = time.time() + 60
         while time.time() < deadline:
-            statuses = [get_workflow(server.port, wids[i])["tasks"][0]["status"] for i in indices]
-            if all(s == "RUNNING" for s in statuses):
+            tasks = [get_workflow(server.port, wids[i])["tasks"][0] for i in indices]
+            statuses = [t["status"] for t in tasks]
+            if all(s == wanted and t.get("node") for s, t in zip(statuses, tasks)):
                 return
             time.sleep(0.1)
-        raise AssertionError(f"not running: {statuses}")
+        raise AssertionError(f"not {wanted}: {statuses}")
 
     try:
         submit_wave(0)
-        wait_running(range(0, 3))
+        wait_status(range(0, 3), "RUNNING")
         subprocess.run([script, "ctld-stop", args.cluster_dir], check=True)
         try:
             submit_wave(3)  # placed by gpupool while slurmctld is down
-            wait_running(range(3, 6))
+            wait_status(range(3, 6), "SCHEDULED")
+            time.sleep(1.5)  # several steps: launched, but never RUNNING without a job
+            statuses = [get_workflow(server.port, wids[i])["tasks"][0]["status"]
+                        for i in range(3, 6)]
+            assert statuses == ["SCHEDULED"] * 3, f"placed while slurmctld is down: {statuses}"
         finally:
             subprocess.run([script, "ctld-start", args.cluster_dir], check=True)
         flows = wait_finished(server, wids)

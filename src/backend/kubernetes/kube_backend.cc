@@ -355,6 +355,7 @@ void KubernetesBackend::Placed(const std::shared_ptr<LaunchOp>& op) {
     if (!killed && it != running_.end()) {
       it->second.pod = op->ref;
       it->second.placed = true;
+      if (!op->launch.adopt) started_.push_back(op->launch.key);
     }
   }
   if (killed) DeletePod(op->ref);  // canceled while we placed it
@@ -395,10 +396,18 @@ Status KubernetesBackend::Kill(std::string_view key) {
     running_.erase(it);
     killed_.emplace(key);
     ended_.erase(std::string(key));
+    std::erase(started_, key);
   }
   // A launch still in flight deletes its pod when it is placed (Placed).
   if (task.placed) DeletePod(task.pod);
   return OkStatus();
+}
+
+std::vector<std::string> KubernetesBackend::Started() {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> started;
+  started.swap(started_);
+  return started;
 }
 
 std::vector<TaskExit> KubernetesBackend::Poll(int64_t now_ms) {

@@ -68,6 +68,9 @@
 //   ReadLog    a task attempt's output is its pod's log: GET pods/NAME/log (the container named
 //              by annotation kubectl.kubernetes.io/default-container, else the first), with
 //              limitBytes = offset + max_bytes + 1 read from the start (kube_backend_logs.cc).
+//   Started    launches whose pod is created and bound to its node (the pod exists on the
+//              cluster: a leader killed before that launches the task again, and the create's
+//              409 AlreadyExists adopts a pod made meanwhile);
 //   Poll       gpupool's pods that ended (those with the attempt annotation): Succeeded ->
 //              exit 0, Failed -> the container's exit code and reason (kube::ObservePod:
 //              OOMKilled, Error, Evicted, ...), a pod deleted by someone else -> exit code -1,
@@ -122,6 +125,9 @@ class KubernetesBackend final : public Backend {
   Status Launch(const TaskLaunch& launch) override;
   Status Kill(std::string_view key) override;
   std::vector<TaskExit> Poll(int64_t now_ms) override;
+  // Pods are created and bound on the client's thread, after Launch returns.
+  bool ReportsStarts() const override { return true; }
+  std::vector<std::string> Started() override;
   size_t RunningCount() const override;
   void ReportUnschedulable(const Unschedulable& report) override;
   std::vector<std::shared_ptr<const HandedInPod>> HandedInPods() const override;
@@ -200,6 +206,7 @@ class KubernetesBackend final : public Backend {
   std::map<std::string, Task, std::less<>> running_;    // launched, not yet reported, by key
   std::map<std::string, TaskExit, std::less<>> ended_;  // seen ending, by key
   std::set<std::string, std::less<>> killed_;           // deleted by Kill: not reported
+  std::vector<std::string> started_;  // launches placed (created and bound), for Started
   // Bound pods the store does not count (other schedulers', DaemonSets', gpupool's being
   // deleted), by UID: what each takes from its node.
   struct OtherPod {

@@ -57,14 +57,31 @@ class KubeBackendTest : public ::testing::Test {
     kube_ = std::move(*client);
     auto kubeconfig = fake_->WriteKubeconfig(/*client_certificate=*/false);
     ASSERT_TRUE(kubeconfig.ok());
+    kubeconfig_ = *kubeconfig;
+    OpenBackend();
+  }
+
+  // A backend (again: a restarted server's) on the fake.
+  void OpenBackend() {
+    backend_.reset();
     KubernetesOptions backend_options;
-    backend_options.kubeconfig = {*kubeconfig, ""};
+    backend_options.kubeconfig = {kubeconfig_, ""};
     backend_options.client.qps = -1;
     kube::Environment env;
     env.getenv = [](const std::string&) { return std::string(); };
     auto backend = KubernetesBackend::Open(backend_options, env);
     ASSERT_TRUE(backend.ok()) << backend.status().message();
     backend_ = std::move(*backend);
+  }
+
+  // Waits (bounded) until Started has reported `key`.
+  bool WaitStarted(const std::string& key) {
+    return Eventually([&] {
+      for (const auto& started : backend_->Started()) {
+        if (started == key) return true;
+      }
+      return false;
+    });
   }
 
   // Nothing the backend asked for was refused by the deployment's ClusterRole.
@@ -112,10 +129,30 @@ class KubeBackendTest : public ::testing::Test {
     return found;
   }
 
+  std::string kubeconfig_;
   std::unique_ptr<kube::fake::FakeApiServerProcess> fake_;
   std::unique_ptr<kube::Client> kube_;
   std::unique_ptr<KubernetesBackend> backend_;
 };
+
+// Started reports a launch once its pod exists bound to its node; a restarted server that
+// launches the same attempt again (it was SCHEDULED in the store) finds that pod (the create's
+// 409) and reports it started, with no second pod.
+TEST_F(KubeBackendTest, StartedReportsALaunchOnceItsPodIsBound) {
+  ASSERT_TRUE(backend_->ReportsStarts());
+  const std::string key = "wf/g/a/0";
+  const std::string name = LaunchTask(key, "nori", {{"fake.gpupool.io/run-ms", "60000"}});
+  ASSERT_TRUE(WaitStarted(key));
+  Json pod = GetPod("gpupool", name);
+  EXPECT_EQ(pod.value("/spec/nodeName"_json_pointer, ""), "nori");
+  const std::string uid = pod.value("/metadata/uid"_json_pointer, "");
+
+  OpenBackend();
+  LaunchTask(key, "nori", {{"fake.gpupool.io/run-ms", "60000"}});
+  ASSERT_TRUE(WaitStarted(key));
+  EXPECT_EQ(GetPod("gpupool", name).value("/metadata/uid"_json_pointer, ""), uid);
+  EXPECT_TRUE(backend_->Poll(0).empty());
+}
 
 // A task's output is its pod's log (its first container's, of two), read by byte offsets: each
 // chunk is the bytes at its offset, and `size` is how much is known to exist.

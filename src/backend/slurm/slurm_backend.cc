@@ -110,9 +110,17 @@ Status SlurmBackend::Launch(const TaskLaunch& launch) {
   if (!launch.adopt) RETURN_IF_ERROR(cluster_->Check(command.run).status());
   std::lock_guard lock(mu_);
   if (!running_.insert(launch.key).second) return OkStatus();  // launched already
+  if (!launch.adopt) awaiting_start_[launch.key] = ++launches_;
   if (step_launches_.empty()) first_step_launch_ = std::chrono::steady_clock::now();
   step_launches_.push_back(std::move(command));
   return OkStatus();
+}
+
+std::vector<std::string> SlurmBackend::Started() {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> started;
+  started.swap(started_);
+  return started;
 }
 
 void SlurmBackend::LaunchesDone() {
@@ -133,6 +141,10 @@ Status SlurmBackend::Kill(std::string_view key) {
   ReleaseStepLaunches();
   auto it = running_.find(key);
   if (it != running_.end()) running_.erase(it);
+  if (auto awaiting = awaiting_start_.find(key); awaiting != awaiting_start_.end()) {
+    awaiting_start_.erase(awaiting);
+  }
+  std::erase(started_, key);
   Command command;
   command.stop = true;
   command.run.key = std::string(key);
@@ -240,6 +252,8 @@ void SlurmBackend::Work() {
     }
     std::deque<Command> commands;
     commands.swap(commands_);
+    std::vector<std::pair<std::string, uint64_t>> awaiting(awaiting_start_.begin(),
+                                                           awaiting_start_.end());
     lock.unlock();
     std::vector<TaskExit> exits = Execute(commands);
     auto events = cluster_->Poll();
@@ -251,11 +265,29 @@ void SlurmBackend::Work() {
                          event.lost ? "lost: " + event.reason : event.reason});
       }
     }
+    CollectStarts(awaiting);
     lock.lock();
     for (auto& exit : exits) {
+      awaiting_start_.erase(exit.key);
       // A task killed meanwhile is not reported (as on the simulated cluster).
       if (running_.erase(exit.key) > 0) exits_.push_back(std::move(exit));
     }
+  }
+}
+
+void SlurmBackend::CollectStarts(const std::vector<std::pair<std::string, uint64_t>>& awaiting) {
+  if (awaiting.empty()) return;
+  std::vector<std::string> keys;
+  keys.reserve(awaiting.size());
+  for (const auto& [key, launch] : awaiting) keys.push_back(key);
+  const std::vector<bool> have_jobs = cluster_->HaveJobs(keys);
+  std::lock_guard lock(mu_);
+  for (size_t i = 0; i < awaiting.size(); ++i) {
+    if (!have_jobs[i]) continue;
+    auto it = awaiting_start_.find(awaiting[i].first);
+    if (it == awaiting_start_.end() || it->second != awaiting[i].second) continue;
+    awaiting_start_.erase(it);
+    started_.push_back(awaiting[i].first);
   }
 }
 

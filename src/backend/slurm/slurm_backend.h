@@ -16,15 +16,19 @@
 //                 submitted twice);
 //   Kill       -> SlurmCluster::Stop on the worker (the job is cancelled);
 //   ReadLog    -> the job's output file, read directly (slurmrestd has no way to read it);
+//   Started    -> the launches whose job Slurm acknowledged (or that were found by name), once
+//                 the worker submitted them: the loop keeps a task SCHEDULED until then, so a
+//                 gpupool killed between a launch and its submission launches the task again
+//                 on restart instead of finding no job to adopt;
 //   Poll       -> the exits the worker collected from SlurmCluster::Poll, with Slurm's reason.
-//                 Started events have no place in this contract yet (the loop marks a task
-//                 RUNNING when it launches it). A job Slurm refuses later ends its task with
-//                 exit code 1 and the refusal as the reason.
+//                 A job Slurm refuses ends its task with exit code 1 and the refusal as the
+//                 reason.
 //
 // Thread contract: as Backend; ListNodes may be called from any thread.
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <map>
 #include <memory>
@@ -32,6 +36,8 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "backend/backend.h"
 #include "slurm/cluster.h"
@@ -52,6 +58,9 @@ class SlurmBackend final : public Backend {
   Result<std::vector<nlohmann::ordered_json>> ListNodes() const override;
   Status Launch(const TaskLaunch& launch) override;
   void LaunchesDone() override;
+  // A launch is on the cluster once its job is submitted (or found), which the worker does.
+  bool ReportsStarts() const override { return true; }
+  std::vector<std::string> Started() override;
   Status Kill(std::string_view key) override;
   std::vector<TaskExit> Poll(int64_t now_ms) override;
   size_t RunningCount() const override;
@@ -70,6 +79,8 @@ class SlurmBackend final : public Backend {
   };
   void Work();
   void ReleaseStepLaunches();
+  // Moves the launches whose job now exists from awaiting_start_ to started_ (worker thread).
+  void CollectStarts(const std::vector<std::pair<std::string, uint64_t>>& awaiting);
   // Runs the commands in order, consecutive runs together; returns the runs Slurm refused.
   std::vector<TaskExit> Execute(const std::deque<Command>& commands);
   void Report(const Status& status);
@@ -90,6 +101,12 @@ class SlurmBackend final : public Backend {
   std::chrono::steady_clock::time_point first_step_launch_{};
   std::vector<TaskExit> exits_;
   std::set<std::string, std::less<>> running_;  // launched, not yet reported or killed
+  // Launches (not adoptions) whose job is not known to exist yet, each with the sequence number
+  // of its launch: a key killed and launched again while the worker looked is not taken for
+  // started by its earlier job.
+  std::map<std::string, uint64_t, std::less<>> awaiting_start_;
+  uint64_t launches_ = 0;
+  std::vector<std::string> started_;  // for Started
   bool stop_ = false;
   std::thread worker_;
 };

@@ -117,6 +117,48 @@ TEST_F(SlurmBackendTest, ABurstOfLaunchesAndAKillAmongThemEachReachSlurmOnce) {
   EXPECT_LE(state_->submissions.size(), 31u);  // t7 twice at most: once before its kill
 }
 
+// Started says a launch is on the cluster only once its job exists: not while Slurm cannot be
+// reached, nor for an adoption, nor for a key killed before its job was acknowledged.
+TEST_F(SlurmBackendTest, StartedReportsALaunchOnceItsJobExists) {
+  EXPECT_TRUE(backend_->ReportsStarts());
+  {
+    std::lock_guard lock(state_->mu);
+    state_->down = true;
+  }
+  TaskLaunch launch{"wf/g/a/0", "gpu0004"};
+  launch.pod = Pod();
+  ASSERT_TRUE(backend_->Launch(launch).ok());
+  TaskLaunch killed{"wf/g/k/0", "gpu0004"};
+  killed.pod = Pod();
+  ASSERT_TRUE(backend_->Launch(killed).ok());
+  TaskLaunch adopted{"wf/g/old/0", "gpu0003"};
+  adopted.pod = Pod();
+  adopted.adopt = true;
+  ASSERT_TRUE(backend_->Launch(adopted).ok());
+  backend_->LaunchesDone();
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard lock(state_->mu);
+    return state_->refused > 0;
+  }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a worker round or two
+  EXPECT_TRUE(backend_->Started().empty()) << "no job exists while slurmctld is down";
+  ASSERT_TRUE(backend_->Kill("wf/g/k/0").ok());
+  {
+    std::lock_guard lock(state_->mu);
+    state_->down = false;
+  }
+  std::vector<std::string> started;
+  ASSERT_TRUE(WaitFor([&] {
+    auto more = backend_->Started();
+    started.insert(started.end(), more.begin(), more.end());
+    return JobOf("wf/g/a/0") != 0 && !started.empty();
+  }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto more = backend_->Started();
+  started.insert(started.end(), more.begin(), more.end());
+  EXPECT_EQ(started, std::vector<std::string>{"wf/g/a/0"});
+}
+
 TEST_F(SlurmBackendTest, WhatSlurmCannotRunFailsAtLaunch) {
   TaskLaunch launch{"wf/g/a/0", "gpu0004"};
   launch.pod = Pod(/*with_command=*/false);

@@ -86,6 +86,7 @@ void SchedulingLoop::Start() {
   stop_ = false;
   thread_ = std::thread([this] {
     std::string last_error;
+    bool followed_at_once = false;  // the last step ran without waiting the interval
     while (!stop_.load()) {
       auto stats = Step();
       std::string error = !stats.ok() ? stats.status().message() : stats->machine_pool_error;
@@ -94,6 +95,18 @@ void SchedulingLoop::Start() {
         std::cerr << "gpupool serve: scheduling step: " << error << "\n";
       }
       last_error = std::move(error);
+      // A step that placed tasks is followed at once by the step that launches them (placing
+      // and launching are two steps so that a placement is in the store before its job exists):
+      // a placement should not wait an interval to start. Only once in a row, so that a steady
+      // stream of submissions still leaves the loop idle between steps. Not after a step that
+      // evicted: a victim's message says why it was evicted until the next cycle gives its
+      // pending reason, and users (and the real-cluster tests) read it in that interval.
+      const bool placed = stats.ok() && stats->bound > 0 && stats->evicted == 0;
+      if (placed && !followed_at_once) {
+        followed_at_once = true;
+        continue;
+      }
+      followed_at_once = false;
       for (int64_t waited = 0; waited < options_.interval_ms && !stop_.load(); waited += 10) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }

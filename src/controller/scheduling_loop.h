@@ -44,7 +44,9 @@
 // store consistent: a node is never counted twice, an acknowledged workflow is never lost.
 //
 // Thread contract: Step() must not run concurrently with itself; Start() runs it on a private
-// thread every interval_ms. IsLeader() and the metrics may be read from any thread.
+// thread every interval_ms, except that a step which placed tasks is followed at once by the
+// step that launches them (once in a row, and not after a step that evicted). IsLeader() and the
+// metrics may be read from any thread.
 
 #include <atomic>
 #include <cstdint>

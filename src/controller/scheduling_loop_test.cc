@@ -288,6 +288,27 @@ TEST_F(SchedulingLoopTest, CancelStopsTheBackendTask) {
   EXPECT_EQ(Get(id).status, "CANCELED");
 }
 
+// Placing and launching are two steps; the loop's thread runs the launching one at once
+// rather than an interval later. With an hour's interval, the task is RUNNING within the
+// test's patience only if the second step did not wait.
+TEST_F(SchedulingLoopTest, TheLoopLaunchesAPlacementWithoutWaitingAnInterval) {
+  std::string id = Submit(Workflow("prompt", "1", "", ", sim_duration: 1h"));
+  LoopOptions options;
+  options.holder = "b";
+  options.interval_ms = 3'600'000;
+  SchedulingLoop loop(*store_, *backend_, clock_, registry_, options);
+  loop.Start();
+  std::string status;
+  for (int waited_ms = 0; waited_ms < 30'000; waited_ms += 10) {
+    status = Get(id).tasks[0].status;
+    if (status == "RUNNING") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  loop.Stop();
+  EXPECT_EQ(status, "RUNNING");
+  EXPECT_EQ(backend_->RunningCount(), 1u);
+}
+
 TEST_F(SchedulingLoopTest, NeverOvercommitsANode) {
   std::vector<std::string> ids;
   for (int i = 0; i < 5; ++i)

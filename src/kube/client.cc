@@ -27,6 +27,7 @@
 
 #include "common/strings.h"
 #include "kube/flow_control.h"
+#include "kube/json_read.h"
 #include "model/input_file.h"
 
 namespace gpupool::kube {
@@ -555,9 +556,7 @@ const RestConfig& Client::config() const { return impl_->config(); }
 
 // ---- Answers -------------------------------------------------------------------------------
 
-Json Response::Json() const {
-  return nlohmann::ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
-}
+Json Response::Json() const { return ReadJson(body); }
 
 std::string ApiReason(const Response& response) {
   Json body = response.Json();

@@ -4,6 +4,7 @@
 #include <future>
 #include <random>
 
+#include "kube/json_read.h"
 #include "kube/writes.h"
 
 namespace gpupool::kube {
@@ -317,8 +318,7 @@ void Informer::State::OnWatchData(std::string_view data) {
 }
 
 void Informer::State::HandleEvent(std::string_view line) {
-  Json event = options.decode ? options.decode(line)
-                              : Json::parse(line, nullptr, /*allow_exceptions=*/false);
+  Json event = options.decode ? options.decode(line) : ReadJson(line);
   if (!event.is_object() || !event.contains("type") || !event["type"].is_string() ||
       !event.contains("object") || !event["object"].is_object()) {
     return;  // not an event: skip the line, as client-go skips what it cannot decode

@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/strings.h"
+#include "kube/json_read.h"
 #include "kube/testing/fake_api_internal.h"
 #include "kube/testing/fake_patch.h"
 
@@ -85,7 +86,7 @@ ApiResponse FromStatus(const Status& status, const ResourceType& type, const std
 }
 
 Result<Json> ParseBody(const ApiRequest& request) {
-  Json body = Json::parse(request.body, nullptr, false);
+  Json body = ReadJson(request.body);
   if (body.is_discarded() || !body.is_object()) {
     return InvalidArgumentError("the request body is not a JSON object");
   }

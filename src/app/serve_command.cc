@@ -373,6 +373,8 @@ int RunServe(const ServeOptions& o) {
   std::unique_ptr<controller::SchedulingLoop> loop;
   if (*backend && !o.no_scheduler) {
     loop = MakeSchedulingLoop(*settings, catalog, **store, **backend, clock, registry, views);
+    // A submission to an idle cluster is placed at once, not an interval later.
+    service.SetSubmittedListener([scheduling = loop.get()] { scheduling->Nudge(); });
   }
 
   api::ApiContext context;

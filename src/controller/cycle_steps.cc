@@ -210,8 +210,10 @@ void SchedulingLoop::RunCycle(StepState& step, StepStats& stats) {
     if (step.evicted_now.contains(TaskKey(wf.id, task))) {
       continue;  // its message says it was evicted, for this step
     }
-    if (task.status == TaskStatus::kPending && task.message != pending.reason) {
-      task.message = pending.reason;
+    if (task.status != TaskStatus::kPending) continue;
+    if (std::string message = PendingMessage(pending.reason, task.message);
+        task.message != message) {
+      task.message = std::move(message);
       step.changed[it->second.first] = true;
     }
   }

@@ -88,6 +88,7 @@ void SchedulingLoop::Start() {
     std::string last_error;
     bool followed_at_once = false;  // the last step ran without waiting the interval
     while (!stop_.load()) {
+      nudged_.store(false);  // what arrives from here on, this step may not have seen
       auto stats = Step();
       std::string error = !stats.ok() ? stats.status().message() : stats->machine_pool_error;
       // Reported once per distinct message, so a lasting fault does not flood the log.
@@ -98,20 +99,34 @@ void SchedulingLoop::Start() {
       // A step that placed tasks is followed at once by the step that launches them (placing
       // and launching are two steps so that a placement is in the store before its job exists):
       // a placement should not wait an interval to start. Only once in a row, so that a steady
-      // stream of submissions still leaves the loop idle between steps. Not after a step that
-      // evicted: a victim's message says why it was evicted until the next cycle gives its
-      // pending reason, and users (and the real-cluster tests) read it in that interval.
-      const bool placed = stats.ok() && stats->bound > 0 && stats->evicted == 0;
+      // stream of submissions still leaves the loop idle between steps.
+      const bool placed = stats.ok() && stats->bound > 0;
       if (placed && !followed_at_once) {
         followed_at_once = true;
         continue;
       }
       followed_at_once = false;
-      for (int64_t waited = 0; waited < options_.interval_ms && !stop_.load(); waited += 10) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
+      WaitForNextStep(stats.ok() && stats->leader && stats->pending == 0);
     }
   });
+}
+
+void SchedulingLoop::Nudge() { nudged_.store(true); }
+
+// The interval, cut short by a nudge when the last step left nothing pending: work submitted to
+// an idle cluster is placed within kNudgeDelayMs rather than up to an interval later (as
+// kube-scheduler takes a new pod at once and slurmctld tries a submitted job at once). Not
+// after a step that left work pending: with a backlog, the interval paces the cycles, and a
+// stream of submissions should not make the loop run back to back. The delay lets a burst of
+// submissions gather into one step.
+void SchedulingLoop::WaitForNextStep(bool idle) {
+  static constexpr int64_t kNudgeDelayMs = 20;
+  int64_t nudged_at = -1;
+  for (int64_t waited = 0; waited < options_.interval_ms && !stop_.load(); waited += 10) {
+    if (idle && nudged_at < 0 && nudged_.load()) nudged_at = waited;
+    if (nudged_at >= 0 && waited - nudged_at >= kNudgeDelayMs) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
 }
 
 // A node carrying the labels of two node pools is scheduled in the first by name (the

@@ -45,8 +45,9 @@
 //
 // Thread contract: Step() must not run concurrently with itself; Start() runs it on a private
 // thread every interval_ms, except that a step which placed tasks is followed at once by the
-// step that launches them (once in a row, and not after a step that evicted). IsLeader() and the
-// metrics may be read from any thread.
+// step that launches them (once in a row), and that a Nudge (work submitted) after a step that
+// left nothing pending brings the next step forward. IsLeader(), Nudge() and the metrics may be
+// used from any thread.
 
 #include <atomic>
 #include <cstdint>
@@ -126,6 +127,9 @@ class SchedulingLoop {
 
   void Start();
   void Stop();  // releases the lease if held
+  // Work arrived (a workflow submitted to this server): if the last step left nothing pending,
+  // the next one runs ~20 ms from now instead of at the end of the interval. Any thread.
+  void Nudge();
   bool IsLeader() const { return leader_.load(); }
 
  private:
@@ -198,7 +202,10 @@ class SchedulingLoop {
   metrics::Counter* transitions_;
   metrics::Counter* step_errors_;
 
+  void WaitForNextStep(bool idle);
+
   std::atomic<bool> stop_{false};
+  std::atomic<bool> nudged_{false};
   std::thread thread_;
 };
 

@@ -129,6 +129,11 @@ TEST_F(EvictionLoopTest, TheVictimHoldsItsNodeUntilTheClusterHasEvictedIt) {
   EXPECT_EQ(Task(high_).status, "RUNNING");
   EXPECT_EQ(Task(low_).status, "PENDING");
   EXPECT_EQ(backend_->asked.size(), 1u);
+  // Later cycles say why it waits, and still why it was evicted.
+  Step();
+  low = Task(low_);
+  EXPECT_NE(low.message.find("Insufficient cpu"), std::string::npos) << low.message;
+  EXPECT_NE(low.message.find("; earlier: evicted (preempt)"), std::string::npos) << low.message;
 }
 
 TEST_F(EvictionLoopTest, ARefusedEvictionLeavesTheVictimRunningAndSaysWhy) {

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 
 #include "backend/sim/sim_backend.h"
@@ -307,6 +308,38 @@ TEST_F(SchedulingLoopTest, TheLoopLaunchesAPlacementWithoutWaitingAnInterval) {
   loop.Stop();
   EXPECT_EQ(status, "RUNNING");
   EXPECT_EQ(backend_->RunningCount(), 1u);
+}
+
+// A nudge (a workflow submitted) after a step that left nothing pending brings the next step
+// forward; after one that left work pending, the interval paces the loop. An hour's interval:
+// a task placed within the test's patience was placed by a nudged step.
+TEST_F(SchedulingLoopTest, ANudgeBringsTheNextStepForwardOnlyWhenNothingWasPending) {
+  LoopOptions options;
+  options.holder = "b";
+  options.interval_ms = 3'600'000;
+  SchedulingLoop loop(*store_, *backend_, clock_, registry_, options);
+  auto wait_for = [&](const std::function<bool()>& done) {
+    for (int waited_ms = 0; waited_ms < 30'000 && !done(); waited_ms += 10) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return done();
+  };
+  loop.Start();
+  ASSERT_TRUE(wait_for([&] { return loop.IsLeader(); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its first step is over
+  std::string id = Submit(Workflow("prompt", "1", "", ", sim_duration: 1h"));
+  loop.Nudge();
+  EXPECT_TRUE(wait_for([&] { return Get(id).tasks[0].status == "RUNNING"; }));
+
+  // 2 cpus and the sidecar's 1: n1 has 2 of its 4 left.
+  std::string big = Submit(Workflow("big", "2", "", ", sim_duration: 1h"));
+  loop.Nudge();
+  EXPECT_TRUE(wait_for([&] { return !Get(big).tasks[0].message.empty(); }));
+  std::string small = Submit(Workflow("small", "1", "", ", sim_duration: 1h"));
+  loop.Nudge();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(Get(small).tasks[0].status, "PENDING") << "a backlog: the interval paces the loop";
+  loop.Stop();
 }
 
 TEST_F(SchedulingLoopTest, NeverOvercommitsANode) {

@@ -201,6 +201,20 @@ std::string SnapshotPodName(const std::string& workflow_id, size_t index) {
   return workflow_id + "." + std::to_string(index);
 }
 
+std::string PendingMessage(const std::string& reason, const std::string& current) {
+  static constexpr std::string_view kEvicted = "evicted ";
+  static constexpr std::string_view kEarlier = "; earlier: ";
+  std::string_view eviction;
+  if (current.starts_with(kEvicted)) {
+    eviction = current;
+  } else if (auto at = current.find(std::string(kEarlier) + std::string(kEvicted));
+             at != std::string::npos) {
+    eviction = std::string_view(current).substr(at + kEarlier.size());
+  }
+  if (eviction.empty()) return reason;
+  return reason + std::string(kEarlier) + std::string(eviction);
+}
+
 std::string TaskKey(const std::string& workflow_id, const store::TaskRecord& task) {
   return workflow_id + "/" + task.group + "/" + task.name + "/" + std::to_string(task.retry);
 }

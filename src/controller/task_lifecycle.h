@@ -61,6 +61,12 @@ backend::TaskLaunch LaunchFor(std::string key, const store::TaskRecord& task,
 // The pod's name in the scheduler's snapshot: "<workflow id>.<task index>".
 std::string SnapshotPodName(const std::string& workflow_id, size_t index);
 
+// The message of a task the cycle leaves pending: the scheduler's reason, and, for a task
+// requeued by an eviction and not placed since, why it was evicted ("<reason>; earlier: evicted
+// (reclaim): ..."), so that a user still sees why a task that ran waits again once the next
+// cycle has said why it waits. `current` is the task's message now.
+std::string PendingMessage(const std::string& reason, const std::string& current);
+
 // "<workflow>/<group>/<task>/<retry>": the backend key of one task attempt.
 std::string TaskKey(const std::string& workflow_id, const store::TaskRecord& task);
 

@@ -81,6 +81,10 @@ Service::Service(store::Store& store, const Clock& clock)
 
 Service::~Service() = default;
 
+void Service::SetSubmittedListener(std::function<void()> listener) {
+  submitted_ = std::move(listener);
+}
+
 void Service::SetMachinePoolSupport(MachinePoolSupport support) {
   machine_pools_ = support;
   std::lock_guard<std::mutex> lock(cache_->mu);

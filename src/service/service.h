@@ -334,6 +334,10 @@ class Service {
 
   // Set once, before the Service is shared between threads.
   void SetMachinePoolSupport(MachinePoolSupport support);
+  // Called (on the store's commit thread) after each workflow newly stored: the server's
+  // scheduling loop takes it as a sign that work arrived (SchedulingLoop::Nudge). Set once,
+  // before the Service is shared between threads; it must be cheap and must not block.
+  void SetSubmittedListener(std::function<void()> listener);
 
   // Writes the built-in configs (config::BuiltinConfigs()) as revision 1 by user `system` when
   // the store has no configs yet. Idempotent; called once after OpenStore.
@@ -437,6 +441,7 @@ class Service {
   store::Store& store_;
   const Clock& clock_;
   MachinePoolSupport machine_pools_;
+  std::function<void()> submitted_;  // SetSubmittedListener
 
   // A planned submission: the result so far and, unless a dry run, what to store.
   struct PreparedSubmission;

@@ -164,6 +164,28 @@ TEST_F(ServiceCacheTest, AsyncSubmissionsAndReadsSeeWritesOfAnotherStore) {
 
 // The nodes a platform's node rules see are remembered per configs and nodes; nodes added
 // through the other store are seen by the next submission, on either path.
+// The listener the scheduling loop hangs on (SchedulingLoop::Nudge) hears each workflow newly
+// stored, once: not a replay of an idempotency key, nor a refused submission.
+TEST_F(ServiceCacheTest, TheSubmittedListenerHearsEachNewWorkflowOnce) {
+  int heard = 0;
+  server_->SetSubmittedListener([&heard] { ++heard; });
+  ASSERT_TRUE(server_->ImportNodes(admin_, kNodes, "nodes.yaml").ok());
+  SubmitRequest submit{.pool = "default", .spec_text = kWorkflow, .file_name = "wf.yaml"};
+  submit.idempotency_key = "k1";
+  auto first = server_->SubmitWorkflow(admin_, submit);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto replay = server_->SubmitWorkflow(admin_, submit);
+  ASSERT_TRUE(replay.ok());
+  EXPECT_TRUE(replay->existing);
+  EXPECT_EQ(heard, 1);
+  submit.idempotency_key = "k2";
+  ASSERT_TRUE(server_->SubmitWorkflow(admin_, submit).ok());
+  EXPECT_EQ(heard, 2);
+  submit.pool = "no-such-pool";
+  EXPECT_FALSE(server_->SubmitWorkflow(admin_, submit).ok());
+  EXPECT_EQ(heard, 2);
+}
+
 TEST_F(ServiceCacheTest, NodeRulesSeeNodesAddedThroughAnotherStore) {
   constexpr char kBig[] = R"(workflow:
   name: big

@@ -240,6 +240,7 @@ void Service::SubmitAttempt(const Caller& caller, const SubmitRequest& request, 
         }
         if (!stored.ok()) return done(stored.status());
         result.existing = stored->id != planned_id;
+        if (!result.existing && submitted_) submitted_();
         done(Submitted(std::move(result), *stored));
       });
 }

@@ -118,10 +118,11 @@ def workflow(name, duration="1h"):
             f"storage: 1Gi}}\n  tasks:\n  - {{name: t, image: busybox, sim_duration: {duration}}}\n")
 
 
-def list_workflows(port, name):
+def list_workflows(port, name=None):
+    """The workflows named `name`, or all of them."""
     status, body = request(port, "GET", "/api/workflow?limit=100000")
     assert status == 200, body
-    return [w for w in json.loads(body)["workflows"] if w["name"] == name]
+    return [w for w in json.loads(body)["workflows"] if name is None or w["name"] == name]
 
 
 # Each task uses 2 cpus: 1 for the user container and 1 for the built-in default_ctrl sidecar.
@@ -417,15 +418,17 @@ def crash_attempt(args, workdir, attempt):
             f"{len(stored)} workflows for {args.submissions} keys")
         assert len({w["id"] for w in stored}) == args.submissions
         assert set(retried.values()) == {w["id"] for w in stored}
-        # The restarted loop fills the nodes exactly, never beyond.
+        # The restarted loop fills the nodes exactly, never beyond. Every workflow's tasks count:
+        # an earlier attempt's (its kill missed the window) are older and still pending, so they
+        # may take this attempt's nodes first, and they use the same cpus.
         deadline = time.time() + 30
         placed = 0
         while time.time() < deadline:
-            placed = check_no_double_booking(list_workflows(server.port, name), prefix, cpus)
+            placed = check_no_double_booking(list_workflows(server.port), prefix, cpus)
             if placed >= capacity:
                 break
             time.sleep(0.5)
-        placed = check_no_double_booking(list_workflows(server.port, name), prefix, cpus)
+        placed = check_no_double_booking(list_workflows(server.port), prefix, cpus)
         assert placed == capacity, f"{placed} tasks placed, expected {capacity}"
         used = check_resources(server.port, prefix, nodes)
         assert used == capacity * CPUS_PER_TASK, f"{used} cpus in use, expected all {nodes * cpus}"

@@ -88,7 +88,8 @@ void SchedulingLoop::Start() {
     std::string last_error;
     bool followed_at_once = false;  // the last step ran without waiting the interval
     while (!stop_.load()) {
-      nudged_.store(false);  // what arrives from here on, this step may not have seen
+      // What arrives from here on, this step may not have seen.
+      const uint64_t nudges_before = nudges_.load();
       auto stats = Step();
       std::string error = !stats.ok() ? stats.status().message() : stats->machine_pool_error;
       // Reported once per distinct message, so a lasting fault does not flood the log.
@@ -106,25 +107,30 @@ void SchedulingLoop::Start() {
         continue;
       }
       followed_at_once = false;
-      WaitForNextStep(stats.ok() && stats->leader && stats->pending == 0);
+      WaitForNextStep(stats.ok() && stats->leader && stats->pending == 0, nudges_before);
     }
   });
 }
 
-void SchedulingLoop::Nudge() { nudged_.store(true); }
+void SchedulingLoop::Nudge() { nudges_.fetch_add(1); }
 
-// The interval, cut short by a nudge when the last step left nothing pending: work submitted to
-// an idle cluster is placed within kNudgeDelayMs rather than up to an interval later (as
-// kube-scheduler takes a new pod at once and slurmctld tries a submitted job at once). Not
-// after a step that left work pending: with a backlog, the interval paces the cycles, and a
-// stream of submissions should not make the loop run back to back. The delay lets a burst of
-// submissions gather into one step.
-void SchedulingLoop::WaitForNextStep(bool idle) {
-  static constexpr int64_t kNudgeDelayMs = 20;
-  int64_t nudged_at = -1;
+// The interval, cut short by nudges when the last step left nothing pending: work submitted to
+// an idle cluster is placed kNudgeQuietMs after the last of a burst of submissions rather than up
+// to an interval later (as kube-scheduler takes a new pod at once and slurmctld tries a
+// submitted job at once). Waiting for the burst to go quiet keeps it in one step: a burst split
+// over steps reaches a batching backend as several (Slurm: a second gate's submissions crawl
+// while slurmctld launches the first's jobs). Not after a step that left work pending: with a
+// backlog the interval paces the loop, so a stream onto it does not run the cycles back to back.
+void SchedulingLoop::WaitForNextStep(bool idle, uint64_t nudges_before) {
+  static constexpr int64_t kNudgeQuietMs = 50;
+  uint64_t seen = nudges_before;
+  int64_t last_nudge_ms = -1;  // when the count last moved, in the wait's time
   for (int64_t waited = 0; waited < options_.interval_ms && !stop_.load(); waited += 10) {
-    if (idle && nudged_at < 0 && nudged_.load()) nudged_at = waited;
-    if (nudged_at >= 0 && waited - nudged_at >= kNudgeDelayMs) return;
+    if (const uint64_t now = nudges_.load(); now != seen) {
+      seen = now;
+      last_nudge_ms = waited;
+    }
+    if (idle && last_nudge_ms >= 0 && waited - last_nudge_ms >= kNudgeQuietMs) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }

@@ -128,7 +128,8 @@ class SchedulingLoop {
   void Start();
   void Stop();  // releases the lease if held
   // Work arrived (a workflow submitted to this server): if the last step left nothing pending,
-  // the next one runs ~20 ms from now instead of at the end of the interval. Any thread.
+  // the next one runs once the nudges have been quiet for 50 ms, instead of at the end of the
+  // interval. Any thread.
   void Nudge();
   bool IsLeader() const { return leader_.load(); }
 
@@ -202,10 +203,10 @@ class SchedulingLoop {
   metrics::Counter* transitions_;
   metrics::Counter* step_errors_;
 
-  void WaitForNextStep(bool idle);
+  void WaitForNextStep(bool idle, uint64_t nudges_before);
 
   std::atomic<bool> stop_{false};
-  std::atomic<bool> nudged_{false};
+  std::atomic<uint64_t> nudges_{0};
   std::thread thread_;
 };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <iostream>
+#include <iterator>
 #include <optional>
 #include <thread>
 
@@ -263,54 +264,77 @@ Status SlurmCluster::Run(const TaskRun& run, bool adopt) {
   return RunAll({RunRequest{run, adopt}}).front();
 }
 
-std::vector<Status> SlurmCluster::RunAll(const std::vector<RunRequest>& requests) {
+// A burst under way in RunAll: its gate while held, and for each task submitted behind it (over
+// every round), the request's index, its key and its job's id and array index.
+struct SlurmCluster::Burst {
+  bool gate_decided = false;
+  std::optional<int64_t> gate;
+  std::vector<size_t> requests;
+  std::vector<std::string> keys;
+  std::vector<std::pair<Result<int64_t>, int64_t>> ids;
+};
+
+std::vector<Status> SlurmCluster::RunAll(const std::vector<RunRequest>& first,
+                                         const MoreRuns& more) {
   std::lock_guard lock(mu_);
-  std::vector<Status> out(requests.size());
-  std::optional<Status> listed;   // listed once, before the first task that needs it
-  std::vector<size_t> submitted;  // indexes of the requests to submit now
-  std::vector<JobSubmission> submissions;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const RunRequest& request = requests[i];
-    if (tasks_.contains(request.run.key)) continue;
-    if (!listed) listed = ListUnlessUnreachableLocked();
-    bool submit = false;
-    out[i] = TrackLocked(request.run, request.adopt, *listed, submit);
-    if (!out[i].ok() || !submit) continue;
-    auto submission = SubmissionLocked(request.run.key, tasks_.at(request.run.key));
-    if (!submission.ok()) {
-      tasks_.erase(request.run.key);
-      out[i] = submission.status();
-      continue;
+  std::vector<RunRequest> requests = first;
+  std::vector<Status> out;
+  std::optional<Status> listed;  // listed once, before the first task that needs it
+  Burst burst;
+  for (size_t begin = 0, round = 1;; ++round) {
+    out.resize(requests.size());
+    std::vector<JobSubmission> submissions;
+    for (size_t i = begin; i < requests.size(); ++i) {
+      const RunRequest& request = requests[i];
+      if (tasks_.contains(request.run.key)) continue;
+      if (!listed) listed = ListUnlessUnreachableLocked();
+      bool submit = false;
+      out[i] = TrackLocked(request.run, request.adopt, *listed, submit);
+      if (!out[i].ok() || !submit) continue;
+      auto submission = SubmissionLocked(request.run.key, tasks_.at(request.run.key));
+      if (!submission.ok()) {
+        tasks_.erase(request.run.key);
+        out[i] = submission.status();
+        continue;
+      }
+      burst.requests.push_back(i);
+      submissions.push_back(std::move(*submission));
     }
-    submitted.push_back(i);
-    submissions.push_back(std::move(*submission));
+    SubmitGroupedLocked(std::move(submissions), burst);
+    begin = requests.size();
+    // Launches that came while this burst was submitted join it behind its gate: submitted
+    // after the gate opened, they would meet slurmctld launching this burst's jobs and take ten
+    // to a hundred times longer each. A few rounds at most, so a stream cannot hold it shut.
+    if (!burst.gate || !more || round >= kMaxBurstRounds) break;
+    std::vector<RunRequest> joining = more();
+    if (joining.empty()) break;
+    requests.insert(requests.end(), std::make_move_iterator(joining.begin()),
+                    std::make_move_iterator(joining.end()));
   }
-  auto ids = SubmitGroupedLocked(std::move(submissions));
-  for (size_t n = 0; n < submitted.size(); ++n) {
-    const std::string& key = requests[submitted[n]].run.key;
-    auto& [id, index] = ids[n];
+  CloseBurstLocked(burst);
+  for (size_t n = 0; n < burst.requests.size(); ++n) {
+    const std::string& key = burst.keys[n];
+    auto& [id, index] = burst.ids[n];
     if (id.ok()) {
       tasks_.at(key).job_id = *id;
       tasks_.at(key).array_index = index;
     } else if (id.status().code() != StatusCode::kUnavailable) {
       tasks_.erase(key);  // refused by Slurm
-      out[submitted[n]] = id.status();
+      out[burst.requests[n]] = id.status();
     }  // else: waits for Poll, which first looks for a job of its key (by name or array comment)
   }
   return out;
 }
 
-std::vector<std::pair<Result<int64_t>, int64_t>> SlurmCluster::SubmitGroupedLocked(
-    std::vector<JobSubmission> submissions) {
+void SlurmCluster::SubmitGroupedLocked(std::vector<JobSubmission> submissions, Burst& burst) {
   std::vector<std::vector<size_t>> groups;
   if (options_.arrays) {
     groups = GroupForArrays(submissions);
   } else {
     for (size_t i = 0; i < submissions.size(); ++i) groups.push_back({i});
   }
-  std::vector<std::string> keys;
-  keys.reserve(submissions.size());
-  for (const JobSubmission& submission : submissions) keys.push_back(submission.name);
+  const size_t first = burst.keys.size();
+  for (const JobSubmission& submission : submissions) burst.keys.push_back(submission.name);
   std::vector<JobSubmission> jobs;
   jobs.reserve(groups.size());
   for (const auto& group : groups) {
@@ -322,28 +346,31 @@ std::vector<std::pair<Result<int64_t>, int64_t>> SlurmCluster::SubmitGroupedLock
     for (size_t i : group) elements.push_back(&submissions[i]);
     jobs.push_back(ArraySubmission(elements));
   }
-  // Several jobs go behind a gate (translate.h, GateSubmission); without one (a single job, or
-  // the gate refused) they are submitted free.
-  std::optional<int64_t> gate;
-  if (options_.gate_bursts && jobs.size() > 1) gate = OpenGateLocked(jobs.front());
-  if (gate) {
-    for (JobSubmission& job : jobs) job.dependency = "afterany:" + std::to_string(*gate);
+  // A burst of several jobs goes behind a gate (translate.h, GateSubmission), decided by its
+  // first round; without one (a single job, or the gate refused) they are submitted free.
+  if (!burst.gate_decided && !jobs.empty()) {
+    burst.gate_decided = true;
+    if (options_.gate_bursts && jobs.size() > 1) burst.gate = OpenGateLocked(jobs.front());
+  }
+  if (burst.gate) {
+    for (JobSubmission& job : jobs) job.dependency = "afterany:" + std::to_string(*burst.gate);
   }
   std::vector<Result<int64_t>> ids = SubmitAllLocked(jobs);
-  std::vector<std::pair<Result<int64_t>, int64_t>> out(submissions.size(),
-                                                       {UnavailableError("not submitted"), -1});
+  burst.ids.resize(burst.keys.size(), {UnavailableError("not submitted"), -1});
   for (size_t g = 0; g < groups.size(); ++g) {
     for (size_t e = 0; e < groups[g].size(); ++e) {
-      out[groups[g][e]] = {ids[g], groups[g].size() == 1 ? -1 : static_cast<int64_t>(e)};
+      burst.ids[first + groups[g][e]] = {ids[g],
+                                         groups[g].size() == 1 ? -1 : static_cast<int64_t>(e)};
     }
   }
-  if (gate) {
-    listing_paused_until_ = std::chrono::steady_clock::now() + options_.pause_listing_after_burst;
-    CancelPartialGangsLocked(keys, out);
-    // A failed cancel is retried at the next Poll: held "since ever", the gate is past stale.
-    if (!client_->CancelJob(*gate).ok()) held_gates_[*gate] = {};
-  }
-  return out;
+}
+
+void SlurmCluster::CloseBurstLocked(Burst& burst) {
+  if (!burst.gate) return;
+  listing_paused_until_ = std::chrono::steady_clock::now() + options_.pause_listing_after_burst;
+  CancelPartialGangsLocked(burst.keys, burst.ids);
+  // A failed cancel is retried at the next Poll: held "since ever", the gate is past stale.
+  if (!client_->CancelJob(*burst.gate).ok()) held_gates_[*burst.gate] = {};
 }
 
 std::optional<int64_t> SlurmCluster::OpenGateLocked(const JobSubmission& like) {

@@ -31,6 +31,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -110,8 +111,13 @@ class SlurmCluster {
   // Run for each request, with one job listing before them all instead of one per task (a
   // burst of launches costs one GET /jobs, a full listing whenever anything changed: megabytes
   // at a few thousand jobs), then the submissions, side by side on the `submitters`
-  // connections. One status per request, in order.
-  std::vector<Status> RunAll(const std::vector<RunRequest>& requests);
+  // connections. Behind a gate (gate_bursts), before it opens, `more` is asked for launches that
+  // arrived meanwhile, which join the burst (up to kMaxBurstRounds rounds). One status per
+  // request, in order: `requests`, then those `more` gave.
+  using MoreRuns = std::function<std::vector<RunRequest>()>;
+  static constexpr size_t kMaxBurstRounds = 4;
+  std::vector<Status> RunAll(const std::vector<RunRequest>& requests,
+                             const MoreRuns& more = nullptr);
   // Unknown keys are ignored (the task may have ended already).
   Status Stop(const std::string& key);
   // The submission Run() would make, from the cached nodes, without asking Slurm: InvalidArgument
@@ -154,10 +160,13 @@ class SlurmCluster {
   // The task's job record in the last listing; nullptr when absent.
   const SlurmJob* JobOfLocked(const std::string& key, const Task& task) const;
   static void Follow(Task& task, const JobRef& ref);
-  // Submits the `submissions` (in order), as arrays where GroupForArrays allows; one id or
-  // error per submission: an array element gets the array's id and its index.
-  std::vector<std::pair<Result<int64_t>, int64_t>> SubmitGroupedLocked(
-      std::vector<JobSubmission> submissions);
+  struct Burst;  // cluster.cc
+  // Submits the `submissions` (in order), as arrays where GroupForArrays allows, behind the
+  // burst's gate (opened by its first round when it has several jobs); appends to the burst one
+  // key and one id or error per submission: an array element gets the array's id and its index.
+  void SubmitGroupedLocked(std::vector<JobSubmission> submissions, Burst& burst);
+  // Once the burst is all submitted: its partial gangs cancelled, then its gate.
+  void CloseBurstLocked(Burst& burst);
   // Run's bookkeeping once the listing was refreshed (`listed`: its outcome): tracks the task,
   // adopting its job if one exists; `submit` is set when its job is to be submitted now.
   Status TrackLocked(const TaskRun& run, bool adopt, const Status& listed, bool& submit);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "slurm/fake_slurmrestd.h"
@@ -471,6 +472,44 @@ TEST_F(ClusterTest, ABurstWaitsBehindAHeldGateThatOpensOnceAllOfItIsIn) {
   ASSERT_EQ(state_->submissions.size(), 4u);
   EXPECT_FALSE(state_->submissions[3]["job"].contains("dependency"));
   EXPECT_FALSE(state_->submissions[3]["job"].contains("hold"));
+}
+
+// Launches that arrive while a burst is submitted join it behind its gate, before the gate
+// opens, in a few rounds at most; their statuses follow the first requests'. A gang among the
+// late ones that does not reach Slurm whole is cancelled with the burst's.
+TEST_F(ClusterTest, LaunchesArrivingDuringABurstJoinItBehindItsGate) {
+  ResetWithGates();
+  const size_t before = state_->requests.size();
+  std::vector<SlurmCluster::RunRequest> runs = {{{"wf/g/a/0", "gpu0004", Pod(1), 600}},
+                                                {{"wf/h/b/0", "gpu0003", Pod(1), 600}}};
+  int asked = 0;
+  auto more = [&] {
+    ++asked;
+    std::vector<SlurmCluster::RunRequest> late;
+    if (asked == 1) {
+      // Seen by the first round: submitted before the gate opens.
+      EXPECT_EQ(state_->jobs.at(1)["job_state"], "PENDING");
+      late.push_back({{"wf/i/c/0", "gpu0003", Pod(1), 600}});
+      late.push_back({{"wf/j/d/0", "gpu0002", Pod(1), 600}});
+    } else {
+      late.push_back({{"wf/k/e/0", "gpu0002", Pod(1), 600}});  // a stream: every round
+    }
+    return late;
+  };
+  std::vector<Status> statuses = cluster_->RunAll(runs, more);
+  EXPECT_EQ(asked, static_cast<int>(SlurmCluster::kMaxBurstRounds) - 1);
+  ASSERT_EQ(statuses.size(), 2u + 2u + (SlurmCluster::kMaxBurstRounds - 2));
+  for (const Status& status : statuses) EXPECT_TRUE(status.ok()) << status.message();
+  // The gate, a, b, then c and d, then e (once: the same key again is the same task).
+  ASSERT_EQ(state_->submissions.size(), 6u);
+  for (size_t i = 1; i < state_->submissions.size(); ++i) {
+    EXPECT_EQ(state_->submissions[i]["job"]["dependency"], "afterany:1") << i;
+  }
+  std::vector<std::string> commands = Commands(before);
+  ASSERT_FALSE(commands.empty());
+  EXPECT_EQ(commands.back(), "DELETE /slurm/v0.0.38/job/1") << "the gate opens last";
+  EXPECT_EQ(std::count(commands.begin(), commands.end(), "DELETE /slurm/v0.0.38/job/1"), 1);
+  EXPECT_EQ(cluster_->Tracked(), 5u);
 }
 
 // After a burst behind a gate, Poll leaves slurmctld alone for the configured pause (its

@@ -218,9 +218,21 @@ std::vector<TaskExit> SlurmBackend::Execute(const std::deque<Command>& commands)
   // Consecutive runs go to Slurm together (one job listing for the lot); a stop between them
   // keeps its place, so a task stopped and launched again is cancelled before it is resubmitted.
   std::vector<slurm::SlurmCluster::RunRequest> runs;
-  auto flush_runs = [&] {
-    std::vector<Status> statuses = cluster_->RunAll(runs);
-    for (size_t i = 0; i < runs.size(); ++i) {
+  auto flush_runs = [&](bool last) {
+    // The last runs' burst takes in launches queued while it is submitted (SlurmCluster::RunAll):
+    // nothing queued comes before them.
+    std::vector<slurm::SlurmCluster::RunRequest> joined;
+    slurm::SlurmCluster::MoreRuns more;
+    if (last) {
+      more = [&] {
+        std::vector<slurm::SlurmCluster::RunRequest> queued = TakeQueuedRuns();
+        joined.insert(joined.end(), queued.begin(), queued.end());
+        return queued;
+      };
+    }
+    std::vector<Status> statuses = cluster_->RunAll(runs, more);
+    runs.insert(runs.end(), joined.begin(), joined.end());
+    for (size_t i = 0; i < runs.size() && i < statuses.size(); ++i) {
       // Run keeps a task whose submission must wait for Slurm and submits it on a later Poll;
       // an error here is Slurm refusing the task for good.
       if (!statuses[i].ok()) {
@@ -231,14 +243,25 @@ std::vector<TaskExit> SlurmBackend::Execute(const std::deque<Command>& commands)
   };
   for (const Command& command : commands) {
     if (command.stop) {
-      flush_runs();
+      flush_runs(/*last=*/false);
       (void)cluster_->Stop(command.run.key);  // retried by the cluster's Poll when it failed
     } else {
       runs.push_back({command.run, command.adopt});
     }
   }
-  flush_runs();
+  flush_runs(/*last=*/true);
   return exits;
+}
+
+// The launches at the head of the queue, up to the first stop (which must keep its place).
+std::vector<slurm::SlurmCluster::RunRequest> SlurmBackend::TakeQueuedRuns() {
+  std::lock_guard lock(mu_);
+  std::vector<slurm::SlurmCluster::RunRequest> runs;
+  while (!commands_.empty() && !commands_.front().stop) {
+    runs.push_back({std::move(commands_.front().run), commands_.front().adopt});
+    commands_.pop_front();
+  }
+  return runs;
 }
 
 void SlurmBackend::Work() {

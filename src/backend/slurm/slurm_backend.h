@@ -83,6 +83,7 @@ class SlurmBackend final : public Backend {
   void CollectStarts(const std::vector<std::pair<std::string, uint64_t>>& awaiting);
   // Runs the commands in order, consecutive runs together; returns the runs Slurm refused.
   std::vector<TaskExit> Execute(const std::deque<Command>& commands);
+  std::vector<slurm::SlurmCluster::RunRequest> TakeQueuedRuns();
   void Report(const Status& status);
 
   std::unique_ptr<slurm::SlurmCluster> cluster_;

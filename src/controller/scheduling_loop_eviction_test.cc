@@ -69,12 +69,6 @@ class EvictionLoopTest : public testing::LoopFixture<EvictingBackend> {
                       "  tasks:\n  - {name: a, image: busybox, sim_duration: 1h}\n");
   }
 
-  store::TaskRecord Task(const std::string& id) {
-    auto wf = store_->GetWorkflow(id);
-    EXPECT_TRUE(wf.ok());
-    return wf.ok() && !wf->tasks.empty() ? wf->tasks.back() : store::TaskRecord{};
-  }
-
   // One step of the loop, then 200 ms.
   void Step() {
     LoopFixture::Step();

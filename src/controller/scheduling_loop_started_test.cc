@@ -66,12 +66,6 @@ class StartedLoopTest : public testing::LoopFixture<StartingBackend> {
                       "  tasks:\n  - {name: a, image: busybox, sim_duration: 1h}\n");
   }
 
-  store::TaskRecord Task(const std::string& id) {
-    auto wf = store_->GetWorkflow(id);
-    EXPECT_TRUE(wf.ok());
-    return wf.ok() && !wf->tasks.empty() ? wf->tasks.back() : store::TaskRecord{};
-  }
-
   void Step() {
     LoopFixture::Step();
     clock_.Advance(200);

@@ -79,6 +79,13 @@ class LoopFixture : public ::testing::Test {
     return result.ok() ? result->workflow_id : "";
   }
 
+  // The workflow's last task (attempt) as stored; {} when there is none.
+  store::TaskRecord Task(const std::string& id) {
+    auto wf = store_->GetWorkflow(id);
+    EXPECT_TRUE(wf.ok());
+    return wf.ok() && !wf->tasks.empty() ? wf->tasks.back() : store::TaskRecord{};
+  }
+
   // One step of the loop, which must succeed.
   void Step() {
     auto stats = loop_->Step();

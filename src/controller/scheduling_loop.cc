@@ -86,7 +86,7 @@ void SchedulingLoop::Start() {
   stop_ = false;
   thread_ = std::thread([this] {
     std::string last_error;
-    bool followed_at_once = false;  // the last step ran without waiting the interval
+    int at_once = 0;  // steps in a row run without waiting the interval
     while (!stop_.load()) {
       // What arrives from here on, this step may not have seen.
       const uint64_t nudges_before = nudges_.load();
@@ -99,14 +99,18 @@ void SchedulingLoop::Start() {
       last_error = std::move(error);
       // A step that placed tasks is followed at once by the step that launches them (placing
       // and launching are two steps so that a placement is in the store before its job exists):
-      // a placement should not wait an interval to start. Only once in a row, so that a steady
-      // stream of submissions still leaves the loop idle between steps.
+      // a placement should not wait an interval to start. That step may place the rest of a
+      // burst of submissions, whose launches then follow at once too, and reach a batching
+      // backend while it still submits the first ones (Slurm: behind the same gate), not an
+      // interval later. At most kMaxStepsAtOnce in a row, so that a steady stream of
+      // submissions still leaves the loop idle between steps.
+      static constexpr int kMaxStepsAtOnce = 3;
       const bool placed = stats.ok() && stats->bound > 0;
-      if (placed && !followed_at_once) {
-        followed_at_once = true;
+      if (placed && at_once < kMaxStepsAtOnce) {
+        ++at_once;
         continue;
       }
-      followed_at_once = false;
+      at_once = 0;
       WaitForNextStep(stats.ok() && stats->leader && stats->pending == 0, nudges_before);
     }
   });

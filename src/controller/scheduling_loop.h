@@ -45,9 +45,9 @@
 //
 // Thread contract: Step() must not run concurrently with itself; Start() runs it on a private
 // thread every interval_ms, except that a step which placed tasks is followed at once by the
-// step that launches them (once in a row), and that a Nudge (work submitted) after a step that
-// left nothing pending brings the next step forward. IsLeader(), Nudge() and the metrics may be
-// used from any thread.
+// step that launches them (up to three in a row), and that a Nudge (work submitted) after a step
+// that left nothing pending brings the next step forward. IsLeader(), Nudge() and the metrics may
+// be used from any thread.
 
 #include <atomic>
 #include <cstdint>

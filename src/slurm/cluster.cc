@@ -274,18 +274,18 @@ struct SlurmCluster::Burst {
   std::vector<std::pair<Result<int64_t>, int64_t>> ids;
 };
 
-std::vector<Status> SlurmCluster::RunAll(const std::vector<RunRequest>& first,
+std::vector<Status> SlurmCluster::RunAll(const std::vector<RunRequest>& requests,
                                          const MoreRuns& more) {
   std::lock_guard lock(mu_);
-  std::vector<RunRequest> requests = first;
+  std::vector<RunRequest> all = requests;  // the caller's, then those `more` gave
   std::vector<Status> out;
   std::optional<Status> listed;  // listed once, before the first task that needs it
   Burst burst;
   for (size_t begin = 0, round = 1;; ++round) {
-    out.resize(requests.size());
+    out.resize(all.size());
     std::vector<JobSubmission> submissions;
-    for (size_t i = begin; i < requests.size(); ++i) {
-      const RunRequest& request = requests[i];
+    for (size_t i = begin; i < all.size(); ++i) {
+      const RunRequest& request = all[i];
       if (tasks_.contains(request.run.key)) continue;
       if (!listed) listed = ListUnlessUnreachableLocked();
       bool submit = false;
@@ -301,15 +301,15 @@ std::vector<Status> SlurmCluster::RunAll(const std::vector<RunRequest>& first,
       submissions.push_back(std::move(*submission));
     }
     SubmitGroupedLocked(std::move(submissions), burst);
-    begin = requests.size();
+    begin = all.size();
     // Launches that came while this burst was submitted join it behind its gate: submitted
     // after the gate opened, they would meet slurmctld launching this burst's jobs and take ten
     // to a hundred times longer each. A few rounds at most, so a stream cannot hold it shut.
     if (!burst.gate || !more || round >= kMaxBurstRounds) break;
     std::vector<RunRequest> joining = more();
     if (joining.empty()) break;
-    requests.insert(requests.end(), std::make_move_iterator(joining.begin()),
-                    std::make_move_iterator(joining.end()));
+    all.insert(all.end(), std::make_move_iterator(joining.begin()),
+               std::make_move_iterator(joining.end()));
   }
   CloseBurstLocked(burst);
   for (size_t n = 0; n < burst.requests.size(); ++n) {

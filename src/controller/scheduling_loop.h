@@ -148,7 +148,8 @@ class SchedulingLoop {
                  const backend::TaskExit& exit, std::vector<store::TaskRecord>& added);
   void LaunchScheduledTask(StepState& step, size_t w, store::TaskRecord& task, StepStats& stats);
   void AdvanceLaunchedTask(StepState& step, size_t w, store::TaskRecord& task,
-                           std::vector<store::TaskRecord>& added, StepStats& stats);
+                           const std::string& key, std::vector<store::TaskRecord>& added,
+                           StepStats& stats);
   void EnforceQueueTimeout(StepState& step, size_t w, store::TaskRecord& task, StepStats& stats);
   void SettleWorkflows(StepState& step);
   void PruneEvictions(const StepState& step);

@@ -76,7 +76,7 @@ void SchedulingLoop::AdvanceTasks(StepState& step, StepStats& stats) {
       } else if (task.status == TaskStatus::kScheduled) {
         const std::string key = TaskKey(step.workflows[w].id, task);
         if (launched_.contains(key) || exits_.contains(key)) {
-          AdvanceLaunchedTask(step, w, task, added, stats);
+          AdvanceLaunchedTask(step, w, task, key, added, stats);
         } else {
           LaunchScheduledTask(step, w, task, stats);
         }
@@ -201,8 +201,8 @@ void SchedulingLoop::LaunchScheduledTask(StepState& step, size_t w, store::TaskR
 // once the backend reports it on the cluster, its exit then applied as any running task's; until
 // then it keeps its node and waits (a launch Slurm cannot reach yet is submitted when it can).
 void SchedulingLoop::AdvanceLaunchedTask(StepState& step, size_t w, store::TaskRecord& task,
+                                         const std::string& key,
                                          std::vector<store::TaskRecord>& added, StepStats& stats) {
-  const std::string key = TaskKey(step.workflows[w].id, task);
   if (!started_.contains(key) && !exits_.contains(key)) {
     step.running_keys.insert(key);
     return;

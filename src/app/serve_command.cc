@@ -149,7 +149,7 @@ struct ServeSettings {
   std::pair<std::string, int> listen;
   int64_t lease_ttl_ms = 0, interval_ms = 0, provision_delay_ms = 0, scale_down_after_ms = 0;
   int64_t node_sync_ms = 0, kube_event_repeat_ms = 0, eviction_backoff_ms = 0;
-  int64_t history_interval_ms = 0, machine_pool_interval_ms = 0;
+  int64_t history_interval_ms = 0, machine_pool_interval_ms = 0, slow_step_ms = 0;
   scheduler::PlacementPolicy placement{};
 };
 
@@ -158,6 +158,7 @@ Result<ServeSettings> ParseSettings(const ServeOptions& o) {
   ASSIGN_OR_RETURN(s.listen, ParseListen(o.listen));
   ASSIGN_OR_RETURN(s.lease_ttl_ms, ParseMillis(o.lease_ttl, "--lease-ttl"));
   ASSIGN_OR_RETURN(s.interval_ms, ParseMillis(o.interval, "--interval"));
+  ASSIGN_OR_RETURN(s.slow_step_ms, ParseMillis(o.log_slow_steps, "--log-slow-steps"));
   ASSIGN_OR_RETURN(s.placement, scheduler::ParsePlacementPolicy(o.placement));
   ASSIGN_OR_RETURN(s.provision_delay_ms, ParseMillis(o.provision_delay, "--provision-delay"));
   ASSIGN_OR_RETURN(s.scale_down_after_ms, ParseMillis(o.scale_down_after, "--scale-down-after"));
@@ -253,6 +254,7 @@ std::unique_ptr<controller::SchedulingLoop> MakeSchedulingLoop(
   loop_options.holder = HolderId();
   loop_options.lease_ttl_ms = settings.lease_ttl_ms;
   loop_options.interval_ms = settings.interval_ms;
+  loop_options.slow_step_ms = settings.slow_step_ms;
   loop_options.refused_eviction_backoff_ms = settings.eviction_backoff_ms;
   loop_options.scheduler.policy = settings.placement;
   loop_options.catalog = &catalog;
@@ -490,6 +492,11 @@ void AddSchedulingOptions(CLI::App* serve, ServeOptions* options) {
   serve->add_option("--lease-ttl", options->lease_ttl, "scheduler leader lease time")
       ->capture_default_str();
   serve->add_option("--interval", options->interval, "scheduling step period")
+      ->capture_default_str();
+  serve
+      ->add_option("--log-slow-steps", options->log_slow_steps,
+                   "log how long each part of a scheduling step took when the step took at "
+                   "least this long (0: never)")
       ->capture_default_str();
   serve
       ->add_option(

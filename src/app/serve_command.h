@@ -70,6 +70,7 @@ struct ServeOptions {
   int db_readers = 0;
   std::string lease_ttl = "5s";
   std::string interval = "200ms";
+  std::string log_slow_steps = "1s";  // a scheduling step at least this long logs its parts; 0: off
   bool no_scheduler = false;
   std::string placement = "fgd";  // fgd | gpu-packing | best-fit
   // Machine pools (MACHINE_POOL configs): instance catalog file ("" = built in), the time from a

@@ -178,9 +178,11 @@ void SchedulingLoop::AddTaskPods(StepState& step) {
 void SchedulingLoop::RunCycle(StepState& step, StepStats& stats) {
   ApplySpotDrain(step, stats);
   // After the drain, which walks workflow pods only: handed-in pods have no workflow.
+  handed_in_memo_.BeginStep(step.settings);
   step.handed_in = AddHandedInPods(
       std::move(step.handed_in_pods), step.pod_index,
-      [&](const std::string& key) { return evictions_.Protected(key, step.now); }, step.snapshot);
+      [&](const std::string& key) { return evictions_.Protected(key, step.now); }, handed_in_memo_,
+      step.snapshot);
   AddClusterBudgets(step);
   evictions_.LeaveOutHeld(step.snapshot);
   scheduler::ApplyClusterSettings(step.settings, step.snapshot);
@@ -234,6 +236,7 @@ Status SchedulingLoop::WriteBack(StepState& step, StepStats& stats) {
     Status written = store_.UpdateWorkflowAsLeader(wf, {options_.lease_name, options_.holder});
     if (!written.ok()) {
       ++stats.conflicts;
+      step.unwritten.insert(w);
       for (const auto& task : wf.tasks) {
         std::string key = TaskKey(wf.id, task);
         if (step.launched_now.contains(key)) {

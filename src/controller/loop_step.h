@@ -30,6 +30,7 @@ struct SchedulingLoop::StepState {
   std::vector<RunLimits> limits;                 // per workflow: parallelism, backoff limit
   // Written by the steps.
   std::vector<bool> changed;                    // per workflow: to be written back
+  std::set<size_t> unwritten;                   // workflows whose write lost its race this step
   std::set<std::string> running_keys;           // tasks that stay RUNNING on the backend
   std::map<std::string, std::string> refusals;  // task key -> why the cluster refused its eviction
   std::set<std::string> evicted_now;            // requeued by the cluster's eviction this step

@@ -17,6 +17,7 @@
 #include "controller/handed_in_pods.h"
 #include "controller/loop_step.h"
 #include "controller/machine_pools.h"
+#include "controller/step_trace.h"
 #include "controller/task_lifecycle.h"
 #include "controller/workflow_runs.h"
 #include "model/duration.h"
@@ -202,30 +203,46 @@ Result<StepStats> SchedulingLoop::Step() {
   return stats;
 }
 
-// The leader's step, as the named steps of the header's list.
+// The leader's step, as the named steps of the header's list. A step slower than
+// options_.slow_step_ms says in the log how long each part took.
 Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
+  StepTrace trace;
   StepState step;
   step.now = now;
   RETURN_IF_ERROR(LoadState(step));
+  trace.Mark("load");
   AdoptRunningTasks(step);    // 1
   CollectExits(step);         // 2
   AdvanceTasks(step, stats);  // 2-4: exits, timeouts, launches
   backend_.LaunchesDone();    // before the write-back: a task RUNNING in the store has its job
   SettleWorkflows(step);      // failed workflows stopped, waiting tasks let in
+  trace.Mark("tasks");
   step.handed_in_pods = backend_.HandedInPods();
   PruneEvictions(step);                         // before the cycle: the pods they held enter it
   RETURN_IF_ERROR(BuildClusterSnapshot(step));  // 5
   AddTaskPods(step);
+  trace.Mark("snapshot");
   RunCycle(step, stats);
-  RETURN_IF_ERROR(WriteBack(step, stats));                                             // 6
+  trace.Mark("cycle");
+  RETURN_IF_ERROR(WriteBack(step, stats));  // 6
+  trace.Mark("writes");
+  LaunchPlacedTasks(step, stats);
   std::vector<service::MachinePoolEvent> events = ReconcileMachinePools(step, stats);  // 7
   SyncBackend(step);
   ExportGauges(step, stats);
+  trace.Mark("backend");
   if (options_.views != nullptr) {
     PublishStep(now, std::move(step.workflows), step.snapshot, std::move(step.cycle),
                 std::move(events));
   }
   memo_.KeepSnapshotNodes(step.nodes, std::move(step.snapshot.nodes));
+  trace.Mark("views");
+  if (options_.slow_step_ms > 0 &&
+      trace.Total() >= std::chrono::milliseconds(options_.slow_step_ms)) {
+    std::cerr << "gpupool: slow scheduling step, " << trace.Summary() << " (" << stats.bound
+              << " placed, " << stats.launched << " launched, " << stats.pending << " pending)"
+              << std::endl;
+  }
   return OkStatus();
 }
 

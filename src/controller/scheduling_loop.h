@@ -19,20 +19,21 @@
 //      no longer RUNNING in the store (canceled through the API);
 //   5. runs one scheduler::Scheduler cycle over all nodes, bound pods (SCHEDULED and RUNNING
 //      tasks) and pending pods (in submission order): bindings PENDING -> SCHEDULED (launched
-//      next step), evictions back to PENDING (Backend::Evict; a cluster that decides evictions
-//      itself, kInFlight, keeps the victim RUNNING until it answers, and the pods placed on its
-//      node wait: controller/evictions.h); unschedulable reasons go to the task message
-//      and, after the step's writes, to the backend (Backend::ReportUnschedulable; a reported
-//      task that ends without a launch is Kill'ed, so that what the backend made for it goes).
-//      Pods handed in by others through the backend (Backend::HandedInPods; no workflow in the
-//      store) join the cycle too: the ones it places are bound by Backend::BindPods after the
-//      step's writes (a gang in one command), the others are told why they wait; bound ones
-//      may be victims (Backend::Evict, then gone once evicted: nothing to requeue).
-//      The cluster's PodDisruptionBudgets (Backend::DisruptionBudgets) join gpupool's
-//      POD_DISRUPTION_BUDGET configs, so that the cycle picks victims a budget allows.
-//      The cycle gets the step's time and each bound task's binding time, so a task that
-//      tolerates a node's NoExecute taint only for tolerationSeconds is evicted (reason
-//      NoExecute, back to PENDING) at the first step after its deadline;
+//      right after step 6's writes on a backend that reports starts, else at the next step's
+//      4, which writes RUNNING), evictions back to PENDING (Backend::Evict; a cluster that decides
+//      evictions itself, kInFlight, keeps the victim RUNNING until it answers, and the pods placed
+//      on its node wait: controller/evictions.h); unschedulable reasons go to the task message and,
+//      after the step's writes, to the backend (Backend::ReportUnschedulable; a reported task that
+//      ends without a launch is Kill'ed, so that what the backend made for it goes). Pods handed in
+//      by others through the backend (Backend::HandedInPods; no workflow in the store) join the
+//      cycle too: the ones it places are bound by Backend::BindPods after the step's writes (a gang
+//      in one command), the others are told why they wait; bound ones may be victims
+//      (Backend::Evict, then gone once evicted: nothing to requeue). The cluster's
+//      PodDisruptionBudgets (Backend::DisruptionBudgets) join gpupool's POD_DISRUPTION_BUDGET
+//      configs, so that the cycle picks victims a budget allows. The cycle gets the step's time and
+//      each bound task's binding time, so a task that tolerates a node's NoExecute taint only for
+//      tolerationSeconds is evicted (reason NoExecute, back to PENDING) at the first step after its
+//      deadline;
 //   6. derives each workflow's status from its tasks and writes every changed workflow with
 //      compare-and-set (a concurrent cancel wins; the loop re-reads next step);
 //   7. reconciles machine pools (controller/machine_pools.h): nodes launched for the pods still
@@ -79,6 +80,8 @@ struct LoopOptions {
   std::string lease_name = "scheduler";
   int64_t lease_ttl_ms = 5000;
   int64_t interval_ms = 200;
+  // A step that takes at least this long logs how long each of its parts took; 0: never.
+  int64_t slow_step_ms = 1000;
   int64_t default_sim_duration_ms = 1000;  // a task without sim_duration
   int max_retries = 3;                     // RESCHEDULE at most this many times per task
   // A task whose eviction the cluster refused (a PodDisruptionBudget) is no victim for this long.
@@ -147,6 +150,9 @@ class SchedulingLoop {
   void ApplyExit(const StepState& step, size_t w, store::TaskRecord& task,
                  const backend::TaskExit& exit, std::vector<store::TaskRecord>& added);
   void LaunchScheduledTask(StepState& step, size_t w, store::TaskRecord& task, StepStats& stats);
+  backend::TaskLaunch FirstLaunchOf(const StepState& step, size_t w, const store::TaskRecord& task,
+                                    std::string key) const;
+  void NoteLaunched(StepState& step, const std::string& key, StepStats& stats);
   void AdvanceLaunchedTask(StepState& step, size_t w, store::TaskRecord& task,
                            const std::string& key, std::vector<store::TaskRecord>& added,
                            StepStats& stats);
@@ -162,6 +168,7 @@ class SchedulingLoop {
   void EvictHandedInPod(StepState& step, const scheduler::Eviction& eviction, StepStats& stats);
   void HoldPlacements(StepState& step);
   Status WriteBack(StepState& step, StepStats& stats);
+  void LaunchPlacedTasks(StepState& step, StepStats& stats);
   std::vector<service::MachinePoolEvent> ReconcileMachinePools(const StepState& step,
                                                                StepStats& stats);
   std::vector<service::MachinePoolEvent> ScaleMachinePools(const StepState& step, StepStats& stats);
@@ -192,6 +199,7 @@ class SchedulingLoop {
   ScaledMachinePools scaled_pools_;  // machine pools the cluster makes (loop thread only)
   StepMemo memo_;                    // workflows and their pods read by earlier steps
   scheduler::ViewCache views_;       // the cycle's view of the nodes, while they stay the same
+  HandedInMemo handed_in_memo_;      // the pods handed in: their ids for the scheduler
 
   metrics::Gauge* leader_gauge_;
   metrics::Gauge* pending_gauge_;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -28,8 +29,16 @@ class StartingBackend final : public testing::SimBackendBase {
   bool ReportsStarts() const override { return true; }
   std::vector<std::string> Started() override { return std::exchange(started_, {}); }
   Status Launch(const backend::TaskLaunch& launch) override {
+    if (on_launch) on_launch(launch);
+    if (!refuse_launches.empty()) return InvalidArgumentError(refuse_launches);
     launches.push_back(launch);
     return sim_.Launch(launch);
+  }
+  // Asked for by the step between its load and its writes: where a test acts as a concurrent
+  // writer would.
+  std::vector<std::shared_ptr<const backend::HandedInPod>> HandedInPods() const override {
+    if (during_step) during_step();
+    return {};
   }
   Status Kill(std::string_view key) override {
     kills.emplace_back(key);
@@ -50,6 +59,9 @@ class StartingBackend final : public testing::SimBackendBase {
 
   std::vector<backend::TaskLaunch> launches;
   std::vector<std::string> kills;
+  std::function<void(const backend::TaskLaunch&)> on_launch;
+  std::function<void()> during_step;
+  std::string refuse_launches;  // Launch's error when set
 
  private:
   std::vector<std::string> started_;
@@ -101,6 +113,46 @@ TEST_F(StartedLoopTest, ALaunchedTaskIsRunningOnlyOnceTheClusterHasIt) {
   auto wf = store_->GetWorkflow(id);
   ASSERT_TRUE(wf.ok());
   EXPECT_EQ(wf->status, "RUNNING");
+}
+
+TEST_F(StartedLoopTest, ATaskIsLaunchedInTheStepThatPlacedItOnceItsPlacementIsWritten) {
+  std::string id = Submit("w");
+  std::vector<std::string> stored_at_launch;
+  backend_->on_launch = [&](const backend::TaskLaunch&) {
+    stored_at_launch.push_back(Task(id).status);
+  };
+  Step();
+  ASSERT_EQ(backend_->launches.size(), 1u);
+  EXPECT_EQ(backend_->launches[0].node, "n1");
+  EXPECT_EQ(stored_at_launch, std::vector<std::string>{"SCHEDULED"})
+      << "the placement is in the store before anything exists on the cluster";
+  Step();
+  EXPECT_EQ(backend_->launches.size(), 1u) << "not launched again by the next step";
+  EXPECT_EQ(Task(id).status, "SCHEDULED");
+}
+
+TEST_F(StartedLoopTest, ALaunchRefusedRightAfterItsPlacementFailsTheTaskAtTheNextStep) {
+  backend_->refuse_launches = "no command to run";
+  std::string id = Submit("w");
+  Step();
+  EXPECT_EQ(Task(id).status, "SCHEDULED");
+  Step();
+  store::TaskRecord task = Task(id);
+  EXPECT_EQ(task.status, "FAILED");
+  EXPECT_NE(task.message.find("no command to run"), std::string::npos) << task.message;
+}
+
+TEST_F(StartedLoopTest, APlacementWhoseWriteLostToACancelIsNeverLaunched) {
+  std::string id = Submit("w");
+  bool cancel = true;
+  backend_->during_step = [&] {
+    if (!std::exchange(cancel, false)) return;
+    EXPECT_TRUE(service_->CancelWorkflow({"alice", {"osmo-admin"}, "test"}, id).ok());
+  };
+  Step();
+  Step();
+  EXPECT_TRUE(backend_->launches.empty());
+  EXPECT_EQ(Task(id).status, "CANCELED");
 }
 
 TEST_F(StartedLoopTest, ALeaderRestartedBeforeTheStartLaunchesAgainAndNeverAdopts) {

@@ -174,18 +174,10 @@ void SchedulingLoop::ApplyExit(const StepState& step, size_t w, store::TaskRecor
 // race, the next step kills it), RUNNING when the backend took it, FAILED when it refused.
 void SchedulingLoop::LaunchScheduledTask(StepState& step, size_t w, store::TaskRecord& task,
                                          StepStats& stats) {
-  const store::WorkflowRecord& wf = step.workflows[w];
-  const std::string key = TaskKey(wf.id, task);
-  const Json* spec = FindTaskSpec(wf.spec, task.group, task.name);
-  backend::TaskLaunch launch =
-      LaunchFor(key, task, spec, step.now, options_.default_sim_duration_ms, step.policies[w],
-                /*adopt=*/false, PodNamespace(step.configs, wf.pool));
-  Status launched = backend_.Launch(launch);
+  const std::string key = TaskKey(step.workflows[w].id, task);
+  Status launched = backend_.Launch(FirstLaunchOf(step, w, task, key));
   if (launched.ok()) {
-    launched_.insert(key);
-    step.launched_now.insert(key);
-    step.running_keys.insert(key);
-    ++stats.launched;
+    NoteLaunched(step, key, stats);
     if (backend_.ReportsStarts()) return;  // SCHEDULED until Started says it is on the cluster
     task.started_ms = step.now;
     SetStatus(task, TaskStatus::kRunning, step.now, transitions_);
@@ -195,6 +187,47 @@ void SchedulingLoop::LaunchScheduledTask(StepState& step, size_t w, store::TaskR
     task.message = "backend: " + launched.message();
   }
   step.changed[w] = true;
+}
+
+backend::TaskLaunch SchedulingLoop::FirstLaunchOf(const StepState& step, size_t w,
+                                                  const store::TaskRecord& task,
+                                                  std::string key) const {
+  const store::WorkflowRecord& wf = step.workflows[w];
+  const Json* spec = FindTaskSpec(wf.spec, task.group, task.name);
+  return LaunchFor(std::move(key), task, spec, step.now, options_.default_sim_duration_ms,
+                   step.policies[w], /*adopt=*/false, PodNamespace(step.configs, wf.pool));
+}
+
+void SchedulingLoop::NoteLaunched(StepState& step, const std::string& key, StepStats& stats) {
+  launched_.insert(key);
+  step.launched_now.insert(key);
+  step.running_keys.insert(key);
+  ++stats.launched;
+}
+
+// 6b. On a backend that reports starts (a task stays SCHEDULED until its job or pod exists), the
+// tasks this step placed are launched right after the write that made them SCHEDULED rather than
+// at the next step: the placement is in the store before anything exists on the cluster, so a
+// crash in between launches them again on restart (idempotent by the attempt key), and a burst
+// reaches the cluster a step sooner. A launch the backend refuses is left to the next step, which
+// launches again and writes the task FAILED with the backend's reason. On other backends the
+// launch writes RUNNING, so it stays with the next step's writes.
+void SchedulingLoop::LaunchPlacedTasks(StepState& step, StepStats& stats) {
+  if (!backend_.ReportsStarts()) return;
+  bool launched = false;
+  for (const auto& binding : step.cycle.bindings) {
+    auto it = step.pod_index.find(binding.pod);
+    if (it == step.pod_index.end() || step.unwritten.contains(it->second.first)) continue;
+    const auto [w, t] = it->second;
+    const store::TaskRecord& task = step.workflows[w].tasks[t];
+    if (task.status != TaskStatus::kScheduled || task.node != binding.node) continue;
+    std::string key = TaskKey(step.workflows[w].id, task);
+    if (launched_.contains(key)) continue;
+    if (!backend_.Launch(FirstLaunchOf(step, w, task, key)).ok()) continue;
+    NoteLaunched(step, key, stats);
+    launched = true;
+  }
+  if (launched) backend_.LaunchesDone();
 }
 
 // 4. A SCHEDULED task launched by this process (or ended before the loop saw it start): RUNNING

@@ -4,7 +4,8 @@
 #   scripts/bench-slurm.sh [NODES...]        # default: 200 1000
 #   JOBS=2000 TIMEOUT_S=900 BATCH=100 HALVES="slurm gpupool" scripts/bench-slurm.sh 200
 #   KEEP_LOGS=DIR ...: copies each half's logs (slurmctld, gpupool) to DIR/<nodes>-<n>/ before
-#     the cluster's directory is deleted
+#     the cluster's directory is deleted; gpupool's log has each scheduling step of at least
+#     LOG_SLOW_STEPS (default 100ms) with its parts
 #
 # For each cluster size, each half on a fresh cluster of NODES nodes x 8 A100s
 # (scripts/slurm-test-cluster.sh), Slurm's scheduler settings printed:
@@ -17,7 +18,7 @@
 #     (scripts/bench/submit-stream.py); gpupool decides and submits each job with its node.
 # Both halves count a job as started from slurmctld's log (polling squeue would load slurmctld),
 # until all that fit have started (min(JOBS, 8 x NODES)) or TIMEOUT_S, and print: time until all
-# started (from the submission's start), started per second, GPUs allocated at the end (sinfo
+# started (from the submission's start to the last start in slurmctld's log, to the millisecond), started per second, GPUs allocated at the end (sinfo
 # GresUsed), CPU seconds over the stream (slurmctld; gpupool and slurmrestd in the gpupool half),
 # sdiag's cycles, and for gpupool its placements and the time of its scheduling steps (/metrics:
 # gpupool_task_transitions_total PENDING->SCHEDULED, gpupool_scheduling_cycle_seconds).
@@ -83,11 +84,51 @@ wait_started() {
   done
 }
 
+# The Unix times of the first and the $3-th job started after the log's first $2 starts, from
+# slurmctld's own millisecond timestamps: the poll above only says when it saw them, half a second
+# late at most, which is the size of the differences between the two halves.
+start_times() {  # log before expected
+  python3 - "$1" "$2" "$3" <<'PY'
+import re, sys, time
+from datetime import datetime
+log, before, expected = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+pattern = re.compile(r"^\[([0-9T:.-]+)\] (sched: Allocate JobId|backfill: _start_job: Started|sched/backfill: _start_job: Started)")
+seen, first, last = 0, None, None
+with open(log, errors="replace") as f:
+    for line in f:
+        m = pattern.match(line)
+        if not m:
+            continue
+        seen += 1
+        if seen <= before:
+            continue
+        t = time.mktime(datetime.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S.%f").timetuple())
+        t += float("0." + m.group(1).rsplit(".", 1)[1])
+        if first is None:
+            first = t
+        if seen - before == expected:
+            last = t
+            break
+print(f"{first or 0:.3f} {last or 0:.3f}")
+PY
+}
+
+# Prints when the first and the last job started, after the stream's start ($1), and sets `now`
+# to the last start (when every expected job started).
+print_start_times() {  # start before expected
+  local first last
+  read -r first last < <(start_times "$current_dir/log/slurmctld.log" "$2" "$3")
+  if [ "$last" != "0.000" ]; then
+    now=$last
+    echo "timeline (slurmctld's log): first job started at +$(awk -v a="$1" -v b="$first" 'BEGIN { printf "%.3f", b - a }') s, the last at +$(awk -v a="$1" -v b="$last" 'BEGIN { printf "%.3f", b - a }') s"
+  fi
+}
+
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
 print_stream_figures() {  # count expected start end nodes
   local wall
-  wall=$(elapsed "$3" "$4")
+  wall=$(awk -v a="$3" -v b="$4" 'BEGIN { printf "%.2f", b - a }')
   echo "started: $1 of $2 in $wall s ($(awk -v c="$1" -v w="$wall" 'BEGIN { printf "%.1f", c / w }') jobs/s; load: $(load))"
   echo "GPUs allocated at the end: $(gpus_allocated) of $(($5 * 8))"
 }
@@ -128,6 +169,7 @@ slurm_half() {
   sbatch --array="1-$jobs" -p gpu --gres=gpu:1 -o /dev/null --wrap 'exec sleep 1000' >/dev/null
   wait_started "$before" "$expected"
   now=$(date +%s.%N)
+  print_start_times "$start" "$before" "$expected"
   echo "slurmctld CPU over the stream: $(elapsed "$cpu0" "$(cpu_seconds "$ctld")") s"
   print_stream_figures "$count" "$expected" "$start" "$now" "$nodes"
   print_sdiag
@@ -157,7 +199,7 @@ gpupool_half() {
   env -u SLURM_JWT "$serve" serve --listen "127.0.0.1:$gp_port" --db "sqlite:$dir/gpupool.db" \
     --auth dev --backend "slurm:$GPUPOOL_SLURM_URL" --slurm-jwt-file "$dir/jwt" \
     --slurm-user "$GPUPOOL_SLURM_USER" --slurm-output-dir "$GPUPOOL_SLURM_JOBS_DIR" \
-    >"$dir/log/gpupool.log" 2>&1 &
+    --log-slow-steps "${LOG_SLOW_STEPS:-100ms}" >"$dir/log/gpupool.log" 2>&1 &
   gp_pid=$!
   local deadline=$((SECONDS + 120)) imported=0
   while [ "$imported" != "$nodes" ]; do
@@ -203,6 +245,7 @@ gpupool_half() {
   echo "gpupool decisions: $placed_now placed by $decision_cycles placement cycles using $decision_cpu s of CPU ($(awk -v p="$placed_now" -v s="$decision_cpu" 'BEGIN { printf "%.0f", (s > 0 ? p / s : 0) }') placements per CPU second)"
   wait_started "$before" "$expected"
   now=$(date +%s.%N)
+  print_start_times "$start" "$before" "$expected"
   echo "CPU over the stream: gpupool $(elapsed "$cpu_gp0" "$(cpu_seconds "$gp_pid")") s, slurmctld $(elapsed "$cpu_ctld0" "$(cpu_seconds "$ctld")") s, slurmrestd $(elapsed "$cpu_restd0" "$(cpu_seconds "$restd")") s"
   print_stream_figures "$count" "$expected" "$start" "$now" "$nodes"
   scrape "$dir/metrics.after"

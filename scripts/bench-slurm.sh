@@ -18,9 +18,9 @@
 #     (scripts/bench/submit-stream.py); gpupool decides and submits each job with its node.
 # Both halves count a job as started from slurmctld's log (polling squeue would load slurmctld),
 # until all that fit have started (min(JOBS, 8 x NODES)) or TIMEOUT_S, and print: time until all
-# started (from the submission's start to the last start in slurmctld's log, to the millisecond), started per second, GPUs allocated at the end (sinfo
-# GresUsed), CPU seconds over the stream (slurmctld; gpupool and slurmrestd in the gpupool half),
-# sdiag's cycles, and for gpupool its placements and the time of its scheduling steps (/metrics:
+# started (from the submission's start to the last start in slurmctld's log, to the millisecond),
+# started per second, GPUs allocated at the end (sinfo GresUsed), CPU seconds over the stream
+# (slurmctld; gpupool and slurmrestd in the gpupool half), sdiag's cycles, and for gpupool its placements and the time of its scheduling steps (/metrics:
 # gpupool_task_transitions_total PENDING->SCHEDULED, gpupool_scheduling_cycle_seconds).
 # Then cancel everything and stop the cluster. Needs root and about 3 MB per slurmd + 2 MB per
 # running job (1,000 nodes and 2,000 jobs: ~7 GB). Numbers include the real launch cost

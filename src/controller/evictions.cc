@@ -65,9 +65,21 @@ std::vector<scheduler::Binding> EvictionsInFlight::HoldBindings(
 
 void EvictionsInFlight::LeaveOutHeld(scheduler::ClusterSnapshot& snapshot) const {
   if (held_.empty()) return;
-  std::erase_if(snapshot.pods, [&](const model::PodScheduling& pod) {
-    return pod.node_name.empty() && held_.contains(scheduler::PodKey(pod));
-  });
+  // ClusterSnapshot::pod_ids, when set, stays parallel to the pods.
+  const bool ids = snapshot.pod_ids.size() == snapshot.pods.size();
+  size_t kept = 0;
+  for (size_t i = 0; i < snapshot.pods.size(); ++i) {
+    const model::PodScheduling& pod = snapshot.pods[i];
+    if (pod.node_name.empty() && held_.contains(scheduler::PodKey(pod))) continue;
+    if (kept != i) {
+      snapshot.pods[kept] = std::move(snapshot.pods[i]);
+      if (ids) snapshot.pod_ids[kept] = snapshot.pod_ids[i];
+    }
+    ++kept;
+  }
+  snapshot.pods.erase(snapshot.pods.begin() + static_cast<std::ptrdiff_t>(kept),
+                      snapshot.pods.end());
+  if (ids) snapshot.pod_ids.resize(kept);
 }
 
 void EvictionsInFlight::Prune(const std::set<std::string>& running, int64_t now_ms) {

@@ -59,8 +59,15 @@ TEST(EvictionsInFlightTest, HoldsWhatTheCyclePutOnANodeBeingFreedWithItsGangs) {
     // Left out of the next cycles, while their victims are in flight.
     evictions.Prune({"v1", "v3"}, 0);
     scheduler::ClusterSnapshot next = snapshot;
+    next.pod_ids = {1, 2, 3, 4, 5};  // parallel to the pods: they stay so
     evictions.LeaveOutHeld(next);
     EXPECT_EQ(next.pods.size() + c.held.size(), 5u);
+    ASSERT_EQ(next.pod_ids.size(), next.pods.size());
+    for (size_t i = 0; i < next.pods.size(); ++i) {
+      const auto at = std::find_if(snapshot.pods.begin(), snapshot.pods.end(),
+                                   [&](const auto& p) { return p.name == next.pods[i].name; });
+      EXPECT_EQ(next.pod_ids[i], static_cast<uint64_t>(at - snapshot.pods.begin()) + 1);
+    }
   }
 }
 

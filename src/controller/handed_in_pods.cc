@@ -39,8 +39,66 @@ std::map<std::string, std::string> IncompleteGangs(const HandedInPods& pods) {
 
 }  // namespace
 
+void HandedInMemo::BeginStep(const scheduler::ClusterSettings& settings) {
+  ++step_;
+  seen_ = 0;
+  if (settings.node_pools != settings_.node_pools || settings.cpu_quota != settings_.cpu_quota ||
+      settings.over_quota != settings_.over_quota) {
+    pods_.clear();  // all anew: their new ids still grow along the order
+    latest_.clear();
+    settings_ = settings;
+  }
+}
+
+HandedInMemo::Pod& HandedInMemo::Find(const std::shared_ptr<const backend::HandedInPod>& pod) {
+  auto [it, inserted] = pods_.try_emplace(pod.get());
+  Pod& entry = it->second;
+  if (entry.seen != step_) {
+    entry.seen = step_;
+    ++seen_;
+  }
+  if (!inserted) return entry;
+  entry.pod = pod;
+  entry.key = scheduler::PodKey(pod->pod);
+  entry.handed_in_key = backend::HandedInKey(pod->ref);
+  auto [last, first] = latest_.try_emplace(entry.handed_in_key, pod.get());
+  auto before = first ? pods_.end() : pods_.find(last->second);
+  if (before != pods_.end()) {
+    entry.id = before->second.id + 1;  // changed: the next id of its place in the order
+    entry.raised = before->second.raised;
+  } else {
+    entry.id = next_serial_++ << 32;
+  }
+  last->second = pod.get();
+  return entry;
+}
+
+uint64_t HandedInMemo::Id(Pod& pod, bool raised) {
+  if (raised == pod.raised) return pod.id;
+  pod.raised = raised;
+  // The latest object of its pod continues its ids (as a change would); another (the backend
+  // handed in two under one key) takes a new one, never used before.
+  auto last = latest_.find(pod.handed_in_key);
+  pod.id =
+      last != latest_.end() && last->second == pod.pod.get() ? pod.id + 1 : next_serial_++ << 32;
+  return pod.id;
+}
+
+void HandedInMemo::EndStep() {
+  if (seen_ == pods_.size()) return;  // none gone
+  for (auto it = pods_.begin(); it != pods_.end();) {
+    if (it->second.seen == step_) {
+      ++it;
+      continue;
+    }
+    auto last = latest_.find(it->second.handed_in_key);
+    if (last != latest_.end() && last->second == it->first) latest_.erase(last);
+    it = pods_.erase(it);
+  }
+}
+
 HandedIn AddHandedInPods(HandedInPods pods, const TaskPodIndex& tasks,
-                         const std::function<bool(const std::string&)>& protect,
+                         const std::function<bool(const std::string&)>& protect, HandedInMemo& memo,
                          scheduler::ClusterSnapshot& snapshot) {
   HandedIn in;
   in.pods = std::move(pods);
@@ -48,8 +106,12 @@ HandedIn AddHandedInPods(HandedInPods pods, const TaskPodIndex& tasks,
   // Room for all at once: at 20,000 pods handed in, growing the vector step by step moved them
   // all again several times per step.
   snapshot.pods.reserve(snapshot.pods.size() + in.pods.size());
+  snapshot.pod_ids.resize(snapshot.pods.size(), 0);  // the tasks' pods: not tracked
+  snapshot.pod_ids.reserve(snapshot.pods.size() + in.pods.size());
+  in.by_key.reserve(in.pods.size());
   for (size_t i = 0; i < in.pods.size(); ++i) {
     const backend::HandedInPod& pod = *in.pods[i];
+    HandedInMemo::Pod& kept = memo.Find(in.pods[i]);
     if (!pod.unsupported.empty()) continue;  // stays pending, saying why (ActOnHandedInPods)
     if (pod.pod.node_name.empty()) {
       auto waiting = incomplete.find(Label(pod.pod, scheduler::kGangLabel));
@@ -58,15 +120,17 @@ HandedIn AddHandedInPods(HandedInPods pods, const TaskPodIndex& tasks,
         continue;
       }
     }
-    std::string key = scheduler::PodKey(pod.pod);
-    if (tasks.contains(key) || in.by_key.contains(key)) continue;  // a task's name: never
-    in.by_key.emplace(std::move(key), i);
+    if (tasks.contains(kept.key) || in.by_key.contains(kept.key)) continue;  // a task's name
+    in.by_key.emplace(kept.key, i);
+    const bool raised = !pod.pod.node_name.empty() && protect(kept.handed_in_key);
     snapshot.pods.push_back(pod.pod);
-    if (!pod.pod.node_name.empty() && protect(backend::HandedInKey(pod.ref))) {
+    if (raised) {
       auto& priority = snapshot.pods.back().priority;  // being evicted, or refused lately
       priority = std::max(priority.value_or(0), scheduler::kNonPreemptiblePriority);
     }
+    snapshot.pod_ids.push_back(memo.Id(kept, raised));
   }
+  memo.EndStep();
   return in;
 }
 

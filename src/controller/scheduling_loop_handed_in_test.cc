@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <tuple>
 
 #include "controller/testing/cpu_node.h"
 #include "controller/testing/loop_fixture.h"
@@ -27,7 +31,7 @@ class RecordingBackend final : public testing::SimBackendBase {
     reports.back().task_pod = nullptr;  // valid during the call only
   }
   std::vector<std::shared_ptr<const backend::HandedInPod>> HandedInPods() const override {
-    return Shared(handed_in);
+    return objects.empty() ? Shared(handed_in) : objects;
   }
   Status BindPods(const std::vector<backend::PodBinding>& gang) override {
     bind_calls.push_back(gang);
@@ -45,6 +49,9 @@ class RecordingBackend final : public testing::SimBackendBase {
 
   std::vector<backend::Unschedulable> reports;
   std::vector<backend::HandedInPod> handed_in;
+  // When set, handed in as these objects (the same from step to step, as the Kubernetes backend
+  // hands in a pod that did not change) instead of copies of `handed_in`.
+  std::vector<std::shared_ptr<const backend::HandedInPod>> objects;
   std::vector<std::vector<backend::PodBinding>> bind_calls;
   std::vector<std::string> killed;
 };
@@ -186,6 +193,98 @@ TEST_F(HandedInTest, ABoundPodHandedInUsesItsNode) {
   ASSERT_TRUE(stored.ok());
   EXPECT_EQ(stored->tasks[0].status, "SCHEDULED");
   EXPECT_EQ(stored->tasks[0].node, "n2");
+}
+
+// Pods handed in as the same objects from step to step are taken over by the scheduler
+// (ClusterSnapshot::pod_ids); pods that changed are read again, so the cycle decides from what
+// they are now: n1's pod shrank and n2's grew, so the task fits on n1 only (on the pods as they
+// were, n2 only).
+TEST_F(HandedInTest, PodsHandedInThatChangedAreReadAgain) {
+  auto bound = [](const std::string& name, const std::string& cpu, const std::string& node) {
+    backend::HandedInPod pod = HandedIn(name, cpu);
+    pod.pod.node_name = node;
+    pod.pod.priority = scheduler::kNonPreemptiblePriority;
+    return std::make_shared<const backend::HandedInPod>(std::move(pod));
+  };
+  backend_->objects = {bound("a", "3", "n1"), bound("b", "1", "n2")};
+  Step();
+  Step();
+  backend_->objects = {bound("a", "1", "n1"), bound("b", "4", "n2")};
+  std::string id = Submit("1");  // with the 1-cpu sidecar: 2 cpu
+  Step();
+  auto stored = store_->GetWorkflow(id);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->tasks[0].status, "SCHEDULED");
+  EXPECT_EQ(stored->tasks[0].node, "n1");
+}
+
+// The ids the pods handed in take in the snapshot: one id names one content. An id is kept
+// while the backend hands in the same object, raised or not as before, under the same cluster
+// settings; a changed pod (a new object), a raised priority and new settings take ids never
+// used before; ids grow along the backend's order; the tasks' pods are not tracked (0); the
+// pods no longer handed in are forgotten.
+TEST(HandedInMemoTest, AnIdNamesOneContentAndIdsGrowAlongTheOrder) {
+  auto object = [](const std::string& name, const std::string& node) {
+    backend::HandedInPod pod = HandedIn(name, "1");
+    pod.pod.node_name = node;
+    return std::make_shared<const backend::HandedInPod>(std::move(pod));
+  };
+  HandedInMemo memo;
+  std::set<std::string> raised;  // HandedInKey of the pods entering non-preemptible
+  auto protect = [&](const std::string& key) { return raised.contains(key); };
+  int epoch = 0;  // the settings' version
+  // id -> (object, raised, settings) it was given for.
+  std::map<uint64_t, std::tuple<const void*, bool, int>> named;
+  auto step = [&](const HandedInPods& pods, const scheduler::ClusterSettings& settings) {
+    scheduler::ClusterSnapshot snapshot;
+    snapshot.pods.push_back(model::PodScheduling{});  // a task's pod, before them
+    snapshot.pods.back().name = "w.0";
+    memo.BeginStep(settings);
+    (void)AddHandedInPods(pods, {{"w.0", {0, 0}}}, protect, memo, snapshot);
+    EXPECT_EQ(snapshot.pod_ids.size(), snapshot.pods.size());
+    EXPECT_EQ(snapshot.pod_ids.size(), pods.size() + 1);
+    if (snapshot.pod_ids.empty()) return snapshot.pod_ids;
+    EXPECT_EQ(snapshot.pod_ids[0], 0u);
+    for (size_t i = 1; i < snapshot.pod_ids.size(); ++i) {
+      const uint64_t id = snapshot.pod_ids[i];
+      EXPECT_GT(id, snapshot.pod_ids[i - 1]) << "at " << i;
+      const auto& pod = *pods[i - 1];
+      const bool up = snapshot.pods[i].priority == scheduler::kNonPreemptiblePriority;
+      EXPECT_EQ(up, raised.contains(backend::HandedInKey(pod.ref)));
+      auto it = named.try_emplace(id, &pod, up, epoch).first;
+      EXPECT_EQ(it->second, std::make_tuple(static_cast<const void*>(&pod), up, epoch))
+          << "id " << id << " named another pod, priority or settings";
+    }
+    return snapshot.pod_ids;
+  };
+  scheduler::ClusterSettings settings;
+  auto a = object("a", "");
+  auto b = object("b", "n1");
+  auto c = object("c", "");
+  const std::vector<uint64_t> first = step({a, b}, settings);
+  EXPECT_EQ(step({a, b}, settings), first) << "the same objects keep their ids";
+  auto b2 = object("b", "n2");  // b changed (bound elsewhere): a new object, the same pod
+  const std::vector<uint64_t> changed = step({a, b2, c}, settings);
+  EXPECT_EQ(changed[1], first[1]);
+  EXPECT_NE(changed[2], first[2]);
+  raised.insert(backend::HandedInKey(b2->ref));
+  const std::vector<uint64_t> up = step({a, b2, c}, settings);
+  EXPECT_EQ(up[1], changed[1]);
+  EXPECT_NE(up[2], changed[2]);
+  EXPECT_EQ(up[3], changed[3]);
+  raised.clear();
+  EXPECT_NE(step({a, b2, c}, settings)[2], up[2]);
+  settings.node_pools = false;
+  ++epoch;
+  const std::vector<uint64_t> renewed = step({a, b2, c}, settings);
+  for (size_t i = 1; i < renewed.size(); ++i) EXPECT_GT(renewed[i], up.back());
+  EXPECT_EQ(step({a, b2, c}, settings), renewed);
+  step({c}, settings);
+  EXPECT_EQ(memo.size(), 1u) << "a and b forgotten";
+  auto a_again = object("a", "");  // handed in again: a new object
+  const std::vector<uint64_t> back = step({c, a_again}, settings);
+  EXPECT_EQ(back[1], renewed[3]);
+  EXPECT_GT(back[2], renewed.back());
 }
 
 }  // namespace scheduling_loop_handed_in_test

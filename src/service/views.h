@@ -117,7 +117,13 @@ struct ViewOptions {
   // Requests are answered from the last context while a refresher thread builds the next one,
   // the first one at construction, and the loop's Publish only hands its state over (false:
   // requests and Publish build it themselves when it is stale, on their own thread).
-  bool background_refresh = true;
+  bool background_refresh = true;  // Nobody read a view for this long: the states the loop
+                                   // publishes are no longer built into
+  // contexts (a build walks every node and workflow; the loop publishes every step, 5 times a
+  // second), but for a history sample that is due and while machine pools accrue cost. The next
+  // read then waits for a context of the newest state, so a view never shows a state older than
+  // the last published one by more than a build.
+  int64_t idle_after_ms = 10'000;
 };
 
 struct WorkflowPageRequest {
@@ -159,6 +165,9 @@ class Views {
   Result<Json> Nodes(const Caller& caller, const NodePageRequest& request);
   Result<Json> MachinePools(const Caller& caller);
 
+  // How many contexts were built (tests: the states published while nobody reads are not).
+  uint64_t ContextsBuilt();
+
   struct Context;  // views_internal.h
   struct Sample;
 
@@ -167,7 +176,8 @@ class Views {
   Result<std::shared_ptr<const Context>> Current();
   Result<std::shared_ptr<const Context>> Build();
   void RefreshLoop();
-  void RequestRefreshLocked();  // mu_ held
+  void RequestRefreshLocked();                           // mu_ held
+  bool BuildWantedLocked(const LiveState& state) const;  // mu_ held
   void Account(const Context& context);
   Result<std::shared_ptr<const LiveState>> State();
   void RecordSample(const LiveState& state, const Context& context);
@@ -195,6 +205,10 @@ class Views {
   struct Membership;
   std::shared_ptr<const Membership> membership_;
   bool refresh_requested_ = false;
+  int64_t last_read_ms_ = 0;  // when a view was last asked for
+  // The newest state published and not built since (nobody read), or null.
+  std::shared_ptr<const LiveState> skipped_;
+  uint64_t contexts_built_ = 0;
   bool stopping_ = false;
   std::condition_variable refresh_wanted_;
   uint64_t builds_ = 0;  // contexts the refresher built (or failed to)

@@ -290,6 +290,7 @@ Result<std::shared_ptr<const Views::Context>> Views::Current() {
   ASSIGN_OR_RETURN(Service::CachedInputs inputs, service_.Inputs());
   {
     std::unique_lock lock(mu_);
+    last_read_ms_ = clock_.NowMillis();
     if (context_ != nullptr) {
       const bool current =
           context_->inputs.owner == inputs.owner && context_->inputs.nodes == inputs.nodes &&
@@ -304,6 +305,16 @@ Result<std::shared_ptr<const Views::Context>> Views::Current() {
         // older configs, hence up to two), so that `config update` then `queue list` shows the
         // update; other writes meanwhile do not make it wait longer.
         for (int i = 0; i < 2 && context_->inputs.owner != inputs.owner && !stopping_; ++i) {
+          const uint64_t seen = builds_;
+          RequestRefreshLocked();
+          built_.wait(lock, [&] { return stopping_ || builds_ != seen; });
+        }
+        // The first read after a quiet spell: the states published meanwhile were not built
+        // (BuildWantedLocked). Wait for the newest one (a build under way may be of an older).
+        const std::shared_ptr<const LiveState> wanted = skipped_ ? published_ : nullptr;
+        for (int i = 0; i < 2 && wanted != nullptr && !stopping_ && context_->state != wanted &&
+                        context_->state->at_ms <= wanted->at_ms;
+             ++i) {
           const uint64_t seen = builds_;
           RequestRefreshLocked();
           built_.wait(lock, [&] { return stopping_ || builds_ != seen; });
@@ -503,6 +514,8 @@ Result<std::shared_ptr<const Views::Context>> Views::Build() {
   views::Digest(*context);
 
   std::lock_guard lock(mu_);
+  ++contexts_built_;
+  if (skipped_ != nullptr && state->at_ms >= skipped_->at_ms) skipped_ = nullptr;  // built now
   membership_ = membership;
   // Another thread may have built a newer one meanwhile: keep whichever has the newer state.
   if (context_ == nullptr || context_->state->at_ms <= state->at_ms) context_ = context;
@@ -518,6 +531,10 @@ void Views::Publish(const std::shared_ptr<const LiveState>& state) {
       events_.push_back(event);
       if (events_.size() > options_.max_events) events_.pop_front();
     }
+    if (!BuildWantedLocked(*state)) {
+      skipped_ = state;  // the next read waits for a build of the newest state
+      return;
+    }
     // The loop's thread only hands the state over: the refresher builds the views of it.
     if (options_.background_refresh) {
       RequestRefreshLocked();
@@ -526,6 +543,22 @@ void Views::Publish(const std::shared_ptr<const LiveState>& state) {
   }
   auto context = Build();
   if (context.ok()) Account(**context);
+}
+
+// A published state is built while the views are read, and when what is kept from the contexts
+// needs it: the first context, a history sample that is due, and machine-pool cost (accrued from
+// each context's nodes, so that a node count that changed is priced from when it changed). A
+// state not built is built at the next read (Current waits for it).
+bool Views::BuildWantedLocked(const LiveState& state) const {
+  if (context_ == nullptr || !context_->machine_pools.empty()) return true;
+  if (clock_.NowMillis() - last_read_ms_ < options_.idle_after_ms) return true;
+  return state.insight != nullptr &&
+         (samples_.empty() || state.at_ms - samples_.back()->at_ms >= options_.history_interval_ms);
+}
+
+uint64_t Views::ContextsBuilt() {
+  std::lock_guard lock(mu_);
+  return contexts_built_;
 }
 
 // Machine-pool cost and the history sample, for a context of a state the loop published (each

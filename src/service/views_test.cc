@@ -403,6 +403,47 @@ TEST_F(ViewsTest, TheRefresherBuildsAtStartAndAfterEachPublish) {
   EXPECT_EQ(overview["history"]["samples"].size(), 1u);
 }
 
+// While nobody reads the views, the states the loop publishes are not built (but for a history
+// sample that is due); the first read after the quiet spell waits for the newest one, so it
+// shows what the loop published last.
+TEST_F(ViewsTest, StatesPublishedWhileNobodyReadsAreBuiltAtTheNextRead) {
+  Views views(*service_, *store_, clock_, ViewOptions{.history_interval_ms = 60'000});
+  // The overview once it shows `pending` tasks and `samples` history samples (the refresher
+  // builds in the background; the sample is recorded right after the build).
+  auto shown = [&](int pending, size_t samples) {
+    for (int i = 0; i < 500; ++i) {
+      auto now = views.Overview(admin_);
+      if (!now.ok()) return Json(now.status().ToString());
+      if ((*now)["leader"] == true && (*now)["totals"]["pending_tasks"] == pending &&
+          (*now)["history"]["samples"].size() == samples) {
+        return *now;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return Json("not shown");
+  };
+  Submit("alice", 1);
+  views.Publish(StateOf(*store_, clock_.NowMillis()));
+  EXPECT_TRUE(shown(1, 1).is_object());
+  const uint64_t built = views.ContextsBuilt();
+
+  // Quiet: no read for longer than idle_after_ms; the loop publishes on.
+  clock_.Advance(ViewOptions{}.idle_after_ms);
+  Submit("bob", 1);
+  views.Publish(StateOf(*store_, clock_.NowMillis()));
+  Submit("carol", 1);
+  views.Publish(StateOf(*store_, clock_.NowMillis()));
+  EXPECT_EQ(views.ContextsBuilt(), built) << "built while nobody reads";
+  auto overview = views.Overview(admin_);  // one read, no retry: the newest state
+  ASSERT_TRUE(overview.ok()) << overview.status().ToString();
+  EXPECT_EQ((*overview)["totals"]["pending_tasks"], 3);
+
+  // A history sample that is due is recorded whether or not anyone reads.
+  clock_.Advance(ViewOptions{}.idle_after_ms + 60'000);
+  views.Publish(StateOf(*store_, clock_.NowMillis()));
+  EXPECT_TRUE(shown(3, 2).is_object());
+}
+
 TEST_F(ViewsTest, PoolsCountSharedNodesOnce) {
   auto pools = views_->Pools(admin_);
   ASSERT_TRUE(pools.ok()) << pools.status().ToString();

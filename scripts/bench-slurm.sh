@@ -43,9 +43,20 @@ cpu_seconds() {  # utime + stime of a process, in seconds
   awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"
 }
 
-started_count() {  # jobs slurmctld started, from its log
-  grep -cE 'sched: Allocate JobId|backfill: _start_job: Started|sched/backfill: _start_job: Started' \
-    "$1" || true
+started_count() {  # jobs slurmctld started, from its log, gpupool's gates ($2: their ids) left out
+  local starts
+  starts=$(grep -cE 'sched: Allocate JobId|backfill: _start_job: Started|sched/backfill: _start_job: Started' \
+    "$1" || true)
+  if [ -n "${2:-}" ]; then
+    starts=$((starts - $(grep -cE "(sched: Allocate JobId|_start_job: Started JobId)=(${2//,/|}) " "$1" || true)))
+  fi
+  echo "$starts"
+}
+
+# The ids of gpupool's gate jobs (one per burst of submissions; a gate runs until the burst is
+# in), comma-separated: they are no jobs of the stream. From slurmctld's memory of recent jobs.
+gate_ids() {
+  scontrol -o show job 2>/dev/null | awk '/ JobName=gpupool-gate / { sub("JobId=", "", $1); ids = ids (ids ? "," : "") $1 } END { print ids }'
 }
 
 gpus_allocated() {
@@ -72,13 +83,19 @@ start_cluster() {
 
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
-# Waits until $2 jobs have started since the log held $1 starts, or TIMEOUT_S; sets `count`.
+# Waits until $2 jobs have started since the log held $1 starts, or TIMEOUT_S; sets `count` and
+# `gates` (gpupool's gate jobs, not counted: asked of slurmctld only once the count is reached).
 wait_started() {
   local before=$1 expected=$2 log="$current_dir/log/slurmctld.log"
   local deadline=$((SECONDS + timeout_s))
   count=0
+  gates=""
   while [ "$SECONDS" -lt "$deadline" ]; do
-    count=$(($(started_count "$log") - before))
+    count=$(($(started_count "$log" "$gates") - before))
+    if [ "$count" -ge "$expected" ] && [ -z "$gates" ]; then
+      gates=$(gate_ids)
+      if [ -n "$gates" ]; then continue; fi
+    fi
     if [ "$count" -ge "$expected" ]; then break; fi
     sleep 0.5
   done
@@ -87,17 +104,18 @@ wait_started() {
 # The Unix times of the first and the $3-th job started after the log's first $2 starts, from
 # slurmctld's own millisecond timestamps: the poll above only says when it saw them, half a second
 # late at most, which is the size of the differences between the two halves.
-start_times() {  # log before expected
-  python3 - "$1" "$2" "$3" <<'PY'
+start_times() {  # log before expected gates
+  python3 - "$1" "$2" "$3" "${4:-}" <<'PY'
 import re, sys, time
 from datetime import datetime
 log, before, expected = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-pattern = re.compile(r"^\[([0-9T:.-]+)\] (sched: Allocate JobId|backfill: _start_job: Started|sched/backfill: _start_job: Started)")
+gates = set(sys.argv[4].split(",")) if sys.argv[4] else set()
+pattern = re.compile(r"^\[([0-9T:.-]+)\] (sched: Allocate JobId|backfill: _start_job: Started|sched/backfill: _start_job: Started)(?: JobId)?=?([0-9]*)")
 seen, first, last = 0, None, None
 with open(log, errors="replace") as f:
     for line in f:
         m = pattern.match(line)
-        if not m:
+        if not m or m.group(3) in gates:
             continue
         seen += 1
         if seen <= before:
@@ -117,7 +135,7 @@ PY
 # to the last start (when every expected job started).
 print_start_times() {  # start before expected
   local first last
-  read -r first last < <(start_times "$current_dir/log/slurmctld.log" "$2" "$3")
+  read -r first last < <(start_times "$current_dir/log/slurmctld.log" "$2" "$3" "$gates")
   if [ "$last" != "0.000" ]; then
     now=$last
     echo "timeline (slurmctld's log): first job started at +$(awk -v a="$1" -v b="$first" 'BEGIN { printf "%.3f", b - a }') s, the last at +$(awk -v a="$1" -v b="$last" 'BEGIN { printf "%.3f", b - a }') s"

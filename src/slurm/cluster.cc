@@ -67,9 +67,9 @@ Status SlurmCluster::RefreshJobsLocked() {
     since = std::max(since, NewestPastTime(job, outcome));
     max_id = std::max(max_id, job.job_id);
     if (IsGateComment(job.comment, options_.submit.comment)) {
-      // Held outside this process's RunAll: left by a gpupool that stopped mid-burst, or another
-      // replica's burst under way. Poll opens it once it has been held for stale_gate_after.
-      if (job.state == "PENDING") {
+      // Shut outside this process's RunAll: left by a gpupool that stopped mid-burst, or another
+      // replica's burst under way. Poll opens it once it has been shut for stale_gate_after.
+      if (job.state == "PENDING" || job.state == "RUNNING") {
         held_gates_.try_emplace(job.job_id, asked);
       } else {
         held_gates_.erase(job.job_id);

@@ -19,7 +19,7 @@
 // submits a burst's tasks on one node as one job array whose comment lists the elements' keys
 // ("gpupool array:KEY0 KEY1 ..."; translate.h, ArraySubmission): each element is tracked,
 // adopted and cancelled ("ARRAY_INDEX") as its own task. With `gate_bursts`, a burst of several
-// jobs waits behind a held gate job until all of it is submitted (ClusterOptions::gate_bursts).
+// jobs waits behind a gate job until all of it is submitted (ClusterOptions::gate_bursts).
 //
 // Outages: slurmrestd takes seconds to say that slurmctld does not answer. After such an answer
 // Run() does not ask again for a few seconds (the task waits for Poll() to submit it), so the
@@ -59,7 +59,7 @@ struct ClusterOptions {
   // A burst's tasks on one node with identical requests go to Slurm as one job array
   // (GroupForArrays); false: one job per task.
   bool arrays = false;
-  // A burst of several jobs is submitted behind a held gate job that each depends on, then the
+  // A burst of several jobs is submitted behind a gate job that each depends on, then the
   // gate is cancelled (translate.h, GateSubmission): none starts before all are in, and a gang
   // (a group's tasks) whose members did not all reach Slurm is cancelled before any starts.
   bool gate_bursts = false;
@@ -174,7 +174,7 @@ class SlurmCluster {
   // The new jobs' ids, in order; Unavailable for those not submitted because Slurm stopped
   // answering (it then counts as recently unreachable).
   std::vector<Result<int64_t>> SubmitAllLocked(const std::vector<JobSubmission>& submissions);
-  // Submits a held gate for the burst whose first job is `like`; nullopt when Slurm refused it.
+  // Submits the gate for the burst whose first job is `like`; nullopt when Slurm refused it.
   std::optional<int64_t> OpenGateLocked(const JobSubmission& like);
   // Gangs (GangOf) with a member among `keys` that was not submitted: the members submitted are
   // cancelled (or left to Poll's cancels) and every member's result becomes FailedPrecondition

@@ -437,9 +437,11 @@ TEST_F(ClusterTest, NodesCountForeignJobsAsUsed) {
   EXPECT_EQ((*nodes)[3]["spec"]["unschedulable"], true);
 }
 
-// Several jobs go to Slurm behind one held gate: each depends on it, and it is cancelled once
-// all are in, so Slurm starts none before the last is submitted. A single job needs no gate.
-TEST_F(ClusterTest, ABurstWaitsBehindAHeldGateThatOpensOnceAllOfItIsIn) {
+// Several jobs go to Slurm behind one gate: each depends on it, and it is cancelled once all are
+// in, so Slurm starts none before the last is submitted. The gate is a job free to run (its end,
+// unlike a pending job's cancel, makes slurmctld schedule at once), small and time-limited. A
+// single job needs no gate.
+TEST_F(ClusterTest, ABurstWaitsBehindAGateThatOpensOnceAllOfItIsIn) {
   ResetWithGates();
   const size_t before = state_->requests.size();
   std::vector<SlurmCluster::RunRequest> runs = {{{"wf/g/a/0", "gpu0004", Pod(1), 600}},
@@ -450,10 +452,14 @@ TEST_F(ClusterTest, ABurstWaitsBehindAHeldGateThatOpensOnceAllOfItIsIn) {
   const Json& gate = state_->submissions[0]["job"];
   EXPECT_EQ(gate["name"], "gpupool-gate");
   EXPECT_EQ(gate["comment"], "gpupool gate");
-  EXPECT_EQ(gate["hold"], true);
+  EXPECT_FALSE(gate.contains("hold"));
   EXPECT_FALSE(gate.contains("nodelist"));
+  EXPECT_FALSE(gate.contains("dependency"));
+  EXPECT_EQ(gate["cpus_per_task"], 1);
+  EXPECT_EQ(gate["memory_per_node"], 64);
+  EXPECT_EQ(gate["time_limit"], 1);
+  EXPECT_EQ(state_->submissions[0]["script"], "#!/bin/sh\nexec sleep 120\n");
   const int64_t gate_id = 1;
-  EXPECT_EQ(state_->jobs.at(gate_id)["priority"], 0);
   for (size_t i = 1; i < 3; ++i) {
     EXPECT_EQ(state_->submissions[i]["job"]["dependency"], "afterany:1") << i;
     EXPECT_FALSE(state_->submissions[i]["job"].contains("hold")) << i;
@@ -565,12 +571,15 @@ TEST_F(ClusterTest, AGangWithAMemberSlurmRefusesStartsNoneOfIt) {
 }
 
 // A gpupool that stopped between submitting a burst and opening its gate left the burst waiting
-// on it: the next one opens it at its first Poll.
-TEST_F(ClusterTest, AGateLeftHeldByAnEarlierGpupoolIsOpened) {
-  const int64_t gate = state_->AddJob(Json{{"name", "gpupool-gate"},
-                                           {"comment", "gpupool gate"},
-                                           {"job_state", "PENDING"},
-                                           {"priority", 0}});
+// on it, pending (a held gate of an older gpupool, or one Slurm could not start) or running: the
+// next one opens it at its first Poll.
+class LeftGateTest : public ClusterTest, public ::testing::WithParamInterface<const char*> {};
+
+INSTANTIATE_TEST_SUITE_P(States, LeftGateTest, ::testing::Values("PENDING", "RUNNING"));
+
+TEST_P(LeftGateTest, AGateLeftShutByAnEarlierGpupoolIsOpened) {
+  const int64_t gate = state_->AddJob(
+      Json{{"name", "gpupool-gate"}, {"comment", "gpupool gate"}, {"job_state", GetParam()}});
   const int64_t foreign = state_->AddJob(
       Json{{"name", "gpupool-gate"}, {"comment", "someone else's gate"}, {"job_state", "PENDING"}});
   // Held for less than stale_gate_after: maybe another replica's burst under way; left alone.
@@ -579,7 +588,7 @@ TEST_F(ClusterTest, AGateLeftHeldByAnEarlierGpupoolIsOpened) {
   size_t before = state_->requests.size();
   EXPECT_TRUE(Poll().empty());
   EXPECT_TRUE(Commands(before).empty());
-  EXPECT_EQ(state_->jobs.at(gate)["job_state"], "PENDING");
+  EXPECT_EQ(state_->jobs.at(gate)["job_state"], GetParam());
 
   options_.stale_gate_after = std::chrono::milliseconds(0);
   ResetWithGates();

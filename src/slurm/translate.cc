@@ -364,6 +364,9 @@ namespace {
 
 constexpr char kArrayTag[] = " array:";
 constexpr char kGateTag[] = " gate";
+// What the gate asks for besides one CPU: it runs `sleep`, and on a cluster without a default
+// memory per CPU an unstated amount would be the whole node's.
+constexpr int64_t kGateMemoryMb = 64;
 // slurmctld refuses a comment longer than this (job_mgr.c, _test_strlen).
 constexpr size_t kMaxComment = 1024;
 
@@ -455,12 +458,12 @@ JobSubmission GateSubmission(const JobSubmission& like, std::string_view comment
   gate.comment = std::string(comment) + kGateTag;
   gate.partition = like.partition;
   gate.cpus_per_task = 1;
+  gate.memory_per_node_mb = kGateMemoryMb;
   gate.time_limit_minutes = 1;
   gate.working_directory = like.working_directory.empty() ? "/tmp" : like.working_directory;
   gate.standard_output = "/dev/null";
   gate.environment = {{"PATH", "/usr/bin:/bin"}};
-  gate.script = "#!/bin/sh\ntrue\n";
-  gate.hold = true;
+  gate.script = "#!/bin/sh\nexec sleep 120\n";  // until cancelled, or its time limit
   return gate;
 }
 

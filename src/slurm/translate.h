@@ -132,15 +132,20 @@ JobSubmission ArraySubmission(const std::vector<const JobSubmission*>& elements)
 std::optional<std::vector<std::string>> ArrayKeys(std::string_view job_comment,
                                                   std::string_view comment);
 
-// Gates: a burst of several jobs is submitted behind one held job (the gate) that each of them
-// depends on (`afterany`), and the gate is then cancelled, which frees them all at once. Slurm
-// starts none of them while the burst is being submitted, so its scheduling cycles and job
-// launches do not slow the submissions (slurmctld takes them one at a time under its job lock),
-// and a gang's members either all reach Slurm before any can start or are cancelled unstarted.
+// Gates: a burst of several jobs is submitted behind one job (the gate) that each of them depends
+// on (`afterany`), and the gate is then cancelled, which frees them all at once. Slurm starts
+// none of them while the burst is being submitted, so its scheduling cycles and job launches do
+// not slow the submissions (slurmctld takes them one at a time under its job lock), and a gang's
+// members either all reach Slurm before any can start or are cancelled unstarted.
+//
+// The gate runs: slurmctld starts a free job at its submission when it can, and the end of a
+// running job (its epilog's completion) brings slurmctld's next scheduling pass forward at once,
+// where the cancel of a pending job only asks for one at its background loop's next tick (every
+// second, so 0.5 s on average). Where it cannot start (a full partition), it waits as a pending
+// job and opens the burst the slower way.
 //
 // The gate of a burst like `like` (its partition and working directory) of jobs marked with
-// `comment`: held, one CPU, one minute, runs `true` if ever released by hand; comment
-// "<comment> gate".
+// `comment`: one CPU, 64 MB, `sleep` under a one-minute time limit; comment "<comment> gate".
 JobSubmission GateSubmission(const JobSubmission& like, std::string_view comment);
 // Whether a job's comment is that of a gate submitted with `comment`.
 bool IsGateComment(std::string_view job_comment, std::string_view comment);

@@ -312,7 +312,7 @@ def run_workflow(args, env, workdir):
             got = len([d for d in devices.split(",") if d]) if gpus else 0
             assert got == gpus, f"{name}: CUDA_VISIBLE_DEVICES={devices!r}, asked for {gpus}"
             assert jobs.get(key) == [("COMPLETED", node)], f"{key}: Slurm jobs {jobs.get(key)}"
-        # The step's submissions went behind a gate (a held job they depended on), which
+        # The step's submissions went behind a gate (a job they depended on), which
         # gpupool cancelled once they were in: Slurm took hold, afterany and the cancel.
         gates = [state for key, state, _, _ in slurm_job_list(env) if key == "gpupool-gate"]
         assert gates and all(state == "CANCELLED" for state in gates), f"gates: {gates}"

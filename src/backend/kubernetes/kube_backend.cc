@@ -1,7 +1,9 @@
 #include "backend/kubernetes/kube_backend.h"
 
 #include <cstdio>
+#include <initializer_list>
 #include <optional>
+#include <string_view>
 
 #include "common/json_text.h"
 #include "common/strings.h"
@@ -45,6 +47,25 @@ std::string Fnv1a(std::string_view text) {
   return buffer;
 }
 
+// The member at `path` in `object` (null when a step is missing or not an object). Looked up
+// directly: a "/spec/schedulerName"_json_pointer is parsed from its text at each call, and these
+// run on every watch event of every pod.
+const Json& At(const Json& object, std::initializer_list<const char*> path) {
+  static const Json kNull;
+  const Json* at = &object;
+  for (const char* key : path) {
+    if (!at->is_object()) return kNull;
+    auto it = at->find(key);
+    if (it == at->end()) return kNull;
+    at = &*it;
+  }
+  return *at;
+}
+
+bool IsString(const Json& value, std::string_view text) {
+  return value.is_string() && value.get_ref<const std::string&>() == text;
+}
+
 std::string Annotation(const Json& pod, const char* key) {
   auto metadata = pod.find("metadata");
   if (metadata == pod.end() || !metadata->is_object()) return "";
@@ -58,8 +79,10 @@ std::string Annotation(const Json& pod, const char* key) {
 std::string OutputContainer(const Json& pod) {
   std::string named = Annotation(pod, "kubectl.kubernetes.io/default-container");
   if (!named.empty()) return named;
-  const Json containers = pod.value("/spec/containers"_json_pointer, Json::array());
-  return !containers.empty() && containers[0].is_object() ? containers[0].value("name", "") : "";
+  const Json& containers = At(pod, {"spec", "containers"});
+  return containers.is_array() && !containers.empty() && containers[0].is_object()
+             ? containers[0].value("name", "")
+             : "";
 }
 
 }  // namespace
@@ -181,7 +204,7 @@ Result<std::vector<Json>> KubernetesBackend::ListNodes() const {
 void KubernetesBackend::CountOther(const Json& pod, bool ours, bool deleted) {
   const std::string uid = kube::RefOf(pod).uid;
   bool holds = !deleted && kube::ClassifyPod(pod) == kube::PodKind::kBound &&
-               (!ours || pod.value("/metadata/deletionTimestamp"_json_pointer, Json()).is_string());
+               (!ours || At(pod, {"metadata", "deletionTimestamp"}).is_string());
   std::optional<model::ResourceList> taken;
   if (holds) {
     auto requests = kube::TakenByPod(pod);
@@ -219,16 +242,15 @@ void KubernetesBackend::TrackAttemptPod(const std::string& key, const Json& pod,
     if (it != attempt_pods_.end() && it->second.ref.uid == ref.uid) attempt_pods_.erase(it);
     return;
   }
-  const std::string phase = pod.value("/status/phase"_json_pointer, "");
-  attempt_pods_[key] = {ref, OutputContainer(pod),
-                        !kube::PodNodeName(pod).empty() && phase != "Pending"};
+  const bool pending = IsString(At(pod, {"status", "phase"}), "Pending");
+  attempt_pods_[key] = {ref, OutputContainer(pod), !kube::PodNodeName(pod).empty() && !pending};
 }
 
 // On the client's thread: records how gpupool's pods end.
 void KubernetesBackend::OnPod(const kube::ObjectPtr& pod, bool deleted,
                               const kube::ObjectPtr& before) {
   std::string key = Annotation(*pod, kube::kAttemptAnnotation);
-  if (key.empty() && pod->value("/spec/schedulerName"_json_pointer, "") == kube::kSchedulerName) {
+  if (key.empty() && IsString(At(*pod, {"spec", "schedulerName"}), kube::kSchedulerName)) {
     return OnHandedIn(*pod, deleted, before.get());  // gpupool's to schedule, not a task's
   }
   CountOther(*pod, !key.empty(), deleted);

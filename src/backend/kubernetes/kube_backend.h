@@ -223,10 +223,16 @@ class KubernetesBackend final : public Backend {
   struct HandedInEntry {
     uint64_t arrival = 0;
     std::shared_ptr<const HandedInPod> pod;
+    // While a binding sent for it is not shown (binding_): the pod on that node, made once per
+    // binding (SyncSent), so that each step gets the same object (the loop keeps the scheduler's
+    // reading of an unchanged object, controller::HandedInMemo) and no copy.
+    std::shared_ptr<const HandedInPod> sent;
   };
   std::unordered_map<std::string, HandedInEntry> handed_in_;
   uint64_t next_arrival_ = 0;
   std::map<std::string, std::string, std::less<>> binding_;
+  // HandedInEntry::sent in line with binding_ and the entry's pod, for `uid`. Under mu_.
+  void SyncSent(const std::string& uid);
   // Evictions the cluster refused, not yet reported; the pods of task attempts, by key.
   std::vector<RefusedEviction> refused_;
   uint64_t next_eviction_id_ = 1;

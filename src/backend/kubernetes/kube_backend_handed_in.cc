@@ -94,6 +94,7 @@ void KubernetesBackend::OnHandedIn(const Json& pod, bool deleted, const Json* be
       binding_.erase(ref.uid);  // the informer shows it now
       if (others_.erase(ref.uid) > 0) ++others_version_;
       handed_in_[ref.uid].pod = std::move(bound);
+      SyncSent(ref.uid);
       return;
     }
   }
@@ -123,6 +124,22 @@ void KubernetesBackend::OnHandedIn(const Json& pod, bool deleted, const Json* be
   auto [entry, inserted] = handed_in_.try_emplace(ref.uid);
   if (inserted) entry->second.arrival = next_arrival_++;
   entry->second.pod = std::make_shared<const HandedInPod>(std::move(in));
+  SyncSent(ref.uid);
+}
+
+void KubernetesBackend::SyncSent(const std::string& uid) {
+  auto entry = handed_in_.find(uid);
+  if (entry == handed_in_.end()) return;
+  const std::shared_ptr<const HandedInPod>& in = entry->second.pod;
+  auto node = binding_.find(uid);
+  if (node == binding_.end() || !in->pod.node_name.empty()) {
+    entry->second.sent.reset();
+    return;
+  }
+  if (entry->second.sent != nullptr && entry->second.sent->pod.node_name == node->second) return;
+  auto bound = std::make_shared<HandedInPod>(*in);  // bound by us, not yet seen: holds its node
+  bound->pod.node_name = node->second;
+  entry->second.sent = std::move(bound);
 }
 
 // In the order the informer first showed them: among pods of the same age (creationTimestamp
@@ -137,17 +154,8 @@ std::vector<std::shared_ptr<const HandedInPod>> KubernetesBackend::HandedInPods(
   std::vector<std::shared_ptr<const HandedInPod>> pods;
   pods.reserve(order.size());
   for (const auto& [arrival, entry] : order) {
-    const std::string& uid = entry->first;
-    const std::shared_ptr<const HandedInPod>& in = entry->second.pod;
-    auto sent = binding_.find(uid);
-    if (sent != binding_.end() && in->pod.node_name.empty()) {
-      // Bound by us, not yet seen: it holds that node already (a copy for the few in flight).
-      auto bound = std::make_shared<HandedInPod>(*in);
-      bound->pod.node_name = sent->second;
-      pods.push_back(std::move(bound));
-    } else {
-      pods.push_back(in);
-    }
+    // Bound by us, not yet seen: it holds that node already.
+    pods.push_back(entry->second.sent != nullptr ? entry->second.sent : entry->second.pod);
   }
   return pods;
 }
@@ -172,7 +180,10 @@ Status KubernetesBackend::BindPods(const std::vector<PodBinding>& gang) {
                                        ") is no longer pending; nothing of its gang bound");
       }
     }
-    for (const PodBinding& binding : gang) binding_[binding.pod.uid] = binding.node;
+    for (const PodBinding& binding : gang) {
+      binding_[binding.pod.uid] = binding.node;
+      SyncSent(binding.pod.uid);
+    }
   }
   auto sent = std::make_shared<const std::vector<PodBinding>>(gang);
   for (size_t member = 0; member < gang.size(); ++member) {
@@ -215,6 +226,7 @@ void KubernetesBackend::BindingRefused(const std::vector<PodBinding>& gang, size
   {
     std::lock_guard lock(mu_);
     binding_.erase(refused.pod.uid);
+    SyncSent(refused.pod.uid);
   }
   const kube::ObjectRef ref{refused.pod.namespace_, refused.pod.name, refused.pod.uid};
   RecordEvent(ref, "FailedScheduling", "Binding rejected: " + why);

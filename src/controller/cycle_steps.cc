@@ -295,10 +295,10 @@ std::vector<service::MachinePoolEvent> SchedulingLoop::ScaleMachinePools(const S
                                                                          StepStats& stats) {
   std::vector<service::MachinePoolEvent> events;
   if (!scaled_pools_.Due(step.now)) return events;  // AfterCycle copies the whole snapshot
-  auto scaled =
-      scaled_pools_.Step(store_, backend_, autoscaler::AfterCycle(step.snapshot, step.cycle),
-                         options_.catalog ? *options_.catalog : autoscaler::Catalog::Builtin(),
-                         step.now, options_.provision);
+  auto scaled = scaled_pools_.Step(
+      store_, backend_, [&] { return autoscaler::AfterCycle(step.snapshot, step.cycle); },
+      options_.catalog ? *options_.catalog : autoscaler::Catalog::Builtin(), step.now,
+      options_.provision);
   if (!scaled.ok()) {
     stats.machine_pool_error = scaled.status().message();
     step_errors_->Increment({"machine_pools"});

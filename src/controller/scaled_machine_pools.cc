@@ -19,7 +19,8 @@ std::string Describe(const autoscaler::ReplicaChange& change) {
 }  // namespace
 
 Result<std::vector<autoscaler::NodeEvent>> ScaledMachinePools::Step(
-    store::Store& store, backend::Backend& backend, const scheduler::ClusterSnapshot& after_cycle,
+    store::Store& store, backend::Backend& backend,
+    const std::function<scheduler::ClusterSnapshot()>& after_cycle,
     const autoscaler::Catalog& catalog, int64_t now_ms,
     const autoscaler::ProvisionOptions& options) {
   std::vector<autoscaler::NodeEvent> events;
@@ -39,7 +40,7 @@ Result<std::vector<autoscaler::NodeEvent>> ScaledMachinePools::Step(
   }
   ASSIGN_OR_RETURN(
       autoscaler::ReplicaPlan plan,
-      autoscaler::PlanReplicas(after_cycle, scaled, catalog, empty_since_, now_ms, options));
+      autoscaler::PlanReplicas(after_cycle(), scaled, catalog, empty_since_, now_ms, options));
   empty_since_ = std::move(plan.empty_since);
   for (const autoscaler::ReplicaChange& change : plan.changes) {
     RETURN_IF_ERROR(backend.SetReplicas(change.target, change.to, change.remove_nodes));

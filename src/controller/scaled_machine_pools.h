@@ -14,6 +14,7 @@
 // Thread contract: the scheduling loop's thread only.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,12 +35,14 @@ class ScaledMachinePools {
 
   // One pass when the interval has passed since the last (else nothing). The events say what
   // was set ("replicas 0 -> 1 (pending pods)"); an error (a machine pool the catalog cannot
-  // build, the API refusing) stops this pass only, after what was already set.
-  Result<std::vector<autoscaler::NodeEvent>> Step(store::Store& store, backend::Backend& backend,
-                                                  const scheduler::ClusterSnapshot& after_cycle,
-                                                  const autoscaler::Catalog& catalog,
-                                                  int64_t now_ms,
-                                                  const autoscaler::ProvisionOptions& options);
+  // build, the API refusing) stops this pass only, after what was already set. `after_cycle`
+  // (the cluster after the cycle: a copy of the whole snapshot) is called only when a machine
+  // pool has a scale target: at 5,000 nodes and 20,000 pods the copy took 70 ms of a step.
+  Result<std::vector<autoscaler::NodeEvent>> Step(
+      store::Store& store, backend::Backend& backend,
+      const std::function<scheduler::ClusterSnapshot()>& after_cycle,
+      const autoscaler::Catalog& catalog, int64_t now_ms,
+      const autoscaler::ProvisionOptions& options);
 
  private:
   int64_t interval_ms_;

@@ -214,6 +214,13 @@ class Backend {
   // here, before the step writes them to the store. Default: nothing (each Launch acts at once).
   virtual void LaunchesDone() {}
 
+  // Said by the scheduling loop before each step's launches: whether its next step follows at
+  // once and may launch more (this step placed tasks: the rest of a burst of submissions may be
+  // placed next). A backend that sends a step's launches as one batch (Slurm: a burst behind one
+  // gate) may keep the batch open for them, for a bounded time; false releases it. Default:
+  // nothing to keep open.
+  virtual void MoreLaunchesMayFollow(bool may) { (void)may; }
+
   // Whether Launch returns before the task is on the cluster (Slurm: its job submitted by a
   // worker; Kubernetes: its pod created and bound by the client thread). Such a backend says
   // through Started when it is, and the loop keeps the task SCHEDULED until then, so that a task

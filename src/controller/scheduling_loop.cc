@@ -87,7 +87,6 @@ void SchedulingLoop::Start() {
   stop_ = false;
   thread_ = std::thread([this] {
     std::string last_error;
-    int at_once = 0;  // steps in a row run without waiting the interval
     while (!stop_.load()) {
       // What arrives from here on, this step may not have seen.
       const uint64_t nudges_before = nudges_.load();
@@ -98,20 +97,19 @@ void SchedulingLoop::Start() {
         std::cerr << "gpupool serve: scheduling step: " << error << "\n";
       }
       last_error = std::move(error);
-      // A step that placed tasks is followed at once by the step that launches them (placing
-      // and launching are two steps so that a placement is in the store before its job exists):
-      // a placement should not wait an interval to start. That step may place the rest of a
-      // burst of submissions, whose launches then follow at once too, and reach a batching
-      // backend while it still submits the first ones (Slurm: behind the same gate), not an
-      // interval later. At most kMaxStepsAtOnce in a row, so that a steady stream of
-      // submissions still leaves the loop idle between steps.
-      static constexpr int kMaxStepsAtOnce = 3;
+      // A step that placed tasks is followed at once: on the sim it launches them (and writes
+      // them RUNNING), so a placement does not wait an interval to start; on the real backends
+      // they went out in the placing step, and this one places the rest of a burst of
+      // submissions that arrived meanwhile, whose launches then reach a batching backend while
+      // it still holds the first ones (Slurm: behind the same gate, kept shut for them while
+      // the loop says MoreLaunchesMayFollow), not an interval later. At most kMaxStepsAtOnce in
+      // a row.
       const bool placed = stats.ok() && stats->bound > 0;
-      if (placed && at_once < kMaxStepsAtOnce) {
-        ++at_once;
+      if (placed && steps_at_once_ < kMaxStepsAtOnce) {
+        ++steps_at_once_;
         continue;
       }
-      at_once = 0;
+      steps_at_once_ = 0;
       WaitForNextStep(stats.ok() && stats->leader && stats->pending == 0, nudges_before);
     }
   });
@@ -198,6 +196,7 @@ Result<StepStats> SchedulingLoop::Step() {
       {}, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (!status.ok()) {
     step_errors_->Increment({"step"});
+    backend_.MoreLaunchesMayFollow(false);  // the step may have stopped before saying so
     return status;
   }
   return stats;
@@ -226,6 +225,8 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   trace.Mark("cycle");
   RETURN_IF_ERROR(WriteBack(step, stats));  // 6
   trace.Mark("writes");
+  // A step that placed tasks is followed at once (Start), and may launch the rest of a burst.
+  backend_.MoreLaunchesMayFollow(stats.bound > 0 && steps_at_once_ < kMaxStepsAtOnce);
   LaunchPlacedTasks(step, stats);
   std::vector<service::MachinePoolEvent> events = ReconcileMachinePools(step, stats);  // 7
   SyncBackend(step);

@@ -178,6 +178,10 @@ class SchedulingLoop {
                    const scheduler::ClusterSnapshot& snapshot, scheduler::CycleResult cycle,
                    std::vector<service::MachinePoolEvent> events);
   void ClearLeaderGauges();
+
+  // A step that placed tasks is followed at once by the next, at most this many times in a row
+  // (Start), so that a steady stream of submissions still leaves the loop idle between steps.
+  static constexpr int kMaxStepsAtOnce = 3;
   void ReportNodePoolConflicts(const scheduler::ClusterSnapshot& snapshot);
 
   store::Store& store_;
@@ -216,6 +220,7 @@ class SchedulingLoop {
 
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> nudges_{0};
+  int steps_at_once_ = 0;  // steps in a row run without waiting the interval (the loop's thread)
   std::thread thread_;
 };
 

@@ -58,6 +58,9 @@ class SlurmBackend final : public Backend {
   Result<std::vector<nlohmann::ordered_json>> ListNodes() const override;
   Status Launch(const TaskLaunch& launch) override;
   void LaunchesDone() override;
+  // A burst being submitted waits (up to kMoreLaunchesWait) for the next step's launches before
+  // its gate opens, while the loop says more may follow.
+  void MoreLaunchesMayFollow(bool may) override;
   // A launch is on the cluster once its job is submitted (or found), which the worker does.
   bool ReportsStarts() const override { return true; }
   std::vector<std::string> Started() override;
@@ -100,6 +103,10 @@ class SlurmBackend final : public Backend {
   // a job and an array.
   std::deque<Command> step_launches_;
   std::chrono::steady_clock::time_point first_step_launch_{};
+  // MoreLaunchesMayFollow: while true and before more_until_, the burst under way waits for
+  // the loop's next launches (TakeQueuedRuns).
+  bool more_may_follow_ = false;
+  std::chrono::steady_clock::time_point more_until_{};
   std::vector<TaskExit> exits_;
   std::set<std::string, std::less<>> running_;  // launched, not yet reported or killed
   // Launches (not adoptions) whose job is not known to exist yet, each with the sequence number

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <thread>
 
@@ -23,7 +24,10 @@ Json Pod(bool with_command = true) {
 
 class SlurmBackendTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Open(/*gate_bursts=*/false); }
+
+  void Open(bool gate_bursts) {
+    backend_.reset();
     state_ = std::make_shared<FakeSlurmRest::State>();
     slurm::ClientOptions client_options;
     client_options.user = "nobody";
@@ -34,6 +38,7 @@ class SlurmBackendTest : public ::testing::Test {
         std::move(client_options));
     slurm::ClusterOptions options;
     options.submit.output_dir = "/jobs";
+    options.gate_bursts = gate_bursts;
     auto cluster = std::make_unique<slurm::SlurmCluster>(client, options);
     ASSERT_TRUE(cluster->Connect().ok());
     backend_ = std::make_unique<SlurmBackend>(std::move(cluster));
@@ -115,6 +120,52 @@ TEST_F(SlurmBackendTest, ABurstOfLaunchesAndAKillAmongThemEachReachSlurmOnce) {
   for (const auto& [name, count] : live_jobs()) EXPECT_EQ(count, 1) << name;
   std::lock_guard lock(state_->mu);
   EXPECT_LE(state_->submissions.size(), 31u);  // t7 twice at most: once before its kill
+}
+
+// While the loop says its next step may launch more (it placed tasks and follows at once), a
+// burst under way keeps its gate shut for them: a stream placed over two steps reaches Slurm as
+// one burst behind one gate, not as a second burst after the first has opened.
+TEST_F(SlurmBackendTest, ABurstKeepsItsGateShutForTheNextStepWhileMoreMayFollow) {
+  Open(/*gate_bursts=*/true);
+  auto launch = [&](const std::string& key, const std::string& node) {
+    TaskLaunch task{key, node};
+    task.pod = Pod();
+    ASSERT_TRUE(backend_->Launch(task).ok());
+  };
+  launch("wf/g/a/0", "gpu0003");
+  launch("wf/g/b/0", "gpu0004");
+  backend_->MoreLaunchesMayFollow(true);
+  backend_->LaunchesDone();
+  ASSERT_TRUE(WaitFor([&] { return JobOf("wf/g/a/0") != 0 && JobOf("wf/g/b/0") != 0; }));
+  const int64_t gate = JobOf("gpupool-gate");
+  ASSERT_NE(gate, 0);
+  launch("wf/h/c/0", "gpu0003");  // the next step's
+  backend_->MoreLaunchesMayFollow(false);
+  backend_->LaunchesDone();
+  ASSERT_TRUE(WaitFor([&] { return JobOf("wf/h/c/0") != 0; }));
+  ASSERT_TRUE(WaitFor([&] {
+    std::lock_guard lock(state_->mu);
+    return state_->jobs.at(gate)["job_state"] == "CANCELLED";
+  }));
+  std::lock_guard lock(state_->mu);
+  int gates = 0;
+  for (const Json& submission : state_->submissions) {
+    if (submission["job"]["name"] == "gpupool-gate") {
+      ++gates;
+    } else {
+      EXPECT_EQ(submission["job"].value("dependency", ""), "afterany:" + std::to_string(gate))
+          << submission["job"]["name"];
+    }
+  }
+  EXPECT_EQ(gates, 1);
+  const auto& requests = state_->requests;
+  const auto cancel = std::find(requests.begin(), requests.end(),
+                                "DELETE /slurm/v0.0.38/job/" + std::to_string(gate));
+  const auto last_submit =
+      std::find(requests.rbegin(), requests.rend(), "POST /slurm/v0.0.38/job/submit");
+  ASSERT_NE(cancel, requests.end());
+  EXPECT_GT(cancel - requests.begin(), requests.rend() - last_submit - 1)
+      << "the gate opens after the next step's launch is in";
 }
 
 // Started says a launch is on the cluster only once its job exists: not while Slurm cannot be

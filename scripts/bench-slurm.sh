@@ -43,10 +43,12 @@ cpu_seconds() {  # utime + stime of a process, in seconds
   awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"
 }
 
+# How slurmctld's log says it started a job (its main scheduler, or backfill).
+start_lines='sched: Allocate JobId|backfill: _start_job: Started|sched/backfill: _start_job: Started'
+
 started_count() {  # jobs slurmctld started, from its log, gpupool's gates ($2: their ids) left out
   local starts
-  starts=$(grep -cE 'sched: Allocate JobId|backfill: _start_job: Started|sched/backfill: _start_job: Started' \
-    "$1" || true)
+  starts=$(grep -cE "$start_lines" "$1" || true)
   if [ -n "${2:-}" ]; then
     starts=$((starts - $(grep -cE "(sched: Allocate JobId|_start_job: Started JobId)=(${2//,/|}) " "$1" || true)))
   fi
@@ -105,12 +107,12 @@ wait_started() {
 # slurmctld's own millisecond timestamps: the poll above only says when it saw them, half a second
 # late at most, which is the size of the differences between the two halves.
 start_times() {  # log before expected gates
-  python3 - "$1" "$2" "$3" "${4:-}" <<'PY'
+  python3 - "$1" "$2" "$3" "${4:-}" "$start_lines" <<'PY'
 import re, sys, time
 from datetime import datetime
 log, before, expected = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 gates = set(sys.argv[4].split(",")) if sys.argv[4] else set()
-pattern = re.compile(r"^\[([0-9T:.-]+)\] (sched: Allocate JobId|backfill: _start_job: Started|sched/backfill: _start_job: Started)(?: JobId)?=?([0-9]*)")
+pattern = re.compile(r"^\[([0-9T:.-]+)\] (" + sys.argv[5] + r")(?: JobId)?=?([0-9]*)")
 seen, first, last = 0, None, None
 with open(log, errors="replace") as f:
     for line in f:

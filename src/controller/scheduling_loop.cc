@@ -104,8 +104,7 @@ void SchedulingLoop::Start() {
       // it still holds the first ones (Slurm: behind the same gate, kept shut for them while
       // the loop says MoreLaunchesMayFollow), not an interval later. At most kMaxStepsAtOnce in
       // a row.
-      const bool placed = stats.ok() && stats->bound > 0;
-      if (placed && steps_at_once_ < kMaxStepsAtOnce) {
+      if (stats.ok() && FollowedAtOnce(*stats)) {
         ++steps_at_once_;
         continue;
       }
@@ -226,7 +225,7 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   RETURN_IF_ERROR(WriteBack(step, stats));  // 6
   trace.Mark("writes");
   // A step that placed tasks is followed at once (Start), and may launch the rest of a burst.
-  backend_.MoreLaunchesMayFollow(stats.bound > 0 && steps_at_once_ < kMaxStepsAtOnce);
+  backend_.MoreLaunchesMayFollow(FollowedAtOnce(stats));
   LaunchPlacedTasks(step, stats);
   std::vector<service::MachinePoolEvent> events = ReconcileMachinePools(step, stats);  // 7
   SyncBackend(step);

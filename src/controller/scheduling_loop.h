@@ -182,6 +182,10 @@ class SchedulingLoop {
   // A step that placed tasks is followed at once by the next, at most this many times in a row
   // (Start), so that a steady stream of submissions still leaves the loop idle between steps.
   static constexpr int kMaxStepsAtOnce = 3;
+  // Whether the step that ended with `stats` is followed at once by the next (Start).
+  bool FollowedAtOnce(const StepStats& stats) const {
+    return stats.bound > 0 && steps_at_once_ < kMaxStepsAtOnce;
+  }
   void ReportNodePoolConflicts(const scheduler::ClusterSnapshot& snapshot);
 
   store::Store& store_;

@@ -30,17 +30,6 @@ void RemoveTaints(model::Node& node, std::string_view key) {
   std::erase_if(node.taints, [&](const model::Taint& t) { return t.key == key; });
 }
 
-// A millisecond timestamp kept in an annotation; nullopt when absent or not a number.
-std::optional<int64_t> AnnotationMs(const model::Node& node, const char* key) {
-  auto it = node.annotations.find(key);
-  if (it == node.annotations.end()) return std::nullopt;
-  int64_t value = 0;
-  auto [end, error] =
-      std::from_chars(it->second.data(), it->second.data() + it->second.size(), value);
-  if (error != std::errc() || end != it->second.data() + it->second.size()) return std::nullopt;
-  return value;
-}
-
 using Json = nlohmann::ordered_json;
 
 Json DrainJson(const model::Node& node) {
@@ -164,6 +153,16 @@ struct Lifecycle {
 };
 
 }  // namespace
+
+std::optional<int64_t> AnnotationMs(const model::Node& node, const char* key) {
+  auto it = node.annotations.find(key);
+  if (it == node.annotations.end()) return std::nullopt;
+  int64_t value = 0;
+  auto [end, error] =
+      std::from_chars(it->second.data(), it->second.data() + it->second.size(), value);
+  if (error != std::errc() || end != it->second.data() + it->second.size()) return std::nullopt;
+  return value;
+}
 
 scheduler::ClusterSnapshot AfterCycle(const scheduler::ClusterSnapshot& before,
                                       const scheduler::CycleResult& cycle) {

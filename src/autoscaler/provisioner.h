@@ -47,6 +47,10 @@ inline constexpr char kInterruptionTaintKey[] = "gpupool.io/spot-interruption";
 inline constexpr char kInterruptionDeadlineAnnotation[] = "gpupool.io/interruption-deadline";
 inline constexpr char kDrainAnnotation[] = "gpupool.io/drain";
 
+// A millisecond timestamp kept in one of the annotations above; nullopt when absent or not a
+// number (an annotation anyone may edit is read, never trusted).
+std::optional<int64_t> AnnotationMs(const model::Node& node, const char* key);
+
 struct ProvisionOptions {
   int64_t provision_delay_ms = 60'000;                             // launch to ready
   int64_t scale_down_after_ms = kScaleDownUnneededSeconds * 1000;  // empty this long: removed

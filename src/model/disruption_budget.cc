@@ -7,6 +7,7 @@
 #include "codec/field_path.h"
 #include "codec/json_reader.h"
 #include "common/strings.h"
+#include "model/k8s.h"
 #include "model/label_selector.h"
 #include "model/match.h"
 
@@ -195,23 +196,7 @@ Result<PodDisruptionBudget> PodDisruptionBudgetFromSpec(const Json& spec, std::s
 }
 
 Result<PodDisruptionBudget> PodDisruptionBudgetFromManifest(const Json& manifest) {
-  if (!manifest.is_object()) {
-    return InvalidArgumentError("manifest: expected an object, got " + JsonTypeName(manifest));
-  }
-  RETURN_IF_ERROR(
-      codec::CheckKnownFields(manifest, "", {"apiVersion", "kind", "metadata", "spec", "status"}));
-  const Json api_version = manifest.value("apiVersion", Json());
-  if (api_version != kPodDisruptionBudgetApiVersion) {
-    return InvalidArgumentError("apiVersion: expected \"policy/v1\", got " + api_version.dump());
-  }
-  const Json metadata = manifest.value("metadata", Json());
-  if (!metadata.is_object() || !metadata.contains("name") || !metadata["name"].is_string() ||
-      metadata["name"].get<std::string>().empty()) {
-    return InvalidArgumentError("metadata.name: required string");
-  }
-  RETURN_IF_ERROR(codec::CheckKnownFields(metadata, "metadata",
-                                          {"name", "namespace", "labels", "annotations", "uid",
-                                           "resourceVersion", "creationTimestamp", "generation"}));
+  ASSIGN_OR_RETURN(const Json metadata, ManifestMetadata(manifest, kPodDisruptionBudgetApiVersion));
   std::string ns = "default";
   if (auto it = metadata.find("namespace"); it != metadata.end() && !it->is_null()) {
     if (!it->is_string()) {

@@ -92,23 +92,7 @@ Status CheckTemplate(const Job& job) {
 }  // namespace
 
 Result<Job> JobFromManifest(const Json& manifest) {
-  if (!manifest.is_object()) {
-    return InvalidArgumentError("manifest: expected an object, got " + JsonTypeName(manifest));
-  }
-  RETURN_IF_ERROR(
-      codec::CheckKnownFields(manifest, "", {"apiVersion", "kind", "metadata", "spec", "status"}));
-  const Json api_version = manifest.value("apiVersion", Json());
-  if (api_version != "batch/v1") {
-    return InvalidArgumentError("apiVersion: expected \"batch/v1\", got " + api_version.dump());
-  }
-  const Json metadata = manifest.value("metadata", Json());
-  if (!metadata.is_object() || !metadata.contains("name") || !metadata["name"].is_string() ||
-      metadata["name"].get<std::string>().empty()) {
-    return InvalidArgumentError("metadata.name: required string");
-  }
-  RETURN_IF_ERROR(codec::CheckKnownFields(metadata, "metadata",
-                                          {"name", "namespace", "labels", "annotations", "uid",
-                                           "resourceVersion", "creationTimestamp", "generation"}));
+  ASSIGN_OR_RETURN(const Json metadata, ManifestMetadata(manifest, "batch/v1"));
   Job job;
   job.name = metadata["name"].get<std::string>();
   for (const char* key : {"namespace", "creationTimestamp"}) {

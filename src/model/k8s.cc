@@ -266,6 +266,28 @@ Result<Taint> ParseTaintSpec(std::string_view text) {
   return taint;
 }
 
+Result<ordered_json> ManifestMetadata(const ordered_json& manifest, std::string_view api_version) {
+  if (!manifest.is_object()) {
+    return InvalidArgumentError("manifest: expected an object, got " + JsonTypeName(manifest));
+  }
+  RETURN_IF_ERROR(
+      codec::CheckKnownFields(manifest, "", {"apiVersion", "kind", "metadata", "spec", "status"}));
+  const ordered_json given = manifest.value("apiVersion", ordered_json());
+  if (!given.is_string() || given.get<std::string>() != api_version) {
+    return InvalidArgumentError("apiVersion: expected \"" + std::string(api_version) + "\", got " +
+                                given.dump());
+  }
+  ordered_json metadata = manifest.value("metadata", ordered_json());
+  if (!metadata.is_object() || !metadata.contains("name") || !metadata["name"].is_string() ||
+      metadata["name"].get<std::string>().empty()) {
+    return InvalidArgumentError("metadata.name: required string");
+  }
+  RETURN_IF_ERROR(codec::CheckKnownFields(metadata, "metadata",
+                                          {"name", "namespace", "labels", "annotations", "uid",
+                                           "resourceVersion", "creationTimestamp", "generation"}));
+  return metadata;
+}
+
 Result<Labels> LabelsFromJson(const ordered_json& json, std::string_view field_path) {
   Labels labels;
   if (json.is_null()) return labels;

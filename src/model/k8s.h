@@ -118,6 +118,13 @@ nlohmann::ordered_json NodeAffinityToJson(const NodeAffinity& affinity);
 // A {string: string} object (labels, annotations, nodeSelector); null = empty.
 Result<Labels> LabelsFromJson(const nlohmann::ordered_json& json, std::string_view field_path);
 
+// The top of a Kubernetes manifest as the API server checks it: an object with no fields beyond
+// apiVersion, kind, metadata, spec and status; `api_version` as its apiVersion; metadata an
+// object whose name is a non-empty string, with only the metadata fields gpupool keeps. Returns
+// the metadata.
+Result<nlohmann::ordered_json> ManifestMetadata(const nlohmann::ordered_json& manifest,
+                                                std::string_view api_version);
+
 // What a scheduler needs from a Pod.
 struct PodScheduling {
   std::string name;

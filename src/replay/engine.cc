@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 #include <cmath>
 #include <queue>
 #include <random>
@@ -43,16 +42,6 @@ struct JobState {
   int bound = 0;
   int epoch = 0;  // moves when the job stops, so its old timers are ignored
 };
-
-std::optional<int64_t> AnnotationMs(const model::Node& node, const char* key) {
-  auto it = node.annotations.find(key);
-  if (it == node.annotations.end()) return std::nullopt;
-  int64_t value = 0;
-  auto [end, error] =
-      std::from_chars(it->second.data(), it->second.data() + it->second.size(), value);
-  if (error != std::errc() || end != it->second.data() + it->second.size()) return std::nullopt;
-  return value;
-}
 
 int64_t CeilTo(int64_t t, int64_t period) { return (t + period - 1) / period * period; }
 
@@ -328,11 +317,13 @@ void Engine::NoteNodes() {
 void Engine::ScheduleWakeups() {
   for (const model::Node& node : cluster_.snapshot().nodes) {
     if (!node.labels.contains(model::kMachinePoolLabel)) continue;
-    std::optional<int64_t> empty_until = AnnotationMs(node, autoscaler::kEmptySinceAnnotation);
+    std::optional<int64_t> empty_until =
+        autoscaler::AnnotationMs(node, autoscaler::kEmptySinceAnnotation);
     if (empty_until) *empty_until += options_.scale_down_after_ms;
     for (std::optional<int64_t> t :
-         {AnnotationMs(node, autoscaler::kReadyAtAnnotation),
-          AnnotationMs(node, autoscaler::kInterruptionDeadlineAnnotation), empty_until}) {
+         {autoscaler::AnnotationMs(node, autoscaler::kReadyAtAnnotation),
+          autoscaler::AnnotationMs(node, autoscaler::kInterruptionDeadlineAnnotation),
+          empty_until}) {
       if (t && *t > now_ && wakeups_.insert(*t).second) Push(*t, EventKind::kWakeup);
     }
   }

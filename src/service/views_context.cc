@@ -15,11 +15,12 @@
 namespace gpupool::service {
 namespace views {
 
-int ResourceIndex(std::string_view name) {
+Result<int> ResourceIndex(std::string_view name) {
   for (int r = 0; r < model::kNumQuotaResources; ++r) {
     if (model::kQuotaResourceNames[r] == name) return r;
   }
-  return -1;
+  return InvalidArgumentError("resource \"" + std::string(name) +
+                              "\": expected gpu, cpu or memory");
 }
 
 namespace {

@@ -80,8 +80,8 @@ struct PendingCount {
   Amounts requests{};
 };
 
-// Index -1 or a resource index; "gpu" | "cpu" | "memory".
-int ResourceIndex(std::string_view name);
+// The index of resource "gpu" | "cpu" | "memory"; InvalidArgument for any other name.
+Result<int> ResourceIndex(std::string_view name);
 
 // Task states that hold a node's capacity, and the ones waiting for one.
 inline bool IsBoundTask(std::string_view status) { return model::IsBoundTaskText(status); }

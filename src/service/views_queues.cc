@@ -118,11 +118,7 @@ Json RowJson(const Row& row, int r) {
 
 Result<Json> Views::Queues(const Caller& caller, std::string_view resource) {
   (void)caller;
-  const int r = views::ResourceIndex(resource);
-  if (r < 0) {
-    return InvalidArgumentError("resource \"" + std::string(resource) +
-                                "\": expected gpu, cpu or memory");
-  }
+  ASSIGN_OR_RETURN(const int r, views::ResourceIndex(resource));
   ASSIGN_OR_RETURN(auto context_ptr, Current());
   const Context& context = *context_ptr;
   const SchedulerInsight* insight = context.insight();
@@ -373,11 +369,7 @@ Json Views::QueueHistory(const std::string& queue, const std::string& node_pool,
 Result<Json> Views::Queue(const Caller& caller, std::string_view name, std::string_view node_pool,
                           std::string_view resource) {
   (void)caller;
-  const int r = views::ResourceIndex(resource);
-  if (r < 0) {
-    return InvalidArgumentError("resource \"" + std::string(resource) +
-                                "\": expected gpu, cpu or memory");
-  }
+  ASSIGN_OR_RETURN(const int r, views::ResourceIndex(resource));
   ASSIGN_OR_RETURN(auto context_ptr, Current());
   const Context& context = *context_ptr;
   const SchedulerInsight* insight = context.insight();

@@ -219,4 +219,26 @@ Json ReadJson(std::string_view text) {
   return Json::parse(text, nullptr, /*allow_exceptions=*/false);
 }
 
+const nlohmann::ordered_json& At(const nlohmann::ordered_json& object, const char* key) {
+  static const nlohmann::ordered_json kNull;
+  if (!object.is_object()) return kNull;
+  auto it = object.find(key);
+  return it == object.end() ? kNull : *it;
+}
+
+const nlohmann::ordered_json& At(const nlohmann::ordered_json& object,
+                                 std::initializer_list<const char*> path) {
+  static const nlohmann::ordered_json kNull;
+  const nlohmann::ordered_json* at = &object;
+  for (const char* key : path) {
+    at = &At(*at, key);
+    if (at->is_null()) return kNull;
+  }
+  return *at;
+}
+
+std::string Text(const nlohmann::ordered_json& value) {
+  return value.is_string() ? value.get<std::string>() : "";
+}
+
 }  // namespace gpupool::kube

@@ -5,21 +5,13 @@
 #include <string_view>
 #include <vector>
 
+#include "kube/json_read.h"
 #include "scheduler/scheduler.h"
 
 namespace gpupool::kube {
 namespace {
 
 using Json = nlohmann::ordered_json;
-
-const Json& At(const Json& object, const char* key) {
-  static const Json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
-
-std::string Text(const Json& value) { return value.is_string() ? value.get<std::string>() : ""; }
 
 constexpr std::array<std::string_view, 5> kStuckReasons = {
     "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError",

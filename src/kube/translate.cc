@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/json_text.h"
+#include "kube/json_read.h"
 
 namespace gpupool::kube {
 namespace {
@@ -10,15 +11,6 @@ namespace {
 using scheduler::kGangLabel;
 using scheduler::kQueueLabel;
 using Json = nlohmann::ordered_json;
-
-const Json& At(const Json& object, const char* key) {
-  static const Json kNull;
-  if (!object.is_object()) return kNull;
-  auto it = object.find(key);
-  return it == object.end() ? kNull : *it;
-}
-
-std::string Text(const Json& value) { return value.is_string() ? value.get<std::string>() : ""; }
 
 bool NonEmptyArray(const Json& value) { return value.is_array() && !value.empty(); }
 

@@ -8,6 +8,7 @@
 #include "common/json_text.h"
 #include "common/strings.h"
 #include "kube/api.h"
+#include "kube/json_read.h"
 #include "kube/pod_status.h"
 #include "kube/translate.h"
 #include "model/quantity.h"
@@ -16,6 +17,7 @@ namespace gpupool::backend {
 namespace {
 
 using Json = nlohmann::ordered_json;
+using kube::At;
 
 constexpr char kManagedByLabel[] = "app.kubernetes.io/managed-by";
 constexpr char kManagedBy[] = "gpupool";
@@ -45,21 +47,6 @@ std::string Fnv1a(std::string_view text) {
   char buffer[17];
   std::snprintf(buffer, sizeof buffer, "%08llx", static_cast<unsigned long long>(hash >> 32));
   return buffer;
-}
-
-// The member at `path` in `object` (null when a step is missing or not an object). Looked up
-// directly: a "/spec/schedulerName"_json_pointer is parsed from its text at each call, and these
-// run on every watch event of every pod.
-const Json& At(const Json& object, std::initializer_list<const char*> path) {
-  static const Json kNull;
-  const Json* at = &object;
-  for (const char* key : path) {
-    if (!at->is_object()) return kNull;
-    auto it = at->find(key);
-    if (it == at->end()) return kNull;
-    at = &*it;
-  }
-  return *at;
 }
 
 bool IsString(const Json& value, std::string_view text) {

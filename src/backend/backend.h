@@ -214,11 +214,12 @@ class Backend {
   // here, before the step writes them to the store. Default: nothing (each Launch acts at once).
   virtual void LaunchesDone() {}
 
-  // Said by the scheduling loop before each step's launches: whether its next step follows at
-  // once and may launch more (this step placed tasks: the rest of a burst of submissions may be
-  // placed next). A backend that sends a step's launches as one batch (Slurm: a burst behind one
-  // gate) may keep the batch open for them, for a bounded time; false releases it. Default:
-  // nothing to keep open.
+  // Said by the scheduling loop at each step: whether its next step follows at once and may
+  // launch more (this step placed tasks: the rest of a burst of submissions may be placed next).
+  // True comes before the step's launches, false after its LaunchesDone, so a step's own launches
+  // always find the batch open. A backend that sends a step's launches as one batch (Slurm: a
+  // burst behind one gate) may keep the batch open for the next step's, for a bounded time;
+  // false releases it. Default: nothing to keep open.
   virtual void MoreLaunchesMayFollow(bool may) { (void)may; }
 
   // Whether Launch returns before the task is on the cluster (Slurm: its job submitted by a

@@ -225,8 +225,12 @@ Status SchedulingLoop::LeaderStep(int64_t now, StepStats& stats) {
   RETURN_IF_ERROR(WriteBack(step, stats));  // 6
   trace.Mark("writes");
   // A step that placed tasks is followed at once (Start), and may launch the rest of a burst.
-  backend_.MoreLaunchesMayFollow(FollowedAtOnce(stats));
+  // Said before this step's launches when more follow, after them when none does: a batching
+  // backend then keeps its burst open for them either way.
+  const bool more_follow = FollowedAtOnce(stats);
+  if (more_follow) backend_.MoreLaunchesMayFollow(true);
   LaunchPlacedTasks(step, stats);
+  if (!more_follow) backend_.MoreLaunchesMayFollow(false);
   std::vector<service::MachinePoolEvent> events = ReconcileMachinePools(step, stats);  // 7
   SyncBackend(step);
   ExportGauges(step, stats);

@@ -272,8 +272,11 @@ std::vector<TaskExit> SlurmBackend::Execute(const std::deque<Command>& commands)
 // burst's jobs and crawl (docs/benchmarks/slurm.md, run 11).
 std::vector<slurm::SlurmCluster::RunRequest> SlurmBackend::TakeQueuedRuns() {
   std::unique_lock lock(mu_);
-  wake_.wait_until(lock, more_until_,
-                   [this] { return stop_ || !commands_.empty() || !more_may_follow_; });
+  // A step still making its launches (not yet LaunchesDone) belongs to this burst even when the
+  // loop has said that none follows it.
+  wake_.wait_until(lock, more_until_, [this] {
+    return stop_ || !commands_.empty() || (!more_may_follow_ && step_launches_.empty());
+  });
   std::vector<slurm::SlurmCluster::RunRequest> runs;
   while (!commands_.empty() && !commands_.front().stop) {
     runs.push_back({std::move(commands_.front().run), commands_.front().adopt});

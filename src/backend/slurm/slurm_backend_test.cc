@@ -141,6 +141,9 @@ TEST_F(SlurmBackendTest, ABurstKeepsItsGateShutForTheNextStepWhileMoreMayFollow)
   ASSERT_NE(gate, 0);
   launch("wf/h/c/0", "gpu0003");  // the next step's
   backend_->MoreLaunchesMayFollow(false);
+  // Time for a worker woken by the flag to act before the step's launches are done: they must
+  // still join the burst.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
   backend_->LaunchesDone();
   ASSERT_TRUE(WaitFor([&] { return JobOf("wf/h/c/0") != 0; }));
   ASSERT_TRUE(WaitFor([&] {

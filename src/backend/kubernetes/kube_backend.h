@@ -223,9 +223,10 @@ class KubernetesBackend final : public Backend {
   struct HandedInEntry {
     uint64_t arrival = 0;
     std::shared_ptr<const HandedInPod> pod;
-    // While a binding sent for it is not shown (binding_): the pod on that node, made once per
-    // binding (SyncSent), so that each step gets the same object (the loop keeps the scheduler's
-    // reading of an unchanged object, controller::HandedInMemo) and no copy.
+    // While a binding sent for it is not shown (binding_): the pod on that node, made from `pod`
+    // once per binding (SyncSent), so that each step gets the same object (the loop keeps the
+    // scheduler's reading of an unchanged object, controller::HandedInMemo) and no copy; the
+    // binding shown, it becomes `pod` (BoundAsRead).
     std::shared_ptr<const HandedInPod> sent;
   };
   std::unordered_map<std::string, HandedInEntry> handed_in_;

@@ -47,6 +47,8 @@ class KubeBackendTest : public ::testing::Test {
                     "--kubelet",
                     "--kubelet-run-ms",
                     "200",
+                    "--kubelet-start-ms",
+                    kubelet_start_ms_,
                     "--rbac",
                     std::string(GPUPOOL_SOURCE_DIR) + "/deploy/kubernetes/clusterrole.yaml"};
     auto fake = kube::fake::FakeApiServerProcess::Start(options);
@@ -129,6 +131,7 @@ class KubeBackendTest : public ::testing::Test {
     return found;
   }
 
+  std::string kubelet_start_ms_ = "0";  // bound -> Running
   std::string kubeconfig_;
   std::unique_ptr<kube::fake::FakeApiServerProcess> fake_;
   std::unique_ptr<kube::Client> kube_;
@@ -433,6 +436,56 @@ TEST_F(KubeBackendTest, AGangMemberRefusedAfterTheOthersIsSaidAndBoundLater) {
   ASSERT_TRUE(Eventually([&] {
     return GetPod("team", "trio-2").value("/spec/nodeName"_json_pointer, "") == nodes[2];
   }));
+}
+
+// Pods bound stay as bound (their kubelets start them after 10 minutes): nothing but the
+// binding changes them.
+class KubeBackendBoundPodsTest : public KubeBackendTest {
+ protected:
+  KubeBackendBoundPodsTest() { kubelet_start_ms_ = "600000"; }
+};
+
+// A pod handed in and bound by gpupool is, once the informer shows it bound, the very object
+// HandedInPods gave while its binding was in flight: the scheduling loop, which tells pods apart
+// by object, keeps what it made of it.
+TEST_F(KubeBackendBoundPodsTest, APodShownBoundIsTheObjectMadeAtItsBinding) {
+  const std::string node = "aks-agentpool-30520393-vmss000000";
+  auto create = [&](const std::string& name) {
+    Json pod = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", name}, {"labels", {{"app", "solo"}}}}},
+        {"spec",
+         {{"schedulerName", "gpupool"}, {"containers", {{{"name", "c"}, {"image", "busybox"}}}}}}};
+    auto created = kube_->Call({"POST", "/api/v1/namespaces/team/pods", pod.dump()});
+    ASSERT_TRUE(created.ok() && created->ok()) << (created.ok() ? created->body : "");
+  };
+  auto handed_in = [&](const std::string& name) {
+    std::shared_ptr<const HandedInPod> found;
+    for (const auto& pod : backend_->HandedInPods()) {
+      if (pod->ref.name == name) found = pod;
+    }
+    return found;
+  };
+  create("solo");
+  ASSERT_TRUE(Eventually([&] { return handed_in("solo") != nullptr; }));
+  const PodRef ref = handed_in("solo")->ref;
+  ASSERT_TRUE(backend_->BindPods({{ref, node}}).ok());
+  const std::shared_ptr<const HandedInPod> sent = handed_in("solo");
+  ASSERT_NE(sent, nullptr);
+  EXPECT_EQ(sent->pod.node_name, node);
+  ASSERT_TRUE(Eventually(
+      [&] { return GetPod("team", "solo").value("/spec/nodeName"_json_pointer, "") == node; }));
+  // Watch events come in the order of the changes: once the backend has a pod created after the
+  // binding, it has seen the binding.
+  create("after");
+  ASSERT_TRUE(Eventually([&] { return handed_in("after") != nullptr; }));
+  const std::shared_ptr<const HandedInPod> bound = handed_in("solo");
+  ASSERT_NE(bound, nullptr);
+  EXPECT_EQ(bound.get(), sent.get());
+  EXPECT_EQ(bound->pod.node_name, node);
+  EXPECT_EQ(bound->pod.labels.at("app"), "solo");
+  EXPECT_TRUE(bound->unsupported.empty());
 }
 
 }  // namespace kube_backend_fake_test

@@ -55,8 +55,10 @@ bool SameButNodeName(const Json& pod, const Json& before) {
 
 // The reading of `pod`, just bound, taken over from the pending one it was (`before`, as read
 // then) when nothing else the scheduler reads changed: its binding is the second of the two
-// events each pod handed in brings, and reading it afresh was half of their cost. Null when it
-// must be read again. Under mu_.
+// events each pod handed in brings, and reading it afresh was half of their cost. When gpupool
+// sent that very binding, the pod is the object made then (HandedInEntry::sent): no copy, and
+// the scheduling loop, which has seen that object since the binding, keeps its reading of it.
+// Null when it must be read again. Under mu_.
 std::shared_ptr<const HandedInPod> KubernetesBackend::BoundAsRead(const kube::ObjectRef& ref,
                                                                   const Json& pod,
                                                                   const Json& before) const {
@@ -67,8 +69,11 @@ std::shared_ptr<const HandedInPod> KubernetesBackend::BoundAsRead(const kube::Ob
       kube::RefOf(before).uid != ref.uid || !SameButNodeName(pod, before)) {
     return nullptr;
   }
+  std::string node = kube::PodNodeName(pod);
+  const std::shared_ptr<const HandedInPod>& sent = it->second.sent;
+  if (sent != nullptr && sent->pod.node_name == node) return sent;  // made from `pending`
   auto bound = std::make_shared<HandedInPod>(pending);
-  bound->pod.node_name = kube::PodNodeName(pod);
+  bound->pod.node_name = std::move(node);
   return bound;
 }
 
@@ -124,6 +129,7 @@ void KubernetesBackend::OnHandedIn(const Json& pod, bool deleted, const Json* be
   auto [entry, inserted] = handed_in_.try_emplace(ref.uid);
   if (inserted) entry->second.arrival = next_arrival_++;
   entry->second.pod = std::make_shared<const HandedInPod>(std::move(in));
+  entry->second.sent.reset();  // made from the pod as it was: made again from this one
   SyncSent(ref.uid);
 }
 

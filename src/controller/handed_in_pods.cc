@@ -13,19 +13,17 @@ std::string Label(const model::PodScheduling& pod, const char* key) {
 }
 
 // Gang -> why its pending members wait, for gangs with fewer pods than their gang-min.
-std::map<std::string, std::string> IncompleteGangs(const HandedInPods& pods) {
+std::map<std::string, std::string> IncompleteGangs(const std::vector<HandedInMemo::Pod*>& pods) {
   struct Count {
     int64_t members = 0;
     int64_t min = 0;
   };
   std::map<std::string, Count> gangs;
-  for (const auto& pod : pods) {
-    std::string gang = Label(pod->pod, scheduler::kGangLabel);
-    if (gang.empty()) continue;
-    Count& count = gangs[gang];
+  for (const HandedInMemo::Pod* pod : pods) {
+    if (pod->gang.empty()) continue;
+    Count& count = gangs[pod->gang];
     ++count.members;
-    auto min = scheduler::ParseGangMin(Label(pod->pod, scheduler::kGangMinLabel));
-    if (min.ok()) count.min = std::max(count.min, *min);  // malformed: the scheduler says so
+    count.min = std::max(count.min, pod->gang_min);
   }
   std::map<std::string, std::string> incomplete;
   for (const auto& [gang, count] : gangs) {
@@ -42,25 +40,46 @@ std::map<std::string, std::string> IncompleteGangs(const HandedInPods& pods) {
 void HandedInMemo::BeginStep(const scheduler::ClusterSettings& settings) {
   ++step_;
   seen_ = 0;
+  next_ = 0;
+  new_order_.clear();
   if (settings.node_pools != settings_.node_pools || settings.cpu_quota != settings_.cpu_quota ||
       settings.over_quota != settings_.over_quota) {
     pods_.clear();  // all anew: their new ids still grow along the order
     latest_.clear();
+    order_.clear();
     settings_ = settings;
   }
 }
 
+HandedInMemo::Pod& HandedInMemo::Seen(Pod& entry) {
+  if (entry.seen == step_) return entry;  // handed in twice: its first place stands
+  entry.seen = step_;
+  ++seen_;
+  entry.place = new_order_.size();
+  new_order_.push_back(&entry);
+  return entry;
+}
+
 HandedInMemo::Pod& HandedInMemo::Find(const std::shared_ptr<const backend::HandedInPod>& pod) {
+  if (next_ < order_.size() && order_[next_]->pod.get() == pod.get()) {
+    return Seen(*order_[next_++]);  // where it was in the last step's order
+  }
   auto [it, inserted] = pods_.try_emplace(pod.get());
   Pod& entry = it->second;
-  if (entry.seen != step_) {
-    entry.seen = step_;
-    ++seen_;
+  if (!inserted) {
+    // Carry on from its place: the pods the last step had before it are gone or moved.
+    if (entry.seen != step_ && entry.place >= next_) next_ = entry.place + 1;
+    return Seen(entry);
   }
-  if (!inserted) return entry;
+  Seen(entry);
   entry.pod = pod;
   entry.key = scheduler::PodKey(pod->pod);
   entry.handed_in_key = backend::HandedInKey(pod->ref);
+  entry.gang = Label(pod->pod, scheduler::kGangLabel);
+  if (!entry.gang.empty()) {
+    auto min = scheduler::ParseGangMin(Label(pod->pod, scheduler::kGangMinLabel));
+    if (min.ok()) entry.gang_min = *min;  // malformed: the scheduler says so
+  }
   auto [last, first] = latest_.try_emplace(entry.handed_in_key, pod.get());
   auto before = first ? pods_.end() : pods_.find(last->second);
   if (before != pods_.end()) {
@@ -85,16 +104,17 @@ uint64_t HandedInMemo::Id(Pod& pod, bool raised) {
 }
 
 void HandedInMemo::EndStep() {
-  if (seen_ == pods_.size()) return;  // none gone
-  for (auto it = pods_.begin(); it != pods_.end();) {
-    if (it->second.seen == step_) {
-      ++it;
-      continue;
+  if (seen_ != pods_.size()) {  // some gone: each was in the last step's order, once
+    for (Pod* entry : order_) {
+      if (entry->seen == step_) continue;
+      const backend::HandedInPod* gone = entry->pod.get();
+      auto last = latest_.find(entry->handed_in_key);
+      if (last != latest_.end() && last->second == gone) latest_.erase(last);
+      pods_.erase(gone);
     }
-    auto last = latest_.find(it->second.handed_in_key);
-    if (last != latest_.end() && last->second == it->first) latest_.erase(last);
-    it = pods_.erase(it);
   }
+  order_.swap(new_order_);
+  new_order_.clear();
 }
 
 HandedIn AddHandedInPods(HandedInPods pods, const TaskPodIndex& tasks,
@@ -102,7 +122,10 @@ HandedIn AddHandedInPods(HandedInPods pods, const TaskPodIndex& tasks,
                          scheduler::ClusterSnapshot& snapshot) {
   HandedIn in;
   in.pods = std::move(pods);
-  const std::map<std::string, std::string> incomplete = IncompleteGangs(in.pods);
+  std::vector<HandedInMemo::Pod*> kept;  // entries of memo: their addresses stay for the step
+  kept.reserve(in.pods.size());
+  for (const auto& pod : in.pods) kept.push_back(&memo.Find(pod));
+  const std::map<std::string, std::string> incomplete = IncompleteGangs(kept);
   // Room for all at once: at 20,000 pods handed in, growing the vector step by step moved them
   // all again several times per step.
   snapshot.pods.reserve(snapshot.pods.size() + in.pods.size());
@@ -111,24 +134,24 @@ HandedIn AddHandedInPods(HandedInPods pods, const TaskPodIndex& tasks,
   in.by_key.reserve(in.pods.size());
   for (size_t i = 0; i < in.pods.size(); ++i) {
     const backend::HandedInPod& pod = *in.pods[i];
-    HandedInMemo::Pod& kept = memo.Find(in.pods[i]);
+    HandedInMemo::Pod& memo_pod = *kept[i];
     if (!pod.unsupported.empty()) continue;  // stays pending, saying why (ActOnHandedInPods)
-    if (pod.pod.node_name.empty()) {
-      auto waiting = incomplete.find(Label(pod.pod, scheduler::kGangLabel));
+    if (pod.pod.node_name.empty() && !incomplete.empty()) {
+      auto waiting = incomplete.find(memo_pod.gang);
       if (waiting != incomplete.end()) {
         in.held.emplace_back(i, waiting->second);
         continue;
       }
     }
-    if (tasks.contains(kept.key) || in.by_key.contains(kept.key)) continue;  // a task's name
-    in.by_key.emplace(kept.key, i);
-    const bool raised = !pod.pod.node_name.empty() && protect(kept.handed_in_key);
+    if (tasks.contains(memo_pod.key) || in.by_key.contains(memo_pod.key)) continue;  // a task's
+    in.by_key.emplace(memo_pod.key, i);
+    const bool raised = !pod.pod.node_name.empty() && protect(memo_pod.handed_in_key);
     snapshot.pods.push_back(pod.pod);
     if (raised) {
       auto& priority = snapshot.pods.back().priority;  // being evicted, or refused lately
       priority = std::max(priority.value_or(0), scheduler::kNonPreemptiblePriority);
     }
-    snapshot.pod_ids.push_back(memo.Id(kept, raised));
+    snapshot.pod_ids.push_back(memo.Id(memo_pod, raised));
   }
   memo.EndStep();
   return in;

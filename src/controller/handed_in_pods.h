@@ -45,6 +45,9 @@ struct HandedIn {
 // (ApplyClusterSettings edits the pods by them). A changed pod takes its last id plus one, a new
 // one the next multiple of 2^32, so that ids grow along the backend's order (the arrival order
 // on Kubernetes): the scheduler matches kept pods in one walk of both lists.
+// Lookups follow the last step's order first (the backend's order changes little between
+// steps: pods arrive at its end), so that an unchanged pod costs no hashing; any other is found
+// by its address.
 // The loop's thread.
 class HandedInMemo {
  public:
@@ -52,9 +55,12 @@ class HandedInMemo {
     std::shared_ptr<const backend::HandedInPod> pod;  // held: the address stays this pod's
     std::string key;                                  // scheduler::PodKey
     std::string handed_in_key;                        // backend::HandedInKey
+    std::string gang;                                 // its gpupool.io/gang label, or ""
+    int64_t gang_min = 0;  // its gpupool.io/gang-min; 0 when absent or malformed
     uint64_t id = 0;
     bool raised = false;  // entered the cycle non-preemptible
     uint64_t seen = 0;    // the last step that handed it in
+    size_t place = 0;     // its place in the order of the step that last handed it in
   };
 
   // Starts a step: every pod's id changes when `settings` differ from the last step's.
@@ -69,7 +75,14 @@ class HandedInMemo {
   size_t size() const { return pods_.size(); }  // tests
 
  private:
+  // Counts `entry` as handed in by this step, at the next place of its order.
+  Pod& Seen(Pod& entry);
+
+  // Pod entries are nodes of pods_: their addresses stay while they are kept.
   std::unordered_map<const backend::HandedInPod*, Pod> pods_;
+  std::vector<Pod*> order_;      // the last step's pods, in its order (each once)
+  std::vector<Pod*> new_order_;  // this step's, so far
+  size_t next_ = 0;              // where in order_ the next pod is looked for first
   // HandedInKey -> the object last handed in under it, whose id a change continues from.
   std::unordered_map<std::string, const backend::HandedInPod*> latest_;
   scheduler::ClusterSettings settings_;

@@ -277,7 +277,13 @@ TEST(WritesTest, BodiesAsTheApiServerTakesThem) {
       "metadata": {"name": "train-0", "namespace": "team-a", "uid": "uid-1"},
       "target": {"apiVersion": "v1", "kind": "Node", "name": "n1"}})"));
   EXPECT_EQ(BindingText(pod, "n1"), DumpJson(BindingBody(pod, "n1")));
-  EXPECT_EQ(BindingText({"ns", "a\"b", ""}, "n1"), DumpJson(BindingBody({"ns", "a\"b", ""}, "n1")));
+  // Written as the dump writes them, names that need escapes or are not ASCII included.
+  for (const std::string name :
+       {"a\"b", "a\\b", "tab\there", "del\x7f", "caf\xc3\xa9", "bad\xff", "", "x-0.y_z"}) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(BindingText({"ns", name, ""}, "n1"), DumpJson(BindingBody({"ns", name, ""}, "n1")));
+    EXPECT_EQ(BindingText({name, "p", "u"}, name), DumpJson(BindingBody({name, "p", "u"}, name)));
+  }
   const std::string message =
       "0/5000 nodes are available: 4000 Insufficient nvidia.com/gpu, 1000 node(s) had "
       "untolerated taint {gpu: true}.";

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <ctime>
+#include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -121,7 +123,9 @@ Status SchedulingLoop::BuildClusterSnapshot(StepState& step) {
 // 5b. The tasks' pods: bound ones (SCHEDULED, RUNNING) first, then the pending ones in arrival
 // order. A pending pod the scheduler cannot read fails its task.
 void SchedulingLoop::AddTaskPods(StepState& step) {
-  const std::set<std::string> node_backends = config::NodeBackends(step.snapshot.nodes);
+  // Read from every node, for pending tasks only: a step with none (pods handed in alone, on
+  // thousands of nodes) does not read them.
+  std::optional<std::set<std::string>> node_backends;
   for (int pass = 0; pass < 2; ++pass) {
     for (size_t w = 0; w < step.workflows.size(); ++w) {
       auto& wf = step.workflows[w];
@@ -152,10 +156,11 @@ void SchedulingLoop::AddTaskPods(StepState& step) {
         }
         model::PodScheduling pod = *read;  // a copy: this step adds to it
         step.pod_index[name] = {w, t};
-        if (!bound && !node_backends.empty()) {
+        if (!bound && !node_backends) node_backends = config::NodeBackends(step.snapshot.nodes);
+        if (!bound && !node_backends->empty()) {
           const config::Pool* pool = step.configs.FindPool(wf.pool);
           config::ScopePodToBackend(pod, pool ? pool->backend : config::kDefaultBackend,
-                                    node_backends);
+                                    *node_backends);
         }
         if (bound) {
           if (evictions_.Protected(TaskKey(wf.id, task), step.now)) {

@@ -44,19 +44,32 @@ void DisruptionController::Start() {
   store_.AddObserver([this](const Change& change) { OnChange(change); });
   std::set<std::string> namespaces;
   for (const auto& pdb : store_.Select(budgets_, [](const Json&) { return true; })) {
-    namespaces.insert(MetadataField(*pdb, "namespace"));
+    const std::string ns = MetadataField(*pdb, "namespace");
+    namespaces.insert(ns);
+    std::lock_guard lock(mu_);
+    budget_names_[ns].insert(MetadataField(*pdb, "name"));
   }
   for (const auto& ns : namespaces) Sync(ns);
 }
 
 void DisruptionController::OnChange(const Change& change) {
   if (change.resource != pods_ && change.resource != budgets_) return;
-  if (change.resource == budgets_ && change.type == EventType::kDeleted) return;
   const std::string ns = MetadataField(*change.object.object, "namespace");
-  {
-    std::lock_guard lock(mu_);
-    if (!pending_.insert(ns).second) return;  // a sync of it is on its way
+  std::lock_guard lock(mu_);
+  if (change.resource == budgets_) {
+    const std::string name = MetadataField(*change.object.object, "name");
+    if (change.type == EventType::kDeleted) {
+      auto names = budget_names_.find(ns);
+      if (names != budget_names_.end() && names->second.erase(name) > 0 && names->second.empty()) {
+        budget_names_.erase(names);
+      }
+      return;
+    }
+    budget_names_[ns].insert(name);
+  } else if (!budget_names_.contains(ns)) {
+    return;  // no budget counts the pods of its namespace
   }
+  if (!pending_.insert(ns).second) return;  // a sync of it is on its way
   boost::asio::post(io_, [this, ns] { Sync(ns); });
 }
 

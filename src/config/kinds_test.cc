@@ -744,6 +744,8 @@ TEST(SplitConfigFileTest, Shapes) {
        {},
        "the file holds one ROLE (it has a \"external_roles\" field) but no name"},
       {"empty object", Kind::kPool, R"({})", std::nullopt, {}, "empty"},
+      // The body `config show` gives for {"l4": {}}, written again under its name.
+      {"empty object named on the command line", Kind::kPodTemplate, R"({})", "l4", {"l4"}, ""},
       {"array for pool", Kind::kPool, R"([])", std::nullopt, {}, "must hold a JSON object"},
       {"inner name mismatch",
        Kind::kPool,

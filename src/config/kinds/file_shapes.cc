@@ -112,6 +112,10 @@ Result<std::vector<NamedBody>> SplitConfigFile(Kind kind, Json doc,
     }
     return single(name);
   }
+  // `{}` named on the command line is one empty body, as {"<name>": {}} is: the kind's decoder
+  // judges it (an empty POD_TEMPLATE merges nothing), and a stored empty body can be written
+  // again as it is shown.
+  if (doc.empty() && name_from_cli.has_value()) return single(*name_from_cli);
   std::span<const std::string_view> fields = internal::BodyFields(kind);
   for (const auto& [key, value] : doc.items()) {
     if (std::find(fields.begin(), fields.end(), key) == fields.end()) continue;

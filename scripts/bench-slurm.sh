@@ -3,6 +3,7 @@
 #
 #   scripts/bench-slurm.sh [NODES...]        # default: 200 1000
 #   JOBS=2000 TIMEOUT_S=900 BATCH=100 HALVES="slurm gpupool" scripts/bench-slurm.sh 200
+#   STREAM=openb ...: the mixed stream instead of one-GPU jobs (below)
 #   KEEP_LOGS=DIR ...: copies each half's logs (slurmctld, gpupool) to DIR/<nodes>-<n>/ before
 #     the cluster's directory is deleted; gpupool's log has each scheduling step of at least
 #     LOG_SLOW_STEPS (default 100ms) with its parts
@@ -16,6 +17,14 @@
 #   gpupool: `gpupool-serve serve --backend slurm:URL` on slurmrestd (JWT), the same JOBS one-GPU
 #     jobs as workflows of BATCH independent tasks POSTed by 4 connections at once
 #     (scripts/bench/submit-stream.py); gpupool decides and submits each job with its node.
+# STREAM=openb: the first JOBS pods of the openb trace that fit a node, each with its GPUs (a
+# fraction rounded up to one), CPUs (rounded up) and memory (scripts/bench/openb-shapes.py), on
+# nodes of the trace's most common 8-GPU shape (96 CPUs, 384 GiB; SLURM_TEST_CPUS and
+# SLURM_TEST_MEMORY_MB override). Slurm alone gets one array per distinct shape, in the order of
+# each shape's first job (57 sbatch calls for 2,000 jobs); gpupool the same jobs in trace order.
+# Not every job fits at 200 nodes (1,761 GPUs asked), so a half ends once no job has started
+# for SETTLE_S seconds (default 20, four of Slurm's backfill intervals) and reports how many
+# started and the GPUs allocated: the packing of each system, not only its speed.
 # Both halves count a job as started from slurmctld's log (polling squeue would load slurmctld),
 # until all that fit have started (min(JOBS, 8 x NODES)) or TIMEOUT_S, and print: time until all
 # started (from the submission's start to the last start in slurmctld's log, to the millisecond),
@@ -34,6 +43,28 @@ timeout_s=${TIMEOUT_S:-900}
 batch=${BATCH:-100}
 read -r -a halves <<<"${HALVES:-slurm gpupool}"
 serve=${GPUPOOL_SERVE:-$root/build/src/app/gpupool-serve}
+stream=${STREAM:-uniform}
+settle_s=${SETTLE_S:-20}
+shapes_dir=""
+case "$stream" in
+  uniform) ;;
+  openb)
+    export SLURM_TEST_CPUS=${SLURM_TEST_CPUS:-96} SLURM_TEST_MEMORY_MB=${SLURM_TEST_MEMORY_MB:-393216}
+    shapes_dir=$(mktemp -d "${TMPDIR:-/tmp}/gpupool-bench-shapes.XXXXXX")
+    for form in stream arrays; do
+      python3 "$root/scripts/bench/openb-shapes.py" --jobs "$jobs" --cpus "$SLURM_TEST_CPUS" \
+        --memory-mib "$SLURM_TEST_MEMORY_MB" "$form" >"$shapes_dir/$form" 2>"$shapes_dir/summary"
+    done
+    ;;
+  *) echo "STREAM must be uniform or openb, not '$stream'" >&2; exit 2 ;;
+esac
+stream_name() {
+  if [ "$stream" = openb ]; then
+    echo "$jobs jobs of the openb trace's shapes on nodes of $SLURM_TEST_CPUS CPUs"
+  else
+    echo "$jobs one-GPU jobs"
+  fi
+}
 auth="Authorization: Bearer dev:bench:osmo-admin"
 placed_metric='gpupool_task_transitions_total{from="PENDING",to="SCHEDULED"}'
 sizes=("$@")
@@ -92,13 +123,21 @@ wait_started() {
   local deadline=$((SECONDS + timeout_s))
   count=0
   gates=""
+  local last_count=-1 settled_at=$SECONDS settled=0
   while [ "$SECONDS" -lt "$deadline" ]; do
     count=$(($(started_count "$log" "$gates") - before))
-    if [ "$count" -ge "$expected" ] && [ -z "$gates" ]; then
+    # The mixed stream: not every job may fit, so the starts settling also ends the wait.
+    if [ "$count" != "$last_count" ]; then
+      last_count=$count
+      settled_at=$SECONDS
+    elif [ "$stream" = openb ] && [ "$count" -gt 0 ] && [ $((SECONDS - settled_at)) -ge "$settle_s" ]; then
+      settled=1
+    fi
+    if { [ "$count" -ge "$expected" ] || [ "$settled" = 1 ]; } && [ -z "$gates" ]; then
       gates=$(gate_ids)
       if [ -n "$gates" ]; then continue; fi
     fi
-    if [ "$count" -ge "$expected" ]; then break; fi
+    if [ "$count" -ge "$expected" ] || [ "$settled" = 1 ]; then break; fi
     sleep 0.5
   done
 }
@@ -137,7 +176,8 @@ PY
 # to the last start (when every expected job started).
 print_start_times() {  # start before expected
   local first last
-  read -r first last < <(start_times "$current_dir/log/slurmctld.log" "$2" "$3" "$gates")
+  # The last start is that of the count-th job (the mixed stream: those that fit started).
+  read -r first last < <(start_times "$current_dir/log/slurmctld.log" "$2" "$count" "$gates")
   if [ "$last" != "0.000" ]; then
     now=$last
     echo "timeline (slurmctld's log): first job started at +$(awk -v a="$1" -v b="$first" 'BEGIN { printf "%.3f", b - a }') s, the last at +$(awk -v a="$1" -v b="$last" 'BEGIN { printf "%.3f", b - a }') s"
@@ -159,10 +199,35 @@ print_sdiag() {
     sed 's/  */ /g'
 }
 
+# How many jobs a half waits for: all that fit (one-GPU jobs), or all (the mixed stream, whose
+# wait also ends when the starts settle).
+expected_starts() {
+  if [ "$stream" = openb ]; then echo "$jobs"; return; fi
+  local fit=$(($1 * 8))
+  if [ "$jobs" -lt "$fit" ]; then echo "$jobs"; else echo "$fit"; fi
+}
+
+# Slurm alone's submissions: one array of one-GPU jobs, or one array per shape of the mixed
+# stream (an array Slurm refuses is said, and its jobs never start).
+submit_alone() {
+  if [ "$stream" != openb ]; then
+    sbatch --array="1-$jobs" -p gpu --gres=gpu:1 -o /dev/null --wrap 'exec sleep 1000' >/dev/null
+    return
+  fi
+  local n gpus cpus memory gres
+  while read -r n gpus cpus memory; do
+    gres=()
+    if [ "$gpus" -gt 0 ]; then gres=(--gres="gpu:$gpus"); fi
+    sbatch --array="1-$n" -p gpu "${gres[@]}" --cpus-per-task="$cpus" --mem="${memory}M" \
+      -o /dev/null --wrap 'exec sleep 1000' >/dev/null ||
+      echo "sbatch refused $n jobs of $gpus GPUs, $cpus CPUs, $memory MiB" >&2
+  done <"$shapes_dir/arrays"
+}
+
 # Slurm alone: the jobs as one array in the partition; Slurm's scheduler places them.
 slurm_half() {
   local nodes=$1
-  echo "== Slurm alone: $nodes nodes x 8 GPUs, $jobs one-GPU jobs =="
+  echo "== Slurm alone: $nodes nodes x 8 GPUs, $(stream_name) =="
   start_cluster "$nodes" 0
   local ctld log
   ctld=$(cat "$current_dir/run/slurmctld.bgpid")
@@ -178,15 +243,15 @@ slurm_half() {
   echo "test-only decision (REQUEST_JOB_WILL_RUN mean): ${will_run:-?} us ($(awk -v u="${will_run:-0}" 'BEGIN { printf "%.0f", (u > 0 ? 1e6 / u : 0) }') decisions/s)"
 
   # 2. The stream.
-  local expected=$((nodes * 8))
-  if [ "$jobs" -lt "$expected" ]; then expected=$jobs; fi
+  local expected
+  expected=$(expected_starts "$nodes")
   local before cpu0 start now
   before=$(started_count "$log")
   sdiag --reset >/dev/null
   cpu0=$(cpu_seconds "$ctld")
   echo "stream starts (load: $(load))"
   start=$(date +%s.%N)
-  sbatch --array="1-$jobs" -p gpu --gres=gpu:1 -o /dev/null --wrap 'exec sleep 1000' >/dev/null
+  submit_alone
   wait_started "$before" "$expected"
   now=$(date +%s.%N)
   print_start_times "$start" "$before" "$expected"
@@ -207,7 +272,7 @@ scrape() { curl -sf -H "$auth" "http://127.0.0.1:$gp_port/metrics" >"$1"; }
 # with the node it chose (slurmrestd, JWT).
 gpupool_half() {
   local nodes=$1
-  echo "== gpupool on Slurm: $nodes nodes x 8 GPUs, $jobs one-GPU jobs =="
+  echo "== gpupool on Slurm: $nodes nodes x 8 GPUs, $(stream_name) =="
   start_cluster "$nodes" 1
   local dir=$current_dir ctld restd log
   ctld=$(cat "$dir/run/slurmctld.bgpid")
@@ -234,8 +299,8 @@ gpupool_half() {
   done
   echo "gpupool serving on 127.0.0.1:$gp_port with the $nodes nodes, $(interval_setting)"
 
-  local expected=$((nodes * 8))
-  if [ "$jobs" -lt "$expected" ]; then expected=$jobs; fi
+  local expected
+  expected=$(expected_starts "$nodes")
   local before cpu_gp0 cpu_ctld0 cpu_restd0 start now submitted
   before=$(started_count "$log")
   sdiag --reset >/dev/null
@@ -244,24 +309,35 @@ gpupool_half() {
   cpu_ctld0=$(cpu_seconds "$ctld")
   cpu_restd0=$(cpu_seconds "$restd")
   echo "stream starts (load: $(load))"
+  local shapes=()
+  if [ "$stream" = openb ]; then shapes=(--shapes "$shapes_dir/stream"); fi
   submitted=$(python3 "$root/scripts/bench/submit-stream.py" --port "$gp_port" --jobs "$jobs" \
-    --batch "$batch" --threads 4)
+    --batch "$batch" --threads 4 "${shapes[@]}")
   start=$(echo "$submitted" | python3 -c 'import json, sys; print(json.load(sys.stdin)["first_request"])')
   echo "submitted: $submitted"
   # The decisions: the placement cycles from before the first submission until every job that
   # fits was placed (scraped every 0.1 s; the idle cycles in between cost a millisecond each).
-  local deadline_placed=$((SECONDS + timeout_s)) placed_now=0
+  # The mixed stream: until no placement for 3 s, as not every job may fit; the decisions are
+  # counted up to the scrape that saw the last placement.
+  local deadline_placed=$((SECONDS + timeout_s)) placed_now=0 placed_before=-1 quiet_since=$SECONDS
   while [ "${placed_now%.*}" -lt "$expected" ] && [ "$SECONDS" -lt "$deadline_placed" ]; do
     sleep 0.1
     scrape "$dir/metrics.placed"
     placed_now=$(elapsed "$(metric "$dir/metrics.before" "$placed_metric")" \
       "$(metric "$dir/metrics.placed" "$placed_metric")")
+    if [ "$placed_now" != "$placed_before" ]; then
+      placed_before=$placed_now
+      quiet_since=$SECONDS
+      cp "$dir/metrics.placed" "$dir/metrics.last-placement"
+    elif [ "$stream" = openb ] && [ "${placed_now%.*}" -gt 0 ] && [ $((SECONDS - quiet_since)) -ge 3 ]; then
+      break
+    fi
   done
   local decision_cycles decision_cpu
   decision_cycles=$(elapsed "$(metric "$dir/metrics.before" gpupool_placement_cycle_cpu_seconds_count)" \
-    "$(metric "$dir/metrics.placed" gpupool_placement_cycle_cpu_seconds_count)")
+    "$(metric "$dir/metrics.last-placement" gpupool_placement_cycle_cpu_seconds_count)")
   decision_cpu=$(awk -v a="$(metric "$dir/metrics.before" gpupool_placement_cycle_cpu_seconds_sum)" \
-    -v b="$(metric "$dir/metrics.placed" gpupool_placement_cycle_cpu_seconds_sum)" 'BEGIN { printf "%.4f", b - a }')
+    -v b="$(metric "$dir/metrics.last-placement" gpupool_placement_cycle_cpu_seconds_sum)" 'BEGIN { printf "%.4f", b - a }')
   echo "gpupool decisions: $placed_now placed by $decision_cycles placement cycles using $decision_cpu s of CPU ($(awk -v p="$placed_now" -v s="$decision_cpu" 'BEGIN { printf "%.0f", (s > 0 ? p / s : 0) }') placements per CPU second)"
   wait_started "$before" "$expected"
   now=$(date +%s.%N)
@@ -318,6 +394,7 @@ stop_current() {  # cancels the jobs, stops the cluster by PID, deletes its dire
     current_dir=""
   fi
 }
-trap 'stop_gpupool; stop_current' EXIT
+trap 'stop_gpupool; stop_current; if [ -n "$shapes_dir" ]; then rm -rf "$shapes_dir"; fi' EXIT
+if [ -n "$shapes_dir" ]; then cat "$shapes_dir/summary"; fi
 
 for size in "${sizes[@]}"; do run_size "$size"; done

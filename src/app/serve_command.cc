@@ -25,6 +25,7 @@
 #include "backend/backend.h"
 #include "backend/sim/sim_backend.h"
 #include "common/strings.h"
+#include "config/config_set.h"
 #include "config/kinds.h"
 #include "config/membership.h"
 #include "controller/machine_pools.h"
@@ -358,7 +359,11 @@ int RunServe(const ServeOptions& o) {
   if (!store.ok()) return Fail(store.status().WithContext("cannot open store " + db));
   service::Service service(**store, clock);
   service.SetMachinePoolSupport(service::MachinePoolSupportFor(catalog));
-  if (Status s = service.EnsureBuiltins(); !s.ok()) return Fail(s);
+  // A new store's default pool: on Slurm without the osmo-ctrl sidecar, which nothing runs there
+  // (`--backend config:NAME` needs a store that already has its configs).
+  config::BuiltinOptions builtins;
+  builtins.control_sidecar = !o.backend.starts_with("slurm:");
+  if (Status s = service.EnsureBuiltins(builtins); !s.ok()) return Fail(s);
   service::ViewOptions view_options;
   view_options.history_interval_ms = settings->history_interval_ms;
   service::Views views(service, **store, clock, view_options);

@@ -394,7 +394,7 @@ Json CapacityRules(const std::string& var, const std::string& k8s, const std::st
 
 }  // namespace
 
-ConfigSet BuiltinConfigs() {
+ConfigSet BuiltinConfigs(const BuiltinOptions& options) {
   ConfigSet set;
   auto must = [](const Status& s) {
     if (!s.ok()) std::abort();  // the built-ins are constants; a failure is a bug
@@ -407,7 +407,7 @@ ConfigSet BuiltinConfigs() {
                  CapacityRules("USER_MEMORY", "K8_MEMORY", "memory")));
   must(PutConfig(set, Kind::kResourceValidation, "default_storage",
                  CapacityRules("USER_STORAGE", "K8_STORAGE", "storage")));
-  must(PutConfig(set, Kind::kPool, "default", Json::parse(R"({
+  Json default_pool = Json::parse(R"({
   "description": "Default pool",
   "backend": "default",
   "default_platform": "default",
@@ -422,7 +422,9 @@ ConfigSet BuiltinConfigs() {
   "platforms": {
     "default": {"description": "Default platform"}
   }
-})")));
+})");
+  if (!options.control_sidecar) default_pool["common_pod_template"] = Json::array({"default_user"});
+  must(PutConfig(set, Kind::kPool, "default", std::move(default_pool)));
   must(PutConfig(set, Kind::kRole, "osmo-admin", Json::parse(R"({
   "description": "Administrator: every action on every resource",
   "policies": [{"effect": "Allow", "actions": ["*:*"], "resources": ["*"]}],

@@ -84,8 +84,15 @@ Status CheckUpdatable(const ConfigSet& set, Kind kind, std::string_view name, co
 //   validation sets default_cpu, default_memory, default_storage (static sanity rules and
 //     USER_* <= K8_* node-capacity rules);
 //   pool `default` (backend `default`, platform `default`, the default variables
-//     USER_CPU 1, USER_GPU 0, USER_MEMORY 1Gi, USER_STORAGE 1Gi);
+//     USER_CPU 1, USER_GPU 0, USER_MEMORY 1Gi, USER_STORAGE 1Gi, the pod templates default_user
+//     and, with `control_sidecar`, default_ctrl);
 //   roles osmo-admin (everything), osmo-user, osmo-default.
-ConfigSet BuiltinConfigs();
+struct BuiltinOptions {
+  // Whether pool `default` carries the osmo-ctrl sidecar (default_ctrl). Not on Slurm: a task
+  // runs there as its batch script and nothing beside it, so the sidecar's 1 CPU and 1 GiB
+  // would be asked of Slurm for every job and never used.
+  bool control_sidecar = true;
+};
+ConfigSet BuiltinConfigs(const BuiltinOptions& options = {});
 
 }  // namespace gpupool::config

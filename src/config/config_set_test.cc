@@ -190,6 +190,34 @@ TEST(BuiltinConfigsTest, Contents) {
   EXPECT_EQ(zero->failure->message, "Value 0 too low for CPU: it must be above 0");
 }
 
+// For a Slurm backend the default pool's pod is the user container alone: its requests are what
+// the batch job asks of Slurm. default_ctrl stays, for pools that name it.
+TEST(BuiltinConfigsTest, WithoutTheControlSidecar) {
+  BuiltinOptions options;
+  options.control_sidecar = false;
+  ConfigSet set = BuiltinConfigs(options);
+  EXPECT_EQ(ConfigNames(set, Kind::kPodTemplate),
+            (std::vector<std::string>{"default_ctrl", "default_user"}));
+  EXPECT_TRUE(ValidateReferences(set).ok());
+  const Pool& pool = set.pools.at("default");
+  Result<Json> merged = PlatformTemplate(pool, "default", set);
+  ASSERT_TRUE(merged.ok());
+  TaskContext task;
+  task.container_name = "hello";
+  Result<VariableMap> vars = ResolveVariables(pool, pool.FindPlatform("default"), {}, task);
+  ASSERT_TRUE(vars.ok());
+  Result<Json> pod = Render(*merged, *vars, "default");
+  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
+  ASSERT_EQ((*pod)["spec"]["containers"].size(), 1u);
+  EXPECT_EQ((*pod)["spec"]["containers"][0]["name"], "hello");
+  // Everything else in the pool is as in the default built-ins.
+  ConfigSet with_sidecar = BuiltinConfigs();
+  EXPECT_EQ(set.pools.at("default").common_resource_validations,
+            with_sidecar.pools.at("default").common_resource_validations);
+  EXPECT_EQ(with_sidecar.pools.at("default").common_pod_template,
+            (std::vector<std::string>{"default_user", "default_ctrl"}));
+}
+
 TEST(ConfigSetTest, ImmutableRoles) {
   ConfigSet set = BuiltinConfigs();
   EXPECT_EQ(CheckDeletable(set, Kind::kRole, "osmo-admin").message(),

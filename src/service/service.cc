@@ -93,10 +93,12 @@ void Service::SetMachinePoolSupport(MachinePoolSupport support) {
   cache_->snapshot = nullptr;
 }
 
-Status Service::EnsureBuiltins() {
+Status Service::EnsureBuiltins() { return EnsureBuiltins(config::BuiltinOptions{}); }
+
+Status Service::EnsureBuiltins(const config::BuiltinOptions& options) {
   ASSIGN_OR_RETURN(auto history, store_.History(std::nullopt, std::nullopt, 1));
   if (!history.empty()) return OkStatus();
-  config::ConfigSet builtins = config::BuiltinConfigs();
+  config::ConfigSet builtins = config::BuiltinConfigs(options);
   std::vector<store::ConfigWrite> writes;
   for (Kind kind :
        {Kind::kBackend, Kind::kPodTemplate, Kind::kResourceValidation, Kind::kPool, Kind::kRole}) {

@@ -31,6 +31,7 @@ class Store;
 }  // namespace gpupool::store
 namespace gpupool::config {
 struct ConfigSet;
+struct BuiltinOptions;
 }  // namespace gpupool::config
 
 namespace gpupool::submit {
@@ -339,9 +340,10 @@ class Service {
   // before the Service is shared between threads; it must be cheap and must not block.
   void SetSubmittedListener(std::function<void()> listener);
 
-  // Writes the built-in configs (config::BuiltinConfigs()) as revision 1 by user `system` when
-  // the store has no configs yet. Idempotent; called once after OpenStore.
-  Status EnsureBuiltins();
+  // Writes the built-in configs (config::BuiltinConfigs(options)) as revision 1 by user
+  // `system` when the store has no configs yet. Idempotent; called once after OpenStore.
+  Status EnsureBuiltins(const config::BuiltinOptions& options);
+  Status EnsureBuiltins();  // with the default options
 
   // `config update KIND [NAME] --file F` and `config set ROLE NAME -f F`. Accepts both file
   // shapes; the whole resulting ConfigSet is validated before one atomic write. Errors name the

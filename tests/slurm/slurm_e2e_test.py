@@ -217,6 +217,20 @@ def slurm_job_list(env):
     return jobs
 
 
+def slurm_job_sizes(env):
+    """{attempt key: (CPUs, memory)} of the jobs slurmctld still knows, as squeue gives them; an
+    array's elements (one size for all) under their own keys."""
+    sizes = {}
+    for line in slurm(env, "squeue", "-h", "-t", "all", "-o", "%j|%C|%m|%k").splitlines():
+        name, cpus, memory, comment = line.split("|", 3)
+        keys = [name]
+        if comment.startswith("gpupool array:"):
+            keys = comment[len("gpupool array:"):].split(" ")
+        for key in keys:
+            sizes[key] = (cpus, memory)
+    return sizes
+
+
 def slurm_jobs(env):
     """{attempt key: [(state, node)]} of every job slurmctld still knows."""
     jobs = {}
@@ -303,6 +317,7 @@ def run_workflow(args, env, workdir):
         flow = flows[wid]
         assert flow["status"] == "COMPLETED", f"{flow['status']}: {json.dumps(flow['tasks'])}"
         jobs = slurm_jobs(env)
+        sizes = slurm_job_sizes(env)
         for task, key in zip(flow["tasks"], attempt_keys(flow)):
             name = task["name"]
             gpus = dict((t[0], t[1]) for t in tasks)[name]
@@ -312,6 +327,8 @@ def run_workflow(args, env, workdir):
             got = len([d for d in devices.split(",") if d]) if gpus else 0
             assert got == gpus, f"{name}: CUDA_VISIBLE_DEVICES={devices!r}, asked for {gpus}"
             assert jobs.get(key) == [("COMPLETED", node)], f"{key}: Slurm jobs {jobs.get(key)}"
+            # The task's own 1 CPU and 1 GiB: the default pool on Slurm has no sidecar.
+            assert sizes.get(key) == ("1", "1G"), f"{key}: Slurm job CPUs, memory {sizes.get(key)}"
         # The step's submissions went behind a gate (a job they depended on), which
         # gpupool cancelled once they were in: Slurm took hold, afterany and the cancel.
         gates = [state for key, state, _, _ in slurm_job_list(env) if key == "gpupool-gate"]
@@ -610,7 +627,7 @@ spec:
   default_platform: default
   common_default_variables: {USER_CPU: 1, USER_GPU: 0, USER_MEMORY: 1Gi, USER_STORAGE: 1Gi}
   common_resource_validations: [default_cpu, default_memory, default_storage]
-  common_pod_template: [default_user, default_ctrl]
+  common_pod_template: [default_user]
   platforms:
     default: {description: all of the partition's nodes}
   resources: {gpu: {guarantee: 8}}

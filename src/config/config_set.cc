@@ -424,7 +424,7 @@ ConfigSet BuiltinConfigs(const BuiltinOptions& options) {
   }
 })");
   if (!options.control_sidecar) default_pool["common_pod_template"] = Json::array({"default_user"});
-  must(PutConfig(set, Kind::kPool, "default", std::move(default_pool)));
+  must(PutConfig(set, Kind::kPool, "default", default_pool));
   must(PutConfig(set, Kind::kRole, "osmo-admin", Json::parse(R"({
   "description": "Administrator: every action on every resource",
   "policies": [{"effect": "Allow", "actions": ["*:*"], "resources": ["*"]}],

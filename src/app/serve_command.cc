@@ -380,8 +380,12 @@ int RunServe(const ServeOptions& o) {
   std::unique_ptr<controller::SchedulingLoop> loop;
   if (*backend && !o.no_scheduler) {
     loop = MakeSchedulingLoop(*settings, catalog, **store, **backend, clock, registry, views);
-    // A submission to an idle cluster is placed at once, not an interval later.
-    service.SetSubmittedListener([scheduling = loop.get()] { scheduling->Nudge(); });
+    // A submission to an idle cluster is placed at once, not an interval later, and the loop
+    // takes the stored record as it is rather than reading it back.
+    service.SetSubmittedListener(
+        [scheduling = loop.get()](std::shared_ptr<const store::WorkflowRecord> stored) {
+          scheduling->Submitted(std::move(stored));
+        });
   }
 
   api::ApiContext context;

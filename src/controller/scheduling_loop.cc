@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 #include <unordered_map>
+#include <utility>
 
 #include "common/json_text.h"
 #include "config/kinds.h"
@@ -116,6 +117,23 @@ void SchedulingLoop::Start() {
 
 void SchedulingLoop::Nudge() { nudges_.fetch_add(1); }
 
+void SchedulingLoop::Submitted(std::shared_ptr<const store::WorkflowRecord> stored) {
+  {
+    std::lock_guard<std::mutex> lock(submitted_mu_);
+    if (submitted_tasks_ + stored->tasks.size() <= kMaxSubmittedTasks) {
+      submitted_tasks_ += stored->tasks.size();
+      submitted_.push_back(std::move(stored));
+    }
+  }
+  Nudge();
+}
+
+std::vector<std::shared_ptr<const store::WorkflowRecord>> SchedulingLoop::TakeSubmitted() {
+  std::lock_guard<std::mutex> lock(submitted_mu_);
+  submitted_tasks_ = 0;
+  return std::exchange(submitted_, {});
+}
+
 // The interval, cut short by nudges when the last step left nothing pending: work submitted to
 // an idle cluster is placed kNudgeQuietMs after the last of a burst of submissions rather than up
 // to an interval later (as kube-scheduler takes a new pod at once and slurmctld tries a
@@ -166,12 +184,14 @@ Result<StepStats> SchedulingLoop::Step() {
   auto lease = store_.TryAcquireLease(options_.lease_name, options_.holder, std::nullopt,
                                       options_.lease_ttl_ms);
   if (!lease.ok()) {
+    (void)TakeSubmitted();  // only a leader's next step would use them
     leader_ = false;
     leader_gauge_->Set({}, 0);
     ClearLeaderGauges();
     return lease.status();
   }
   if (!*lease) {
+    (void)TakeSubmitted();
     if (leader_.exchange(false)) {
       // Lost the lease: forget what we ran; the new leader re-adopts from the store.
       for (const auto& key : launched_) (void)backend_.Kill(key);

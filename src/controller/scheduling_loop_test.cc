@@ -289,6 +289,26 @@ TEST_F(SchedulingLoopTest, CancelStopsTheBackendTask) {
   EXPECT_EQ(Get(id).status, "CANCELED");
 }
 
+// A workflow handed in as stored (the server's listener: SchedulingLoop::Submitted) is placed as
+// one read back from the store would be; one changed by another writer after the hand-in (here
+// canceled) is read as stored, not as handed in.
+TEST_F(SchedulingLoopTest, AWorkflowHandedInAsStoredIsPlacedAsOneReadBack) {
+  service_->SetSubmittedListener([this](std::shared_ptr<const store::WorkflowRecord> stored) {
+    loop_->Submitted(std::move(stored));
+  });
+  std::string id = Submit(Workflow("handed", "1", "", ", sim_duration: 1h"));
+  std::string canceled = Submit(Workflow("handed-canceled", "1", "", ", sim_duration: 1h"));
+  ASSERT_TRUE(service_->CancelWorkflow({"alice", {"osmo-admin"}, "test"}, canceled).ok());
+  EXPECT_EQ(Step(*loop_).bound, 1);
+  EXPECT_EQ(Get(id).tasks[0].status, "SCHEDULED");
+  EXPECT_EQ(Get(id).tasks[0].node, "n1");
+  EXPECT_EQ(Get(canceled).status, "CANCELED");
+  EXPECT_EQ(Get(canceled).tasks[0].node, "");
+  EXPECT_EQ(Step(*loop_).launched, 1);
+  EXPECT_EQ(Get(id).tasks[0].status, "RUNNING");
+  EXPECT_EQ(backend_->RunningCount(), 1u);
+}
+
 // Placing and launching are two steps; the loop's thread runs the launching one at once
 // rather than an interval later. With an hour's interval, the task is RUNNING within the
 // test's patience only if the second step did not wait.

@@ -29,6 +29,12 @@ void StepMemo::KeepWorkflows(const std::vector<store::WorkflowRecord>& loaded) {
   std::erase_if(pods_, [&](const auto& entry) { return !ids.contains(entry.first); });
 }
 
+void StepMemo::KeepCreated(const store::WorkflowRecord& created) {
+  auto [it, inserted] = held_.try_emplace(created.id, created);
+  if (!inserted) return;
+  for (auto& task : it->second.tasks) task.workflow_id = created.id;  // as reads fill it
+}
+
 void StepMemo::KeepWritten(const store::WorkflowRecord& written) {
   auto it = held_.find(written.id);
   if (it == held_.end()) return;  // not loaded by this step: the next one reads it

@@ -38,6 +38,10 @@ class StepMemo {
   // Keeps the workflows as just loaded (before the step changes them) for the next step, and
   // forgets those no longer loaded (finished, or gone).
   void KeepWorkflows(const std::vector<store::WorkflowRecord>& loaded);
+  // A workflow this process just created, as the store returned it (store::Store::CreateWorkflow
+  // and its variants store every field given with version 1): held as if loaded, so the next
+  // listing copies it. A record already held stays (it is as new, or newer).
+  void KeepCreated(const store::WorkflowRecord& created);
   // A workflow this step loaded and then wrote with a compare-and-set that succeeded
   // (store::Store::UpdateWorkflow stores every field given and sets version + 1): held as the
   // store now holds it. Not for a write that failed, which leaves the stored record as it was.

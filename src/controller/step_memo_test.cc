@@ -102,6 +102,53 @@ TEST(StepMemoTest, HoldsAWrittenWorkflowAsTheStoreReadsItBack) {
   EXPECT_EQ(Fields(memo.Known()->at("wf-1")), Fields((*parsed)[0]));
 }
 
+// A workflow the server just stored is held as the store returned it (SchedulingLoop::Submitted):
+// the first listing copies it, and the copy is what parsing the stored rows gives.
+TEST(StepMemoTest, HoldsACreatedWorkflowAsTheStoreReadsItBack) {
+  auto store = store::OpenStore(":memory:");
+  ASSERT_TRUE(store.ok()) << store.status().ToString();
+  store::WorkflowRecord wf = Workflow("wf-2", 0);
+  wf.name = "wf";
+  wf.pool = "default";
+  wf.user = "alice";
+  wf.status = "PENDING";
+  wf.submitted_ms = 1234;
+  wf.idempotency_key = "k";
+  wf.spec = nlohmann::ordered_json::parse(R"({"workflow": {"name": "wf", "z": 1, "a": [2.5]}})");
+  wf.tasks[0].group = "g";
+  wf.tasks[0].status_changed_ms = 1234;
+  wf.tasks[0].pod = nlohmann::ordered_json::parse(R"({"spec": {"priority": 5, "b": null}})");
+  store::AuditRecord audit;
+  audit.user = "alice";
+  audit.action = "submit";
+  auto created = (*store)->CreateWorkflowWithAudit(wf, audit);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+
+  StepMemo memo;
+  memo.KeepCreated(*created);
+  store::WorkflowFilter filter;
+  filter.unfinished_only = true;
+  filter.known = memo.Known();
+  auto copied = (*store)->ListWorkflows(filter);
+  filter.known = nullptr;
+  auto parsed = (*store)->ListWorkflows(filter);
+  ASSERT_TRUE(copied.ok() && parsed.ok());
+  ASSERT_EQ(parsed->size(), 1u);
+  // Held at the stored version, so the listing took the copy; and the copy is the stored record.
+  EXPECT_EQ(memo.Known()->at("wf-2").version, (*parsed)[0].version);
+  EXPECT_EQ(Fields((*copied)[0]), Fields((*parsed)[0]));
+
+  // A record held already (loaded, then written by a step) is not replaced by an older one.
+  store::WorkflowRecord newer = (*parsed)[0];
+  newer.status = "RUNNING";
+  ASSERT_TRUE((*store)->UpdateWorkflow(newer).ok());
+  memo.KeepWorkflows(*parsed);
+  memo.KeepWritten(newer);
+  memo.KeepCreated(*created);
+  EXPECT_EQ(memo.Known()->at("wf-2").status, "RUNNING");
+  EXPECT_EQ(memo.Known()->at("wf-2").version, 2);
+}
+
 TEST(StepMemoTest, ReadsATaskPodOncePerVersionStatusAndNode) {
   StepMemo memo;
   int reads = 0;

@@ -14,6 +14,7 @@ namespace gpupool::controller {
 using Json = nlohmann::ordered_json;
 
 Status SchedulingLoop::LoadState(StepState& step) {
+  for (const auto& created : TakeSubmitted()) memo_.KeepCreated(*created);
   store::WorkflowFilter filter;
   filter.unfinished_only = true;
   filter.limit = 0;

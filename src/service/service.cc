@@ -81,9 +81,7 @@ Service::Service(store::Store& store, const Clock& clock)
 
 Service::~Service() = default;
 
-void Service::SetSubmittedListener(std::function<void()> listener) {
-  submitted_ = std::move(listener);
-}
+void Service::SetSubmittedListener(SubmittedListener listener) { submitted_ = std::move(listener); }
 
 void Service::SetMachinePoolSupport(MachinePoolSupport support) {
   machine_pools_ = support;

@@ -28,6 +28,7 @@
 
 namespace gpupool::store {
 class Store;
+struct WorkflowRecord;
 }  // namespace gpupool::store
 namespace gpupool::config {
 struct ConfigSet;
@@ -335,10 +336,12 @@ class Service {
 
   // Set once, before the Service is shared between threads.
   void SetMachinePoolSupport(MachinePoolSupport support);
-  // Called (on the store's commit thread) after each workflow newly stored: the server's
-  // scheduling loop takes it as a sign that work arrived (SchedulingLoop::Nudge). Set once,
-  // before the Service is shared between threads; it must be cheap and must not block.
-  void SetSubmittedListener(std::function<void()> listener);
+  // Called (on the store's commit thread) after each workflow newly stored, with the record as
+  // the store returned it: the server's scheduling loop takes it as a sign that work arrived and
+  // holds the record for its next step (SchedulingLoop::Submitted). Set once, before the Service
+  // is shared between threads; it must be cheap and must not block.
+  using SubmittedListener = std::function<void(std::shared_ptr<const store::WorkflowRecord>)>;
+  void SetSubmittedListener(SubmittedListener listener);
 
   // Writes the built-in configs (config::BuiltinConfigs(options)) as revision 1 by user
   // `system` when the store has no configs yet. Idempotent; called once after OpenStore.
@@ -443,7 +446,7 @@ class Service {
   store::Store& store_;
   const Clock& clock_;
   MachinePoolSupport machine_pools_;
-  std::function<void()> submitted_;  // SetSubmittedListener
+  SubmittedListener submitted_;  // SetSubmittedListener
 
   // A planned submission: the result so far and, unless a dry run, what to store.
   struct PreparedSubmission;

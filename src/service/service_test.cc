@@ -168,7 +168,7 @@ TEST_F(ServiceCacheTest, AsyncSubmissionsAndReadsSeeWritesOfAnotherStore) {
 // stored, once: not a replay of an idempotency key, nor a refused submission.
 TEST_F(ServiceCacheTest, TheSubmittedListenerHearsEachNewWorkflowOnce) {
   int heard = 0;
-  server_->SetSubmittedListener([&heard] { ++heard; });
+  server_->SetSubmittedListener([&heard](const auto&) { ++heard; });
   ASSERT_TRUE(server_->ImportNodes(admin_, kNodes, "nodes.yaml").ok());
   SubmitRequest submit{.pool = "default", .spec_text = kWorkflow, .file_name = "wf.yaml"};
   submit.idempotency_key = "k1";

@@ -240,8 +240,10 @@ void Service::SubmitAttempt(const Caller& caller, const SubmitRequest& request, 
         }
         if (!stored.ok()) return done(stored.status());
         result.existing = stored->id != planned_id;
-        if (!result.existing && submitted_) submitted_();
-        done(Submitted(std::move(result), *stored));
+        // Shared with the scheduling loop, which holds it until its next step: no copy here.
+        auto record = std::make_shared<const store::WorkflowRecord>(std::move(*stored));
+        if (!result.existing && submitted_) submitted_(record);
+        done(Submitted(std::move(result), *record));
       });
 }
 

@@ -136,6 +136,22 @@ TEST(ConfigSetTest, UsersOfAndDeletes) {
   EXPECT_TRUE(CheckDeletable(set, Kind::kPool, "p1").ok());
 }
 
+// Pool "default" of `set` rendered for a task whose container is "hello": its variables and pod.
+struct RenderedDefault {
+  VariableMap vars;
+  Json pod;
+};
+Result<RenderedDefault> RenderDefaultPool(const ConfigSet& set) {
+  const Pool& pool = set.pools.at("default");
+  ASSIGN_OR_RETURN(Json merged, PlatformTemplate(pool, "default", set));
+  TaskContext task;
+  task.container_name = "hello";
+  ASSIGN_OR_RETURN(VariableMap vars,
+                   ResolveVariables(pool, pool.FindPlatform("default"), {}, task));
+  ASSIGN_OR_RETURN(Json pod, Render(merged, vars, "default"));
+  return RenderedDefault{std::move(vars), std::move(pod)};
+}
+
 TEST(BuiltinConfigsTest, Contents) {
   ConfigSet set = BuiltinConfigs();
   EXPECT_EQ(ConfigNames(set, Kind::kPodTemplate),
@@ -149,22 +165,17 @@ TEST(BuiltinConfigsTest, Contents) {
   EXPECT_TRUE(set.roles.at("osmo-admin").immutable);
 
   // The default pool renders with its default variables into a user container and osmo-ctrl.
-  const Pool& pool = set.pools.at("default");
-  Result<Json> merged = PlatformTemplate(pool, "default", set);
-  ASSERT_TRUE(merged.ok());
-  TaskContext task;
-  task.container_name = "hello";
-  Result<VariableMap> vars = ResolveVariables(pool, pool.FindPlatform("default"), {}, task);
-  ASSERT_TRUE(vars.ok());
-  Result<Json> pod = Render(*merged, *vars, "default");
-  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
-  EXPECT_EQ((*pod)["spec"]["containers"][0]["name"], "hello");
+  auto rendered = RenderDefaultPool(set);
+  ASSERT_TRUE(rendered.ok()) << rendered.status().ToString();
+  const Json& pod = rendered->pod;
+  EXPECT_EQ(pod["spec"]["containers"][0]["name"], "hello");
   EXPECT_EQ(
-      (*pod)["spec"]["containers"][0]["resources"]["requests"],
+      pod["spec"]["containers"][0]["resources"]["requests"],
       J(R"({"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": "0", "ephemeral-storage": "1Gi"})"));
-  EXPECT_EQ((*pod)["spec"]["containers"][1]["name"], "osmo-ctrl");
+  EXPECT_EQ(pod["spec"]["containers"][1]["name"], "osmo-ctrl");
 
   // The default rules: static sanity plus node capacity.
+  const Pool& pool = set.pools.at("default");
   Result<std::vector<NamedRule>> rules = PlatformRules(pool, "default", set);
   ASSERT_TRUE(rules.ok());
   ASSERT_EQ(rules->size(), 6u);
@@ -174,7 +185,7 @@ TEST(BuiltinConfigsTest, Contents) {
   node.allocatable["memory"] = *model::Quantity::Parse("16Gi");
   node.allocatable["ephemeral-storage"] = *model::Quantity::Parse("100Gi");
   ValidationScope scope{"t", "default", "default"};
-  VariableMap task_vars = *vars;
+  VariableMap task_vars = rendered->vars;
   Result<ValidationResult> ok = ValidateTask(scope, *rules, task_vars, {&node});
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   EXPECT_TRUE(ok->ok());
@@ -199,17 +210,10 @@ TEST(BuiltinConfigsTest, WithoutTheControlSidecar) {
   EXPECT_EQ(ConfigNames(set, Kind::kPodTemplate),
             (std::vector<std::string>{"default_ctrl", "default_user"}));
   EXPECT_TRUE(ValidateReferences(set).ok());
-  const Pool& pool = set.pools.at("default");
-  Result<Json> merged = PlatformTemplate(pool, "default", set);
-  ASSERT_TRUE(merged.ok());
-  TaskContext task;
-  task.container_name = "hello";
-  Result<VariableMap> vars = ResolveVariables(pool, pool.FindPlatform("default"), {}, task);
-  ASSERT_TRUE(vars.ok());
-  Result<Json> pod = Render(*merged, *vars, "default");
-  ASSERT_TRUE(pod.ok()) << pod.status().ToString();
-  ASSERT_EQ((*pod)["spec"]["containers"].size(), 1u);
-  EXPECT_EQ((*pod)["spec"]["containers"][0]["name"], "hello");
+  auto rendered = RenderDefaultPool(set);
+  ASSERT_TRUE(rendered.ok()) << rendered.status().ToString();
+  ASSERT_EQ(rendered->pod["spec"]["containers"].size(), 1u);
+  EXPECT_EQ(rendered->pod["spec"]["containers"][0]["name"], "hello");
   // Everything else in the pool is as in the default built-ins.
   ConfigSet with_sidecar = BuiltinConfigs();
   EXPECT_EQ(set.pools.at("default").common_resource_validations,

@@ -19,6 +19,21 @@ store::WorkflowRecord Workflow(const std::string& id, int64_t version) {
   return wf;
 }
 
+// Workflow(id, 0) as submitted to pool "default" by alice, with JSON of several kinds.
+store::WorkflowRecord Submitted(const std::string& id) {
+  store::WorkflowRecord wf = Workflow(id, 0);
+  wf.name = "wf";
+  wf.pool = "default";
+  wf.user = "alice";
+  wf.status = "PENDING";
+  wf.submitted_ms = 1234;
+  wf.spec = nlohmann::ordered_json::parse(R"({"workflow": {"name": "wf", "z": 1, "a": [2.5]}})");
+  wf.tasks[0].group = "g";
+  wf.tasks[0].status_changed_ms = 1234;
+  wf.tasks[0].pod = nlohmann::ordered_json::parse(R"({"spec": {"priority": 5, "b": null}})");
+  return wf;
+}
+
 // Counts the reads TaskPod asked for; each read names the pod after the count.
 struct CountingRead {
   int* reads;
@@ -61,14 +76,7 @@ std::string Fields(const store::WorkflowRecord& wf) {
 TEST(StepMemoTest, HoldsAWrittenWorkflowAsTheStoreReadsItBack) {
   auto store = store::OpenStore(":memory:");
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  store::WorkflowRecord wf = Workflow("wf-1", 0);
-  wf.name = "wf";
-  wf.pool = "default";
-  wf.user = "alice";
-  wf.status = "PENDING";
-  wf.spec = nlohmann::ordered_json::parse(R"({"workflow": {"name": "wf", "n": 1.5}})");
-  wf.tasks[0].pod = nlohmann::ordered_json::parse(R"({"spec": {"priority": 5}})");
-  ASSERT_TRUE((*store)->CreateWorkflow(wf).ok());
+  ASSERT_TRUE((*store)->CreateWorkflow(Submitted("wf-1")).ok());
 
   StepMemo memo;
   store::WorkflowFilter filter;
@@ -107,17 +115,8 @@ TEST(StepMemoTest, HoldsAWrittenWorkflowAsTheStoreReadsItBack) {
 TEST(StepMemoTest, HoldsACreatedWorkflowAsTheStoreReadsItBack) {
   auto store = store::OpenStore(":memory:");
   ASSERT_TRUE(store.ok()) << store.status().ToString();
-  store::WorkflowRecord wf = Workflow("wf-2", 0);
-  wf.name = "wf";
-  wf.pool = "default";
-  wf.user = "alice";
-  wf.status = "PENDING";
-  wf.submitted_ms = 1234;
+  store::WorkflowRecord wf = Submitted("wf-2");
   wf.idempotency_key = "k";
-  wf.spec = nlohmann::ordered_json::parse(R"({"workflow": {"name": "wf", "z": 1, "a": [2.5]}})");
-  wf.tasks[0].group = "g";
-  wf.tasks[0].status_changed_ms = 1234;
-  wf.tasks[0].pod = nlohmann::ordered_json::parse(R"({"spec": {"priority": 5, "b": null}})");
   store::AuditRecord audit;
   audit.user = "alice";
   audit.action = "submit";

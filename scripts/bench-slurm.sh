@@ -21,8 +21,8 @@
 # fraction rounded up to one), CPUs (rounded up) and memory (scripts/bench/openb-shapes.py), on
 # nodes of the trace's most common 8-GPU shape (96 CPUs, 384 GiB; SLURM_TEST_CPUS and
 # SLURM_TEST_MEMORY_MB override). Slurm alone gets one array per distinct shape, in the order of
-# each shape's first job (57 sbatch calls for 2,000 jobs); gpupool the same jobs in trace order.
-# Not every job fits at 200 nodes (1,761 GPUs asked), so a half ends once no job has started
+# each shape's first job (56 sbatch calls for 2,000 jobs); gpupool the same jobs in trace order.
+# Not every job fits at 200 nodes (1,760 GPUs asked), so a half ends once no job has started
 # for SETTLE_S seconds (default 20, four of Slurm's backfill intervals) and reports how many
 # started and the GPUs allocated: the packing of each system, not only its speed.
 # Both halves count a job as started from slurmctld's log (polling squeue would load slurmctld),
